@@ -1,0 +1,265 @@
+"""Compilation to an SSA instruction list, and evaluation.
+
+``compile(materialized)`` turns a :class:`~computegraph.MaterializedGraph` into a
+:class:`CompiledProgram`: one instruction per operation, in the same order, whose
+slots are exactly the materialised value indices (each written once: SSA).
+Compilation also computes, for every slot, the instruction after which it is
+dead, so :meth:`CompiledProgram.eval` releases each intermediate right after its
+last use and peak memory stays close to what the program really needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from computegraph.errors import BindingError, OperationContractError
+from computegraph.gc_pause import gc_paused
+from computegraph.keys import Input, ValueKey
+from computegraph.materialize import MaterializedGraph
+from computegraph.protocols import GraphOperation
+
+__all__ = ["CompiledProgram", "Instruction", "compile"]
+
+
+class Instruction(NamedTuple):
+    """Run ``operation`` on the values in slots ``inputs``; write slots ``outputs``."""
+
+    operation: GraphOperation
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+# One step of the execution plan: (operation, its bound eval, input slots, output
+# slot (an int for single-output operations) or slots (a tuple), slots to free after it).
+_Step = tuple[Any, Any, tuple[int, ...], Any, tuple[int, ...]]
+
+
+class CompiledProgram:
+    """A flat SSA program. Evaluate it any number of times with :meth:`eval`.
+
+    * ``instructions``: one per materialised operation, in topological order;
+    * ``input_slots``: the slots bound by positional inputs, in materialised input
+      order (``input_keys`` names them);
+    * ``output_slots``: the slot of each requested output (duplicates kept);
+    * ``n_slots``: the number of slots (materialised values);
+    * ``free_after[i]``: the slots released right after instruction ``i``.
+    """
+
+    __slots__ = (
+        "_input_position",
+        "_plan",
+        "free_after",
+        "input_keys",
+        "input_slots",
+        "instructions",
+        "n_slots",
+        "output_keys",
+        "output_slots",
+    )
+
+    def __init__(
+        self,
+        instructions: tuple[Instruction, ...],
+        input_slots: tuple[int, ...],
+        output_slots: tuple[int, ...],
+        n_slots: int,
+        input_keys: tuple[ValueKey, ...],
+        output_keys: tuple[ValueKey, ...],
+    ) -> None:
+        self.instructions = instructions
+        self.input_slots = input_slots
+        self.output_slots = output_slots
+        self.n_slots = n_slots
+        self.input_keys = input_keys
+        self.output_keys = output_keys
+        self._input_position = {
+            key.key: position for position, key in enumerate(input_keys) if type(key) is Input
+        }
+        self.free_after = _last_uses(instructions, output_slots)
+        self._plan: list[_Step] = [
+            (
+                ins.operation,
+                _eval_function(ins.operation, position),
+                ins.inputs,
+                ins.outputs[0] if len(ins.outputs) == 1 else ins.outputs,
+                self.free_after[position],
+            )
+            for position, ins in enumerate(instructions)
+        ]
+
+    def eval(self, inputs: Sequence[Any], ctx: Any = None) -> list[Any]:
+        """Evaluate with ``inputs`` given positionally, in :attr:`input_keys` order.
+
+        ``ctx`` is passed to every operation's ``eval``. Returns one value per
+        requested output. Exceptions raised by an operation propagate unchanged,
+        with a note naming the failing instruction.
+        """
+        if len(inputs) != len(self.input_slots):
+            raise BindingError(
+                f"CompiledProgram.eval: expected {len(self.input_slots)} input(s) "
+                f"({_describe_inputs(self.input_keys)}), got {len(inputs)}"
+            )
+        slots: list[Any] = [None] * self.n_slots
+        for slot, value in zip(self.input_slots, inputs, strict=True):
+            slots[slot] = value
+        plan = self._plan
+        step = None
+        try:
+            for step in plan:
+                _operation, run, args, out, dead = step
+                results = run([slots[i] for i in args], ctx)
+                if type(out) is int:
+                    try:
+                        (slots[out],) = results
+                    except (TypeError, ValueError):
+                        raise _wrong_output_count(plan, step, 1, results) from None
+                elif not _store(slots, out, results):
+                    raise _wrong_output_count(plan, step, len(out), results)
+                for slot in dead:
+                    slots[slot] = None
+                results = None  # else an output nobody reads lives through the next step
+        except OperationContractError:
+            raise
+        except Exception as error:
+            if step is not None:
+                error.add_note(
+                    f"while evaluating instruction {plan.index(step)} of {len(plan)}: {step[0]!r}"
+                )
+            raise
+        return [slots[slot] for slot in self.output_slots]
+
+    def eval_with(self, bindings: Mapping[Hashable, Any], ctx: Any = None) -> list[Any]:
+        """Evaluate with inputs bound by input key (``{"x": 1.0, ...}``).
+
+        Every program input must be bound; bindings for keys the program does not
+        use are ignored (materialisation drops inputs the outputs do not need).
+        """
+        values: list[Any] = []
+        missing: list[Any] = []
+        for key in self.input_keys:
+            assert type(key) is Input
+            if key.key in bindings:
+                values.append(bindings[key.key])
+            else:
+                missing.append(key.key)
+        if missing:
+            raise BindingError(
+                f"CompiledProgram.eval_with: no binding for input(s) {missing!r}; "
+                f"the program needs {_describe_inputs(self.input_keys)}"
+            )
+        return self.eval(values, ctx)
+
+    def input_position(self, input_key: Hashable) -> int:
+        """Position of the input named ``input_key`` in :attr:`input_keys`."""
+        try:
+            return self._input_position[input_key]
+        except KeyError:
+            raise BindingError(
+                f"CompiledProgram: {input_key!r} is not an input of this program "
+                f"(inputs: {_describe_inputs(self.input_keys)})"
+            ) from None
+
+    def __str__(self) -> str:
+        from computegraph.render import format_program
+
+        return format_program(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"<CompiledProgram: {len(self.input_slots)} input(s), "
+            f"{len(self.instructions)} instruction(s), {self.n_slots} slot(s)>"
+        )
+
+
+def compile(materialized: MaterializedGraph) -> CompiledProgram:
+    """Compile a materialised graph into an SSA :class:`CompiledProgram`."""
+    if not isinstance(materialized, MaterializedGraph):
+        raise TypeError(f"compile: expected a MaterializedGraph, got {materialized!r}")
+    with gc_paused():
+        instructions = tuple(
+            Instruction(key.operation, inputs, tuple(materialized.operation_outputs(position)))
+            for position, (key, inputs) in enumerate(
+                zip(materialized.operation_keys, materialized.operation_inputs, strict=True)
+            )
+        )
+        return CompiledProgram(
+            instructions,
+            materialized.input_indices(),
+            tuple(materialized.index_of(key) for key in materialized.outputs),
+            len(materialized.value_keys),
+            materialized.inputs,
+            materialized.outputs,
+        )
+
+
+def _last_uses(
+    instructions: tuple[Instruction, ...], output_slots: tuple[int, ...]
+) -> tuple[tuple[int, ...], ...]:
+    """The slots to free after each instruction.
+
+    A slot dies after the last instruction reading it; a slot written but never
+    read dies right after being written. Output slots never die. (Every input
+    slot of a materialised graph is read or is an output.)
+    """
+    last: dict[int, int] = {}
+    for position, instruction in enumerate(instructions):
+        for slot in instruction.outputs:
+            last[slot] = position
+        for slot in instruction.inputs:
+            last[slot] = position
+    for slot in output_slots:
+        last.pop(slot, None)
+    free: dict[int, list[int]] = {}
+    for slot, position in last.items():
+        free.setdefault(position, []).append(slot)
+    nothing: tuple[int, ...] = ()
+    return tuple(
+        tuple(sorted(free[position])) if position in free else nothing
+        for position in range(len(instructions))
+    )
+
+
+def _store(slots: list[Any], out: tuple[int, ...], results: Any) -> bool:
+    """Write a multi-output operation's results; False if they do not match ``out``."""
+    try:
+        if len(results) != len(out):
+            return False
+    except TypeError:
+        return False
+    for slot, value in zip(out, results, strict=True):
+        slots[slot] = value
+    return True
+
+
+def _eval_function(operation: Any, position: int) -> Any:
+    """The operation's bound ``eval``, or a stub raising a clear error if it has none."""
+    run = getattr(operation, "eval", None)
+    if run is not None:
+        return run
+
+    def not_evaluable(inputs: Sequence[Any], ctx: Any) -> Sequence[Any]:
+        raise OperationContractError(
+            f"instruction {position}: operation {operation!r} is not evaluable (it has no eval)"
+        )
+
+    return not_evaluable
+
+
+def _wrong_output_count(
+    plan: list[_Step], step: _Step, expected: int, results: Any
+) -> OperationContractError:
+    try:
+        got = f"{len(results)} value(s)"
+    except TypeError:
+        got = f"a non-sequence {type(results).__name__}"
+    return OperationContractError(
+        f"instruction {plan.index(step)}: {step[0]!r}.eval returned {got}, expected "
+        f"{expected} (its output_count())"
+    )
+
+
+def _describe_inputs(keys: tuple[ValueKey, ...]) -> str:
+    shown = ", ".join(repr(key.key) if type(key) is Input else repr(key) for key in keys[:8])
+    more = f", ... ({len(keys)} in all)" if len(keys) > 8 else ""
+    return f"[{shown}{more}]"
