@@ -13,6 +13,10 @@ PYTEST_ARGS ?= -q
 export UV_PYTHON_DOWNLOADS := never
 export UV_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
 export UV_NO_PROGRESS := 1
+# Trust the platform's certificate store (machines behind a corporate TLS proxy);
+# UV_NATIVE_TLS is the name older uv releases read.
+export UV_SYSTEM_CERTS := 1
+export UV_NATIVE_TLS := 1
 
 UV := $(shell command -v uv 2>/dev/null)
 ifeq ($(strip $(UV)),)
