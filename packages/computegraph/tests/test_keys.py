@@ -30,8 +30,11 @@ def test_equal_structure_is_the_same_object():
     assert first is second
 
 
-def test_input_keys_compare_by_value():
+def test_input_keys_compare_by_type_and_value():
     assert Input(("a", 1)) is Input(("a", 1))
+    assert Input(1) is not Input(True)
+    assert Input(True).key is True
+    assert Input(1.0) != Input(1)
     assert Input("x") != Input("y")
     assert Input("x") != Derived(OperationKey(Neg, [Input("x")]), 0)
 

@@ -191,15 +191,16 @@ class ValueKey:
 
 
 class Input(ValueKey):
-    """The graph input named ``key`` (any hashable, compared by value)."""
+    """The graph input named ``key``: any hashable, compared by type and value."""
 
     __slots__ = ("key",)
     __match_args__ = ("key",)
     key: Hashable
 
     def __new__(cls, key: Hashable) -> Input:
+        probe = (key.__class__, key)  # 1, 1.0 and True are equal in a dict, not here
         try:
-            ref = _INPUT_KEYS.get(key)
+            ref = _INPUT_KEYS.get(probe)
         except TypeError:
             raise TypeError(f"Input: input key must be hashable, got {key!r}") from None
         if ref is not None:
@@ -209,7 +210,7 @@ class Input(ValueKey):
         obj = object.__new__(cls)
         _set_input_key(obj, key)
         _set_fingerprint(obj, hash(("Input", key)))
-        return _register(_INPUT_KEYS, key, obj)  # type: ignore[no-any-return]
+        return _register(_INPUT_KEYS, probe, obj)  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
         return f"Input({self.key!r})"
