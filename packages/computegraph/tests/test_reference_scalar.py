@@ -386,3 +386,30 @@ def test_observed_input_as_output_and_duplicate_inputs():
     materialized = materialize_merge(resolve(graph), keys)
     assert materialized.inputs == (Input("x"),)
     assert compile(materialized).eval([2.5]) == [2.5, 2.5, 2.5]
+
+
+def test_boundary_keys_become_inputs():
+    builder = GraphBuilder()
+    x = builder.add_input("x")
+    (e,) = builder.add_operation(Exp, [Local(x)])
+    (n,) = builder.add_operation(Neg, [Local(e)])
+    (s,) = builder.add_operation(Add, [Local(n), Local(x)])
+    graph = builder.build()
+    e_key = graph.key_of(e)
+    materialized = materialize_merge(resolve(graph), [graph.key_of(s)], boundary=[e_key])
+    assert materialized.inputs == (e_key, Input("x"))
+    assert [op.operation for op in materialized.operations] == [Neg, Add]
+    program = compile(materialized)
+    # The boundary value is supplied, not recomputed: 10 stands in for exp(x).
+    assert program.eval([10.0, 2.0]) == [-8.0]
+    assert program.eval_with({e_key: 10.0, "x": 2.0}) == [-8.0]
+    assert program.input_position(e_key) == 0
+
+
+def test_boundary_keys_need_not_be_defined_by_the_view():
+    outer = GraphBuilder()
+    elsewhere = Derived(OperationKey(Exp, [Input("hidden")]), 0)
+    (n,) = outer.add_operation(Neg, [External(elsewhere)])
+    graph = outer.build()
+    program = compile(materialize_merge(resolve(graph), [graph.key_of(n)], boundary=[elsewhere]))
+    assert program.eval([3.0]) == [-3.0]

@@ -59,7 +59,8 @@ class MaterializedGraph:
     * ``operation_keys[j]`` / ``operation_inputs[j]``: operation ``j`` (in
       topological order) and the value indices it reads; its outputs are the
       consecutive values ``operation_outputs(j)``;
-    * ``inputs``: the input keys in discovery order; ``outputs``: the requested keys.
+    * ``inputs``: the input keys (graph inputs and boundary keys) in discovery order;
+      ``outputs``: the requested keys.
     """
 
     __slots__ = (
@@ -165,8 +166,18 @@ class MaterializedGraph:
         return materialized_to_dot(self)
 
 
-def materialize_merge(view: ResolvedView, outputs: Iterable[ValueKey]) -> MaterializedGraph:
+def materialize_merge(
+    view: ResolvedView,
+    outputs: Iterable[ValueKey],
+    *,
+    boundary: Iterable[ValueKey] = (),
+) -> MaterializedGraph:
     """Flatten the part of ``view`` reachable from ``outputs`` into a :class:`MaterializedGraph`.
+
+    Keys listed in ``boundary`` become inputs of the result even when they are
+    derived values: the walk stops there and their values are supplied at
+    evaluation time (to evaluate part of a graph from known intermediates). They
+    need not be defined by the view.
 
     Raises :class:`~computegraph.UnresolvedKeyError` naming the missing key and the
     requested output it was reached from when some reachable key is not defined by
@@ -178,12 +189,16 @@ def materialize_merge(view: ResolvedView, outputs: Iterable[ValueKey]) -> Materi
     for position, key in enumerate(requested):
         if not isinstance(key, ValueKey):
             raise TypeError(f"materialize_merge: output {position} is not a ValueKey: {key!r}")
+    stops = frozenset(boundary)
+    for key in stops:
+        if not isinstance(key, ValueKey):
+            raise TypeError(f"materialize_merge: boundary entry is not a ValueKey: {key!r}")
     with gc_paused():
-        return _materialize(view.defined_keys, requested)
+        return _materialize(view.defined_keys, requested, stops)
 
 
 def _materialize(
-    defined: AbstractSet[ValueKey], requested: tuple[ValueKey, ...]
+    defined: AbstractSet[ValueKey], requested: tuple[ValueKey, ...], boundary: frozenset[ValueKey]
 ) -> MaterializedGraph:
     index: dict[ValueKey, int] = {}
     value_keys: list[ValueKey] = []
@@ -204,15 +219,17 @@ def _materialize(
             if key in index:
                 stack.pop()
                 continue
-            if key not in defined:
-                raise _unresolved(key, root)
-            if type(key) is not Derived:
+            if key in boundary or type(key) is not Derived:
+                if key not in defined and key not in boundary:
+                    raise _unresolved(key, root)
                 stack.pop()
                 index[key] = len(value_keys)
                 value_keys.append(key)
                 producers.append(-1)
                 inputs.append(key)
                 continue
+            if key not in defined:
+                raise _unresolved(key, root)
             operation_key = key.operation_key
             missing = [k for k in operation_key.inputs if k not in index]
             if missing:

@@ -74,7 +74,8 @@ class CompiledProgram:
         self.input_keys = input_keys
         self.output_keys = output_keys
         self._input_position = {
-            key.key: position for position, key in enumerate(input_keys) if type(key) is Input
+            (key.key if type(key) is Input else key): position
+            for position, key in enumerate(input_keys)
         }
         self.free_after = _last_uses(instructions, output_slots)
         self._plan: list[_Step] = [
@@ -132,17 +133,19 @@ class CompiledProgram:
     def eval_with(self, bindings: Mapping[Hashable, Any], ctx: Any = None) -> list[Any]:
         """Evaluate with inputs bound by input key (``{"x": 1.0, ...}``).
 
-        Every program input must be bound; bindings for keys the program does not
-        use are ignored (materialisation drops inputs the outputs do not need).
+        A graph input is bound by its input key; a boundary input (a derived key made
+        an input by ``materialize_merge(..., boundary=...)``) by its value key. Every
+        program input must be bound; bindings for keys the program does not use are
+        ignored (materialisation drops inputs the outputs do not need).
         """
         values: list[Any] = []
         missing: list[Any] = []
         for key in self.input_keys:
-            assert type(key) is Input
-            if key.key in bindings:
-                values.append(bindings[key.key])
+            name = key.key if type(key) is Input else key
+            if name in bindings:
+                values.append(bindings[name])
             else:
-                missing.append(key.key)
+                missing.append(name)
         if missing:
             raise BindingError(
                 f"CompiledProgram.eval_with: no binding for input(s) {missing!r}; "
@@ -151,7 +154,7 @@ class CompiledProgram:
         return self.eval(values, ctx)
 
     def input_position(self, input_key: Hashable) -> int:
-        """Position of the input named ``input_key`` in :attr:`input_keys`."""
+        """Position in :attr:`input_keys` of a graph input (by input key) or boundary key."""
         try:
             return self._input_position[input_key]
         except KeyError:
