@@ -413,3 +413,21 @@ def test_boundary_keys_need_not_be_defined_by_the_view():
     graph = outer.build()
     program = compile(materialize_merge(resolve(graph), [graph.key_of(n)], boundary=[elsewhere]))
     assert program.eval([3.0]) == [-3.0]
+
+
+def test_eval_with_a_custom_evaluator():
+    builder = GraphBuilder()
+    x = builder.add_input("x")
+    (e,) = builder.add_operation(Exp, [Local(x)])
+    (n,) = builder.add_operation(Neg, [Local(e)])
+    graph = builder.build()
+    program = compile(materialize_merge(resolve(graph), [graph.key_of(n)]))
+    seen = []
+
+    def apply(operation, inputs, ctx):
+        seen.append((operation, list(inputs), ctx))
+        return operation.eval(inputs, ctx)
+
+    assert program.eval([0.0], "context", apply=apply) == [-1.0]
+    assert seen == [(Exp, [0.0], "context"), (Neg, [1.0], "context")]
+    assert program.eval([0.0]) == [-1.0]  # the plain path is unaffected

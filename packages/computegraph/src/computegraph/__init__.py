@@ -13,7 +13,7 @@ Values are identified across graphs by interned structural keys
 dependencies beyond the standard library and no built-in operations.
 """
 
-from computegraph.cache import CacheStats, ProgramCache, default_program_cache
+from computegraph.cache import BoundedCache, CacheStats, ProgramCache, default_program_cache
 from computegraph.errors import (
     BindingError,
     GraphBuildError,
@@ -61,6 +61,7 @@ __version__ = "0.1.0"
 __all__ = [
     "PRIMARY",
     "BindingError",
+    "BoundedCache",
     "CacheStats",
     "CompiledProgram",
     "Derived",

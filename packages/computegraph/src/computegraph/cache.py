@@ -1,18 +1,22 @@
-"""A bounded, clearable cache of compiled programs keyed by graph structure.
+"""Bounded caches, and the cache of compiled programs keyed by graph structure.
 
-Compile once, evaluate many times. Keys are interned and structural, so the tuple
-of requested output keys identifies the whole program: the materialised graph
-reachable from those outputs (its operations, their order and the input order)
-is a function of the outputs alone. A cache hit therefore skips resolve,
-materialise and compile entirely.
+:class:`BoundedCache` is a small thread-safe LRU map with counters; every cache of
+the stack (compiled programs here, derivative programs in tidu, traced programs in
+tenferro) is one, so all are bounded, clearable and observable the same way.
+
+:class:`ProgramCache`: compile once, evaluate many times. Keys are interned and
+structural, so the tuple of requested output keys identifies the whole program:
+the materialised graph reachable from those outputs (its operations, their order
+and the input order) is a function of the outputs alone. A hit therefore skips
+resolve, materialise and compile entirely.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
-from typing import NamedTuple
+from collections.abc import Callable, Hashable, Iterable
+from typing import Generic, NamedTuple, TypeVar
 
 from computegraph.graph import Graph
 from computegraph.keys import ValueKey
@@ -20,11 +24,14 @@ from computegraph.materialize import materialize_merge
 from computegraph.program import CompiledProgram, compile
 from computegraph.resolve import ResolvedView, resolve
 
-__all__ = ["CacheStats", "ProgramCache", "default_program_cache"]
+__all__ = ["BoundedCache", "CacheStats", "ProgramCache", "default_program_cache"]
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 
 class CacheStats(NamedTuple):
-    """Counters of a :class:`ProgramCache`."""
+    """Counters of a :class:`BoundedCache`."""
 
     hits: int
     misses: int
@@ -33,71 +40,68 @@ class CacheStats(NamedTuple):
     maxsize: int
 
 
-class ProgramCache:
-    """A least-recently-used cache of :class:`~computegraph.CompiledProgram` by output keys.
+class BoundedCache(Generic[K, V]):
+    """A least-recently-used map holding at most ``maxsize`` entries (``0``: keep nothing).
 
-    Holds at most ``maxsize`` programs (``0`` disables caching). Thread-safe.
-    Entries keep their keys, and so the structures behind them, alive until
-    evicted or cleared.
+    Thread-safe. Lookups take no lock; ``get_or_create`` computes a missing value
+    outside the lock, so a slow creation blocks nobody (two threads may create the
+    same value; the later one is kept).
     """
 
-    def __init__(self, maxsize: int = 256) -> None:
+    def __init__(self, maxsize: int = 256, name: str = "cache") -> None:
         self._check_size(maxsize)
+        self.name = name
         self._maxsize = maxsize
-        self._programs: OrderedDict[tuple[ValueKey, ...], CompiledProgram] = OrderedDict()
+        self._entries: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()
         self._hits = 0
         self._misses = 0
         self._evictions = 0
 
-    def get(self, outputs: Iterable[ValueKey]) -> CompiledProgram | None:
-        """The cached program for ``outputs``, or ``None`` (counts as a hit or a miss)."""
-        signature = tuple(outputs)
-        with self._lock:
-            program = self._programs.get(signature)
-            if program is None:
-                self._misses += 1
-                return None
-            self._programs.move_to_end(signature)
-            self._hits += 1
-            return program
+    def get(self, key: K) -> V | None:
+        """The value for ``key`` (made most recently used), or ``None``; counts a hit or miss.
 
-    def get_or_compile(
-        self, roots: Graph | Iterable[Graph] | ResolvedView, outputs: Iterable[ValueKey]
-    ) -> CompiledProgram:
-        """The program computing ``outputs``, compiled from ``roots`` on a miss.
-
-        ``roots`` is a graph, graphs, or an already resolved view; it is only
-        resolved on a miss.
+        Lock-free: each dictionary operation is atomic; under concurrent use the
+        counters are approximate.
         """
-        signature = tuple(outputs)
-        program = self.get(signature)
-        if program is not None:
-            return program
-        view = roots if isinstance(roots, ResolvedView) else resolve(roots)
-        program = compile(materialize_merge(view, signature))
-        self.put(signature, program)
-        return program
+        entries = self._entries
+        value = entries.get(key)
+        if value is None:
+            self._misses += 1
+            return None
+        try:  # noqa: SIM105 - a zero-cost try beats contextlib.suppress on this hot path
+            entries.move_to_end(key)
+        except KeyError:  # evicted by another thread meanwhile
+            pass
+        self._hits += 1
+        return value
 
-    def put(self, outputs: Iterable[ValueKey], program: CompiledProgram) -> None:
-        """Store ``program`` as the program computing ``outputs``."""
-        signature = tuple(outputs)
+    def get_or_create(self, key: K, create: Callable[[], V]) -> V:
+        """The value for ``key``, made by ``create()`` and stored on a miss."""
+        value = self.get(key)
+        if value is None:
+            value = create()
+            self.put(key, value)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        """Store ``value`` under ``key`` as the most recently used entry."""
         with self._lock:
             if self._maxsize == 0:
                 return
-            self._programs[signature] = program
-            self._programs.move_to_end(signature)
+            self._entries[key] = value
+            self._entries.move_to_end(key)
             self._evict_locked()
 
     def clear(self) -> None:
-        """Drop every cached program and reset the counters."""
+        """Drop every entry and reset the counters."""
         with self._lock:
-            self._programs.clear()
+            self._entries.clear()
             self._hits = self._misses = self._evictions = 0
 
     @property
     def maxsize(self) -> int:
-        """Capacity in programs; lowering it evicts the least recently used entries."""
+        """Capacity; lowering it evicts the least recently used entries."""
         return self._maxsize
 
     @maxsize.setter
@@ -111,21 +115,46 @@ class ProgramCache:
         """Current counters."""
         with self._lock:
             return CacheStats(
-                self._hits, self._misses, self._evictions, len(self._programs), self._maxsize
+                self._hits, self._misses, self._evictions, len(self._entries), self._maxsize
             )
 
     def __len__(self) -> int:
-        return len(self._programs)
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}: {self.stats()}>"
 
     def _evict_locked(self) -> None:
-        while len(self._programs) > self._maxsize:
-            self._programs.popitem(last=False)
+        while len(self._entries) > self._maxsize:
+            self._entries.popitem(last=False)
             self._evictions += 1
 
-    @staticmethod
-    def _check_size(maxsize: int) -> None:
+    def _check_size(self, maxsize: int) -> None:
         if type(maxsize) is not int or maxsize < 0:
-            raise ValueError(f"ProgramCache: maxsize must be an int >= 0, got {maxsize!r}")
+            raise ValueError(f"{type(self).__name__}: maxsize must be an int >= 0, got {maxsize!r}")
+
+
+class ProgramCache(BoundedCache[tuple[ValueKey, ...], CompiledProgram]):
+    """Compiled programs by the tuple of output keys they compute."""
+
+    def __init__(self, maxsize: int = 256) -> None:
+        super().__init__(maxsize, "programs")
+
+    def get_or_compile(
+        self, roots: Graph | Iterable[Graph] | ResolvedView, outputs: Iterable[ValueKey]
+    ) -> CompiledProgram:
+        """The program computing ``outputs``, compiled from ``roots`` on a miss.
+
+        ``roots`` is a graph, graphs, or an already resolved view; it is only
+        resolved on a miss.
+        """
+        signature = tuple(outputs)
+
+        def build() -> CompiledProgram:
+            view = roots if isinstance(roots, ResolvedView) else resolve(roots)
+            return compile(materialize_merge(view, signature))
+
+        return self.get_or_create(signature, build)
 
 
 default_program_cache = ProgramCache()

@@ -24,11 +24,10 @@ at construction, from its direct parts.
 
 from __future__ import annotations
 
-import functools
 import operator
 import threading
 import weakref
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any, NoReturn
 
 from computegraph.errors import GraphBuildError
@@ -133,19 +132,37 @@ _LINEARIZED_ROLES: dict[tuple[bool, ...], Linearized] = {}
 # only guards replacing an entry whose key has died.
 
 _INTERN_LOCK = threading.Lock()
-_INPUT_KEYS: dict[Any, weakref.ref[Any]] = {}
-_OPERATION_KEYS: dict[Any, weakref.ref[Any]] = {}
 
 
-def _forget(table: dict[Any, weakref.ref[Any]], probe: Hashable, ref: weakref.ref[Any]) -> None:
-    """Weak-reference callback: drop a dead key's entry unless it was already replaced."""
-    if table.get(probe) is ref:
-        del table[probe]
+class _InternRef(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference to an interned key that remembers the probe it is filed under."""
+
+    __slots__ = ("probe",)
+    probe: Hashable
 
 
-def _register(table: dict[Any, weakref.ref[Any]], probe: Hashable, obj: Any) -> Any:
+_INPUT_KEYS: dict[Any, _InternRef] = {}
+_OPERATION_KEYS: dict[Any, _InternRef] = {}
+
+
+def _forget_input(ref: _InternRef) -> None:
+    """Weak-reference callback: drop a dead input key's entry unless already replaced."""
+    if _INPUT_KEYS.get(ref.probe) is ref:
+        del _INPUT_KEYS[ref.probe]
+
+
+def _forget_operation(ref: _InternRef) -> None:
+    """Weak-reference callback: drop a dead operation key's entry unless already replaced."""
+    if _OPERATION_KEYS.get(ref.probe) is ref:
+        del _OPERATION_KEYS[ref.probe]
+
+
+def _register(
+    table: dict[Any, _InternRef], probe: Hashable, obj: Any, forget: Callable[[Any], None]
+) -> Any:
     """Intern ``obj`` under ``probe`` unless a live equal key exists; return the canonical key."""
-    ref = weakref.ref(obj, functools.partial(_forget, table, probe))
+    ref = _InternRef(obj, forget)
+    ref.probe = probe
     existing = table.setdefault(probe, ref)
     if existing is ref:
         return obj
@@ -210,7 +227,7 @@ class Input(ValueKey):
         obj = object.__new__(cls)
         _set_input_key(obj, key)
         _set_fingerprint(obj, hash(("Input", key)))
-        return _register(_INPUT_KEYS, probe, obj)  # type: ignore[no-any-return]
+        return _register(_INPUT_KEYS, probe, obj, _forget_input)  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
         return f"Input({self.key!r})"
@@ -322,7 +339,7 @@ class OperationKey:
         _set_output_count(obj, output_count)
         _set_outputs(obj, [None] * output_count)
         _set_op_fingerprint(obj, hash((operation, role, *map(_fingerprint_of, inputs))))
-        return _register(_OPERATION_KEYS, probe, obj)  # type: ignore[no-any-return]
+        return _register(_OPERATION_KEYS, probe, obj, _forget_operation)  # type: ignore[no-any-return]
 
     def output_keys(self) -> tuple[Derived, ...]:
         """The value keys of every output slot, in slot order."""

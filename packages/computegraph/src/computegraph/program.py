@@ -10,7 +10,8 @@ last use and peak memory stays close to what the program really needs.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from computegraph.errors import BindingError, OperationContractError
@@ -89,12 +90,20 @@ class CompiledProgram:
             for position, ins in enumerate(instructions)
         ]
 
-    def eval(self, inputs: Sequence[Any], ctx: Any = None) -> list[Any]:
+    def eval(
+        self,
+        inputs: Sequence[Any],
+        ctx: Any = None,
+        *,
+        apply: Callable[[Any, Sequence[Any], Any], Sequence[Any]] | None = None,
+    ) -> list[Any]:
         """Evaluate with ``inputs`` given positionally, in :attr:`input_keys` order.
 
-        ``ctx`` is passed to every operation's ``eval``. Returns one value per
-        requested output. Exceptions raised by an operation propagate unchanged,
-        with a note naming the failing instruction.
+        ``ctx`` is passed to every operation's ``eval``. With ``apply``, each
+        instruction runs as ``apply(operation, inputs, ctx)`` instead (for example to
+        execute through an eager frontend that records what it runs). Returns one
+        value per requested output. Exceptions raised by an operation propagate
+        unchanged, with a note naming the failing instruction.
         """
         if len(inputs) != len(self.input_slots):
             raise BindingError(
@@ -105,6 +114,11 @@ class CompiledProgram:
         for slot, value in zip(self.input_slots, inputs, strict=True):
             slots[slot] = value
         plan = self._plan
+        if apply is not None:
+            plan = [
+                (operation, functools.partial(apply, operation), args, out, dead)
+                for operation, _, args, out, dead in plan
+            ]
         step = None
         try:
             for step in plan:
