@@ -1,0 +1,41 @@
+"""tidu.eager: PyTorch-style ``backward()`` over recorded eager invocations.
+
+A frontend records each eager invocation with a :class:`Recorder` (one primitive
+as a one-operation :class:`RecordedGraph`, or a composite graph as one tape node),
+and runs reverse mode with :func:`backward` through a :class:`BackwardExecutor`
+(:class:`ProgramExecutor` is a ready one for evaluable primitives). Derivatives of
+recorded structures are cached (:class:`DerivativeCache`).
+"""
+
+from tidu.eager.backward import BackwardExecutor, backward
+from tidu.eager.derivatives import DerivativeCache, NodeDerivative, default_derivative_cache
+from tidu.eager.executor import Apply, ProgramExecutor
+from tidu.eager.recorded import EAGER_PASS, RecordedGraph
+from tidu.eager.tape import (
+    CountingKeySource,
+    EagerInput,
+    EagerKey,
+    EagerOutput,
+    KeySource,
+    Recorder,
+    Trace,
+)
+
+__all__ = [
+    "EAGER_PASS",
+    "Apply",
+    "BackwardExecutor",
+    "CountingKeySource",
+    "DerivativeCache",
+    "EagerInput",
+    "EagerKey",
+    "EagerOutput",
+    "KeySource",
+    "NodeDerivative",
+    "ProgramExecutor",
+    "RecordedGraph",
+    "Recorder",
+    "Trace",
+    "backward",
+    "default_derivative_cache",
+]

@@ -1,0 +1,148 @@
+"""Eager reverse mode: walk the tape backwards, driving a downstream executor.
+
+For each trace node, in reverse topological order, whose outputs received a
+cotangent: take the node's derivative for its seeded output slots (linearised once
+per structure, see :mod:`tidu.eager.derivatives`), recover any primal value the
+transpose needs but the node did not save (``execute_forward`` replays the
+recorded graph), run the transposed linear map on the concrete seeds
+(``run_transposed_linear``) and accumulate the input cotangents under their eager
+keys (``add_operands``). tidu never touches operand values itself, so an executor
+that records what it runs makes the backward pass differentiable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from computegraph import ValueKey
+from tidu.eager.derivatives import DerivativeCache, default_derivative_cache
+from tidu.eager.tape import Trace
+from tidu.errors import RuleContractError, TransformError
+from tidu.linearized import LinearizedGraph, PrimitiveGraph
+
+__all__ = ["BackwardExecutor", "backward"]
+
+
+@runtime_checkable
+class BackwardExecutor(Protocol):
+    """The downstream runtime's hooks for :func:`backward`."""
+
+    def execute_forward(
+        self, graph: PrimitiveGraph, initial_data: Mapping[ValueKey, Any]
+    ) -> Mapping[ValueKey, Any]:
+        """Replay a recorded primal graph from its saved values; return its values by key.
+
+        Called only when the transpose needs a primal value the node did not save
+        (e.g. an intermediate of a composite graph, or anything a checkpointed node
+        dropped).
+        """
+        ...
+
+    def run_transposed_linear(
+        self,
+        linear: LinearizedGraph,
+        cotangent_out: Sequence[Any],
+        external_data: Mapping[ValueKey, Any],
+        ctx: Any,
+    ) -> Sequence[Any | None]:
+        """Apply the transpose of ``linear`` to concrete seeds.
+
+        ``cotangent_out`` lines up with ``linear.tangent_outputs``; ``external_data``
+        holds the primal values by key. Returns cotangents lined up with
+        ``linear.tangent_inputs`` (``None`` for zero).
+        """
+        ...
+
+    def add_operands(self, a: Any, b: Any) -> Any:
+        """``a + b`` for two cotangents of one value (called as ``(existing, new)``)."""
+        ...
+
+
+def backward(
+    output_key: ValueKey,
+    output_trace: Trace | None,
+    seed: Any,
+    executor: BackwardExecutor,
+    ctx: Any = None,
+    *,
+    cache: DerivativeCache | None = None,
+) -> dict[ValueKey, Any]:
+    """Reverse mode from ``output_key`` (produced by ``output_trace``) with cotangent ``seed``.
+
+    Returns the cotangent of every eager key that received one: the output (its
+    seed), intermediates and the leaves that require grad. Inputs recorded with
+    ``requires_grad=False`` get nothing. ``output_trace`` is ``None`` for a value
+    that no tracked invocation produced; the result is then just the seed.
+    Rule errors (:class:`~tidu.ADRuleError`) propagate.
+    """
+    if not isinstance(output_key, ValueKey):
+        raise TypeError(f"backward: output_key must be a ValueKey, got {output_key!r}")
+    cotangents: dict[ValueKey, Any] = {output_key: seed}
+    if output_trace is None:
+        return cotangents
+    if not isinstance(output_trace, Trace):
+        raise TypeError(f"backward: output_trace must be a Trace or None, got {output_trace!r}")
+    if output_key not in output_trace.output_keys:
+        raise TransformError(
+            f"backward: {output_key!r} is not an output of the given trace (its outputs are "
+            f"{list(output_trace.output_keys)!r})"
+        )
+    derivatives = default_derivative_cache if cache is None else cache
+    for node in reversed(_topological_nodes(output_trace)):
+        outputs = node.output_keys
+        if len(outputs) == 1:
+            only = cotangents.get(outputs[0])
+            if only is None:
+                continue
+            slots: tuple[int, ...] = (0,)
+            seeds: list[Any] = [only]
+        else:
+            pending = [cotangents.get(key) for key in outputs]
+            slots = tuple(slot for slot, c in enumerate(pending) if c is not None)
+            if not slots:
+                continue
+            seeds = [pending[slot] for slot in slots]
+        derivative = derivatives.derivative(node.recorded, slots, ctx)
+        values: Mapping[ValueKey, Any] = node.saved_data
+        if not derivative.needed <= values.keys():
+            replayed = executor.execute_forward(PrimitiveGraph(node.recorded.graph), values)
+            values = {**replayed, **values}
+        incoming = executor.run_transposed_linear(derivative.linear, seeds, values, ctx)
+        edges = node.edges
+        if 3 * len(incoming) != len(edges):
+            raise RuleContractError(
+                f"backward: run_transposed_linear returned {len(incoming)} cotangent(s) for a "
+                f"node with {len(edges) // 3} input(s)"
+            )
+        for position, cotangent in enumerate(incoming):
+            if cotangent is None or not edges[3 * position + 2]:
+                continue
+            key = edges[3 * position + 1]
+            existing = cotangents.get(key)
+            cotangents[key] = (
+                cotangent if existing is None else executor.add_operands(existing, cotangent)
+            )
+    return cotangents
+
+
+def _topological_nodes(root: Trace) -> list[Trace]:
+    """Nodes reachable from ``root`` through input edges, producers before consumers.
+
+    Nodes are numbered at creation and a producer always exists before its
+    consumers, so creation order is a topological order of any reachable set.
+    """
+    seen = {root}
+    stack = [root]
+    while stack:
+        edges = stack.pop().edges
+        for position in range(0, len(edges), 3):
+            parent = edges[position]
+            if parent is not None and parent not in seen:
+                seen.add(parent)
+                stack.append(parent)
+    return sorted(seen, key=_serial)
+
+
+def _serial(node: Trace) -> int:
+    return node.serial

@@ -1,0 +1,67 @@
+"""A bounded cache of node derivatives, keyed by recorded structure and seeded slots.
+
+Eager backward never re-linearises and re-transposes a structure it has seen: the
+linear graph of a recorded graph for a set of seeded output slots is computed
+once and reused by every node with that structure.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from computegraph import BoundedCache, ValueKey
+from tidu.eager.recorded import EAGER_PASS, RecordedGraph
+from tidu.errors import PassReuseError
+from tidu.linearize import linearize
+from tidu.linearized import LinearizedGraph, external_keys
+
+__all__ = ["DerivativeCache", "NodeDerivative", "default_derivative_cache"]
+
+
+class NodeDerivative(NamedTuple):
+    """The linear map of a recorded graph for some seeded outputs, and the primal
+    values (by key) its transpose may read."""
+
+    linear: LinearizedGraph
+    needed: frozenset[ValueKey]
+
+
+class DerivativeCache(BoundedCache[tuple[RecordedGraph, tuple[int, ...]], NodeDerivative]):
+    """Node derivatives by ``(recorded graph, seeded slots)``: bounded, clearable, thread-safe.
+
+    The context passed on a miss is the one the rules see; rules whose result depends
+    on it must put the facts they read into the recorded graph's
+    ``derivative_signature``.
+    """
+
+    def __init__(self, maxsize: int = 4096) -> None:
+        super().__init__(maxsize, "derivatives")
+
+    def derivative(
+        self, recorded: RecordedGraph, slots: tuple[int, ...], ctx: Any
+    ) -> NodeDerivative:
+        """The derivative of ``recorded`` for seeded output ``slots``, computed on a miss."""
+        key = (recorded, slots)
+        found = self.get(key)
+        if found is None:
+            found = derive(recorded, slots, ctx)
+            self.put(key, found)
+        return found
+
+
+def derive(recorded: RecordedGraph, slots: tuple[int, ...], ctx: Any) -> NodeDerivative:
+    """Linearise ``recorded`` for the outputs in ``slots`` with respect to all its inputs."""
+    count = len(recorded.output_keys)
+    for slot in slots:
+        if not 0 <= slot < count:
+            raise IndexError(f"output slot {slot} out of range for {recorded!r}")
+    outputs = [recorded.output_keys[slot] for slot in slots]
+    try:
+        linear = linearize(recorded.view(), outputs, recorded.input_keys, EAGER_PASS, ctx)
+    except PassReuseError:  # the recorded graph is itself an eager linear graph
+        linear = linearize(recorded.view(), outputs, recorded.input_keys, None, ctx)
+    return NodeDerivative(linear, external_keys(linear.graph))
+
+
+default_derivative_cache = DerivativeCache()
+"""The cache eager backward uses unless given another."""

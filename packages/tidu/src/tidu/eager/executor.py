@@ -1,0 +1,145 @@
+"""``ProgramExecutor``: a ready :class:`~tidu.eager.BackwardExecutor` for evaluable primitives.
+
+It compiles the transpose of each node derivative once (memoised on the linear
+graph, which the derivative cache shares between nodes of one structure) into a
+flat program whose inputs are the seeds and the saved primal values, so a steady
+backward step costs a few dictionary lookups and the program's instructions.
+
+By default instructions run through each operation's ``eval``. With ``apply``,
+they run as ``apply(operation, inputs, ctx)``: a frontend passes its own eager
+executor there, which records what it runs when its operands are tracked; the
+backward pass then lands on the tape and can itself be differentiated (HVP).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from computegraph import (
+    BoundedCache,
+    CompiledProgram,
+    Graph,
+    ValueKey,
+    compile,
+    materialize_merge,
+    resolve,
+)
+from tidu.errors import TransformError
+from tidu.linearized import LinearizedGraph, PrimitiveGraph, external_keys
+from tidu.transpose import linear_transpose
+
+__all__ = ["Apply", "ProgramExecutor"]
+
+Apply = Callable[[Any, Sequence[Any], Any], Sequence[Any]]
+"""``apply(operation, inputs, ctx) -> outputs``: how an instruction is executed."""
+
+_MEMO = "tidu.eager.transposed_program"
+
+
+class _TransposedProgram:
+    """The compiled transpose of one linear graph and how to bind and read it."""
+
+    __slots__ = ("bindings", "program", "results")
+
+    def __init__(self, linear: LinearizedGraph, ctx: Any) -> None:
+        transposed = linear_transpose(linear, ctx)
+        graph = transposed.graph
+        seed_of_input: dict[ValueKey, int] = {}
+        seeds = iter(transposed.tangent_inputs)
+        for position, output in enumerate(linear.tangent_outputs):
+            if output is not None:
+                _, local = next(seeds)
+                seed_of_input[graph.value_keys[local]] = position
+        outputs = [
+            graph.value_keys[local] for local in transposed.tangent_outputs if local is not None
+        ]
+        # The program's inputs are the seeds and the primal values the linear graph
+        # reads; anything the linear graph computes from them (constant coefficients)
+        # is recomputed inside the program.
+        self.program: CompiledProgram = compile(
+            materialize_merge(resolve(graph), outputs, boundary=external_keys(linear.graph))
+        )
+        # Per program input: a seed position (int) or a primal value key.
+        self.bindings: tuple[int | ValueKey, ...] = tuple(
+            seed_of_input.get(key, key) for key in self.program.input_keys
+        )
+        results: list[int | None] = []
+        count = 0
+        for result in transposed.tangent_outputs:
+            results.append(None if result is None else count)
+            count += result is not None
+        self.results = tuple(results)
+
+
+class ProgramExecutor:
+    """Executes eager backward steps with compiled programs.
+
+    * ``add``: the primitive set's addition for :meth:`add_operands`; learned from the
+      linear graphs it runs when not given.
+    * ``apply``: how to execute an instruction (default: ``operation.eval``).
+    * ``eval_ctx``: the evaluation context passed to ``eval`` / ``apply``.
+    """
+
+    def __init__(
+        self, add: Any = None, *, apply: Apply | None = None, eval_ctx: Any = None
+    ) -> None:
+        self._add = add
+        self._apply = apply
+        self._eval_ctx = eval_ctx
+        self._forward: BoundedCache[Graph, CompiledProgram] = BoundedCache(256, "replays")
+
+    def execute_forward(
+        self, graph: PrimitiveGraph, initial_data: Mapping[ValueKey, Any]
+    ) -> dict[ValueKey, Any]:
+        """Evaluate the recorded graph from its saved inputs; return every value by key."""
+        recorded = graph.as_graph()
+        program = self._forward.get_or_create(
+            recorded, lambda: compile(materialize_merge(resolve(recorded), recorded.value_keys))
+        )
+        try:
+            inputs = [initial_data[key] for key in program.input_keys]
+        except KeyError as missing:
+            raise TransformError(
+                f"backward: cannot replay {recorded!r}: no saved value for input {missing}"
+            ) from None
+        values = program.eval(inputs, self._eval_ctx, apply=self._apply)
+        return dict(zip(recorded.value_keys, values, strict=True))
+
+    def run_transposed_linear(
+        self,
+        linear: LinearizedGraph,
+        cotangent_out: Sequence[Any],
+        external_data: Mapping[ValueKey, Any],
+        ctx: Any,
+    ) -> list[Any | None]:
+        """Apply the (compiled, memoised) transpose of ``linear`` to ``cotangent_out``."""
+        plan: _TransposedProgram | None = linear.memo.get(_MEMO)
+        if plan is None:
+            plan = linear.memo.setdefault(_MEMO, _TransposedProgram(linear, ctx))
+        if self._add is None and linear.add_operation is not None:
+            self._add = linear.add_operation
+        try:
+            inputs = [
+                cotangent_out[b] if type(b) is int else external_data[b]  # type: ignore[index]
+                for b in plan.bindings
+            ]
+        except KeyError as missing:
+            raise TransformError(
+                f"backward: the transpose needs the primal value {missing.args[0]!r}, which was "
+                f"neither saved nor recomputed"
+            ) from None
+        values = plan.program.eval(inputs, self._eval_ctx, apply=self._apply)
+        return [None if position is None else values[position] for position in plan.results]
+
+    def add_operands(self, a: Any, b: Any) -> Any:
+        """``a + b`` with the primitive set's addition."""
+        if self._add is None:
+            raise TransformError(
+                "ProgramExecutor.add_operands: no addition known yet; pass add= to the executor"
+            )
+        if self._apply is not None:
+            (total,) = self._apply(self._add, [a, b], self._eval_ctx)
+        else:
+            (total,) = self._add.eval([a, b], self._eval_ctx)
+        return total
