@@ -1,0 +1,258 @@
+"""The eager runtime beyond the reference suite: a recording frontend, differentiating
+through backward (HVP, third order), replay of unsaved values, the derivative cache,
+misuse errors and a 100,000-node tape."""
+
+from __future__ import annotations
+
+import gc
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from tidu_support import EXT_SCALAR, Op
+
+from computegraph import GraphBuilder, Input, Local, ValueKey
+from tidu import RuleContractError, TransformError
+from tidu.eager import (
+    DerivativeCache,
+    EagerInput,
+    ProgramExecutor,
+    RecordedGraph,
+    Recorder,
+    Trace,
+    backward,
+)
+
+Add, Mul, Neg, Sin, Exp = (EXT_SCALAR.op(n) for n in ("Add", "Mul", "Neg", "Sin", "Exp"))
+CANONICAL = ("a0", "a1", "a2")
+
+
+@dataclass
+class Var:
+    """A frontend value: eager key, producer trace, whether it is tracked, and its number."""
+
+    key: ValueKey
+    trace: Trace | None
+    requires_grad: bool
+    data: float
+
+
+class Frontend:
+    """A minimal eager frontend over tidu.eager: every op executes and records.
+
+    Recorded graphs use canonical input keys, so identical ops share one structure
+    (and one cached derivative). Nodes save their inputs as tracked ``Var`` values and
+    retain nothing else, so the backward pass replays what it needs through ``apply``
+    and is itself recorded when its operands are tracked.
+    """
+
+    def __init__(self, cache: DerivativeCache | None = None) -> None:
+        self.recorder = Recorder()
+        self.cache = cache
+        self.executor = ProgramExecutor(Add, apply=self.apply)
+
+    def leaf(self, name: str, value: float, requires_grad: bool = True) -> Var:
+        return Var(Input(name), None, requires_grad, value)
+
+    def constant(self, value: float) -> Var:
+        return Var(Input(self.recorder.key_source.fresh_input_key()), None, False, value)
+
+    def apply(self, op: Op, inputs: Sequence[Any], ctx: Any = None) -> list[Var]:
+        args = [v if isinstance(v, Var) else self.constant(v) for v in inputs]
+        values = op.eval([v.data for v in args], None)
+        graph = RecordedGraph.from_primitive(op, CANONICAL[: len(args)])
+        eager = [EagerInput(v.key, v.trace, v.requires_grad, v) for v in args]
+        outputs = self.recorder.record_graph(graph, eager, values)
+        return [
+            Var(o.key, o.trace, o.requires_grad, value)
+            for o, value in zip(outputs, values, strict=True)
+        ]
+
+    def __call__(self, op: Op, *inputs: Any) -> Var:
+        (out,) = self.apply(op, inputs)
+        return out
+
+    def grad(self, out: Var, wrt: Sequence[Var], seed: float = 1.0) -> list[Var]:
+        cotangents = backward(
+            out.key, out.trace, self.constant(seed), self.executor, cache=self.cache
+        )
+        return [cotangents.get(w.key, self.constant(0.0)) for w in wrt]
+
+
+def f(fe: Frontend, x0: Var, x1: Var) -> Var:
+    """x0² sin(x1) + exp(x0 x1)."""
+    return fe(Add, fe(Mul, fe(Mul, x0, x0), fe(Sin, x1)), fe(Exp, fe(Mul, x0, x1)))
+
+
+def test_gradient_through_replayed_and_in_graph_coefficients():
+    fe = Frontend()
+    a, b = 0.7, -1.2
+    x0, x1 = fe.leaf("x0", a), fe.leaf("x1", b)
+    g0, g1 = fe.grad(f(fe, x0, x1), [x0, x1])
+    e = math.exp(a * b)
+    assert math.isclose(g0.data, 2 * a * math.sin(b) + b * e, rel_tol=1e-13)
+    assert math.isclose(g1.data, a * a * math.cos(b) + a * e, rel_tol=1e-13)
+
+
+def test_hessian_vector_product_by_differentiating_through_backward():
+    fe = Frontend()
+    a, b, v0, v1 = 0.7, -1.2, 0.3, -2.0
+    x0, x1 = fe.leaf("x0", a), fe.leaf("x1", b)
+    g0, g1 = fe.grad(f(fe, x0, x1), [x0, x1])
+    assert g0.requires_grad
+    assert g1.requires_grad
+    directional = fe(Add, fe(Mul, g0, v0), fe(Mul, g1, v1))
+    h0, h1 = fe.grad(directional, [x0, x1])
+    e = math.exp(a * b)
+    hessian = [
+        [2 * math.sin(b) + b * b * e, 2 * a * math.cos(b) + e + a * b * e],
+        [2 * a * math.cos(b) + e + a * b * e, -a * a * math.sin(b) + a * a * e],
+    ]
+    assert math.isclose(h0.data, hessian[0][0] * v0 + hessian[0][1] * v1, rel_tol=1e-12)
+    assert math.isclose(h1.data, hessian[1][0] * v0 + hessian[1][1] * v1, rel_tol=1e-12)
+
+
+def test_third_derivative_by_repeated_backward():
+    fe = Frontend()
+    x = fe.leaf("x", 0.4)
+    y = fe(Exp, fe(Sin, x))  # y = exp(sin x)
+    (d1,) = fe.grad(y, [x])
+    (d2,) = fe.grad(d1, [x])
+    (d3,) = fe.grad(d2, [x])
+    s, c = math.sin(0.4), math.cos(0.4)
+    e = math.exp(s)
+    assert math.isclose(d1.data, c * e, rel_tol=1e-13)
+    assert math.isclose(d2.data, (c * c - s) * e, rel_tol=1e-13)
+    assert math.isclose(d3.data, (c**3 - 3 * s * c - c) * e, rel_tol=1e-12)
+
+
+def test_derivative_cache_shares_structures_and_seeded_slots():
+    cache = DerivativeCache(maxsize=8)
+    fe = Frontend(cache)
+    x = fe.leaf("x", 2.0)
+    y = x
+    for _ in range(5):
+        y = fe(Mul, y, x)  # one structure, five nodes
+    (g,) = fe.grad(y, [x])
+    assert g.data == 6 * 2.0**5
+    stats = cache.stats()
+    assert (stats.misses, stats.hits) == (1, 4)
+    cache.clear()
+    assert cache.stats() == (0, 0, 0, 0, 8)
+
+
+def test_derivative_cache_is_bounded_and_keys_seeded_slots():
+    cache = DerivativeCache(maxsize=2)
+    recorder = Recorder()
+    double = EXT_SCALAR.op("SinCos")
+    graph = RecordedGraph.from_primitive(double, ["a0"])
+    x = EagerInput(Input("x"), None, True, 0.3)
+    outs = recorder.record_graph(graph, [x], [math.sin(0.3), math.cos(0.3)])
+    executor = ProgramExecutor(Add)
+    first = backward(outs[0].key, outs[0].trace, 1.0, executor, cache=cache)
+    second = backward(outs[1].key, outs[1].trace, 1.0, executor, cache=cache)
+    assert math.isclose(first[Input("x")], math.cos(0.3))
+    assert math.isclose(second[Input("x")], -math.sin(0.3))
+    assert len(cache) == 2  # slot (0,) and slot (1,) are different derivatives
+    fe = Frontend(cache)
+    fe.grad(fe(Neg, fe.leaf("z", 1.0)), [])
+    assert cache.stats().evictions == 1
+    with pytest.raises(ValueError, match="maxsize must be an int >= 0"):
+        DerivativeCache(maxsize=-3)
+
+
+def test_composite_node_replays_unsaved_intermediates():
+    builder = GraphBuilder()
+    a = builder.add_input("a0")
+    (s,) = builder.add_operation(Sin, [Local(a)])
+    (y,) = builder.add_operation(Exp, [Local(s)])
+    builder.set_outputs([y])
+    graph = builder.build()
+    recorded = RecordedGraph(graph, ["a0"], [graph.key_of(y)])
+    replays = []
+
+    class Counting(ProgramExecutor):
+        def execute_forward(self, graph, initial_data):  # type: ignore[no-untyped-def]
+            replays.append(graph)
+            return super().execute_forward(graph, initial_data)
+
+    (out,) = Recorder().record_graph(recorded, [EagerInput(Input("x"), None, True, 0.4)], [None])
+    result = backward(out.key, out.trace, 1.0, Counting(Add))
+    assert math.isclose(result[Input("x")], math.cos(0.4) * math.exp(math.sin(0.4)))
+    assert len(replays) == 1  # exp's derivative needs sin(x) and exp(sin x): not saved
+    # When the node retains what the derivative reads, nothing is replayed.
+    retained = {graph.key_of(s): math.sin(0.4), graph.key_of(y): math.exp(math.sin(0.4))}
+    (kept,) = Recorder().record_graph(
+        recorded, [EagerInput(Input("x"), None, True, 0.4)], [None], retained
+    )
+    backward(kept.key, kept.trace, 1.0, Counting(Add))
+    assert len(replays) == 1
+
+
+def test_eager_misuse_is_reported():
+    recorder = Recorder()
+    graph = RecordedGraph.from_primitive(Mul, ["a0", "a1"])
+    x = EagerInput(Input("x"), None, True, 2.0)
+    with pytest.raises(
+        TransformError, match=r"record_graph: 1 input\(s\) for a recorded graph with 2"
+    ):
+        recorder.record_graph(graph, [x], [4.0])
+    with pytest.raises(
+        TransformError, match=r"2 output value\(s\) for a recorded graph with 1 output"
+    ):
+        recorder.record_graph(graph, [x, x], [4.0, 4.0])
+    (out,) = recorder.record_graph(graph, [x, x], [4.0])
+    with pytest.raises(TransformError, match="is not an output of the given trace"):
+        backward(Input("x"), out.trace, 1.0, ProgramExecutor(Add))
+    with pytest.raises(TypeError, match="output_trace must be a Trace"):
+        backward(out.key, "trace", 1.0, ProgramExecutor(Add))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="output_key must be a ValueKey"):
+        backward("y", out.trace, 1.0, ProgramExecutor(Add))  # type: ignore[arg-type]
+
+    class Short(ProgramExecutor):
+        def run_transposed_linear(self, linear, cotangent_out, external_data, ctx):  # type: ignore[no-untyped-def]
+            return [1.0]
+
+    with pytest.raises(
+        RuleContractError, match=r"returned 1 cotangent\(s\) for a node with 2 input"
+    ):
+        backward(out.key, out.trace, 1.0, Short(Add))
+
+
+def test_recorded_graph_validates_its_keys():
+    builder = GraphBuilder()
+    a = builder.add_input("a0")
+    (n,) = builder.add_operation(Neg, [Local(a)])
+    builder.set_outputs([n])
+    graph = builder.build()
+    with pytest.raises(TransformError, match=r"2 input key\(s\) for a graph with 1 input"):
+        RecordedGraph(graph, ["a0", "a1"], graph.output_keys())
+    with pytest.raises(
+        TransformError, match="graph input 0 is Input\\('a0'\\), not Input\\('b'\\)"
+    ):
+        RecordedGraph(graph, ["b"], graph.output_keys())
+    with pytest.raises(TransformError, match="graph output 0 is"):
+        RecordedGraph(graph, ["a0"], [Input("a0")])
+    assert RecordedGraph(graph, ["a0"], graph.output_keys()) == RecordedGraph(
+        graph, ["a0"], graph.output_keys()
+    )
+    assert RecordedGraph.from_primitive(Neg, ["a0"]) is RecordedGraph.from_primitive(Neg, ["a0"])
+
+
+def test_a_100k_node_tape():
+    assert sys.getrecursionlimit() < 100_000
+    recorder = Recorder()
+    graph = RecordedGraph.from_primitive(Mul, ["a0", "a1"])
+    c = EagerInput(Input("c"), None, False, 1.0000001)
+    value = EagerInput(Input("x"), None, True, 1.0)
+    for _ in range(100_000):
+        data = value.data * c.data
+        (out,) = recorder.record_graph(graph, [value, c], [data], {graph.output_keys[0]: data})
+        value = EagerInput(out.key, out.trace, True, data)
+    cotangents = backward(value.key, value.trace, 1.0, ProgramExecutor(Add))
+    assert math.isclose(cotangents[Input("x")], 1.0000001**100_000, rel_tol=1e-9)
+    del value, out, cotangents
+    gc.collect()  # freeing the long chain of trace nodes must not recurse either
