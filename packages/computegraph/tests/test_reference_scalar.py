@@ -431,3 +431,32 @@ def test_eval_with_a_custom_evaluator():
     assert program.eval([0.0], "context", apply=apply) == [-1.0]
     assert seen == [(Exp, [0.0], "context"), (Neg, [1.0], "context")]
     assert program.eval([0.0]) == [-1.0]  # the plain path is unaffected
+
+
+def test_structural_view_defines_every_key_by_its_structure():
+    from computegraph import StructuralView, structural_view
+
+    view = structural_view()
+    assert isinstance(view, StructuralView)
+    key = Derived(OperationKey(Neg, [Derived(OperationKey(Exp, [Input("x")]), 0)]), 0)
+    assert view.defines(key)
+    assert view.resolve_value(key) == ProducedDef(Neg, key.operation_key.inputs, PRIMARY, 0)
+    assert view.resolve_value(Input("x")) == InputDef("x")
+    program = compile(materialize_merge(view, [key]))  # no graph object was ever built
+    assert program.eval([0.0]) == [-1.0]
+    with pytest.raises(TypeError, match="cannot be listed"):
+        list(view.defined_keys)
+
+
+def test_substitute_inputs_by_values():
+    from computegraph import structural_view
+
+    x_squared = Derived(OperationKey(Mul, [Input("x"), Input("x")]), 0)
+    out = Derived(OperationKey(Add, [Input("p"), Input("x")]), 0)  # p stands for x*x
+    materialized = materialize_merge(structural_view(), [out], substitute={"p": x_squared})
+    assert materialized.inputs == (Input("x"),)
+    assert [op.operation for op in materialized.operations] == [Mul, Add]
+    assert compile(materialized).eval([3.0]) == [12.0]
+    assert materialized.index_of(Input("p")) == materialized.index_of(x_squared)
+    with pytest.raises(TypeError, match="substitute of"):
+        materialize_merge(structural_view(), [out], substitute={"p": "not a key"})

@@ -283,10 +283,58 @@ def test_inactive_operations_call_no_rule():
 
 
 def test_transform_argument_errors():
-    graph, (y,) = square()
+    graph, (_y,) = square()
     with pytest.raises(TypeError, match="output 0 is not a ValueKey"):
         linearize([graph], ["y"], [User("x")])  # type: ignore[list-item]
+    g = GraphMaker("c")
+    with_c, (neg_c,) = g.build(g.apply(Neg, g["c"]))
     with pytest.raises(TypeError, match="alias of"):
-        linearize([graph], [y], [User("x")], aliases={User("c"): "u"})  # type: ignore[dict-item]
+        linearize([with_c], [neg_c], [User("x")], aliases={User("c"): "u"})  # type: ignore[dict-item]
     with pytest.raises(TypeError, match="expected a LinearizedGraph"):
         linear_transpose(graph)  # type: ignore[arg-type]
+
+
+def test_linearize_with_builder_applies_the_jvp_to_existing_values():
+    from computegraph import GraphBuilder, structural_view
+    from tidu import linearize_with_builder
+
+    graph, (y,) = square()
+    builder = GraphBuilder()
+    builder.add_parent(graph)
+    tangent = builder.add_input("t")  # a value the caller already has
+    (result,) = linearize_with_builder([graph], [y], [User("x")], _Adapter(builder), [tangent])
+    out = builder.build()
+    (dy,) = evaluate([graph, out], [out.key_of(result)], {User("x"): 3.0, "t": 0.5})
+    assert dy == 3.0
+    # Over a structural view no graph needs to be passed at all.
+    (again,) = linearize_with_builder(
+        structural_view(), [y], [User("x")], _Adapter(builder), [tangent]
+    )
+    assert builder.build().key_of(again) == out.key_of(result)
+    with pytest.raises(TransformError, match=r"1 tangent seed\(s\) for 2 wrt entries"):
+        linearize_with_builder([graph], [y], [User("x"), User("x")], _Adapter(builder), [tangent])
+
+
+class _Adapter:
+    """A PrimitiveBuilder over a plain GraphBuilder."""
+
+    def __init__(self, builder: GraphBuilder) -> None:
+        self.builder = builder
+
+    @property
+    def value_count(self) -> int:
+        return self.builder.value_count
+
+    def add_primitive(self, op, inputs, role):  # type: ignore[no-untyped-def]
+        return self.builder.add_operation(op, inputs, role)
+
+
+def test_pass_reuse_is_judged_on_reachable_tangents():
+    from computegraph import structural_view
+
+    _graph, (y,) = square()
+    lin = linearize(structural_view(), [y], [User("x")], 77)
+    again = linearize(structural_view(), [y], [User("x")], 77)  # unrelated: fine
+    assert again.tangent_outputs[0] is not None
+    with pytest.raises(PassReuseError):
+        linearize(structural_view(), [tangent_output_key(lin, 0)], [User("x")], 77)

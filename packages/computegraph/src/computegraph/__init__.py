@@ -49,12 +49,22 @@ from computegraph.materialize import (
     MaterializedGraph,
     MaterializedOperation,
     MaterializedValue,
+    Substitutions,
     materialize_merge,
 )
 from computegraph.program import CompiledProgram, Instruction, compile
 from computegraph.protocols import EvaluableGraphOperation, GraphOperation
 from computegraph.render import describe_key
-from computegraph.resolve import InputDef, ProducedDef, ResolvedView, Resolver, ValueDef, resolve
+from computegraph.resolve import (
+    InputDef,
+    ProducedDef,
+    ResolvedView,
+    Resolver,
+    StructuralView,
+    ValueDef,
+    resolve,
+    structural_view,
+)
 
 __version__ = "0.1.0"
 
@@ -91,6 +101,8 @@ __all__ = [
     "ProgramCache",
     "ResolvedView",
     "Resolver",
+    "StructuralView",
+    "Substitutions",
     "UnresolvedKeyError",
     "ValueDef",
     "ValueKey",
@@ -105,4 +117,5 @@ __all__ = [
     "interned_key_count",
     "materialize_merge",
     "resolve",
+    "structural_view",
 ]

@@ -15,13 +15,13 @@ emits every reachable definition once:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from collections.abc import Set as AbstractSet
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from computegraph.errors import UnresolvedKeyError
 from computegraph.gc_pause import gc_paused
-from computegraph.keys import Derived, OperationKey, OperationRole, ValueKey
+from computegraph.keys import Derived, Input, OperationKey, OperationRole, ValueKey
 from computegraph.protocols import GraphOperation
 from computegraph.resolve import ResolvedView
 
@@ -171,6 +171,7 @@ def materialize_merge(
     outputs: Iterable[ValueKey],
     *,
     boundary: Iterable[ValueKey] = (),
+    substitute: Substitutions | None = None,
 ) -> MaterializedGraph:
     """Flatten the part of ``view`` reachable from ``outputs`` into a :class:`MaterializedGraph`.
 
@@ -178,6 +179,11 @@ def materialize_merge(
     derived values: the walk stops there and their values are supplied at
     evaluation time (to evaluate part of a graph from known intermediates). They
     need not be defined by the view.
+
+    ``substitute`` maps input keys (raw, as given to ``Input``) to value keys: such
+    an input is not an input of the result but stands for that value, which is
+    computed instead (``substitute.get(input_key)`` is consulted for each reached
+    input, so a lazy mapping works).
 
     Raises :class:`~computegraph.UnresolvedKeyError` naming the missing key and the
     requested output it was reached from when some reachable key is not defined by
@@ -194,11 +200,20 @@ def materialize_merge(
         if not isinstance(key, ValueKey):
             raise TypeError(f"materialize_merge: boundary entry is not a ValueKey: {key!r}")
     with gc_paused():
-        return _materialize(view.defined_keys, requested, stops)
+        return _materialize(view.defined_keys, requested, stops, substitute)
+
+
+class Substitutions(Protocol):
+    """Anything with ``get(input_key)`` returning a substitute value key or ``None``."""
+
+    def get(self, key: Hashable, /) -> ValueKey | None: ...
 
 
 def _materialize(
-    defined: AbstractSet[ValueKey], requested: tuple[ValueKey, ...], boundary: frozenset[ValueKey]
+    defined: AbstractSet[ValueKey],
+    requested: tuple[ValueKey, ...],
+    boundary: frozenset[ValueKey],
+    substitute: Substitutions | None,
 ) -> MaterializedGraph:
     index: dict[ValueKey, int] = {}
     value_keys: list[ValueKey] = []
@@ -219,6 +234,20 @@ def _materialize(
             if key in index:
                 stack.pop()
                 continue
+            if substitute is not None and type(key) is Input and key not in boundary:
+                target = substitute.get(key.key)
+                if target is not None:
+                    if not isinstance(target, ValueKey):
+                        raise TypeError(
+                            f"materialize_merge: the substitute of {key!r} is not a "
+                            f"ValueKey: {target!r}"
+                        )
+                    if target in index:
+                        stack.pop()
+                        index[key] = index[target]
+                    else:
+                        stack.append(target)
+                    continue
             if key in boundary or type(key) is not Derived:
                 if key not in defined and key not in boundary:
                     raise _unresolved(key, root)

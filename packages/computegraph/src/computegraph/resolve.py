@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
 from collections.abc import Set as AbstractSet
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from computegraph.graph import Graph
 from computegraph.keys import Derived, Input, OperationRole, ValueKey
@@ -131,3 +131,45 @@ def resolve(roots: Graph | Iterable[Graph]) -> ResolvedView:
             walked.append(graph)
             defined.update(graph.value_keys)
     return ResolvedView(root_tuple, tuple(walked), defined)
+
+
+class _EveryKey(AbstractSet[ValueKey]):
+    """The set of all value keys: membership is always true; it cannot be listed."""
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, ValueKey)
+
+    def __iter__(self) -> Any:
+        raise TypeError("a structural view defines every key; its keys cannot be listed")
+
+    def __len__(self) -> int:
+        raise TypeError("a structural view defines every key; it has no length")
+
+
+class StructuralView(ResolvedView):
+    """A view in which every key is defined by its own structure.
+
+    A derived key is output ``slot`` of its operation key applied to that key's
+    inputs; an input key is a graph input. No graph is walked. Frontends that
+    identify lazily built values by their keys alone (no graph objects) use it.
+    """
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__((), (), _EVERY_KEY)  # type: ignore[arg-type]
+
+    def __len__(self) -> int:
+        raise TypeError("a structural view defines every key; it has no length")
+
+    def __repr__(self) -> str:
+        return "<StructuralView: every key is defined by its structure>"
+
+
+_EVERY_KEY = _EveryKey()
+_STRUCTURAL = StructuralView()
+
+
+def structural_view() -> StructuralView:
+    """The (shared) :class:`StructuralView`."""
+    return _STRUCTURAL

@@ -23,7 +23,7 @@ from tidu.keys import (
     fresh_pass_id,
     tangent_key,
 )
-from tidu.linearize import as_view, find_add_operation, linearize
+from tidu.linearize import Aliases, as_view, find_add_operation, linearize, linearize_with_builder
 from tidu.linearized import LinearizedGraph, PrimitiveGraph, external_keys
 from tidu.primitive import (
     ADD_ROLE,
@@ -43,6 +43,7 @@ __all__ = [
     "ADKey",
     "ADRuleError",
     "ADRuleKind",
+    "Aliases",
     "CopyPass",
     "DiffPassId",
     "External",
@@ -68,5 +69,6 @@ __all__ = [
     "linear_transpose",
     "linear_transpose_with_builder",
     "linearize",
+    "linearize_with_builder",
     "tangent_key",
 ]

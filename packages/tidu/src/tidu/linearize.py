@@ -2,16 +2,19 @@
 
 The resolved logical DAG is walked in topological order (never physically
 merged); each reachable operation with at least one active input calls its
-primitive's JVP rule, which emits linear operations into a fresh graph and refers
-to primal values as ``External`` keys. Inactive values have no tangent (a
-symbolic zero) and cost nothing; structurally identical operations are linearised
-once.
+primitive's JVP rule, which emits linear operations and refers to primal values
+as ``External`` keys. Inactive values have no tangent (a symbolic zero) and cost
+nothing; structurally identical operations are linearised once.
+
+``linearize`` mints tangent inputs and returns a :class:`LinearizedGraph`;
+``linearize_with_builder`` runs the same sweep into a caller's builder with
+caller-supplied tangent values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from typing import Any, Protocol
 
 from computegraph import (
     Derived,
@@ -29,9 +32,15 @@ from computegraph import (
 from tidu.errors import PassReuseError, TransformError
 from tidu.keys import CopyPass, DiffPassId, fresh_pass_id, tangent_key
 from tidu.linearized import LinearizedGraph
-from tidu.primitive import ADD_ROLE, GraphPrimitiveBuilder, call_jvp_rule
+from tidu.primitive import ADD_ROLE, GraphPrimitiveBuilder, PrimitiveBuilder, call_jvp_rule
 
-__all__ = ["as_view", "find_add_operation", "linearize"]
+__all__ = ["Aliases", "as_view", "find_add_operation", "linearize", "linearize_with_builder"]
+
+
+class Aliases(Protocol):
+    """Anything with ``get(input_key)`` returning the aliased value key or ``None``."""
+
+    def get(self, key: Hashable, /) -> ValueKey | None: ...
 
 
 def as_view(view: ResolvedView | Graph | Iterable[Graph]) -> ResolvedView:
@@ -54,7 +63,7 @@ def linearize(
     wrt: Iterable[Hashable],
     pass_id: DiffPassId | None = None,
     ctx: Any = None,
-    aliases: Mapping[Hashable, ValueKey] | None = None,
+    aliases: Aliases | None = None,
     *,
     add: Any = None,
 ) -> LinearizedGraph:
@@ -66,83 +75,123 @@ def linearize(
     * ``wrt``: primal input keys. Tangent input ``i`` is named
       ``tangent_key(wrt[i], pass_id)``. A key listed twice gets two tangent inputs,
       and its tangent is their sum (so the JVP and its transpose stay adjoint).
-    * ``pass_id``: must differ from the pass of every earlier ``linearize`` whose graph
-      is in ``view`` (a reuse is detected); ``None`` mints a fresh one.
+    * ``pass_id``: must differ from the pass of every earlier ``linearize`` whose
+      tangents the outputs depend on (a reuse is detected); ``None`` mints a fresh one.
     * ``ctx``: passed to every JVP rule.
-    * ``aliases``: ``{input key: value key}``; such an input inherits the tangent of
-      the aliased value instead of being a constant (checkpoint boundaries).
+    * ``aliases``: ``{input key: value key}`` (anything with ``get``); such an input
+      inherits the tangent of the aliased value instead of being a constant
+      (checkpoint boundaries).
     * ``add``: the primitive set's addition, for when the graphs hold no operation
       to ask for it (only needed to sum repeated ``wrt`` entries).
 
     Rule errors (:class:`~tidu.ADRuleError`) propagate unchanged.
     """
     resolved = as_view(view)
-    requested = tuple(outputs)
-    for position, key in enumerate(requested):
-        if not isinstance(key, ValueKey):
-            raise TypeError(f"linearize: output {position} is not a ValueKey: {key!r}")
-    alias_map = dict(aliases or {})
-    for name, target in alias_map.items():
-        if not isinstance(target, ValueKey):
-            raise TypeError(f"linearize: alias of {name!r} must be a ValueKey, got {target!r}")
+    requested = _check_outputs(outputs, "linearize")
+    names = tuple(wrt)
+    pass_id = fresh_pass_id() if pass_id is None else pass_id
     with gc_paused():
-        return _linearize(
-            resolved,
-            requested,
-            tuple(wrt),
-            fresh_pass_id() if pass_id is None else pass_id,
-            ctx,
-            alias_map,
-            add,
+        order = _topological_order(requested, aliases, resolved.defined_keys)
+        builder = GraphPrimitiveBuilder()
+        for root in resolved.roots:
+            builder.add_parent(root)  # so resolve(linear graph) finds the primal definitions
+        reachable_inputs = {key for key in order if type(key) is Input}
+        tangent_inputs: list[tuple[Hashable, LocalValueId]] = []
+        occurrences: dict[Hashable, int] = {}
+        for name in names:
+            occurrence = occurrences.get(name, 0)
+            occurrences[name] = occurrence + 1
+            key = tangent_key(name, pass_id if not occurrence else CopyPass(pass_id, occurrence))
+            if Input(key) in reachable_inputs:
+                raise PassReuseError(
+                    f"linearize: the outputs already depend on the tangent key {key!r} of "
+                    f"{name!r}, so pass id {pass_id!r} was used by an earlier linearize; use a "
+                    f"fresh pass id (tidu.fresh_pass_id())"
+                )
+            tangent_inputs.append((name, builder.add_input(key)))
+        add_operation = add if add is not None else find_add_operation(_operations(order, resolved))
+        seeds = [local for _, local in tangent_inputs]
+        tangent_outputs = _sweep(
+            order, requested, names, seeds, builder, ctx, aliases, add_operation
+        )
+        builder.set_outputs([t for t in tangent_outputs if t is not None])
+        return LinearizedGraph(
+            builder.build(), tuple(tangent_inputs), tangent_outputs, add_operation
         )
 
 
-def _linearize(
-    view: ResolvedView,
+def linearize_with_builder(
+    view: ResolvedView | Graph | Iterable[Graph],
+    outputs: Iterable[ValueKey],
+    wrt: Iterable[Hashable],
+    builder: PrimitiveBuilder,
+    tangent_seeds: Sequence[LocalValueId | None],
+    ctx: Any = None,
+    aliases: Aliases | None = None,
+    *,
+    add: Any = None,
+) -> tuple[LocalValueId | None, ...]:
+    """Run the forward sweep of :func:`linearize` into a caller's ``builder``.
+
+    ``tangent_seeds[i]`` is the builder's id of the tangent of ``wrt[i]`` (``None``
+    for none): the caller supplies the tangent values and no tangent inputs are
+    made, so no pass id is needed. Returns the tangent ids aligned with
+    ``outputs``. Use it to apply a JVP to values the caller already has, or to
+    execute it immediately with an executing builder.
+    """
+    resolved = as_view(view)
+    requested = _check_outputs(outputs, "linearize_with_builder")
+    names = tuple(wrt)
+    seeds = list(tangent_seeds)
+    if len(seeds) != len(names):
+        raise TransformError(
+            f"linearize_with_builder: {len(seeds)} tangent seed(s) for {len(names)} wrt entries"
+        )
+    with gc_paused():
+        order = _topological_order(requested, aliases, resolved.defined_keys)
+        add_operation = add if add is not None else find_add_operation(_operations(order, resolved))
+        return _sweep(order, requested, names, seeds, builder, ctx, aliases, add_operation)
+
+
+def _check_outputs(outputs: Iterable[ValueKey], where: str) -> tuple[ValueKey, ...]:
+    requested = tuple(outputs)
+    for position, key in enumerate(requested):
+        if not isinstance(key, ValueKey):
+            raise TypeError(f"{where}: output {position} is not a ValueKey: {key!r}")
+    return requested
+
+
+def _sweep(
+    order: list[ValueKey],
     outputs: tuple[ValueKey, ...],
     wrt: tuple[Hashable, ...],
-    pass_id: DiffPassId,
+    seeds: Sequence[LocalValueId | None],
+    builder: PrimitiveBuilder,
     ctx: Any,
-    aliases: dict[Hashable, ValueKey],
-    add: Any,
-) -> LinearizedGraph:
-    defined = view.defined_keys
-    order = _topological_order(outputs, aliases, defined)
-    add_operation = add if add is not None else find_add_operation(_operations(order, view))
-
-    builder = GraphPrimitiveBuilder()
-    for root in view.roots:
-        builder.add_parent(root)  # so resolve(linear graph) finds the primal definitions
+    aliases: Aliases | None,
+    add_operation: Any,
+) -> tuple[LocalValueId | None, ...]:
+    """Seed the wrt tangents (summing repeated entries), then call JVP rules in order."""
     tangents: dict[ValueKey, LocalValueId | None] = {}
-    tangent_inputs: list[tuple[Hashable, LocalValueId]] = []
-    copies: dict[Hashable, list[LocalValueId]] = {}
-    for name in wrt:
-        occurrences = copies.setdefault(name, [])
-        this_pass = pass_id if not occurrences else CopyPass(pass_id, len(occurrences))
-        key = tangent_key(name, this_pass)
-        if Input(key) in defined:
-            raise PassReuseError(
-                f"linearize: the tangent key {key!r} of {name!r} is already an input of the "
-                f"resolved graphs, so pass id {pass_id!r} was used by an earlier linearize "
-                f"over them; use a fresh pass id (tidu.fresh_pass_id())"
+    for name, seed in zip(wrt, seeds, strict=True):
+        wrt_key = Input(name)
+        previous = tangents.get(wrt_key)
+        if previous is None or seed is None:
+            tangents[wrt_key] = seed if previous is None else previous
+            continue
+        if add_operation is None:
+            raise TransformError(
+                f"linearize: {name!r} is listed more than once in wrt, so its tangents "
+                f"must be summed, but no operation is known to supply add(); pass add="
             )
-        local = builder.add_input(key)
-        occurrences.append(local)
-        tangent_inputs.append((name, local))
-    for name, locals_ in copies.items():
-        total = locals_[0]
-        for other in locals_[1:]:
-            if add_operation is None:
-                raise TransformError(
-                    f"linearize: {name!r} is listed more than once in wrt, so its tangents "
-                    f"must be summed, but no operation is known to supply add(); pass add="
-                )
-            (total,) = builder.add_primitive(add_operation, [Local(total), Local(other)], ADD_ROLE)
-        tangents[Input(name)] = total
+        (tangents[wrt_key],) = builder.add_primitive(
+            add_operation, [Local(previous), Local(seed)], ADD_ROLE
+        )
+    seeded = set(tangents)
 
     processed: set[OperationKey] = set()
     for key in order:
-        if key in tangents:
+        if key in seeded:
             continue
         if type(key) is Derived:
             operation_key = key.operation_key
@@ -162,12 +211,18 @@ def _linearize(
                 tangents[output_key] = tangent
         else:
             assert type(key) is Input
-            alias = aliases.get(key.key)
+            alias = _alias_of(aliases, key)
             tangents[key] = None if alias is None else tangents.get(alias)
+    return tuple(tangents.get(key) for key in outputs)
 
-    tangent_outputs = tuple(tangents.get(key) for key in outputs)
-    builder.set_outputs([t for t in tangent_outputs if t is not None])
-    return LinearizedGraph(builder.build(), tuple(tangent_inputs), tangent_outputs, add_operation)
+
+def _alias_of(aliases: Aliases | None, key: Input) -> ValueKey | None:
+    if aliases is None:
+        return None
+    target = aliases.get(key.key)
+    if target is not None and not isinstance(target, ValueKey):
+        raise TypeError(f"linearize: the alias of {key.key!r} must be a ValueKey, got {target!r}")
+    return target
 
 
 def _operations(order: list[ValueKey], view: ResolvedView) -> Iterator[Any]:
@@ -182,7 +237,7 @@ def _operations(order: list[ValueKey], view: ResolvedView) -> Iterator[Any]:
 
 def _topological_order(
     outputs: tuple[ValueKey, ...],
-    aliases: dict[Hashable, ValueKey],
+    aliases: Aliases | None,
     defined: Any,
 ) -> list[ValueKey]:
     """Depth-first post-order from the outputs, without recursion.
@@ -217,7 +272,7 @@ def _topological_order(
             if type(key) is Derived:
                 dependencies: tuple[ValueKey, ...] = key.operation_key.inputs
             else:
-                alias = aliases.get(key.key)  # type: ignore[attr-defined]
+                alias = _alias_of(aliases, key)  # type: ignore[arg-type]
                 dependencies = () if alias is None else (alias,)
             stack.extend((d, False) for d in reversed(dependencies) if d not in done)
     return order
