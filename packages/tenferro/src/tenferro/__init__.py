@@ -1,9 +1,101 @@
-"""tenferro: dense tensors on numpy/scipy with JAX-grade AD and PyTorch-grade eager ergonomics.
+"""tenferro: dense tensors on numpy/scipy with JAX-grade AD and PyTorch-grade ergonomics.
 
-This release is a skeleton: the public API arrives with the package's first
-feature release.
+``import tenferro as tf``:
+
+* the seven dtypes (``tf.float32`` ... ``tf.bool_``);
+* tensor kinds sharing one surface: :class:`Tensor` (eager, no AD) and
+  :class:`TracedTensor` (lazy graph values with AD: ``tf.placeholder``,
+  ``tf.traced``, ``.eval()``, ``.grad()``, ``.vjp()``, ``.jvp()``, ``.checkpoint()``);
+* numpy-style functions (``tf.add``, ``tf.exp``, ``tf.sum``, ``tf.matmul``, indexing,
+  ...), with numpy broadcasting and promotion made explicit as primitives;
+* JAX-style transforms: ``tf.grad``, ``tf.value_and_grad``, ``tf.vjp``, ``tf.jvp``,
+  ``tf.linearize``, ``tf.hvp``, ``tf.jit``;
+* ``tf.lax`` (one strict function per primitive) and ``tf.ops`` (the primitives).
+
+Complex derivatives follow the conjugate convention: ``grad(sum(|z|^2)) = 2z``,
+equal to PyTorch's and the conjugate of JAX's.
 """
+
+from tenferro import lax, ops
+from tenferro.dtypes import (
+    DTYPES,
+    bool_,
+    complex64,
+    complex128,
+    dtype,
+    float32,
+    float64,
+    int32,
+    int64,
+)
+from tenferro.errors import (
+    AxisError,
+    BindingError,
+    DTypeError,
+    ExecutionError,
+    InactiveError,
+    NonScalarError,
+    ShapeError,
+    TenferroError,
+)
+from tenferro.meta import Meta
+from tenferro.surface import *  # noqa: F403
+from tenferro.surface import __all__ as _surface_names
+from tenferro.surface.convert import register_concrete as _register_concrete
+from tenferro.tensor import Tensor
+from tenferro.traced.program import evaluate
+from tenferro.traced.tensor import TracedTensor, placeholder, traced
+from tenferro.transforms import grad, hvp, jit, jvp, linearize, value_and_grad, vjp
+
+_register_concrete(Tensor)
 
 __version__ = "0.1.0"
 
-__all__: list[str] = []
+bool = bool_
+
+
+def clear_caches() -> None:
+    """Drop every cached program (traced evaluation and function transforms)."""
+    from tenferro import transforms
+    from tenferro.traced import program
+
+    program.clear_caches()
+    transforms.clear_caches()
+
+
+__all__ = [
+    *_surface_names,
+    "DTYPES",
+    "AxisError",
+    "BindingError",
+    "DTypeError",
+    "ExecutionError",
+    "InactiveError",
+    "Meta",
+    "NonScalarError",
+    "ShapeError",
+    "TenferroError",
+    "Tensor",
+    "TracedTensor",
+    "bool_",
+    "clear_caches",
+    "complex64",
+    "complex128",
+    "dtype",
+    "evaluate",
+    "float32",
+    "float64",
+    "grad",
+    "hvp",
+    "int32",
+    "int64",
+    "jit",
+    "jvp",
+    "lax",
+    "linearize",
+    "ops",
+    "placeholder",
+    "traced",
+    "value_and_grad",
+    "vjp",
+]

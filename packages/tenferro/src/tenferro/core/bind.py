@@ -1,0 +1,90 @@
+"""``bind``: apply a primitive to operands of whatever tensor kind they are.
+
+The numpy-style surface and :mod:`tenferro.lax` are written once; the kind of
+the operands decides what binding means:
+
+* :class:`~tenferro.Tensor`: evaluate now;
+* :class:`~tenferro.EagerTensor`: evaluate now and record on the tape;
+* :class:`~tenferro.TracedTensor`: add a node (a structural key);
+* rule values: emit into the graph of the AD rule being run.
+
+Operands of different kinds are lifted to the highest kind present (a concrete
+tensor used in a traced computation becomes a constant leaf, and so on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from tenferro.core.primitive import TensorPrimitive
+from tenferro.errors import TenferroError
+
+__all__ = ["TensorKind", "bind", "bind1", "lift"]
+
+
+class TensorKind(Protocol):
+    """What a tensor class provides to :func:`bind`."""
+
+    _priority: int
+
+    @classmethod
+    def _bind(
+        cls, op: TensorPrimitive, operands: Sequence[Any], like: Any = None
+    ) -> tuple[Any, ...]: ...
+
+    @classmethod
+    def _lift(cls, value: Any) -> Any: ...
+
+
+def bind(op: TensorPrimitive, operands: Sequence[Any], like: Any = None) -> tuple[Any, ...]:
+    """Apply ``op`` to ``operands`` (tensors of any kinds); return its outputs.
+
+    ``like`` gives the kind (and context) for primitives without operands.
+    """
+    if not operands:
+        if like is None:
+            raise TenferroError(op.name, "a primitive without operands needs a `like` value")
+        return type(like)._bind(op, (), like)
+    kind = type(operands[0])
+    mixed = False
+    for operand in operands:
+        other = type(operand)
+        if other is not kind:
+            mixed = True
+            if _priority(other) > _priority(kind):
+                kind = other
+    if mixed:
+        lift = kind._lift
+        operands = [o if type(o) is kind else lift(o) for o in operands]
+    return kind._bind(op, operands, like)
+
+
+def bind1(op: TensorPrimitive, operands: Sequence[Any], like: Any = None) -> Any:
+    """``bind`` for single-output primitives."""
+    return bind(op, operands, like)[0]
+
+
+def _priority(kind: type) -> int:
+    priority = getattr(kind, "_priority", None)
+    if priority is None:
+        raise TenferroError(
+            "bind", f"{kind.__name__} is not a tensor; convert it with tf.asarray first"
+        )
+    return int(priority)
+
+
+def lift(operands: Sequence[Any]) -> list[Any]:
+    """``operands`` lifted to the highest tensor kind among them."""
+    kind = type(operands[0])
+    mixed = False
+    for operand in operands:
+        other = type(operand)
+        if other is not kind:
+            mixed = True
+            if _priority(other) > _priority(kind):
+                kind = other
+    if not mixed:
+        return list(operands)
+    lift_to = kind._lift
+    return [o if type(o) is kind else lift_to(o) for o in operands]

@@ -1,0 +1,447 @@
+"""The base of every tenferro primitive, and the machinery its AD rules run in.
+
+A primitive is a frozen, hashable dataclass whose fields are its parameters plus
+``inputs``, the metas of its operands. Construction runs the primitive's shape and
+dtype rule (:meth:`TensorPrimitive.infer`), so a bad shape, axis or dtype is
+reported when the value is built, and ``outputs`` holds the output metas.
+
+Each primitive implements, in one place:
+
+* ``infer()``: validation and output metas;
+* ``impl(*arrays)``: the numpy evaluation;
+* ``jvp(xs, ys, ts)``: its JVP, written with :mod:`tenferro.lax` on rule values
+  (``xs``/``ys`` primal inputs/outputs, ``ts`` input tangents, ``None`` = zero);
+* ``transpose(cts, xs, active)``: for linear uses, the cotangents of the active
+  inputs (``xs[i]`` is usable only where ``active[i]`` is false).
+
+The tidu :class:`~tidu.Primitive` protocol (``eval``, ``jvp_rule``,
+``transpose_rule``, ``add``) is implemented here once for all primitives. Inside
+a rule, :mod:`tenferro.lax` functions emit operations into the transform's graph
+and compute each operation's active mask from its operands, so rules never
+spell masks out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import threading
+from collections.abc import Sequence
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+
+from computegraph import External, Linearized, Local, LocalValueId, ValueKey
+from tenferro.errors import DTypeError, ShapeError, TenferroError
+from tenferro.meta import Meta
+from tidu import ADRuleError, RuleContractError
+
+__all__ = [
+    "ADD_ANY",
+    "AddAny",
+    "RuleScope",
+    "RuleValue",
+    "TensorPrimitive",
+    "check_kind",
+    "check_same",
+    "check_static",
+    "primitive",
+    "rule_bind",
+]
+
+P = TypeVar("P", bound="TensorPrimitive")
+
+_INSTANCE_LIMIT = 1 << 16
+
+
+class TensorPrimitive:
+    """Base class of the primitive catalogue (see the module documentation)."""
+
+    __slots__ = ("_hash", "outputs")
+
+    name: ClassVar[str] = "primitive"
+    output_arity: ClassVar[int] = 1
+    linear: ClassVar[bool] = False
+    """Linear in every input: the JVP applies the primitive to the tangents (zeros
+    for missing ones) and only ``transpose`` is written."""
+
+    inputs: tuple[Meta, ...]
+    outputs: tuple[Meta, ...]
+    _hash: int
+    _field_names: ClassVar[tuple[str, ...]] = ()
+    _instances: ClassVar[dict[Any, Any]] = {}
+    _instances_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def make(cls: type[P], inputs: tuple[Meta, ...], **params: Any) -> P:
+        """The (shared) instance for these input metas and parameters."""
+        cache_key = (cls, inputs, *params.items())
+        try:
+            found = cls._instances.get(cache_key)
+        except TypeError:
+            raise TenferroError(cls.name, f"parameters must be hashable, got {params!r}") from None
+        if found is not None:
+            return found
+        instance = cls(inputs=inputs, **params)  # type: ignore[call-arg]
+        with TensorPrimitive._instances_lock:
+            if len(TensorPrimitive._instances) >= _INSTANCE_LIMIT:
+                TensorPrimitive._instances.clear()
+            TensorPrimitive._instances[cache_key] = instance
+        return instance
+
+    def __post_init__(self) -> None:
+        arity = self.input_count()
+        if len(self.inputs) != arity:
+            raise TenferroError(self.name, f"expects {arity} operand(s), got {len(self.inputs)}")
+        outputs = tuple(self.infer())
+        object.__setattr__(self, "outputs", outputs)
+        object.__setattr__(
+            self, "_hash", hash((type(self), *(getattr(self, f) for f in self._field_names)))
+        )
+
+    def infer(self) -> Sequence[Meta]:
+        """Validate the operands and parameters; return the output metas."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ computegraph
+
+    def input_count(self) -> int:
+        return len(self.inputs)
+
+    def output_count(self) -> int:
+        return self.output_arity
+
+    def eval(self, inputs: Sequence[Any], ctx: Any) -> Sequence[Any]:
+        if self.output_arity == 1:
+            return (self.impl(*inputs),)
+        return self.impl(*inputs)
+
+    def impl(self, *arrays: Any) -> Any:
+        """The numpy evaluation (one array, or a tuple for several outputs)."""
+        raise NotImplementedError
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __str__(self) -> str:
+        params = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._field_names if f != "inputs")
+        operands = " ".join(m.describe() for m in self.inputs)
+        return f"{self.name}[{params}]({operands})" if params else f"{self.name}({operands})"
+
+    # ------------------------------------------------------------------ AD rules
+
+    def jvp(
+        self,
+        xs: tuple[RuleValue, ...],
+        ys: tuple[RuleValue, ...],
+        ts: tuple[RuleValue | None, ...],
+    ) -> Sequence[RuleValue | None]:
+        """The output tangents (``None`` = zero). Default: linear primitives re-apply
+        themselves to the tangents; anything else has no rule."""
+        if not self.linear:
+            raise ADRuleError(self.name, "jvp")
+        from tenferro import lax
+
+        operands = [t if t is not None else lax.zeros_like(x) for t, x in zip(ts, xs, strict=True)]
+        return rule_bind(self, operands)
+
+    def transpose(
+        self,
+        cts: tuple[RuleValue | None, ...],
+        xs: tuple[RuleValue, ...],
+        active: tuple[bool, ...],
+    ) -> Sequence[RuleValue | None]:
+        """The cotangents of the inputs (only active ones may be non-``None``)."""
+        raise ADRuleError(self.name, "transpose")
+
+    def add(self) -> TensorPrimitive:
+        return ADD_ANY
+
+    def jvp_rule(
+        self,
+        builder: Any,
+        primal_inputs: tuple[ValueKey, ...],
+        primal_outputs: tuple[ValueKey, ...],
+        tangents: tuple[LocalValueId | None, ...],
+        ctx: Any,
+    ) -> list[LocalValueId | None]:
+        scope = RuleScope(builder, self)
+        xs = tuple(
+            scope.value(External(k), m, False)
+            for k, m in zip(primal_inputs, self.inputs, strict=True)
+        )
+        ys = tuple(
+            scope.value(External(k), m, False)
+            for k, m in zip(primal_outputs, self.outputs, strict=True)
+        )
+        ts = tuple(
+            None if t is None else scope.value(Local(t), m, True)
+            for t, m in zip(tangents, self.inputs, strict=True)
+        )
+        results = self.jvp(xs, ys, ts)
+        return scope.results(results, self.outputs, "jvp", "output")
+
+    def transpose_rule(
+        self,
+        builder: Any,
+        cotangents: tuple[LocalValueId | None, ...],
+        inputs: tuple[External, ...],
+        role: Linearized,
+        ctx: Any,
+    ) -> list[LocalValueId | None]:
+        scope = RuleScope(builder, self)
+        active = role.active_mask
+        xs = tuple(
+            scope.linear_input(m) if is_active else scope.value(ref, m, False)
+            for ref, m, is_active in zip(inputs, self.inputs, active, strict=True)
+        )
+        cts = tuple(
+            None if c is None else scope.value(Local(c), m, True)
+            for c, m in zip(cotangents, self.outputs, strict=True)
+        )
+        results = self.transpose(cts, xs, active)
+        return scope.results(results, self.inputs, "transpose", "input")
+
+
+def primitive(cls: type[P]) -> type[P]:
+    """Class decorator: make ``cls`` a frozen, hashable, keyword-only dataclass primitive.
+
+    Fields are the parameters plus ``inputs``; the hash is computed once.
+    """
+    merged: dict[str, Any] = {"inputs": "tuple[Meta, ...]"}
+    for base in reversed(cls.__mro__):
+        if base is TensorPrimitive or not issubclass(base, TensorPrimitive):
+            continue
+        if base is not cls and "__dataclass_fields__" in base.__dict__:
+            continue  # its fields are inherited anyway
+        merged.update(inspect.get_annotations(base))
+    cls.__annotations__ = merged
+    made = dataclasses.dataclass(frozen=True, kw_only=True, slots=True, repr=False)(cls)
+    made._field_names = tuple(f.name for f in dataclasses.fields(made))  # type: ignore[arg-type]
+    made.__hash__ = TensorPrimitive.__hash__  # type: ignore[method-assign]
+    made.__repr__ = TensorPrimitive.__str__  # type: ignore[assignment, method-assign]
+    return made
+
+
+# ---------------------------------------------------------------------- rule values
+
+
+class RuleScope:
+    """Where one rule call emits: the transform's builder and the primitive being ruled."""
+
+    __slots__ = ("builder", "primitive")
+
+    def __init__(self, builder: Any, primitive: TensorPrimitive) -> None:
+        self.builder = builder
+        self.primitive = primitive
+
+    def value(self, ref: Local | External, meta: Meta, active: bool) -> RuleValue:
+        return RuleValue(ref, meta, active, self)
+
+    def linear_input(self, meta: Meta) -> RuleValue:
+        """The active operand of a linear use: a variable, not a value the rule may read."""
+        return RuleValue(None, meta, True, self)
+
+    def emit(self, op: TensorPrimitive, operands: Sequence[RuleValue]) -> tuple[RuleValue, ...]:
+        refs = []
+        mask = []
+        for operand in operands:
+            if operand.scope is not self:
+                raise RuleContractError(
+                    f"{self.primitive.name}: a rule mixed values of different rule calls"
+                )
+            if operand.ref is None:
+                raise RuleContractError(
+                    f"{self.primitive.name}: a transpose rule read the active (linear) operand; "
+                    f"only fixed operands and cotangents are values"
+                )
+            refs.append(operand.ref)
+            mask.append(operand.active)
+        ids = self.builder.add_primitive(op, refs, Linearized(mask))
+        active = any(mask)
+        return tuple(
+            RuleValue(Local(i), meta, active, self) for i, meta in zip(ids, op.outputs, strict=True)
+        )
+
+    def results(
+        self,
+        values: Sequence[RuleValue | None],
+        metas: tuple[Meta, ...],
+        rule: str,
+        what: str,
+    ) -> list[LocalValueId | None]:
+        name = self.primitive.name
+        values = list(values)
+        if len(values) != len(metas):
+            raise RuleContractError(
+                f"{name}.{rule} returned {len(values)} value(s), expected one per {what} "
+                f"({len(metas)})"
+            )
+        ids: list[LocalValueId | None] = []
+        for position, (value, meta) in enumerate(zip(values, metas, strict=True)):
+            if value is None:
+                ids.append(None)
+                continue
+            if not isinstance(value, RuleValue) or value.scope is not self:
+                raise RuleContractError(
+                    f"{name}.{rule}: {what} {position} is not a value of this rule"
+                )
+            if not value.active or not isinstance(value.ref, Local):
+                raise RuleContractError(
+                    f"{name}.{rule}: {what} {position} does not depend on the tangents, so it is "
+                    f"not linear in them; return None for a zero"
+                )
+            if value.meta.shape != meta.shape or value.meta.dtype != meta.dtype:
+                raise RuleContractError(
+                    f"{name}.{rule}: {what} {position} is {value.meta.describe()}, expected "
+                    f"{meta.describe()}"
+                )
+            ids.append(value.ref.id)
+        return ids
+
+
+class RuleValue:
+    """A value inside an AD rule: a reference, its meta, and whether it is linear (active)."""
+
+    __slots__ = ("active", "meta", "ref", "scope")
+    _priority: ClassVar[int] = 100
+
+    def __init__(self, ref: Local | External | None, meta: Meta, active: bool, scope: RuleScope):
+        self.ref = ref
+        self.meta = meta
+        self.active = active
+        self.scope = scope
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.meta.shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self.meta.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.meta.shape)
+
+    @classmethod
+    def _bind(
+        cls, op: TensorPrimitive, operands: Sequence[Any], like: Any = None
+    ) -> tuple[RuleValue, ...]:
+        scope = operands[0].scope if operands else like.scope
+        return scope.emit(op, operands)
+
+    @classmethod
+    def _lift(cls, value: Any) -> RuleValue:
+        raise RuleContractError(
+            f"an AD rule used a {type(value).__name__}; rules compute with tenferro.lax on rule "
+            f"values only (use lax.full_like for constants)"
+        )
+
+    def _rewrap(self, meta: Meta) -> RuleValue:
+        return RuleValue(self.ref, meta, self.active, self.scope)
+
+    def __repr__(self) -> str:
+        kind = "active" if self.active else "fixed"
+        return f"<rule value {self.meta.describe()} {kind} {self.ref!r}>"
+
+
+def rule_bind(op: TensorPrimitive, operands: Sequence[RuleValue]) -> list[RuleValue]:
+    """Emit ``op`` on rule values (used by rules that re-apply their own primitive)."""
+    return list(operands[0].scope.emit(op, operands))
+
+
+# ---------------------------------------------------------------------- AddAny
+
+
+class AddAny(TensorPrimitive):
+    """``a + b`` for two values of one meta, whatever it is: tidu's cotangent accumulation.
+
+    It carries no metas (accumulated cotangents always share their value's meta),
+    so a single instance serves every accumulation.
+    """
+
+    __slots__ = ()
+    name = "add_any"
+    linear = True
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "outputs", ())
+        object.__setattr__(self, "_hash", hash(AddAny))
+
+    def __reduce__(self) -> Any:
+        return (AddAny, ())
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is AddAny
+
+    __hash__ = TensorPrimitive.__hash__
+
+    def input_count(self) -> int:
+        return 2
+
+    def eval(self, inputs: Sequence[Any], ctx: Any) -> Sequence[Any]:
+        return (np.add(inputs[0], inputs[1]),)
+
+    def jvp_rule(self, builder, primal_inputs, primal_outputs, tangents, ctx):  # type: ignore[no-untyped-def]
+        first, second = tangents
+        if first is None or second is None:
+            return [first if second is None else second]
+        return list(
+            builder.add_primitive(self, [Local(first), Local(second)], Linearized((True, True)))
+        )
+
+    def transpose_rule(self, builder, cotangents, inputs, role, ctx):  # type: ignore[no-untyped-def]
+        (ct,) = cotangents
+        return [ct if active else None for active in role.active_mask]
+
+    def __str__(self) -> str:
+        return "add_any"
+
+    __repr__ = __str__
+
+
+ADD_ANY = AddAny()
+
+
+def check_same(op: str, metas: Sequence[Meta], what: str = "operands") -> Meta:
+    """All metas share one shape, dtype and set of dynamic axes (primitives never broadcast)."""
+    first = metas[0]
+    for other in metas[1:]:
+        if other.shape != first.shape or other.dynamic != first.dynamic:
+            raise ShapeError(
+                op,
+                f"{what} must have one shape, got "
+                f"{' and '.join(m.describe() for m in metas)} "
+                f"(use the numpy-style functions to broadcast)",
+            )
+        if other.dtype != first.dtype:
+            raise DTypeError(
+                op,
+                f"{what} must have one dtype, got {' and '.join(str(m.dtype) for m in metas)} "
+                f"(use the numpy-style functions to promote)",
+            )
+    return first
+
+
+_KIND_NAMES = {"b": "bool", "i": "integer", "f": "floating", "c": "complex"}
+
+
+def check_kind(op: str, meta: Meta, kinds: str, what: str = "operand") -> None:
+    """The dtype of ``meta`` is of one of ``kinds`` (numpy kind letters among b, i, f, c)."""
+    if meta.dtype.kind not in kinds:
+        allowed = ", ".join(_KIND_NAMES[k] for k in kinds)
+        raise DTypeError(op, f"{what} dtype {meta.dtype} is not supported (allowed: {allowed})")
+
+
+def check_static(op: str, meta: Meta, what: str = "operand") -> None:
+    """``meta`` has no dynamic (upper-bound) axes: ``op`` needs exact static shapes."""
+    if meta.dynamic:
+        raise ShapeError(
+            op,
+            f"the {what} {meta.describe()} has data-dependent extents (axes {meta.dynamic}); "
+            f"this operation needs a static shape: apply pad_to_match first, or use the eager "
+            f"surface for data-dependent shapes",
+        )

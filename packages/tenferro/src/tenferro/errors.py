@@ -1,0 +1,66 @@
+"""Exceptions raised by tenferro.
+
+Every error names the operation, the phase in which the problem was found
+(``build``: while constructing a value or graph, ``bind``: when binding inputs,
+``execution``: while computing) and the offending shapes, dtypes or axes.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import computegraph
+
+__all__ = [
+    "AxisError",
+    "BindingError",
+    "DTypeError",
+    "ExecutionError",
+    "InactiveError",
+    "NonScalarError",
+    "Phase",
+    "ShapeError",
+    "TenferroError",
+]
+
+Phase = Literal["build", "bind", "execution"]
+
+
+class TenferroError(Exception):
+    """Base class of tenferro's errors; ``op`` and ``phase`` say where it happened."""
+
+    def __init__(self, op: str, message: str, phase: Phase = "build") -> None:
+        self.op = op
+        self.phase = phase
+        super().__init__(f"{op}: {message} [{phase}]")
+
+
+class ShapeError(TenferroError, ValueError):
+    """Incompatible or invalid shapes."""
+
+
+class AxisError(ShapeError, IndexError):
+    """An axis out of range, repeated, or otherwise invalid."""
+
+
+class DTypeError(TenferroError, TypeError):
+    """An unsupported dtype, or dtypes an operation cannot combine."""
+
+
+class NonScalarError(ShapeError):
+    """A gradient was asked of a value that is not a scalar."""
+
+
+class InactiveError(TenferroError, ValueError):
+    """A derivative was asked of a value that does not depend on the inputs."""
+
+
+class BindingError(TenferroError, computegraph.BindingError):
+    """A placeholder was bound wrongly or not at all."""
+
+
+class ExecutionError(TenferroError, ArithmeticError):
+    """A computation that has no value (integer division by zero, ...)."""
+
+    def __init__(self, op: str, message: str) -> None:
+        super().__init__(op, message, "execution")

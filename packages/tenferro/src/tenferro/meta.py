@@ -1,0 +1,95 @@
+"""``Meta``: the static description of a tensor value (shape, dtype, flags).
+
+Traced graphs have concrete shapes, so every primitive instance carries the metas
+of its inputs and computes those of its outputs when it is constructed; bad
+shapes and dtypes are reported there, at graph-build time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from tenferro.errors import AxisError, ShapeError
+
+__all__ = ["Meta", "broadcast_shapes", "check_permutation", "normalize_axes", "normalize_axis"]
+
+
+class Meta(NamedTuple):
+    """Shape and dtype of a value.
+
+    * ``weak``: the value came from a Python scalar and promotes like one (NEP 50);
+    * ``dynamic``: axes whose extent is only an upper bound (after a data-dependent
+      truncation); their true extent is known when the value is computed.
+    """
+
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    weak: bool = False
+    dynamic: tuple[int, ...] = ()
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def with_(self, **changes: Any) -> Meta:
+        """A copy with some fields replaced (``weak`` and ``dynamic`` reset unless given)."""
+        changes.setdefault("weak", False)
+        changes.setdefault("dynamic", ())
+        return self._replace(**changes)
+
+    def describe(self) -> str:
+        dims = ",".join(f"<={n}" if i in self.dynamic else str(n) for i, n in enumerate(self.shape))
+        return f"{self.dtype}[{dims}]"
+
+
+def normalize_axis(axis: int, ndim: int, op: str) -> int:
+    """``axis`` in ``[0, ndim)`` (negative axes count from the end)."""
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise AxisError(op, f"axis must be an integer, got {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise AxisError(op, f"axis {axis} is out of range for rank {ndim}")
+    return int(axis) % ndim if ndim else 0
+
+
+def normalize_axes(axes: Iterable[int], ndim: int, op: str) -> tuple[int, ...]:
+    """Distinct axes in ``[0, ndim)``, in the order given."""
+    normalized = tuple(normalize_axis(a, ndim, op) for a in axes)
+    if len(set(normalized)) != len(normalized):
+        raise AxisError(op, f"axes {tuple(axes)} contain duplicates for rank {ndim}")
+    return normalized
+
+
+def check_permutation(perm: Sequence[int], ndim: int, op: str) -> tuple[int, ...]:
+    """``perm`` validated as a permutation of ``range(ndim)``."""
+    normalized = tuple(int(p) for p in perm)
+    if sorted(normalized) != list(range(ndim)):
+        raise AxisError(op, f"{tuple(perm)} is not a permutation of the {ndim} axes")
+    return normalized
+
+
+def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast") -> tuple[int, ...]:
+    """numpy's broadcast shape (right-aligned; extents equal or 1)."""
+    ndim = max((len(s) for s in shapes), default=0)
+    result = []
+    for position in range(ndim):
+        extent = 1
+        for shape in shapes:
+            offset = position - (ndim - len(shape))
+            if offset < 0:
+                continue
+            value = shape[offset]
+            if value == 1:
+                continue
+            if extent not in (1, value):
+                raise ShapeError(op, f"shapes {' and '.join(map(str, shapes))} cannot be broadcast")
+            extent = value
+        result.append(extent)
+    return tuple(result)

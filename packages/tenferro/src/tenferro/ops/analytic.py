@@ -1,0 +1,227 @@
+"""Analytic primitives: exp, log, sin, cos, tanh, sqrt, rsqrt, expm1, log1p, pow.
+
+Holomorphic on complex inputs: the JVP multiplies by f'(x) and, through the
+transpose of that multiplication, the VJP by conj(f'(x)). Coefficients are
+computed from the primal input or output, reused rather than recomputed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tenferro import lax
+from tenferro.core.bind import bind1
+from tenferro.core.primitive import RuleValue, primitive
+from tenferro.errors import ExecutionError
+from tenferro.ops.elementwise import Elementwise
+
+__all__ = [
+    "Cos",
+    "Exp",
+    "Expm1",
+    "Log",
+    "Log1p",
+    "Pow",
+    "Rsqrt",
+    "Sin",
+    "Sqrt",
+    "Tanh",
+    "cos",
+    "exp",
+    "expm1",
+    "log",
+    "log1p",
+    "pow",
+    "rsqrt",
+    "sin",
+    "sqrt",
+    "tanh",
+]
+
+Ts = tuple[RuleValue | None, ...]
+Xs = tuple[RuleValue, ...]
+
+
+class Analytic(Elementwise):
+    """A unary holomorphic function: ``jvp = dx * coefficient(x, y)``."""
+
+    __slots__ = ()
+    kinds = "fc"
+
+    def impl(self, x: Any) -> Any:
+        with np.errstate(all="ignore"):
+            return self.function(x)
+
+    def function(self, x: Any) -> Any:
+        raise NotImplementedError
+
+    def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
+        raise NotImplementedError
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        (dx,) = ts
+        assert dx is not None
+        return [lax.mul(dx, self.coefficient(xs[0], ys[0]))]
+
+
+@primitive
+class Exp(Analytic):
+    name = "exp"
+
+    def function(self, x: Any) -> Any:
+        return np.exp(x)
+
+    def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
+        return y
+
+
+@primitive
+class Log(Analytic):
+    name = "log"
+
+    def function(self, x: Any) -> Any:
+        return np.log(x)
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        return [lax.div(ts[0], xs[0])]
+
+
+@primitive
+class Sin(Analytic):
+    name = "sin"
+
+    def function(self, x: Any) -> Any:
+        return np.sin(x)
+
+    def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
+        return lax.cos(x)
+
+
+@primitive
+class Cos(Analytic):
+    name = "cos"
+
+    def function(self, x: Any) -> Any:
+        return np.cos(x)
+
+    def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
+        return lax.neg(lax.sin(x))
+
+
+@primitive
+class Tanh(Analytic):
+    name = "tanh"
+
+    def function(self, x: Any) -> Any:
+        return np.tanh(x)
+
+    def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
+        return lax.sub(lax.full_like(y, 1), lax.mul(y, y))
+
+
+@primitive
+class Sqrt(Analytic):
+    name = "sqrt"
+
+    def function(self, x: Any) -> Any:
+        return np.sqrt(x)
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        (y,) = ys
+        return [lax.div(ts[0], lax.add(y, y))]
+
+
+@primitive
+class Rsqrt(Analytic):
+    """``1 / sqrt(x)``; derivative ``-y / (2 x)``."""
+
+    name = "rsqrt"
+
+    def function(self, x: Any) -> Any:
+        return np.reciprocal(np.sqrt(x))
+
+    def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
+        return lax.mul(lax.full_like(y, -0.5), lax.div(y, x))
+
+
+@primitive
+class Expm1(Analytic):
+    name = "expm1"
+
+    def function(self, x: Any) -> Any:
+        return np.expm1(x)
+
+    def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
+        return lax.add(y, lax.full_like(y, 1))
+
+
+@primitive
+class Log1p(Analytic):
+    name = "log1p"
+
+    def function(self, x: Any) -> Any:
+        return np.log1p(x)
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        (x,) = xs
+        return [lax.div(ts[0], lax.add(x, lax.full_like(x, 1)))]
+
+
+@primitive
+class Pow(Elementwise):
+    """``x ** y``. Integers: non-negative exponents only (primal only).
+
+    ``d/dx = y x^(y-1)`` (finite at x = 0 for integer exponents >= 1) and
+    ``d/dy = log(x) x^y``, taken as 0 where x = 0 (where x^y is 0 for y > 0).
+    """
+
+    name = "pow"
+
+    def impl(self, x: Any, y: Any) -> Any:
+        if self.inputs[0].dtype.kind == "i":
+            if np.any(np.asarray(y) < 0):
+                raise ExecutionError(self.name, "integers cannot be raised to negative powers")
+            return np.power(x, y)
+        with np.errstate(all="ignore"):
+            return np.power(x, y)
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        x, y = xs
+        (z,) = ys
+        dx, dy = ts
+        by_x = by_y = None
+        if dx is not None:
+            one = lax.full_like(y, 1)
+            by_x = lax.mul(dx, lax.mul(y, lax.pow(x, lax.sub(y, one))))
+        if dy is not None:
+            zero = lax.zeros_like(x)
+            at_zero = lax.compare(x, zero, "eq")
+            safe_x = lax.select(at_zero, lax.full_like(x, 1), x)  # no log(0) even where unused
+            by_y = lax.mul(dy, lax.select(at_zero, zero, lax.mul(lax.log(safe_x), z)))
+        return [lax.add_tangents(by_x, by_y)]
+
+
+def _unary(cls: type[Analytic]) -> Any:
+    def apply(x: Any) -> Any:
+        return bind1(cls.make((x.meta,)), (x,))
+
+    apply.__name__ = cls.name
+    apply.__doc__ = f"Elementwise {cls.name} (strict: no broadcasting or promotion)."
+    return apply
+
+
+exp = _unary(Exp)
+log = _unary(Log)
+sin = _unary(Sin)
+cos = _unary(Cos)
+tanh = _unary(Tanh)
+sqrt = _unary(Sqrt)
+rsqrt = _unary(Rsqrt)
+expm1 = _unary(Expm1)
+log1p = _unary(Log1p)
+
+
+def pow(x: Any, y: Any) -> Any:
+    return bind1(Pow.make((x.meta, y.meta)), (x, y))

@@ -1,0 +1,205 @@
+"""``dot_general``: StableHLO / ``jax.lax.dot_general`` semantics.
+
+Contract ``lhs_contracting[i]`` with ``rhs_contracting[i]``, pair the batch axes;
+the output is batch axes (in ``lhs_batch`` order), then the lhs free axes, then
+the rhs free axes (each in ascending order). No conjugation: complex products are
+plain. Evaluation is one batched ``matmul`` after moving axes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tenferro import lax
+from tenferro.core.bind import bind1
+from tenferro.core.primitive import RuleValue, TensorPrimitive, check_kind, primitive
+from tenferro.errors import AxisError, DTypeError, ShapeError
+from tenferro.meta import Meta
+
+__all__ = ["DotGeneral", "dot_general"]
+
+Ts = tuple[RuleValue | None, ...]
+Xs = tuple[RuleValue, ...]
+
+
+def _free(ndim: int, contracting: Sequence[int], batch: Sequence[int]) -> tuple[int, ...]:
+    used = set(contracting) | set(batch)
+    return tuple(a for a in range(ndim) if a not in used)
+
+
+def _ranges_like(*groups: Sequence[int]) -> list[tuple[int, ...]]:
+    """Consecutive index ranges with the lengths of ``groups``."""
+    start, out = 0, []
+    for group in groups:
+        out.append(tuple(range(start, start + len(group))))
+        start += len(group)
+    return out
+
+
+@primitive
+class DotGeneral(TensorPrimitive):
+    name = "dot_general"
+    lhs_contracting: tuple[int, ...]
+    rhs_contracting: tuple[int, ...]
+    lhs_batch: tuple[int, ...] = ()
+    rhs_batch: tuple[int, ...] = ()
+
+    def infer(self) -> tuple[Meta]:
+        lhs, rhs = self.inputs
+        name = self.name
+        if lhs.dtype != rhs.dtype:
+            raise DTypeError(name, f"operands must have one dtype, got {lhs.dtype} and {rhs.dtype}")
+        check_kind(name, lhs, "ifc")
+        for side, meta, contracting, batch in (
+            ("lhs", lhs, self.lhs_contracting, self.lhs_batch),
+            ("rhs", rhs, self.rhs_contracting, self.rhs_batch),
+        ):
+            axes = (*contracting, *batch)
+            if any(not 0 <= a < meta.ndim for a in axes):
+                raise AxisError(name, f"{side} axes {axes} out of range for rank {meta.ndim}")
+            if len(set(axes)) != len(axes):
+                raise AxisError(
+                    name, f"{side} contracting {contracting} and batch {batch} axes repeat an axis"
+                )
+        if len(self.lhs_contracting) != len(self.rhs_contracting):
+            raise AxisError(
+                name,
+                f"contracting axes {self.lhs_contracting} and {self.rhs_contracting} differ "
+                f"in number",
+            )
+        if len(self.lhs_batch) != len(self.rhs_batch):
+            raise AxisError(
+                name, f"batch axes {self.lhs_batch} and {self.rhs_batch} differ in number"
+            )
+        for kind, left, right in (
+            ("contracting", self.lhs_contracting, self.rhs_contracting),
+            ("batch", self.lhs_batch, self.rhs_batch),
+        ):
+            for a, b in zip(left, right, strict=True):
+                if (a in lhs.dynamic) != (b in rhs.dynamic):
+                    raise ShapeError(
+                        name, f"{kind} axes {a} and {b}: only one has a data-dependent extent"
+                    )
+                if lhs.shape[a] != rhs.shape[b]:
+                    raise ShapeError(
+                        name,
+                        f"{kind} axis {a} of lhs {lhs.shape} (extent {lhs.shape[a]}) does not "
+                        f"match axis {b} of rhs {rhs.shape} (extent {rhs.shape[b]})",
+                    )
+        lhs_free = _free(lhs.ndim, self.lhs_contracting, self.lhs_batch)
+        rhs_free = _free(rhs.ndim, self.rhs_contracting, self.rhs_batch)
+        source = (
+            [(lhs, a) for a in self.lhs_batch]
+            + [(lhs, a) for a in lhs_free]
+            + [(rhs, a) for a in rhs_free]
+        )
+        shape = tuple(meta.shape[a] for meta, a in source)
+        dynamic = tuple(i for i, (meta, a) in enumerate(source) if a in meta.dynamic)
+        return (Meta(shape, lhs.dtype, lhs.weak and rhs.weak, dynamic),)
+
+    def impl(self, lhs: Any, rhs: Any) -> Any:
+        lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+        lhs_free = _free(lhs.ndim, self.lhs_contracting, self.lhs_batch)
+        rhs_free = _free(rhs.ndim, self.rhs_contracting, self.rhs_batch)
+        batch_shape = tuple(lhs.shape[a] for a in self.lhs_batch)
+        lhs_free_shape = tuple(lhs.shape[a] for a in lhs_free)
+        rhs_free_shape = tuple(rhs.shape[a] for a in rhs_free)
+        k = math.prod(lhs.shape[a] for a in self.lhs_contracting)
+        a = np.transpose(lhs, (*self.lhs_batch, *lhs_free, *self.lhs_contracting)).reshape(
+            (math.prod(batch_shape), math.prod(lhs_free_shape), k)
+        )
+        b = np.transpose(rhs, (*self.rhs_batch, *self.rhs_contracting, *rhs_free)).reshape(
+            (math.prod(batch_shape), k, math.prod(rhs_free_shape))
+        )
+        return np.matmul(a, b).reshape(batch_shape + lhs_free_shape + rhs_free_shape)
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        lhs, rhs = xs
+        dlhs, drhs = ts
+        numbers = self._numbers()
+        return [
+            lax.add_tangents(
+                None if dlhs is None else lax.dot_general(dlhs, rhs, *numbers),
+                None if drhs is None else lax.dot_general(lhs, drhs, *numbers),
+            )
+        ]
+
+    def _numbers(self) -> tuple[tuple[int, ...], ...]:
+        return (self.lhs_contracting, self.rhs_contracting, self.lhs_batch, self.rhs_batch)
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        (ct,) = cts
+        assert ct is not None
+        lhs, rhs = xs
+        if active[0] and active[1]:
+            raise lax.not_linear(self, "both operands")
+        lhs_meta, rhs_meta = self.inputs
+        if active[0]:
+            return [
+                _transpose_lhs(
+                    ct, lax.conj(rhs), lhs_meta.ndim, rhs_meta.ndim, *self._numbers(), swap=False
+                ),
+                None,
+            ]
+        return [
+            None,
+            _transpose_lhs(
+                ct,
+                lax.conj(lhs),
+                rhs_meta.ndim,
+                lhs_meta.ndim,
+                self.rhs_contracting,
+                self.lhs_contracting,
+                self.rhs_batch,
+                self.lhs_batch,
+                swap=True,
+            ),
+        ]
+
+
+def _transpose_lhs(
+    ct: RuleValue,
+    other: RuleValue,
+    ndim: int,
+    other_ndim: int,
+    contracting: tuple[int, ...],
+    other_contracting: tuple[int, ...],
+    batch: tuple[int, ...],
+    other_batch: tuple[int, ...],
+    *,
+    swap: bool,
+) -> RuleValue:
+    """The cotangent of one operand given the output cotangent and the other operand
+    (JAX's ``_dot_general_transpose_lhs``; ``swap`` when it is really the rhs)."""
+    kept = _free(ndim, contracting, batch)
+    other_kept = _free(other_ndim, other_contracting, other_batch)
+    if swap:
+        ct_batch, ct_other, _ = _ranges_like(batch, other_kept, kept)
+    else:
+        ct_batch, _, ct_other = _ranges_like(batch, kept, other_kept)
+    product = lax.dot_general(ct, other, ct_other, other_kept, ct_batch, other_batch)
+    contracting_by_other = [contracting[i] for i in np.argsort(other_contracting)]
+    out_axes = np.argsort([*batch, *kept, *contracting_by_other])
+    return lax.transpose(product, tuple(int(a) for a in out_axes))
+
+
+def dot_general(
+    lhs: Any,
+    rhs: Any,
+    lhs_contracting: Sequence[int],
+    rhs_contracting: Sequence[int],
+    lhs_batch: Sequence[int] = (),
+    rhs_batch: Sequence[int] = (),
+) -> Any:
+    op = DotGeneral.make(
+        (lhs.meta, rhs.meta),
+        lhs_contracting=tuple(int(a) for a in lhs_contracting),
+        rhs_contracting=tuple(int(a) for a in rhs_contracting),
+        lhs_batch=tuple(int(a) for a in lhs_batch),
+        rhs_batch=tuple(int(a) for a in rhs_batch),
+    )
+    return bind1(op, (lhs, rhs))

@@ -1,0 +1,216 @@
+"""Constants and data-dependent shapes: constant, shape_of, dynamic_truncate, pad_to_match.
+
+Traced graphs have static shapes; ``dynamic_truncate`` is how a traced value gets
+a data-dependent extent. Its meta keeps the static extent as an upper bound and
+marks the axis dynamic; operations that need exact static shapes reject such
+values at build time, while elementwise operations, transposes, reversals,
+conversions and contractions accept them, and ``pad_to_match`` restores a static
+shape. (General data-dependent shapes are the eager surface's job.)
+
+The linear uses of ``dynamic_truncate`` and ``pad_to_match`` carry the primal
+operand as an extra, never-differentiated shape source, so their transposes know
+the runtime extent to restore.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tenferro import lax
+from tenferro.core.bind import bind1
+from tenferro.core.primitive import RuleValue, TensorPrimitive, check_kind, primitive
+from tenferro.dtypes import dtype as as_dtype
+from tenferro.dtypes import float64
+from tenferro.errors import ShapeError
+from tenferro.meta import Meta, normalize_axis
+
+__all__ = [
+    "Constant",
+    "DynamicTruncate",
+    "PadToMatch",
+    "ShapeOf",
+    "constant",
+    "dynamic_truncate",
+    "pad_to_match",
+    "shape_of",
+]
+
+Ts = tuple[RuleValue | None, ...]
+Xs = tuple[RuleValue, ...]
+
+
+@primitive
+class Constant(TensorPrimitive):
+    """A rank-0 literal; identified by its dtype and bytes (so 0.0 and -0.0 differ)."""
+
+    name = "constant"
+    dtype: np.dtype[Any]
+    bits: bytes
+
+    def infer(self) -> tuple[Meta]:
+        target = as_dtype(self.dtype, self.name)
+        if len(self.bits) != target.itemsize:
+            raise ShapeError(self.name, f"{len(self.bits)} bytes for one {target} value")
+        return (Meta((), target),)
+
+    def impl(self) -> Any:
+        return np.frombuffer(self.bits, dtype=self.dtype).reshape(())
+
+    @property
+    def value(self) -> Any:
+        return self.impl()[()]
+
+    def __str__(self) -> str:
+        return f"constant[{self.value!r}:{self.dtype}]"
+
+    __repr__ = __str__
+
+
+@primitive
+class ShapeOf(TensorPrimitive):
+    """The runtime extent of ``axis`` as a float64 scalar (not differentiable)."""
+
+    name = "shape_of"
+    axis: int
+
+    def infer(self) -> tuple[Meta]:
+        (x,) = self.inputs
+        if normalize_axis(self.axis, x.ndim, self.name) != self.axis:
+            raise ShapeError(self.name, f"axis {self.axis} must be non-negative")
+        return (Meta((), float64),)
+
+    def impl(self, x: Any) -> Any:
+        return np.array(float(np.shape(x)[self.axis]))
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        return [None]
+
+
+def _size(value: Any, extent: int) -> int:
+    return int(min(max(int(np.rint(np.asarray(value))), 0), extent))
+
+
+@primitive
+class DynamicTruncate(TensorPrimitive):
+    """The prefix of ``axis`` of length ``size`` (a rank-0 real tensor, rounded to the
+    nearest integer and clamped to the extent). Linear in ``x``."""
+
+    name = "dynamic_truncate"
+    axis: int
+    with_source: bool = False
+
+    def infer(self) -> tuple[Meta]:
+        x, size = self.inputs[0], self.inputs[1]
+        if normalize_axis(self.axis, x.ndim, self.name) != self.axis:
+            raise ShapeError(self.name, f"axis {self.axis} must be non-negative")
+        if size.shape != ():
+            raise ShapeError(self.name, f"the size must be a scalar, got shape {size.shape}")
+        check_kind(self.name, size, "if", "size")
+        if self.with_source and self.inputs[2].shape != x.shape:
+            raise ShapeError(self.name, "the shape source must have the operand's shape")
+        dynamic = tuple(sorted({*x.dynamic, self.axis}))
+        return (x._replace(dynamic=dynamic),)
+
+    def input_count(self) -> int:
+        return 3 if self.with_source else 2
+
+    def impl(self, x: Any, size: Any, *source: Any) -> Any:
+        x = np.asarray(x)
+        index = [slice(None)] * x.ndim
+        index[self.axis] = slice(0, _size(size, x.shape[self.axis]))
+        return x[tuple(index)]
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        x, size = xs[0], xs[1]
+        return [_truncate(ts[0], size, self.axis, source=x)]
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        if not self.with_source:
+            raise lax.not_linear(self, "its operand without a shape source")
+        x, size = xs[2], xs[1]
+        truncated = _truncate(x, size, self.axis, source=None)  # has the cotangent's extent
+        return [_pad_to_match(cts[0], x, self.axis, source=truncated), None, None]
+
+
+@primitive
+class PadToMatch(TensorPrimitive):
+    """Zero-pad the end of ``axis`` up to ``reference``'s extent there (no-op if not
+    smaller). Linear in ``x``; the result's extent along ``axis`` is static again."""
+
+    name = "pad_to_match"
+    axis: int
+    with_source: bool = False
+
+    def infer(self) -> tuple[Meta]:
+        x, reference = self.inputs[0], self.inputs[1]
+        if normalize_axis(self.axis, x.ndim, self.name) != self.axis:
+            raise ShapeError(self.name, f"axis {self.axis} must be non-negative")
+        if reference.ndim != x.ndim:
+            raise ShapeError(self.name, f"reference rank {reference.ndim} differs from {x.ndim}")
+        if self.with_source and self.inputs[2].shape != x.shape:
+            raise ShapeError(self.name, "the shape source must have the operand's shape")
+        if self.axis in reference.dynamic:
+            raise ShapeError(self.name, "the reference extent must be static")
+        shape = list(x.shape)
+        shape[self.axis] = max(x.shape[self.axis], reference.shape[self.axis])
+        dynamic = tuple(a for a in x.dynamic if a != self.axis)
+        return (Meta(tuple(shape), x.dtype, x.weak, dynamic),)
+
+    def input_count(self) -> int:
+        return 3 if self.with_source else 2
+
+    def impl(self, x: Any, reference: Any, *source: Any) -> Any:
+        x = np.asarray(x)
+        missing = np.shape(reference)[self.axis] - x.shape[self.axis]
+        if missing <= 0:
+            return x
+        widths = [(0, 0)] * x.ndim
+        widths[self.axis] = (0, missing)
+        return np.pad(x, widths)
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        return [_pad_to_match(ts[0], xs[1], self.axis, source=xs[0])]
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        if not self.with_source:
+            raise lax.not_linear(self, "its operand without a shape source")
+        source = xs[2]
+        size = lax.shape_of(source, self.axis)
+        return [_truncate(cts[0], size, self.axis, source=None), None, None]
+
+
+def _pad_to_match(x: Any, reference: Any, axis: int, source: Any) -> Any:
+    op = PadToMatch.make((x.meta, reference.meta, source.meta), axis=axis, with_source=True)
+    return bind1(op, (x, reference, source))
+
+
+def _truncate(x: Any, size: Any, axis: int, source: Any) -> Any:
+    if source is None:
+        op = DynamicTruncate.make((x.meta, size.meta), axis=axis)
+        return bind1(op, (x, size))
+    op = DynamicTruncate.make((x.meta, size.meta, source.meta), axis=axis, with_source=True)
+    return bind1(op, (x, size, source))
+
+
+# ---------------------------------------------------------------------- lax functions
+
+
+def constant(value: Any, dtype: Any, like: Any) -> Any:
+    """A rank-0 constant of ``dtype``, of the same tensor kind (and rule) as ``like``."""
+    target = as_dtype(dtype, "constant")
+    bits = np.asarray(value, dtype=target).tobytes()
+    return bind1(Constant.make((), dtype=target, bits=bits), (), like=like)
+
+
+def shape_of(x: Any, axis: int) -> Any:
+    return bind1(ShapeOf.make((x.meta,), axis=int(axis)), (x,))
+
+
+def dynamic_truncate(x: Any, size: Any, axis: int) -> Any:
+    return _truncate(x, size, int(axis), source=None)
+
+
+def pad_to_match(x: Any, reference: Any, axis: int) -> Any:
+    return bind1(PadToMatch.make((x.meta, reference.meta), axis=int(axis)), (x, reference))

@@ -1,0 +1,649 @@
+"""Indexing primitives with StableHLO / ``jax.lax`` semantics.
+
+slice (static, strided), pad (zero padding; negative edges crop; interior
+padding), concatenate, dynamic_slice and dynamic_update_slice (start indices in a
+rank-1 integer tensor, clamped so the window fits), gather (start indices clamped
+so the slice fits) and scatter-add (windows out of bounds are dropped).
+
+Index operands are never differentiated; derivatives are promised for in-bounds
+indices only (seed 001).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tenferro import lax
+from tenferro.core.bind import bind, bind1
+from tenferro.core.primitive import RuleValue, TensorPrimitive, check_static, primitive
+from tenferro.errors import AxisError, DTypeError, ShapeError
+from tenferro.meta import Meta, normalize_axis
+
+__all__ = [
+    "Concatenate",
+    "DynamicSlice",
+    "DynamicUpdateSlice",
+    "Gather",
+    "Pad",
+    "Scatter",
+    "Slice",
+    "concatenate",
+    "dynamic_slice",
+    "dynamic_update_slice",
+    "gather",
+    "pad",
+    "scatter_add",
+    "slice",
+]
+
+Ts = tuple[RuleValue | None, ...]
+Xs = tuple[RuleValue, ...]
+_slice = builtins.slice  # this module defines lax.slice
+
+
+def _check_integer_indices(op: str, meta: Meta, what: str = "indices") -> None:
+    if meta.dtype.kind != "i":
+        raise DTypeError(op, f"{what} must be integers, got {meta.dtype}")
+
+
+# ---------------------------------------------------------------------- slice and pad
+
+
+@primitive
+class Slice(TensorPrimitive):
+    """``x[start:limit:stride]`` on every axis (static, positive strides)."""
+
+    name = "slice"
+    linear = True
+    starts: tuple[int, ...]
+    limits: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    def infer(self) -> tuple[Meta]:
+        (x,) = self.inputs
+        check_static(self.name, x)
+        if not len(self.starts) == len(self.limits) == len(self.strides) == x.ndim:
+            raise AxisError(
+                self.name,
+                f"starts {self.starts}, limits {self.limits} and strides {self.strides} need one "
+                f"entry per axis of {x.shape}",
+            )
+        shape = []
+        for axis, (start, limit, stride, extent) in enumerate(
+            zip(self.starts, self.limits, self.strides, x.shape, strict=True)
+        ):
+            if not 0 <= start <= limit <= extent or stride < 1:
+                raise ShapeError(
+                    self.name,
+                    f"axis {axis}: need 0 <= start {start} <= limit {limit} <= extent {extent} "
+                    f"and stride {stride} >= 1",
+                )
+            shape.append(-(-(limit - start) // stride))
+        return (Meta(tuple(shape), x.dtype, x.weak),)
+
+    def impl(self, x: Any) -> Any:
+        index = tuple(
+            _slice(s, e, t) for s, e, t in zip(self.starts, self.limits, self.strides, strict=True)
+        )
+        return np.asarray(x)[index]
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        (x,) = self.inputs
+        (out,) = self.outputs
+        high = []
+        for start, stride, extent, count in zip(
+            self.starts, self.strides, x.shape, out.shape, strict=True
+        ):
+            covered = (count - 1) * stride + 1 if count else 0
+            high.append(extent - start - covered)
+        interior = [
+            max(stride - 1, 0) if count else 0
+            for stride, count in zip(self.strides, out.shape, strict=True)
+        ]
+        return [lax.pad(cts[0], self.starts, high, interior)]
+
+
+@primitive
+class Pad(TensorPrimitive):
+    """Zero padding: ``low`` and ``high`` per axis (negative crops), ``interior`` zeros
+    between neighbouring elements."""
+
+    name = "pad"
+    linear = True
+    low: tuple[int, ...]
+    high: tuple[int, ...]
+    interior: tuple[int, ...]
+
+    def infer(self) -> tuple[Meta]:
+        (x,) = self.inputs
+        check_static(self.name, x)
+        if not len(self.low) == len(self.high) == len(self.interior) == x.ndim:
+            raise AxisError(self.name, f"padding needs one entry per axis of {x.shape}")
+        shape = []
+        for axis, (lo, hi, inner, extent) in enumerate(
+            zip(self.low, self.high, self.interior, x.shape, strict=True)
+        ):
+            if inner < 0:
+                raise ShapeError(self.name, f"axis {axis}: interior padding {inner} is negative")
+            size = lo + hi + ((extent - 1) * (inner + 1) + 1 if extent else 0)
+            if size < 0:
+                raise ShapeError(
+                    self.name, f"axis {axis}: padding crops more than the extent {extent}"
+                )
+            shape.append(size)
+        return (Meta(tuple(shape), x.dtype, x.weak),)
+
+    def impl(self, x: Any) -> Any:
+        x = np.asarray(x)
+        grown = []
+        placed = []
+        for lo, hi, inner, extent in zip(self.low, self.high, self.interior, x.shape, strict=True):
+            spread = (extent - 1) * (inner + 1) + 1 if extent else 0
+            before = max(lo, 0)
+            grown.append(before + spread + max(hi, 0))
+            placed.append(_slice(before, before + spread, inner + 1))
+        out = np.zeros(grown, dtype=x.dtype)
+        out[tuple(placed)] = x
+        crop = tuple(
+            _slice(max(-lo, 0), size - max(-hi, 0))
+            for lo, hi, size in zip(self.low, self.high, grown, strict=True)
+        )
+        return out[crop]
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        (ct,) = cts
+        (x,) = self.inputs
+        ndim = x.ndim
+        unpadded = lax.pad(ct, [-lo for lo in self.low], [-hi for hi in self.high], [0] * ndim)
+        limits = [
+            min(
+                unpadded.shape[a],
+                (x.shape[a] - 1) * (self.interior[a] + 1) + 1 if x.shape[a] else 0,
+            )
+            for a in range(ndim)
+        ]
+        return [lax.slice(unpadded, [0] * ndim, limits, [i + 1 for i in self.interior])]
+
+
+@primitive
+class Concatenate(TensorPrimitive):
+    """Join operands along ``axis`` (other extents equal)."""
+
+    name = "concatenate"
+    linear = True
+    axis: int
+
+    def infer(self) -> tuple[Meta]:
+        if not self.inputs:
+            raise ShapeError(self.name, "needs at least one operand")
+        first = self.inputs[0]
+        for meta in self.inputs:
+            check_static(self.name, meta)
+        axis = normalize_axis(self.axis, first.ndim, self.name) if first.ndim else -1
+        if first.ndim == 0 or axis != self.axis:
+            raise AxisError(
+                self.name, f"axis {self.axis} invalid for operands of rank {first.ndim}"
+            )
+        total = 0
+        for meta in self.inputs:
+            if meta.dtype != first.dtype:
+                raise DTypeError(
+                    self.name, f"operands must have one dtype, got {meta.dtype} and {first.dtype}"
+                )
+            if meta.ndim != first.ndim or any(
+                a != b
+                for i, (a, b) in enumerate(zip(meta.shape, first.shape, strict=True))
+                if i != axis
+            ):
+                raise ShapeError(
+                    self.name,
+                    f"shapes {first.shape} and {meta.shape} differ away from axis {axis}",
+                )
+            total += meta.shape[axis]
+        shape = list(first.shape)
+        shape[axis] = total
+        return (Meta(tuple(shape), first.dtype, all(m.weak for m in self.inputs)),)
+
+    def impl(self, *operands: Any) -> Any:
+        return np.concatenate(operands, axis=self.axis)
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        (ct,) = cts
+        (out,) = self.outputs
+        results: list[RuleValue | None] = []
+        offset = 0
+        for meta, is_active in zip(self.inputs, active, strict=True):
+            extent = meta.shape[self.axis]
+            if is_active:
+                starts = [0] * out.ndim
+                limits = list(out.shape)
+                starts[self.axis], limits[self.axis] = offset, offset + extent
+                results.append(lax.slice(ct, starts, limits, [1] * out.ndim))
+            else:
+                results.append(None)
+            offset += extent
+        return results
+
+
+# ---------------------------------------------------------------------- dynamic slices
+
+
+def _clamped_starts(starts: Any, extents: Sequence[int], sizes: Sequence[int]) -> list[int]:
+    values = np.asarray(starts).reshape(-1)
+    return [int(min(max(int(s), 0), e - n)) for s, e, n in zip(values, extents, sizes, strict=True)]
+
+
+@primitive
+class DynamicSlice(TensorPrimitive):
+    """A ``sizes`` window at ``starts`` (a rank-1 integer tensor), clamped to fit."""
+
+    name = "dynamic_slice"
+    sizes: tuple[int, ...]
+
+    def infer(self) -> tuple[Meta]:
+        x, starts = self.inputs
+        check_static(self.name, x)
+        _check_integer_indices(self.name, starts, "start indices")
+        if starts.shape != (x.ndim,):
+            raise ShapeError(
+                self.name, f"start indices must have shape ({x.ndim},), got {starts.shape}"
+            )
+        if len(self.sizes) != x.ndim or any(
+            not 0 <= n <= e for n, e in zip(self.sizes, x.shape, strict=True)
+        ):
+            raise ShapeError(self.name, f"slice sizes {self.sizes} do not fit in {x.shape}")
+        return (Meta(self.sizes, x.dtype, x.weak),)
+
+    def impl(self, x: Any, starts: Any) -> Any:
+        x = np.asarray(x)
+        begin = _clamped_starts(starts, x.shape, self.sizes)
+        return x[tuple(_slice(b, b + n) for b, n in zip(begin, self.sizes, strict=True))]
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        return [lax.dynamic_slice(ts[0], xs[1], self.sizes)]
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        zeros = lax.zeros(self.inputs[0], like=cts[0])
+        return [lax.dynamic_update_slice(zeros, cts[0], xs[1]), None]
+
+
+@primitive
+class DynamicUpdateSlice(TensorPrimitive):
+    """A copy of ``operand`` with ``update`` written at ``starts`` (clamped to fit)."""
+
+    name = "dynamic_update_slice"
+
+    def infer(self) -> tuple[Meta]:
+        x, update, starts = self.inputs
+        check_static(self.name, x)
+        check_static(self.name, update, "update")
+        _check_integer_indices(self.name, starts, "start indices")
+        if update.dtype != x.dtype:
+            raise DTypeError(self.name, f"update dtype {update.dtype} differs from {x.dtype}")
+        if starts.shape != (x.ndim,) or update.ndim != x.ndim:
+            raise ShapeError(
+                self.name, f"update {update.shape} and starts {starts.shape} do not fit {x.shape}"
+            )
+        if any(u > e for u, e in zip(update.shape, x.shape, strict=True)):
+            raise ShapeError(self.name, f"update {update.shape} is larger than operand {x.shape}")
+        return (x._replace(weak=x.weak and update.weak),)
+
+    def impl(self, x: Any, update: Any, starts: Any) -> Any:
+        out = np.array(x, copy=True)
+        update = np.asarray(update)
+        begin = _clamped_starts(starts, out.shape, update.shape)
+        out[tuple(_slice(b, b + n) for b, n in zip(begin, update.shape, strict=True))] = update
+        return out
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        x, update, starts = xs
+        dx, du = ts[0], ts[1]
+        return [
+            lax.dynamic_update_slice(
+                dx if dx is not None else lax.zeros_like(x),
+                du if du is not None else lax.zeros_like(update),
+                starts,
+            )
+        ]
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        (ct,) = cts
+        assert ct is not None
+        starts = xs[2]
+        update = self.inputs[1]
+        return [
+            lax.dynamic_update_slice(ct, lax.zeros(update, like=ct), starts) if active[0] else None,
+            lax.dynamic_slice(ct, starts, update.shape) if active[1] else None,
+            None,
+        ]
+
+
+# ---------------------------------------------------------------------- gather / scatter
+
+
+def _index_vectors(indices: Any, index_vector_dim: int) -> Any:
+    """Indices with the index vector as the last axis."""
+    indices = np.asarray(indices)
+    if index_vector_dim < indices.ndim:
+        return np.moveaxis(indices, index_vector_dim, -1)
+    return indices[..., None]
+
+
+def _window_index(
+    starts: Any, window_dims: Sequence[int], window_shape: Sequence[int], rank: int
+) -> tuple[Any, ...]:
+    """One index array per operand axis, broadcastable to ``batch + window`` shape."""
+    batch_ndim = starts.ndim - 1
+    arrays = []
+    for axis in range(rank):
+        base = starts[..., axis].reshape(starts.shape[:-1] + (1,) * len(window_dims))
+        if axis in window_dims:
+            w = window_dims.index(axis)
+            offset_shape = [1] * (batch_ndim + len(window_dims))
+            offset_shape[batch_ndim + w] = window_shape[w]
+            base = base + np.arange(window_shape[w]).reshape(offset_shape)
+        arrays.append(base)
+    return tuple(arrays)
+
+
+@primitive
+class Gather(TensorPrimitive):
+    """StableHLO gather (``jax.lax.gather``); start indices are clamped so slices fit."""
+
+    name = "gather"
+    offset_dims: tuple[int, ...]
+    collapsed_slice_dims: tuple[int, ...]
+    start_index_map: tuple[int, ...]
+    index_vector_dim: int
+    slice_sizes: tuple[int, ...]
+
+    def infer(self) -> tuple[Meta]:
+        operand, indices = self.inputs
+        name = self.name
+        check_static(name, operand)
+        check_static(name, indices, "indices")
+        _check_integer_indices(name, indices)
+        if len(self.slice_sizes) != operand.ndim:
+            raise ShapeError(
+                name, f"slice_sizes {self.slice_sizes} need one entry per axis of {operand.shape}"
+            )
+        if any(not 0 <= n <= e for n, e in zip(self.slice_sizes, operand.shape, strict=True)):
+            raise ShapeError(name, f"slice_sizes {self.slice_sizes} do not fit in {operand.shape}")
+        if list(self.collapsed_slice_dims) != sorted(set(self.collapsed_slice_dims)) or any(
+            not 0 <= d < operand.ndim or self.slice_sizes[d] != 1 for d in self.collapsed_slice_dims
+        ):
+            raise AxisError(name, f"collapsed_slice_dims {self.collapsed_slice_dims} invalid")
+        if len(set(self.start_index_map)) != len(self.start_index_map) or any(
+            not 0 <= d < operand.ndim for d in self.start_index_map
+        ):
+            raise AxisError(name, f"start_index_map {self.start_index_map} invalid")
+        if not 0 <= self.index_vector_dim <= indices.ndim:
+            raise AxisError(name, f"index_vector_dim {self.index_vector_dim} out of range")
+        vector = indices.shape[self.index_vector_dim] if self.index_vector_dim < indices.ndim else 1
+        if vector != len(self.start_index_map):
+            raise ShapeError(
+                name, f"index vectors of length {vector} for start_index_map {self.start_index_map}"
+            )
+        batch = [n for i, n in enumerate(indices.shape) if i != self.index_vector_dim]
+        window = [n for d, n in enumerate(self.slice_sizes) if d not in self.collapsed_slice_dims]
+        rank = len(batch) + len(window)
+        if (
+            len(self.offset_dims) != len(window)
+            or list(self.offset_dims) != sorted(set(self.offset_dims))
+            or any(not 0 <= d < rank for d in self.offset_dims)
+        ):
+            raise AxisError(name, f"offset_dims {self.offset_dims} invalid for output rank {rank}")
+        shape, windows, batches = [], iter(window), iter(batch)
+        for position in range(rank):
+            shape.append(next(windows) if position in self.offset_dims else next(batches))
+        return (Meta(tuple(shape), operand.dtype, operand.weak),)
+
+    def impl(self, operand: Any, indices: Any) -> Any:
+        operand = np.asarray(operand)
+        vectors = _index_vectors(indices, self.index_vector_dim)
+        starts = np.zeros((*vectors.shape[:-1], operand.ndim), dtype=np.int64)
+        for k, axis in enumerate(self.start_index_map):
+            starts[..., axis] = vectors[..., k]
+        starts = np.clip(starts, 0, np.subtract(operand.shape, self.slice_sizes))
+        window_dims = [d for d in range(operand.ndim) if d not in self.collapsed_slice_dims]
+        window_shape = [self.slice_sizes[d] for d in window_dims]
+        gathered = operand[_window_index(starts, window_dims, window_shape, operand.ndim)]
+        gathered = np.broadcast_to(gathered, starts.shape[:-1] + tuple(window_shape))
+        batch_ndim = starts.ndim - 1
+        source, windows, batches = (
+            [],
+            iter(range(batch_ndim, gathered.ndim)),
+            iter(range(batch_ndim)),
+        )
+        for position in range(gathered.ndim):
+            source.append(next(windows) if position in self.offset_dims else next(batches))
+        return np.transpose(gathered, source)
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        return [lax.gather(ts[0], xs[1], **self._numbers())]
+
+    def _numbers(self) -> dict[str, Any]:
+        return {
+            "offset_dims": self.offset_dims,
+            "collapsed_slice_dims": self.collapsed_slice_dims,
+            "start_index_map": self.start_index_map,
+            "index_vector_dim": self.index_vector_dim,
+            "slice_sizes": self.slice_sizes,
+        }
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        zeros = lax.zeros(self.inputs[0], like=cts[0])
+        return [
+            lax.scatter_add(
+                zeros,
+                xs[1],
+                cts[0],
+                update_window_dims=self.offset_dims,
+                inserted_window_dims=self.collapsed_slice_dims,
+                scatter_dims_to_operand_dims=self.start_index_map,
+                index_vector_dim=self.index_vector_dim,
+            ),
+            None,
+        ]
+
+
+@primitive
+class Scatter(TensorPrimitive):
+    """StableHLO scatter with addition: ``operand`` plus ``updates`` added at the windows
+    the indices select; windows out of bounds are dropped."""
+
+    name = "scatter_add"
+    update_window_dims: tuple[int, ...]
+    inserted_window_dims: tuple[int, ...]
+    scatter_dims_to_operand_dims: tuple[int, ...]
+    index_vector_dim: int
+
+    def infer(self) -> tuple[Meta]:
+        operand, indices, updates = self.inputs
+        name = self.name
+        for meta, what in ((operand, "operand"), (indices, "indices"), (updates, "updates")):
+            check_static(name, meta, what)
+        _check_integer_indices(name, indices)
+        if updates.dtype != operand.dtype:
+            raise DTypeError(name, f"updates dtype {updates.dtype} differs from {operand.dtype}")
+        window_operand = [d for d in range(operand.ndim) if d not in self.inserted_window_dims]
+        if len(window_operand) != len(self.update_window_dims) or any(
+            not 0 <= d < updates.ndim for d in self.update_window_dims
+        ):
+            raise AxisError(
+                name,
+                f"update_window_dims {self.update_window_dims} and inserted_window_dims "
+                f"{self.inserted_window_dims} do not fit operand rank {operand.ndim}",
+            )
+        for w, d in zip(self.update_window_dims, window_operand, strict=True):
+            if updates.shape[w] > operand.shape[d]:
+                raise ShapeError(name, f"update window axis {w} is larger than operand axis {d}")
+        vector = indices.shape[self.index_vector_dim] if self.index_vector_dim < indices.ndim else 1
+        if vector != len(self.scatter_dims_to_operand_dims):
+            raise ShapeError(
+                name, "index vector length does not match scatter_dims_to_operand_dims"
+            )
+        batch = tuple(n for i, n in enumerate(indices.shape) if i != self.index_vector_dim)
+        update_batch = tuple(
+            n for i, n in enumerate(updates.shape) if i not in self.update_window_dims
+        )
+        if batch != update_batch:
+            raise ShapeError(
+                name, f"update scatter dims {update_batch} do not match index batch {batch}"
+            )
+        return (operand._replace(weak=operand.weak and updates.weak),)
+
+    def impl(self, operand: Any, indices: Any, updates: Any) -> Any:
+        out = np.array(operand, copy=True)
+        updates = np.asarray(updates)
+        vectors = _index_vectors(indices, self.index_vector_dim)
+        starts = np.zeros((*vectors.shape[:-1], out.ndim), dtype=np.int64)
+        for k, axis in enumerate(self.scatter_dims_to_operand_dims):
+            starts[..., axis] = vectors[..., k]
+        window_dims = [d for d in range(out.ndim) if d not in self.inserted_window_dims]
+        window_shape = [updates.shape[w] for w in self.update_window_dims]
+        extents = np.ones(out.ndim, dtype=np.int64)
+        extents[window_dims] = window_shape
+        valid = np.all((starts >= 0) & (starts + extents <= np.array(out.shape)), axis=-1)
+        scatter_dims = [d for d in range(updates.ndim) if d not in self.update_window_dims]
+        ordered = np.transpose(updates, (*scatter_dims, *self.update_window_dims))
+        full = ordered.shape
+        index = tuple(
+            np.broadcast_to(a, full)[valid]
+            for a in _window_index(starts, window_dims, window_shape, out.ndim)
+        )
+        np.add.at(out, index, ordered[valid])
+        return out
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        operand, indices, updates = xs
+        d_operand, d_updates = ts[0], ts[2]
+        return [
+            lax.scatter_add(
+                d_operand if d_operand is not None else lax.zeros_like(operand),
+                indices,
+                d_updates if d_updates is not None else lax.zeros_like(updates),
+                **self._numbers(),
+            )
+        ]
+
+    def _numbers(self) -> dict[str, Any]:
+        return {
+            "update_window_dims": self.update_window_dims,
+            "inserted_window_dims": self.inserted_window_dims,
+            "scatter_dims_to_operand_dims": self.scatter_dims_to_operand_dims,
+            "index_vector_dim": self.index_vector_dim,
+        }
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        (ct,) = cts
+        assert ct is not None
+        operand, _, updates = self.inputs
+        window = iter(self.update_window_dims)
+        slice_sizes = tuple(
+            1 if d in self.inserted_window_dims else updates.shape[next(window)]
+            for d in range(operand.ndim)
+        )
+        gathered = None
+        if active[2]:
+            gathered = lax.gather(
+                ct,
+                xs[1],
+                offset_dims=self.update_window_dims,
+                collapsed_slice_dims=self.inserted_window_dims,
+                start_index_map=self.scatter_dims_to_operand_dims,
+                index_vector_dim=self.index_vector_dim,
+                slice_sizes=slice_sizes,
+            )
+        return [ct if active[0] else None, None, gathered]
+
+
+# ---------------------------------------------------------------------- lax functions
+
+
+def slice(
+    x: Any, starts: Sequence[int], limits: Sequence[int], strides: Sequence[int] | None = None
+) -> Any:
+    starts_t = tuple(int(s) for s in starts)
+    limits_t = tuple(int(s) for s in limits)
+    strides_t = tuple(int(s) for s in strides) if strides is not None else (1,) * len(starts_t)
+    if (
+        starts_t == (0,) * x.meta.ndim
+        and limits_t == x.meta.shape
+        and strides_t == (1,) * x.meta.ndim
+    ):
+        return x
+    return bind1(Slice.make((x.meta,), starts=starts_t, limits=limits_t, strides=strides_t), (x,))
+
+
+def pad(x: Any, low: Sequence[int], high: Sequence[int], interior: Sequence[int]) -> Any:
+    config = (
+        tuple(int(v) for v in low),
+        tuple(int(v) for v in high),
+        tuple(int(v) for v in interior),
+    )
+    if all(v == 0 for part in config for v in part):
+        return x
+    op = Pad.make((x.meta,), low=config[0], high=config[1], interior=config[2])
+    return bind1(op, (x,))
+
+
+def concatenate(operands: Sequence[Any], axis: int) -> Any:
+    if len(operands) == 1:
+        return operands[0]
+    return bind1(Concatenate.make(tuple(o.meta for o in operands), axis=int(axis)), tuple(operands))
+
+
+def dynamic_slice(x: Any, starts: Any, sizes: Sequence[int]) -> Any:
+    return bind1(
+        DynamicSlice.make((x.meta, starts.meta), sizes=tuple(int(n) for n in sizes)), (x, starts)
+    )
+
+
+def dynamic_update_slice(x: Any, update: Any, starts: Any) -> Any:
+    return bind1(DynamicUpdateSlice.make((x.meta, update.meta, starts.meta)), (x, update, starts))
+
+
+def gather(
+    operand: Any,
+    indices: Any,
+    *,
+    offset_dims: Sequence[int],
+    collapsed_slice_dims: Sequence[int],
+    start_index_map: Sequence[int],
+    index_vector_dim: int,
+    slice_sizes: Sequence[int],
+) -> Any:
+    op = Gather.make(
+        (operand.meta, indices.meta),
+        offset_dims=tuple(offset_dims),
+        collapsed_slice_dims=tuple(collapsed_slice_dims),
+        start_index_map=tuple(start_index_map),
+        index_vector_dim=int(index_vector_dim),
+        slice_sizes=tuple(int(n) for n in slice_sizes),
+    )
+    return bind1(op, (operand, indices))
+
+
+def scatter_add(
+    operand: Any,
+    indices: Any,
+    updates: Any,
+    *,
+    update_window_dims: Sequence[int],
+    inserted_window_dims: Sequence[int],
+    scatter_dims_to_operand_dims: Sequence[int],
+    index_vector_dim: int,
+) -> Any:
+    op = Scatter.make(
+        (operand.meta, indices.meta, updates.meta),
+        update_window_dims=tuple(update_window_dims),
+        inserted_window_dims=tuple(inserted_window_dims),
+        scatter_dims_to_operand_dims=tuple(scatter_dims_to_operand_dims),
+        index_vector_dim=int(index_vector_dim),
+    )
+    return bind(op, (operand, indices, updates))[0]

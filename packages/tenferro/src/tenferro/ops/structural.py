@@ -1,0 +1,394 @@
+"""Structural primitives: transpose, reshape, broadcast_in_dim, convert, diagonals,
+triangles and reverse. All are linear (convert only between floating/complex
+dtypes); their transposes restore the input layout.
+
+numpy layout throughout: row-major reshape; ``broadcast_in_dim`` puts operand axis
+``j`` at output axis ``dims[j]`` (StableHLO); ``tril``/``triu`` act on the last two
+axes with numpy's diagonal offsets.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tenferro import lax
+from tenferro.core.bind import bind1
+from tenferro.core.primitive import RuleValue, TensorPrimitive, check_static, primitive
+from tenferro.dtypes import bool_, is_inexact
+from tenferro.dtypes import dtype as as_dtype
+from tenferro.errors import AxisError, ShapeError
+from tenferro.meta import Meta, check_permutation, normalize_axes, normalize_axis
+
+__all__ = [
+    "BroadcastInDim",
+    "Convert",
+    "EmbedDiag",
+    "ExtractDiag",
+    "Reshape",
+    "Reverse",
+    "Transpose",
+    "Tril",
+    "Triu",
+    "broadcast_in_dim",
+    "convert_element_type",
+    "embed_diag",
+    "extract_diag",
+    "reshape",
+    "rev",
+    "transpose",
+    "tril",
+    "triu",
+]
+
+Ts = tuple[RuleValue | None, ...]
+Xs = tuple[RuleValue, ...]
+
+
+def _inverse(perm: Sequence[int]) -> tuple[int, ...]:
+    inverse = [0] * len(perm)
+    for position, axis in enumerate(perm):
+        inverse[axis] = position
+    return tuple(inverse)
+
+
+@primitive
+class Transpose(TensorPrimitive):
+    """Output axis ``i`` is input axis ``permutation[i]``."""
+
+    name = "transpose"
+    linear = True
+    permutation: tuple[int, ...]
+
+    def infer(self) -> tuple[Meta]:
+        (x,) = self.inputs
+        perm = check_permutation(self.permutation, x.ndim, self.name)
+        dynamic = tuple(sorted(i for i, p in enumerate(perm) if p in x.dynamic))
+        return (Meta(tuple(x.shape[p] for p in perm), x.dtype, x.weak, dynamic),)
+
+    def impl(self, x: Any) -> Any:
+        return np.transpose(x, self.permutation)
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        return [lax.transpose(cts[0], _inverse(self.permutation))]
+
+
+@primitive
+class Reshape(TensorPrimitive):
+    """Same elements, new shape, row-major (C) order."""
+
+    name = "reshape"
+    linear = True
+    shape: tuple[int, ...]
+
+    def infer(self) -> tuple[Meta]:
+        (x,) = self.inputs
+        check_static(self.name, x)
+        if any(not isinstance(n, int) or n < 0 for n in self.shape):
+            raise ShapeError(self.name, f"invalid target shape {self.shape}")
+        if math.prod(self.shape) != x.size:
+            raise ShapeError(
+                self.name,
+                f"cannot reshape {x.shape} ({x.size} elements) into {self.shape} "
+                f"({math.prod(self.shape)} elements)",
+            )
+        return (Meta(self.shape, x.dtype, x.weak),)
+
+    def impl(self, x: Any) -> Any:
+        return np.reshape(x, self.shape)
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        return [lax.reshape(cts[0], self.inputs[0].shape)]
+
+
+@primitive
+class BroadcastInDim(TensorPrimitive):
+    """Operand axis ``j`` becomes output axis ``dims[j]`` (extent equal, or 1 to expand);
+    the other output axes repeat the operand."""
+
+    name = "broadcast_in_dim"
+    linear = True
+    shape: tuple[int, ...]
+    dims: tuple[int, ...]
+
+    def infer(self) -> tuple[Meta]:
+        (x,) = self.inputs
+        check_static(self.name, x)
+        if any(not isinstance(n, int) or n < 0 for n in self.shape):
+            raise ShapeError(self.name, f"invalid target shape {self.shape}")
+        if len(self.dims) != x.ndim:
+            raise AxisError(
+                self.name, f"dims {self.dims} must list one output axis per operand axis ({x.ndim})"
+            )
+        normalize_axes(self.dims, len(self.shape), self.name)
+        if any(d < 0 for d in self.dims):
+            raise AxisError(self.name, f"dims {self.dims} must be non-negative")
+        for axis, (extent, target) in enumerate(zip(x.shape, self.dims, strict=True)):
+            if extent not in (1, self.shape[target]):
+                raise ShapeError(
+                    self.name,
+                    f"operand axis {axis} (extent {extent}) cannot broadcast to output axis "
+                    f"{target} (extent {self.shape[target]}) of {self.shape}",
+                )
+        return (Meta(self.shape, x.dtype, x.weak),)
+
+    def impl(self, x: Any) -> Any:
+        order = sorted(range(len(self.dims)), key=self.dims.__getitem__)
+        if order != list(range(len(order))):
+            x = np.transpose(x, order)
+        expanded = [1] * len(self.shape)
+        for source, axis in enumerate(order):
+            expanded[self.dims[axis]] = np.shape(x)[source]
+        return np.broadcast_to(np.reshape(x, expanded), self.shape)
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        (ct,) = cts
+        operand = self.inputs[0]
+        expanded = {
+            d for j, d in enumerate(self.dims) if operand.shape[j] == 1 and self.shape[d] != 1
+        }
+        summed = tuple(a for a in range(len(self.shape)) if a not in self.dims or a in expanded)
+        reduced = lax.reduce_sum(ct, summed)
+        order = sorted(range(len(self.dims)), key=self.dims.__getitem__)
+        in_target_order = tuple(operand.shape[j] for j in order)
+        if reduced.shape != in_target_order:
+            reduced = lax.reshape(reduced, in_target_order)
+        if order != list(range(len(order))):
+            reduced = lax.transpose(reduced, _inverse(order))
+        return [reduced]
+
+
+@primitive
+class Convert(TensorPrimitive):
+    """Cast to ``dtype`` (complex to real keeps the real part; to bool is ``!= 0``).
+
+    Linear between floating/complex dtypes; casts from or to integers and bool carry
+    no derivative.
+    """
+
+    name = "convert"
+    dtype: np.dtype[Any]
+
+    def infer(self) -> tuple[Meta]:
+        (x,) = self.inputs
+        target = as_dtype(self.dtype, self.name)
+        return (Meta(x.shape, target, False, x.dynamic),)
+
+    def impl(self, x: Any) -> Any:
+        source = self.inputs[0].dtype
+        target = self.dtype
+        if source == target:
+            return x
+        if target == bool_:
+            return np.not_equal(x, 0)
+        if source.kind == "c" and target.kind != "c":
+            x = np.real(x)
+        with np.errstate(all="ignore"):
+            return np.asarray(x).astype(target)
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        if not (is_inexact(self.inputs[0].dtype) and is_inexact(self.dtype)):
+            return [None]
+        return [lax.convert_element_type(ts[0], self.dtype)]
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        return [lax.convert_element_type(cts[0], self.inputs[0].dtype)]
+
+
+def _diagonal_position(axis_a: int, axis_b: int) -> int:
+    return axis_a if axis_a < axis_b else axis_a - 1
+
+
+@primitive
+class ExtractDiag(TensorPrimitive):
+    """The diagonal between ``axis_a`` and ``axis_b``: ``axis_b`` is removed and the
+    diagonal (length ``min`` of the two extents) takes ``axis_a``'s place."""
+
+    name = "extract_diag"
+    linear = True
+    axis_a: int
+    axis_b: int
+
+    def infer(self) -> tuple[Meta]:
+        (x,) = self.inputs
+        check_static(self.name, x)
+        a = normalize_axis(self.axis_a, x.ndim, self.name)
+        b = normalize_axis(self.axis_b, x.ndim, self.name)
+        if a == b or (a, b) != (self.axis_a, self.axis_b):
+            raise AxisError(
+                self.name, f"needs two distinct non-negative axes, got {self.axis_a}, {self.axis_b}"
+            )
+        shape = list(x.shape)
+        shape[a] = min(x.shape[a], x.shape[b])
+        del shape[b]
+        return (Meta(tuple(shape), x.dtype, x.weak),)
+
+    def impl(self, x: Any) -> Any:
+        diagonal = np.diagonal(x, axis1=self.axis_a, axis2=self.axis_b)
+        return np.moveaxis(diagonal, -1, _diagonal_position(self.axis_a, self.axis_b))
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        (x,) = self.inputs
+        a, b = self.axis_a, self.axis_b
+        embedded = lax.embed_diag(cts[0], _diagonal_position(a, b), b)
+        m = min(x.shape[a], x.shape[b])
+        if x.shape[a] == x.shape[b]:
+            return [embedded]
+        high = [0] * x.ndim
+        high[a], high[b] = x.shape[a] - m, x.shape[b] - m
+        return [lax.pad(embedded, [0] * x.ndim, high, [0] * x.ndim)]
+
+
+@primitive
+class EmbedDiag(TensorPrimitive):
+    """Inserts output axis ``axis_b`` with the extent of input axis ``axis_a`` and puts
+    the input on the diagonal between them (zeros elsewhere)."""
+
+    name = "embed_diag"
+    linear = True
+    axis_a: int
+    axis_b: int
+
+    def infer(self) -> tuple[Meta]:
+        (x,) = self.inputs
+        check_static(self.name, x)
+        if not 0 <= self.axis_a < x.ndim or not 0 <= self.axis_b <= x.ndim:
+            raise AxisError(
+                self.name, f"axes ({self.axis_a}, {self.axis_b}) out of range for rank {x.ndim}"
+            )
+        shape = list(x.shape)
+        shape.insert(self.axis_b, x.shape[self.axis_a])
+        return (Meta(tuple(shape), x.dtype, x.weak),)
+
+    def _source_position(self) -> int:
+        """Where input axis ``axis_a`` lands in the output."""
+        return self.axis_a if self.axis_a < self.axis_b else self.axis_a + 1
+
+    def impl(self, x: Any) -> Any:
+        (out_meta,) = self.outputs
+        out = np.zeros(out_meta.shape, dtype=out_meta.dtype)
+        a, b = self._source_position(), self.axis_b
+        work = np.moveaxis(out, (a, b), (-2, -1))
+        index = np.arange(out_meta.shape[b])
+        work[..., index, index] = np.moveaxis(np.asarray(x), self.axis_a, -1)
+        return out
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        return [lax.extract_diag(cts[0], self._source_position(), self.axis_b)]
+
+
+class _Triangle(TensorPrimitive):
+    __slots__ = ()
+    linear = True
+
+    def infer(self) -> tuple[Meta]:
+        (x,) = self.inputs
+        check_static(self.name, x)
+        if x.ndim < 2:
+            raise ShapeError(self.name, f"needs at least 2 dimensions, got shape {x.shape}")
+        return (x,)
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        return [bind1(self, (cts[0],))]
+
+
+@primitive
+class Tril(_Triangle):
+    """Keep the lower triangle of the last two axes (entries with column - row <= k)."""
+
+    name = "tril"
+    k: int = 0
+
+    def impl(self, x: Any) -> Any:
+        return np.tril(x, self.k)
+
+
+@primitive
+class Triu(_Triangle):
+    """Keep the upper triangle of the last two axes (entries with column - row >= k)."""
+
+    name = "triu"
+    k: int = 0
+
+    def impl(self, x: Any) -> Any:
+        return np.triu(x, self.k)
+
+
+@primitive
+class Reverse(TensorPrimitive):
+    """Flip the listed axes."""
+
+    name = "reverse"
+    linear = True
+    axes: tuple[int, ...]
+
+    def infer(self) -> tuple[Meta]:
+        (x,) = self.inputs
+        normalize_axes(self.axes, x.ndim, self.name)
+        if any(a < 0 for a in self.axes):
+            raise AxisError(self.name, f"axes {self.axes} must be non-negative")
+        return (x,)
+
+    def impl(self, x: Any) -> Any:
+        return np.flip(x, self.axes) if self.axes else x
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        return [lax.rev(cts[0], self.axes)]
+
+
+# ---------------------------------------------------------------------- lax functions
+
+
+def transpose(x: Any, permutation: Sequence[int]) -> Any:
+    perm = tuple(int(p) for p in permutation)
+    if perm == tuple(range(len(perm))) and len(perm) == x.meta.ndim:
+        return x
+    return bind1(Transpose.make((x.meta,), permutation=perm), (x,))
+
+
+def reshape(x: Any, shape: Sequence[int]) -> Any:
+    target = tuple(int(n) for n in shape)
+    if target == x.meta.shape and not x.meta.dynamic:
+        return x
+    return bind1(Reshape.make((x.meta,), shape=target), (x,))
+
+
+def broadcast_in_dim(x: Any, shape: Sequence[int], dims: Sequence[int]) -> Any:
+    target = tuple(int(n) for n in shape)
+    positions = tuple(int(d) for d in dims)
+    if target == x.meta.shape and positions == tuple(range(len(target))) and not x.meta.dynamic:
+        return x
+    return bind1(BroadcastInDim.make((x.meta,), shape=target, dims=positions), (x,))
+
+
+def convert_element_type(x: Any, dtype: Any) -> Any:
+    target = as_dtype(dtype, "convert")
+    if target == x.meta.dtype:
+        return x
+    return bind1(Convert.make((x.meta,), dtype=target), (x,))
+
+
+def extract_diag(x: Any, axis_a: int, axis_b: int) -> Any:
+    return bind1(ExtractDiag.make((x.meta,), axis_a=axis_a, axis_b=axis_b), (x,))
+
+
+def embed_diag(x: Any, axis_a: int, axis_b: int) -> Any:
+    return bind1(EmbedDiag.make((x.meta,), axis_a=axis_a, axis_b=axis_b), (x,))
+
+
+def tril(x: Any, k: int = 0) -> Any:
+    return bind1(Tril.make((x.meta,), k=int(k)), (x,))
+
+
+def triu(x: Any, k: int = 0) -> Any:
+    return bind1(Triu.make((x.meta,), k=int(k)), (x,))
+
+
+def rev(x: Any, axes: Sequence[int]) -> Any:
+    normalized = tuple(sorted(int(a) % x.meta.ndim for a in axes)) if x.meta.ndim else ()
+    if not normalized:
+        return x
+    return bind1(Reverse.make((x.meta,), axes=normalized), (x,))

@@ -1,0 +1,104 @@
+"""numpy-style products lowered to ``dot_general``: matmul, dot, vdot, inner, outer,
+vecdot, tensordot."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tenferro import lax
+from tenferro.errors import AxisError, ShapeError
+from tenferro.meta import broadcast_shapes, normalize_axis
+from tenferro.surface.convert import broadcast_to, prepare
+from tenferro.surface.shapes import moveaxis, ravel, reshape
+
+__all__ = ["dot", "inner", "matmul", "outer", "tensordot", "vdot", "vecdot"]
+
+NUMERIC = "ifc"
+
+
+def matmul(x: Any, y: Any) -> Any:
+    """numpy ``matmul``: batch axes broadcast; 1-D operands are promoted and squeezed."""
+    a, b = prepare("matmul", (x, y), kinds=NUMERIC, broadcast=False)
+    if a.meta.ndim == 0 or b.meta.ndim == 0:
+        raise ShapeError("matmul", "operands must be at least 1-D (use multiply for scalars)")
+    squeeze_first, squeeze_last = a.meta.ndim == 1, b.meta.ndim == 1
+    if squeeze_first:
+        a = reshape(a, (1, a.meta.shape[0]))
+    if squeeze_last:
+        b = reshape(b, (b.meta.shape[0], 1))
+    if a.meta.shape[-1] != b.meta.shape[-2]:
+        raise ShapeError("matmul", f"inner dimensions differ: {a.meta.shape} @ {b.meta.shape}")
+    batch = broadcast_shapes(a.meta.shape[:-2], b.meta.shape[:-2], op="matmul")
+    a = broadcast_to(a, batch + a.meta.shape[-2:])
+    b = broadcast_to(b, batch + b.meta.shape[-2:])
+    n = len(batch)
+    out = lax.dot_general(a, b, (n + 1,), (n,), tuple(range(n)), tuple(range(n)))
+    shape = list(out.meta.shape)
+    if squeeze_last:
+        del shape[-1]
+    if squeeze_first:
+        del shape[-2 if not squeeze_last else -1]
+    return reshape(out, shape) if len(shape) != out.meta.ndim else out
+
+
+def tensordot(x: Any, y: Any, axes: int | Sequence[Any] = 2) -> Any:
+    """numpy ``tensordot``: contract the last ``axes`` of ``x`` with the first of ``y``,
+    or the listed axis pairs; the result has ``x``'s free axes then ``y``'s."""
+    a, b = prepare("tensordot", (x, y), kinds=NUMERIC, broadcast=False)
+    if isinstance(axes, int):
+        if not 0 <= axes <= min(a.meta.ndim, b.meta.ndim):
+            raise AxisError(
+                "tensordot", f"cannot contract {axes} axes of {a.meta.shape} and {b.meta.shape}"
+            )
+        left = tuple(range(a.meta.ndim - axes, a.meta.ndim))
+        right = tuple(range(axes))
+    else:
+        first, second = axes
+        first = [first] if isinstance(first, int) else list(first)
+        second = [second] if isinstance(second, int) else list(second)
+        if len(first) != len(second):
+            raise AxisError("tensordot", f"axes {axes} pair unequal numbers of axes")
+        left = tuple(normalize_axis(i, a.meta.ndim, "tensordot") for i in first)
+        right = tuple(normalize_axis(i, b.meta.ndim, "tensordot") for i in second)
+    return lax.dot_general(a, b, left, right)
+
+
+def dot(x: Any, y: Any) -> Any:
+    """numpy ``dot``: sum over the last axis of ``x`` and the second-to-last of ``y``."""
+    a, b = prepare("dot", (x, y), kinds=NUMERIC, broadcast=False)
+    if a.meta.ndim == 0 or b.meta.ndim == 0:
+        return lax.mul(*prepare("dot", (a, b), kinds=NUMERIC))
+    return tensordot(a, b, ((a.meta.ndim - 1,), (max(b.meta.ndim - 2, 0),)))
+
+
+def inner(x: Any, y: Any) -> Any:
+    """numpy ``inner``: sum over the last axes (no conjugation)."""
+    a, b = prepare("inner", (x, y), kinds=NUMERIC, broadcast=False)
+    if a.meta.ndim == 0 or b.meta.ndim == 0:
+        return lax.mul(*prepare("inner", (a, b), kinds=NUMERIC))
+    return tensordot(a, b, ((a.meta.ndim - 1,), (b.meta.ndim - 1,)))
+
+
+def outer(x: Any, y: Any) -> Any:
+    """numpy ``outer`` of the flattened operands."""
+    a, b = prepare("outer", (x, y), kinds=NUMERIC, broadcast=False)
+    return lax.dot_general(ravel(a), ravel(b), (), ())
+
+
+def vdot(x: Any, y: Any) -> Any:
+    """numpy ``vdot``: ``sum(conj(x) * y)`` over the flattened operands."""
+    a, b = prepare("vdot", (x, y), kinds=NUMERIC, broadcast=False)
+    return lax.dot_general(lax.conj(ravel(a)), ravel(b), (0,), (0,))
+
+
+def vecdot(x: Any, y: Any, axis: int = -1) -> Any:
+    """numpy 2 ``vecdot``: ``sum(conj(x) * y, axis)`` with broadcasting of the other axes."""
+    a, b = prepare("vecdot", (x, y), kinds=NUMERIC)
+    ndim = a.meta.ndim
+    if ndim == 0:
+        raise ShapeError("vecdot", "operands must be at least 1-D")
+    axis = normalize_axis(axis, ndim, "vecdot")
+    a, b = moveaxis(a, axis, -1), moveaxis(b, axis, -1)
+    batch = tuple(range(ndim - 1))
+    return lax.dot_general(lax.conj(a), b, (ndim - 1,), (ndim - 1,), batch, batch)

@@ -1,0 +1,364 @@
+"""numpy-style elementwise functions (broadcasting, numpy promotion), for every tensor kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tenferro import lax
+from tenferro.core.bind import lift
+from tenferro.dtypes import float64, is_complex
+from tenferro.errors import DTypeError
+from tenferro.meta import broadcast_shapes
+from tenferro.surface.convert import asarray, broadcast_to, prepare
+
+__all__ = [
+    "abs",
+    "absolute",
+    "add",
+    "clip",
+    "complex",
+    "conj",
+    "conjugate",
+    "cos",
+    "cosh",
+    "divide",
+    "equal",
+    "exp",
+    "exp2",
+    "expm1",
+    "floor_divide",
+    "fmod",
+    "greater",
+    "greater_equal",
+    "hypot",
+    "imag",
+    "less",
+    "less_equal",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "logaddexp",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "maximum",
+    "minimum",
+    "mod",
+    "multiply",
+    "negative",
+    "not_equal",
+    "positive",
+    "power",
+    "real",
+    "reciprocal",
+    "remainder",
+    "rsqrt",
+    "sigmoid",
+    "sign",
+    "sin",
+    "sinh",
+    "sqrt",
+    "square",
+    "subtract",
+    "tan",
+    "tanh",
+    "true_divide",
+    "where",
+]
+
+NUMERIC = "ifc"
+INEXACT = "fc"
+ORDERED = "if"
+
+
+def _binary(op: str, x: Any, y: Any, kinds: str = NUMERIC) -> list[Any]:
+    return prepare(op, (x, y), kinds=kinds)
+
+
+def _inexact(op: str, *values: Any) -> list[Any]:
+    """Operands promoted to a floating or complex dtype (integers and bool become float64)."""
+    operands = prepare(op, values, kinds="bifc")
+    if operands[0].meta.dtype.kind in "bi":
+        operands = prepare(op, operands, dtype=float64)
+    return operands
+
+
+# ---------------------------------------------------------------------- arithmetic
+
+
+def add(x: Any, y: Any) -> Any:
+    """``x + y`` (numpy broadcasting and promotion)."""
+    return lax.add(*_binary("add", x, y))
+
+
+def subtract(x: Any, y: Any) -> Any:
+    """``x - y``."""
+    return lax.sub(*_binary("subtract", x, y))
+
+
+def multiply(x: Any, y: Any) -> Any:
+    """``x * y``."""
+    return lax.mul(*_binary("multiply", x, y))
+
+
+def true_divide(x: Any, y: Any) -> Any:
+    """``x / y``; integers divide as float64 (numpy)."""
+    return lax.div(*_inexact("divide", x, y))
+
+
+divide = true_divide
+
+
+def floor_divide(x: Any, y: Any) -> Any:
+    """``x // y``: the quotient rounded toward minus infinity (numpy)."""
+    a, b = _binary("floor_divide", x, y, ORDERED)
+    truncated_remainder = lax.rem(a, b)
+    if a.meta.dtype.kind == "i":
+        quotient = lax.div(a, b)
+    else:
+        quotient = lax.div(lax.sub(a, truncated_remainder), b)
+    return lax.sub(
+        quotient, lax.convert_element_type(_sign_fix(truncated_remainder, b), a.meta.dtype)
+    )
+
+
+def _sign_fix(remainder: Any, divisor: Any) -> Any:
+    """Where a truncated remainder is non-zero and its sign differs from the divisor's."""
+    zero = lax.zeros_like(remainder)
+    nonzero = lax.compare(remainder, zero, "ne")
+    differs = lax.compare(
+        lax.compare(remainder, zero, "lt"), lax.compare(divisor, zero, "lt"), "ne"
+    )
+    return lax.logical_and(nonzero, differs)
+
+
+def remainder(x: Any, y: Any) -> Any:
+    """``x % y`` with the sign of the divisor (numpy, Python)."""
+    a, b = _binary("remainder", x, y, ORDERED)
+    r = lax.rem(a, b)
+    return lax.select(_sign_fix(r, b), lax.add(r, b), r)
+
+
+mod = remainder
+
+
+def fmod(x: Any, y: Any) -> Any:
+    """Remainder with the sign of the dividend (C ``fmod``)."""
+    return lax.rem(*_binary("fmod", x, y, ORDERED))
+
+
+def power(x: Any, y: Any) -> Any:
+    """``x ** y``."""
+    return lax.pow(*_binary("power", x, y))
+
+
+def negative(x: Any) -> Any:
+    (a,) = prepare("negative", (x,), kinds=NUMERIC)
+    return lax.neg(a)
+
+
+def positive(x: Any) -> Any:
+    (a,) = prepare("positive", (x,), kinds=NUMERIC)
+    return a
+
+
+def conj(x: Any) -> Any:
+    """Complex conjugate (the value itself for real dtypes)."""
+    return lax.conj(asarray(x))
+
+
+conjugate = conj
+
+
+def abs(x: Any) -> Any:
+    """``|x|``; real-valued for complex input."""
+    (a,) = prepare("abs", (x,), kinds=NUMERIC)
+    return lax.abs(a)
+
+
+absolute = abs
+
+
+def sign(x: Any) -> Any:
+    """-1, 0 or 1 (``z / |z|`` for complex); its derivative is zero."""
+    (a,) = prepare("sign", (x,), kinds=NUMERIC)
+    return lax.sign(a)
+
+
+def maximum(x: Any, y: Any) -> Any:
+    """Elementwise maximum (ties share the derivative equally)."""
+    return lax.max(*_binary("maximum", x, y, ORDERED))
+
+
+def minimum(x: Any, y: Any) -> Any:
+    """Elementwise minimum (ties share the derivative equally)."""
+    return lax.min(*_binary("minimum", x, y, ORDERED))
+
+
+def square(x: Any) -> Any:
+    (a,) = prepare("square", (x,), kinds=NUMERIC)
+    return lax.mul(a, a)
+
+
+def reciprocal(x: Any) -> Any:
+    """``1 / x``; integers give float64 (like PyTorch, unlike numpy's integer division)."""
+    (a,) = _inexact("reciprocal", x)
+    return lax.div(lax.full_like(a, 1), a)
+
+
+# ---------------------------------------------------------------------- analytic
+
+
+def _analytic(op: str, function: Any) -> Any:
+    def apply(x: Any) -> Any:
+        (a,) = _inexact(op, x)
+        return function(a)
+
+    apply.__name__ = op
+    apply.__doc__ = f"Elementwise {op}; integers and bool are computed in float64."
+    return apply
+
+
+exp = _analytic("exp", lax.exp)
+log = _analytic("log", lax.log)
+sin = _analytic("sin", lax.sin)
+cos = _analytic("cos", lax.cos)
+tanh = _analytic("tanh", lax.tanh)
+sqrt = _analytic("sqrt", lax.sqrt)
+rsqrt = _analytic("rsqrt", lax.rsqrt)
+expm1 = _analytic("expm1", lax.expm1)
+log1p = _analytic("log1p", lax.log1p)
+tan = _analytic("tan", lambda a: lax.div(lax.sin(a), lax.cos(a)))
+sinh = _analytic(
+    "sinh", lambda a: lax.mul(lax.sub(lax.exp(a), lax.exp(lax.neg(a))), lax.full_like(a, 0.5))
+)
+cosh = _analytic(
+    "cosh", lambda a: lax.mul(lax.add(lax.exp(a), lax.exp(lax.neg(a))), lax.full_like(a, 0.5))
+)
+exp2 = _analytic("exp2", lambda a: lax.pow(lax.full_like(a, 2), a))
+log2 = _analytic("log2", lambda a: lax.div(lax.log(a), lax.log(lax.full_like(a, 2))))
+log10 = _analytic("log10", lambda a: lax.div(lax.log(a), lax.log(lax.full_like(a, 10))))
+
+
+def sigmoid(x: Any) -> Any:
+    """``1 / (1 + exp(-x))``."""
+    (a,) = _inexact("sigmoid", x)
+    one = lax.full_like(a, 1)
+    return lax.div(one, lax.add(one, lax.exp(lax.neg(a))))
+
+
+def logaddexp(x: Any, y: Any) -> Any:
+    """``log(exp(x) + exp(y))`` computed stably (real inputs)."""
+    a, b = _inexact("logaddexp", x, y)
+    if is_complex(a.meta.dtype):
+        raise DTypeError("logaddexp", "complex inputs are not supported")
+    top = lax.max(a, b)
+    return lax.add(top, lax.log1p(lax.exp(lax.neg(lax.abs(lax.sub(a, b))))))
+
+
+def hypot(x: Any, y: Any) -> Any:
+    """``sqrt(x**2 + y**2)`` (real inputs)."""
+    a, b = _inexact("hypot", x, y)
+    return lax.sqrt(lax.add(lax.mul(a, a), lax.mul(b, b)))
+
+
+# ---------------------------------------------------------------------- complex parts
+
+
+def real(x: Any) -> Any:
+    """The real part (the value itself for real dtypes)."""
+    a = asarray(x)
+    return lax.real(a) if is_complex(a.meta.dtype) else a
+
+
+def imag(x: Any) -> Any:
+    """The imaginary part (zeros for real dtypes)."""
+    a = asarray(x)
+    return lax.imag(a) if is_complex(a.meta.dtype) else lax.zeros_like(a)
+
+
+def complex(re: Any, im: Any) -> Any:
+    """``re + 1j * im`` from real parts (float32 pairs give complex64)."""
+    a, b = prepare("complex", (re, im), kinds="bif")
+    if a.meta.dtype.kind in "bi":
+        a, b = prepare("complex", (a, b), dtype=float64)
+    return lax.complex(a, b)
+
+
+# ---------------------------------------------------------------------- comparison and logic
+
+
+def _comparison(op: str, direction: Any) -> Any:
+    def apply(x: Any, y: Any) -> Any:
+        a, b = prepare(op, (x, y), kinds="bifc")
+        return lax.compare(a, b, direction)
+
+    apply.__name__ = op
+    apply.__doc__ = f"Elementwise ``{op}`` giving bool."
+    return apply
+
+
+equal = _comparison("equal", "eq")
+not_equal = _comparison("not_equal", "ne")
+less = _comparison("less", "lt")
+less_equal = _comparison("less_equal", "le")
+greater = _comparison("greater", "gt")
+greater_equal = _comparison("greater_equal", "ge")
+
+
+def _boolean(op: str, value: Any) -> Any:
+    a = asarray(value)
+    if a.meta.dtype.kind != "b":
+        a = lax.compare(a, lax.zeros_like(a), "ne")
+    return a
+
+
+def logical_and(x: Any, y: Any) -> Any:
+    a, b = prepare("logical_and", (_boolean("logical_and", x), _boolean("logical_and", y)))
+    return lax.logical_and(a, b)
+
+
+def logical_or(x: Any, y: Any) -> Any:
+    a, b = prepare("logical_or", (_boolean("logical_or", x), _boolean("logical_or", y)))
+    return lax.logical_or(a, b)
+
+
+def logical_xor(x: Any, y: Any) -> Any:
+    a, b = prepare("logical_xor", (_boolean("logical_xor", x), _boolean("logical_xor", y)))
+    return lax.compare(a, b, "ne")
+
+
+def logical_not(x: Any) -> Any:
+    return lax.logical_not(_boolean("logical_not", x))
+
+
+def where(condition: Any, x: Any, y: Any) -> Any:
+    """``x`` where ``condition`` holds, else ``y`` (all three broadcast; x and y promoted)."""
+    pred = _boolean("where", condition)
+    a, b = prepare("where", (x, y))
+    pred, a, b = lift([pred, a, b])
+    shape = broadcast_shapes(pred.meta.shape, a.meta.shape, op="where")
+    return lax.select(broadcast_to(pred, shape), broadcast_to(a, shape), broadcast_to(b, shape))
+
+
+def clip(x: Any, a_min: Any = None, a_max: Any = None) -> Any:
+    """``x`` limited to ``[a_min, a_max]`` (either may be None); strict-mask derivatives:
+    at an exact tie with a bound nobody receives a gradient."""
+    if a_min is None and a_max is None:
+        raise ValueError("clip: give a_min, a_max or both")
+    base = asarray(x)
+    fill_low = -float("inf") if base.meta.dtype.kind in "fc" else _int_limit(base, "min")
+    fill_high = float("inf") if base.meta.dtype.kind in "fc" else _int_limit(base, "max")
+    low = fill_low if a_min is None else a_min
+    high = fill_high if a_max is None else a_max
+    a, lo, hi = prepare("clip", (base, low, high), kinds=ORDERED)
+    return lax.clamp(a, lo, hi)
+
+
+def _int_limit(x: Any, which: str) -> int:
+    info = np.iinfo(x.meta.dtype) if x.meta.dtype.kind == "i" else np.iinfo(np.int64)
+    return int(info.min if which == "min" else info.max)

@@ -1,0 +1,120 @@
+"""numpy-style reductions: sum, prod, mean, var, std, max/amax, min/amin, all, any."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from tenferro import lax
+from tenferro.dtypes import float64, int64, is_complex
+from tenferro.errors import DTypeError
+from tenferro.meta import normalize_axes
+from tenferro.surface.convert import asarray, astype
+
+__all__ = ["all", "amax", "amin", "any", "max", "mean", "min", "prod", "std", "sum", "var"]
+
+Axis = int | Sequence[int] | None
+
+
+def _axes(x: Any, axis: Axis, op: str) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(x.meta.ndim))
+    listed = (axis,) if isinstance(axis, int) else tuple(axis)
+    return tuple(sorted(normalize_axes(listed, x.meta.ndim, op)))
+
+
+def _keep(x: Any, result: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
+    if not keepdims:
+        return result
+    shape = tuple(1 if i in axes else n for i, n in enumerate(x.meta.shape))
+    return lax.reshape(result, shape)
+
+
+def _accumulator(x: Any, dtype: Any, op: str) -> Any:
+    """numpy's accumulation dtype: bool and integers sum as int64 unless told otherwise."""
+    if dtype is not None:
+        return astype(x, dtype)
+    if x.meta.dtype.kind in "bi":
+        return astype(x, int64)
+    return x
+
+
+def sum(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Any:
+    """Sum over ``axis`` (all axes when None)."""
+    a = _accumulator(asarray(x), dtype, "sum")
+    axes = _axes(a, axis, "sum")
+    return _keep(a, lax.reduce_sum(a, axes), axes, keepdims)
+
+
+def prod(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Any:
+    """Product over ``axis``; its derivative is safe at zeros."""
+    a = _accumulator(asarray(x), dtype, "prod")
+    axes = _axes(a, axis, "prod")
+    return _keep(a, lax.reduce_prod(a, axes), axes, keepdims)
+
+
+def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+    """Arithmetic mean (integers average in float64)."""
+    a = asarray(x)
+    if a.meta.dtype.kind in "bi":
+        a = astype(a, float64)
+    axes = _axes(a, axis, "mean")
+    count = math.prod(a.meta.shape[i] for i in axes)
+    total = lax.reduce_sum(a, axes)
+    scale = lax.full_like(total, 1.0 / count if count else float("nan"))
+    return _keep(a, lax.mul(total, scale), axes, keepdims)
+
+
+def var(x: Any, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Any:
+    """Variance ``sum(|x - mean(x)|**2) / (n - ddof)`` over ``axis`` (real for complex input)."""
+    a = asarray(x)
+    if a.meta.dtype.kind in "bi":
+        a = astype(a, float64)
+    axes = _axes(a, axis, "var")
+    kept = tuple(i for i in range(a.meta.ndim) if i not in axes)
+    centered = lax.sub(a, lax.broadcast_in_dim(mean(a, axes), a.meta.shape, kept))
+    if is_complex(a.meta.dtype):
+        squared = lax.real(lax.mul(centered, lax.conj(centered)))
+    else:
+        squared = lax.mul(centered, centered)
+    total = lax.reduce_sum(squared, axes)
+    count = math.prod(a.meta.shape[i] for i in axes)
+    result = lax.div(total, lax.full_like(total, count - ddof))
+    return _keep(a, result, axes, keepdims)
+
+
+def std(x: Any, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Any:
+    """Standard deviation: ``sqrt(var)``."""
+    return lax.sqrt(var(x, axis, keepdims, ddof))
+
+
+def _extremum(op: str, reduce: Any) -> Any:
+    def apply(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+        a = asarray(x)
+        if a.meta.dtype.kind not in "if":
+            raise DTypeError(op, f"{a.meta.dtype} values have no order")
+        axes = _axes(a, axis, op)
+        return _keep(a, reduce(a, axes), axes, keepdims)
+
+    apply.__name__ = op
+    apply.__doc__ = f"{op} over ``axis``; ties share the derivative equally."
+    return apply
+
+
+max = amax = _extremum("max", lax.reduce_max)
+min = amin = _extremum("min", lax.reduce_min)
+
+
+def any(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+    """Whether any element along ``axis`` is true (non-zero)."""
+    a = asarray(x)
+    counts = sum(lax.compare(a, lax.zeros_like(a), "ne"), axis, keepdims)
+    return lax.compare(counts, lax.zeros_like(counts), "gt")
+
+
+def all(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+    """Whether every element along ``axis`` is true (non-zero)."""
+    a = asarray(x)
+    counts = sum(lax.compare(a, lax.zeros_like(a), "eq"), axis, keepdims)
+    return lax.compare(counts, lax.zeros_like(counts), "eq")

@@ -1,0 +1,208 @@
+"""numpy-style shape manipulation: reshape, transpose, axes, joining, diagonals, padding."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from tenferro import lax
+from tenferro.core.bind import lift
+from tenferro.errors import AxisError, ShapeError
+from tenferro.meta import normalize_axes, normalize_axis
+from tenferro.surface.convert import asarray, broadcast_to, prepare
+
+__all__ = [
+    "broadcast_to",
+    "concatenate",
+    "diagonal",
+    "dynamic_truncate",
+    "expand_dims",
+    "flip",
+    "moveaxis",
+    "pad",
+    "pad_to_match",
+    "permute_dims",
+    "ravel",
+    "reshape",
+    "squeeze",
+    "stack",
+    "swapaxes",
+    "trace",
+    "transpose",
+    "tril",
+    "triu",
+]
+
+
+def reshape(x: Any, shape: int | Sequence[int]) -> Any:
+    """Same elements in a new shape (row-major); one extent may be -1."""
+    a = asarray(x)
+    target = [shape] if isinstance(shape, int) else [int(n) for n in shape]
+    unknown = [i for i, n in enumerate(target) if n == -1]
+    if len(unknown) > 1 or any(n < -1 for n in target):
+        raise ShapeError("reshape", f"invalid target shape {tuple(target)}")
+    if unknown:
+        known = math.prod(n for n in target if n != -1)
+        if known == 0 or a.meta.size % known:
+            raise ShapeError("reshape", f"cannot reshape {a.meta.shape} into {tuple(target)}")
+        target[unknown[0]] = a.meta.size // known
+    return lax.reshape(a, target)
+
+
+def transpose(x: Any, axes: Sequence[int] | None = None) -> Any:
+    """Permute axes (reverse them when ``axes`` is None)."""
+    a = asarray(x)
+    if axes is None:
+        axes = tuple(reversed(range(a.meta.ndim)))
+    perm = normalize_axes(axes, a.meta.ndim, "transpose")
+    if len(perm) != a.meta.ndim:
+        raise AxisError("transpose", f"axes {tuple(axes)} do not list all {a.meta.ndim} axes")
+    return lax.transpose(a, perm)
+
+
+permute_dims = transpose
+
+
+def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
+    a = asarray(x)
+    first = normalize_axis(axis1, a.meta.ndim, "swapaxes")
+    second = normalize_axis(axis2, a.meta.ndim, "swapaxes")
+    perm = list(range(a.meta.ndim))
+    perm[first], perm[second] = perm[second], perm[first]
+    return lax.transpose(a, perm)
+
+
+def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
+    a = asarray(x)
+    ndim = a.meta.ndim
+    sources = normalize_axes([source] if isinstance(source, int) else source, ndim, "moveaxis")
+    targets = normalize_axes(
+        [destination] if isinstance(destination, int) else destination, ndim, "moveaxis"
+    )
+    if len(sources) != len(targets):
+        raise AxisError("moveaxis", "source and destination must have the same number of axes")
+    order = [n for n in range(ndim) if n not in sources]
+    for target, axis in sorted(zip(targets, sources, strict=True)):
+        order.insert(target, axis)
+    return lax.transpose(a, order)
+
+
+def expand_dims(x: Any, axis: int | Sequence[int]) -> Any:
+    a = asarray(x)
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    ndim = a.meta.ndim + len(axes)
+    positions = set(normalize_axes(axes, ndim, "expand_dims"))
+    extents = iter(a.meta.shape)
+    return lax.reshape(a, [1 if i in positions else next(extents) for i in range(ndim)])
+
+
+def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
+    a = asarray(x)
+    shape = a.meta.shape
+    if axis is None:
+        axes = {i for i, n in enumerate(shape) if n == 1}
+    else:
+        axes = set(normalize_axes([axis] if isinstance(axis, int) else axis, len(shape), "squeeze"))
+        for i in axes:
+            if shape[i] != 1:
+                raise ShapeError("squeeze", f"axis {i} of {shape} has extent {shape[i]}, not 1")
+    return lax.reshape(a, [n for i, n in enumerate(shape) if i not in axes])
+
+
+def ravel(x: Any) -> Any:
+    a = asarray(x)
+    return lax.reshape(a, (a.meta.size,))
+
+
+def concatenate(arrays: Sequence[Any], axis: int = 0) -> Any:
+    """Join along ``axis`` (dtypes promoted; other extents must match)."""
+    if not arrays:
+        raise ShapeError("concatenate", "needs at least one array")
+    operands = prepare("concatenate", arrays, broadcast=False)
+    first = operands[0]
+    if first.meta.ndim == 0:
+        raise AxisError("concatenate", "zero-dimensional arrays cannot be concatenated")
+    return lax.concatenate(operands, normalize_axis(axis, first.meta.ndim, "concatenate"))
+
+
+def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
+    """Join along a new ``axis`` (shapes must be equal)."""
+    if not arrays:
+        raise ShapeError("stack", "needs at least one array")
+    operands = prepare("stack", arrays, broadcast=False)
+    shapes = {o.meta.shape for o in operands}
+    if len(shapes) != 1:
+        raise ShapeError("stack", f"all arrays need one shape, got {sorted(shapes)}")
+    position = normalize_axis(axis, operands[0].meta.ndim + 1, "stack")
+    return lax.concatenate([expand_dims(o, position) for o in operands], position)
+
+
+def flip(x: Any, axis: int | Sequence[int] | None = None) -> Any:
+    a = asarray(x)
+    axes = range(a.meta.ndim) if axis is None else ([axis] if isinstance(axis, int) else axis)
+    return lax.rev(a, normalize_axes(axes, a.meta.ndim, "flip"))
+
+
+def diagonal(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    """numpy's diagonal: the diagonal becomes the last axis."""
+    a = asarray(x)
+    ndim = a.meta.ndim
+    first = normalize_axis(axis1, ndim, "diagonal")
+    second = normalize_axis(axis2, ndim, "diagonal")
+    if first == second:
+        raise AxisError("diagonal", f"axis1 and axis2 are both {first}")
+    starts, limits = [0] * ndim, list(a.meta.shape)
+    if offset >= 0:
+        starts[second] = min(offset, limits[second])
+    else:
+        starts[first] = min(-offset, limits[first])
+    a = lax.slice(a, starts, limits, [1] * ndim)
+    diag = (
+        lax.extract_diag(a, first, second) if first < second else lax.extract_diag(a, second, first)
+    )
+    position = min(first, second)
+    return moveaxis(diag, position, -1)
+
+
+def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    """Sum of the diagonal."""
+    diag = diagonal(x, offset, axis1, axis2)
+    return lax.reduce_sum(diag, (diag.meta.ndim - 1,))
+
+
+def tril(x: Any, k: int = 0) -> Any:
+    """Lower triangle of the last two axes (numpy offsets)."""
+    return lax.tril(asarray(x), k)
+
+
+def triu(x: Any, k: int = 0) -> Any:
+    """Upper triangle of the last two axes (numpy offsets)."""
+    return lax.triu(asarray(x), k)
+
+
+def pad(x: Any, pad_width: Any) -> Any:
+    """Zero padding: ``pad_width`` is numpy's ``((before, after), ...)`` (or one pair / int)."""
+    a = asarray(x)
+    ndim = a.meta.ndim
+    if isinstance(pad_width, int):
+        widths = [(pad_width, pad_width)] * ndim
+    else:
+        widths = [tuple(w) if not isinstance(w, int) else (w, w) for w in pad_width]
+        if len(widths) == 1:
+            widths = widths * ndim
+    if len(widths) != ndim or any(len(w) != 2 or min(w) < 0 for w in widths):
+        raise ShapeError("pad", f"pad_width {pad_width!r} does not fit rank {ndim}")
+    return lax.pad(a, [w[0] for w in widths], [w[1] for w in widths], [0] * ndim)
+
+
+def dynamic_truncate(x: Any, size: Any, axis: int) -> Any:
+    """The first ``round(size)`` entries along ``axis`` (clamped); the extent is data-dependent."""
+    a, s = lift([asarray(x), asarray(size)])
+    return lax.dynamic_truncate(a, s, normalize_axis(axis, a.meta.ndim, "dynamic_truncate"))
+
+
+def pad_to_match(x: Any, reference: Any, axis: int) -> Any:
+    """Zero-pad the end of ``axis`` up to ``reference``'s extent there."""
+    a, ref = lift([asarray(x), asarray(reference)])
+    return lax.pad_to_match(a, ref, normalize_axis(axis, a.meta.ndim, "pad_to_match"))

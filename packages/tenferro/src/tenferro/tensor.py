@@ -1,0 +1,137 @@
+"""``Tensor``: an immutable n-dimensional array evaluated eagerly, without AD."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from tenferro.core.primitive import TensorPrimitive
+from tenferro.dtypes import dtype as as_dtype
+from tenferro.errors import DTypeError
+from tenferro.meta import Meta
+from tenferro.surface.methods import TensorMethods
+
+__all__ = ["Tensor", "to_array"]
+
+_PYTHON_DTYPES = {bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}
+
+
+def to_array(data: Any, dtype: Any = None, op: str = "tensor") -> tuple[np.ndarray[Any, Any], bool]:
+    """A fresh read-only array of a supported dtype, and whether it is weakly typed.
+
+    Python scalars are weak (they promote like numpy's Python scalars, NEP 50)
+    unless ``dtype`` is given; any other dtype outside the seven is rejected.
+    """
+    weak = False
+    target = None
+    if dtype is not None:
+        target = as_dtype(dtype, op)
+    elif type(data) in _PYTHON_DTYPES:
+        target = np.dtype(_PYTHON_DTYPES[type(data)])
+        weak = True
+    try:
+        array = np.array(data, dtype=target, copy=True)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise DTypeError(op, f"cannot make a tensor of {type(data).__name__}: {error}") from None
+    as_dtype(array.dtype, op)
+    array.flags.writeable = False
+    return array, weak
+
+
+class Tensor(TensorMethods):
+    """An immutable array, evaluated eagerly, without automatic differentiation.
+
+    ``Tensor(data, dtype=None)`` copies ``data`` (an array, nested sequence or
+    scalar). Supports numpy interop (``np.asarray(t)``, ``t.numpy()``) and every
+    function of the tenferro surface, operators and methods included.
+    """
+
+    __slots__ = ("_value", "meta")
+    _priority: ClassVar[int] = 0
+
+    _value: Any
+    meta: Meta
+
+    def __init__(self, data: Any, dtype: Any = None) -> None:
+        if isinstance(data, Tensor) and dtype is None:
+            self._value, self.meta = data._value, data.meta
+            return
+        array, weak = to_array(data, dtype)
+        self._value = array
+        self.meta = Meta(array.shape, array.dtype, weak)
+
+    @classmethod
+    def _wrap(cls, value: Any, weak: bool = False) -> Tensor:
+        tensor = object.__new__(cls)
+        if isinstance(value, np.ndarray) and value.flags.writeable:
+            value.flags.writeable = False
+        tensor._value = value
+        tensor.meta = Meta(np.shape(value), value.dtype, weak)
+        return tensor
+
+    @classmethod
+    def _bind(
+        cls, op: TensorPrimitive, operands: Sequence[Tensor], like: Any = None
+    ) -> tuple[Tensor, ...]:
+        values = op.eval([o._value for o in operands], None)
+        return tuple(cls._wrap(v, m.weak) for v, m in zip(values, op.outputs, strict=True))
+
+    def _rewrap(self, meta: Meta) -> Tensor:
+        tensor = object.__new__(Tensor)
+        tensor._value, tensor.meta = self._value, meta
+        return tensor
+
+    @classmethod
+    def _lift(cls, value: Any) -> Tensor:
+        raise TypeError(f"cannot use {type(value).__name__} as a concrete Tensor")
+
+    def numpy(self) -> np.ndarray[Any, Any]:
+        """The data as a (read-only) numpy array."""
+        return np.asarray(self._value)
+
+    def item(self) -> Any:
+        """The value of a one-element tensor as a Python scalar."""
+        return np.asarray(self._value).item()
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
+        array = np.asarray(self._value)
+        if dtype is not None and np.dtype(dtype) != array.dtype:
+            return array.astype(dtype)
+        if copy:
+            return array.copy()
+        return array
+
+    def __bool__(self) -> bool:
+        return bool(np.asarray(self._value))
+
+    def __float__(self) -> float:
+        return float(np.asarray(self._value))
+
+    def __int__(self) -> int:
+        return int(np.asarray(self._value))
+
+    def __complex__(self) -> complex:
+        return complex(np.asarray(self._value))
+
+    def __index__(self) -> int:
+        if self.meta.dtype.kind != "i" or self.meta.shape != ():
+            raise TypeError("only integer scalar tensors can be used as an index")
+        return int(np.asarray(self._value))
+
+    def __len__(self) -> int:
+        if not self.meta.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.meta.shape[0]
+
+    def __iter__(self) -> Any:
+        for index in range(len(self)):
+            yield self[index]
+
+    def __repr__(self) -> str:
+        body = np.array2string(np.asarray(self._value), separator=", ", prefix="Tensor(")
+        return f"Tensor({body}, dtype={self.meta.dtype})"
+
+    def __reduce__(self) -> Any:
+        return (Tensor, (np.asarray(self._value), self.meta.dtype))

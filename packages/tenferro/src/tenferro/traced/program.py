@@ -1,0 +1,157 @@
+"""Evaluating traced values: one compiled program per structure, cached.
+
+The tuple of output keys identifies a computation completely (keys are
+structural), so ``evaluate`` looks its program up by them; on a miss it
+materialises the computation from the structural view (substituting alias
+inputs by the values they stand for), compiles it and prepares how each input
+is bound: leaves and checkpoints from their data, function arguments by
+position, placeholders from the caller's bindings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from computegraph import (
+    BoundedCache,
+    CompiledProgram,
+    Input,
+    ValueKey,
+    compile,
+    materialize_merge,
+    structural_view,
+)
+from tenferro.core.keys import AliasKey, ArgKey, CheckpointKey, LeafKey, PlaceholderKey
+from tenferro.errors import BindingError
+from tenferro.meta import Meta
+
+__all__ = ["ALIASES", "SUBSTITUTIONS", "TracedProgram", "clear_caches", "evaluate", "programs"]
+
+
+class _Substitutions:
+    """For ``materialize_merge``: an alias input stands for its origin's value."""
+
+    def get(self, key: Hashable, default: Any = None) -> ValueKey | None:
+        return key.origin if type(key) is AliasKey else default
+
+
+class _Aliases:
+    """For ``tidu.linearize``: aliases and checkpoints carry their origin's tangent."""
+
+    def get(self, key: Hashable, default: Any = None) -> ValueKey | None:
+        if isinstance(key, (AliasKey, CheckpointKey)):
+            return key.origin
+        return default
+
+
+SUBSTITUTIONS = _Substitutions()
+ALIASES = _Aliases()
+
+# A binding source: ("data", array) | ("arg", position) | ("placeholder", key).
+_Source = tuple[str, Any]
+
+
+class TracedProgram:
+    """A compiled computation of some traced outputs, with its input binding plan."""
+
+    __slots__ = ("program", "sources")
+
+    def __init__(self, outputs: tuple[ValueKey, ...]) -> None:
+        materialized = materialize_merge(structural_view(), outputs, substitute=SUBSTITUTIONS)
+        self.program: CompiledProgram = compile(materialized)
+        self.sources: tuple[_Source, ...] = tuple(_source(key) for key in self.program.input_keys)
+
+    def run(
+        self,
+        args: Sequence[Any] = (),
+        bindings: Mapping[Any, Any] | None = None,
+    ) -> list[Any]:
+        inputs = []
+        for kind, what in self.sources:
+            if kind == "data":
+                inputs.append(what)
+            elif kind == "arg":
+                inputs.append(args[what])
+            else:
+                inputs.append(_bound(what, bindings))
+        with np.errstate(all="ignore"):
+            return self.program.eval(inputs)
+
+
+def _source(key: ValueKey) -> _Source:
+    if type(key) is not Input:
+        raise BindingError("evaluate", f"cannot bind the derived value {key!r}")
+    name = key.key
+    kind = type(name)
+    if kind is LeafKey or kind is CheckpointKey:
+        return ("data", name.data)  # type: ignore[attr-defined]
+    if kind is ArgKey:
+        return ("arg", name.position)  # type: ignore[attr-defined]
+    if kind is PlaceholderKey:
+        return ("placeholder", name)
+    raise BindingError(
+        "evaluate",
+        f"the input {name!r} is not a tenferro value (tangent and seed inputs are bound by the "
+        f"transforms that make them)",
+        "bind",
+    )
+
+
+def _bound(key: PlaceholderKey, bindings: Mapping[Any, Any] | None) -> Any:
+    value = _lookup(key, bindings)
+    array = np.asarray(getattr(value, "_value", value))
+    meta: Meta = key.meta
+    if array.dtype != meta.dtype:
+        raise BindingError(
+            "evaluate",
+            f"placeholder {key!r} bound to a {array.dtype} value; expected {meta.dtype}",
+            "bind",
+        )
+    if array.shape != meta.shape:
+        raise BindingError(
+            "evaluate",
+            f"placeholder {key!r} bound to a value of shape {array.shape}; expected {meta.shape}",
+            "bind",
+        )
+    return array
+
+
+def _lookup(key: PlaceholderKey, bindings: Mapping[Any, Any] | None) -> Any:
+    if bindings:
+        for candidate, value in bindings.items():
+            if isinstance(candidate, str):
+                if candidate == key.name:
+                    return value
+            elif candidate is key or getattr(getattr(candidate, "key", None), "key", None) is key:
+                return value
+    raise BindingError(
+        "evaluate",
+        f"no binding for placeholder {key!r}; pass {{placeholder: value}} to eval",
+        "bind",
+    )
+
+
+programs: BoundedCache[tuple[ValueKey, ...], TracedProgram] = BoundedCache(512, "traced programs")
+"""Compiled traced programs by output keys (bounded, clearable)."""
+
+
+def evaluate(tensors: Sequence[Any], bindings: Mapping[Any, Any] | None = None) -> list[Any]:
+    """Evaluate traced tensors together (one program); return concrete ``Tensor``s."""
+    from tenferro.tensor import Tensor
+
+    keys = tuple(t.key for t in tensors)
+    program = programs.get_or_create(keys, lambda: TracedProgram(keys))
+    values = program.run((), bindings)
+    return [Tensor._wrap(_array(v), t.meta.weak) for v, t in zip(values, tensors, strict=True)]
+
+
+def _array(value: Any) -> Any:
+    return value if isinstance(value, np.ndarray) else np.asarray(value)
+
+
+def clear_caches() -> None:
+    """Drop every cached traced program."""
+    programs.clear()
