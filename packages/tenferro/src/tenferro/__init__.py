@@ -10,13 +10,14 @@
   ...), with numpy broadcasting and promotion made explicit as primitives;
 * JAX-style transforms: ``tf.grad``, ``tf.value_and_grad``, ``tf.vjp``, ``tf.jvp``,
   ``tf.linearize``, ``tf.hvp``, ``tf.jit``;
-* ``tf.lax`` (one strict function per primitive) and ``tf.ops`` (the primitives).
+* ``tf.lax`` (one strict function per primitive), ``tf.ops`` (the primitives) and
+  ``tf.extension`` (user-defined primitive families with their own AD rules).
 
 Complex derivatives follow the conjugate convention: ``grad(sum(|z|^2)) = 2z``,
 equal to PyTorch's and the conjugate of JAX's.
 """
 
-from tenferro import lax, ops
+from tenferro import extension, lax, ops, testing
 from tenferro.dtypes import (
     DTYPES,
     bool_,
@@ -83,6 +84,7 @@ __all__ = [
     "complex128",
     "dtype",
     "evaluate",
+    "extension",
     "float32",
     "float64",
     "grad",
@@ -95,6 +97,7 @@ __all__ = [
     "linearize",
     "ops",
     "placeholder",
+    "testing",
     "traced",
     "value_and_grad",
     "vjp",

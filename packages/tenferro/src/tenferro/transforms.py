@@ -459,11 +459,17 @@ def _vjp_result(
     cts: list[TracedTensor],
 ) -> tuple[Any, ...]:
     for position, (c, o) in enumerate(zip(cts, outputs, strict=True)):
-        if c.meta.shape != o.meta.shape:
+        if not _fits(c.meta, o.meta):
             raise ShapeError(
-                "vjp", f"cotangent {position} has shape {c.meta.shape}, the output {o.meta.shape}"
+                "vjp",
+                f"cotangent {position} has shape {c.meta.shape}, the output {o.meta.describe()}",
             )
-    cts = [_cast(c, o) for c, o in zip(cts, outputs, strict=True)]
+    cts = [
+        _cast(
+            c if c.meta.shape == o.meta.shape else c._rewrap(o.meta._replace(dtype=c.meta.dtype)), o
+        )
+        for c, o in zip(cts, outputs, strict=True)
+    ]
     differentiable = [i for i, leaf in enumerate(leaves) if leaf.meta.dtype.kind in "fc"]
     active_outputs = [i for i, o in enumerate(outputs) if o.meta.dtype.kind in "fc"]
     results = (
@@ -481,6 +487,19 @@ def _vjp_result(
         for i, leaf in enumerate(leaves)
     ]
     return tuple(_split(treedef, filled))
+
+
+def _fits(value: Meta, output: Meta) -> bool:
+    """A value of ``value``'s shape can stand for ``output`` (data-dependent axes of the
+    output only bound their extent)."""
+    if value.shape == output.shape:
+        return True
+    if len(value.shape) != len(output.shape) or not output.dynamic:
+        return False
+    return all(
+        n <= bound if axis in output.dynamic else n == bound
+        for axis, (n, bound) in enumerate(zip(value.shape, output.shape, strict=True))
+    )
 
 
 def _function_cache(fun: Callable[..., Any], kind: str) -> BoundedCache[Any, Any]:

@@ -216,13 +216,41 @@ def primitive(cls: type[P]) -> type[P]:
             continue
         if base is not cls and "__dataclass_fields__" in base.__dict__:
             continue  # its fields are inherited anyway
-        merged.update(inspect.get_annotations(base))
+        merged.update(
+            (name, annotation)
+            for name, annotation in inspect.get_annotations(base).items()
+            if not _is_classvar(annotation)
+        )
     cls.__annotations__ = merged
     made = dataclasses.dataclass(frozen=True, kw_only=True, slots=True, repr=False)(cls)
     made._field_names = tuple(f.name for f in dataclasses.fields(made))  # type: ignore[arg-type]
     made.__hash__ = TensorPrimitive.__hash__  # type: ignore[method-assign]
     made.__repr__ = TensorPrimitive.__str__  # type: ignore[assignment, method-assign]
+    _retarget_class_cells(cls, made)
     return made
+
+
+def _retarget_class_cells(old: type, new: type) -> None:
+    """Point zero-argument ``super()`` in ``old``'s methods at ``new``.
+
+    ``dataclass(slots=True)`` returns a new class, but methods keep a ``__class__``
+    cell naming the old one (fixed in CPython only from 3.14).
+    """
+    for member in new.__dict__.values():
+        for function in (member, getattr(member, "__func__", None), getattr(member, "fget", None)):
+            for cell in getattr(function, "__closure__", None) or ():
+                try:
+                    if cell.cell_contents is old:
+                        cell.cell_contents = new
+                except ValueError:  # an empty cell
+                    continue
+
+
+def _is_classvar(annotation: Any) -> bool:
+    """``ClassVar[...]`` (also as a string): class attributes, never dataclass fields."""
+    if isinstance(annotation, str):
+        return annotation.startswith(("ClassVar", "typing.ClassVar"))
+    return annotation is ClassVar or getattr(annotation, "__origin__", None) is ClassVar
 
 
 # ---------------------------------------------------------------------- rule values

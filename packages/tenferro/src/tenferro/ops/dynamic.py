@@ -124,6 +124,8 @@ class DynamicTruncate(TensorPrimitive):
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         x, size = xs[0], xs[1]
+        if ts[0] is None:  # only the size is active: it moves no value
+            return [None]
         return [_truncate(ts[0], size, self.axis, source=x)]
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
@@ -171,14 +173,21 @@ class PadToMatch(TensorPrimitive):
         return np.pad(x, widths)
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        if ts[0] is None:  # only the reference is active: its values are not read
+            return [None]
         return [_pad_to_match(ts[0], xs[1], self.axis, source=xs[0])]
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         if not self.with_source:
             raise lax.not_linear(self, "its operand without a shape source")
-        source = xs[2]
-        size = lax.shape_of(source, self.axis)
-        return [_truncate(cts[0], size, self.axis, source=None), None, None]
+        x_meta, ct = self.inputs[0], cts[0]
+        assert ct is not None
+        if self.axis not in x_meta.dynamic:  # the operand's extent is static: slice it back
+            return [lax.slice(ct, [0] * ct.ndim, x_meta.shape), None, None]
+        size = lax.shape_of(xs[2], self.axis)
+        truncated = _truncate(ct, size, self.axis, source=None)
+        # The runtime extent is the operand's, so its (tighter) bound applies.
+        return [truncated._rewrap(truncated.meta._replace(shape=x_meta.shape)), None, None]
 
 
 def _pad_to_match(x: Any, reference: Any, axis: int, source: Any) -> Any:

@@ -252,10 +252,18 @@ class Abs(Elementwise):
         return np.abs(x)
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        (x,), (dx,) = xs, ts
+        (x,), (y,), (dx,) = xs, ys, ts
         assert dx is not None
         if is_complex(x.dtype):
-            return [lax.real(lax.mul(lax.conj(lax.sign(x)), dx))]
+            # conj(x)/|x| rather than conj(sign(x)): Sign's derivative is zero by contract,
+            # and this coefficient must be differentiable for second order to be right.
+            magnitude = lax.convert_element_type(y, x.dtype)
+            safe = lax.select(
+                lax.compare(magnitude, lax.zeros_like(magnitude), "eq"),
+                lax.full_like(magnitude, 1),
+                magnitude,
+            )
+            return [lax.real(lax.mul(lax.div(lax.conj(x), safe), dx))]
         return [lax.mul(lax.sign(x), dx)]
 
 
