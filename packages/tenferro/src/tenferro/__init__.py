@@ -36,6 +36,7 @@ from tenferro.errors import (
     ExecutionError,
     InactiveError,
     NonScalarError,
+    ParameterError,
     ShapeError,
     TenferroError,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "InactiveError",
     "Meta",
     "NonScalarError",
+    "ParameterError",
     "ShapeError",
     "TenferroError",
     "Tensor",

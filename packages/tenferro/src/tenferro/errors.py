@@ -18,6 +18,7 @@ __all__ = [
     "ExecutionError",
     "InactiveError",
     "NonScalarError",
+    "ParameterError",
     "Phase",
     "ShapeError",
     "TenferroError",
@@ -41,6 +42,10 @@ class ShapeError(TenferroError, ValueError):
 
 class AxisError(ShapeError, IndexError):
     """An axis out of range, repeated, or otherwise invalid."""
+
+
+class ParameterError(TenferroError, ValueError):
+    """An invalid operation parameter (an unknown mode, direction or option)."""
 
 
 class DTypeError(TenferroError, TypeError):

@@ -22,7 +22,7 @@ from tenferro.core.primitive import (
     primitive,
 )
 from tenferro.dtypes import bool_, complex_dtype, is_complex, real_dtype
-from tenferro.errors import DTypeError, ExecutionError
+from tenferro.errors import DTypeError, ExecutionError, ParameterError
 from tenferro.meta import Meta
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "Neg",
     "Real",
     "Rem",
+    "Round",
     "Select",
     "Sign",
     "Sub",
@@ -56,6 +57,7 @@ __all__ = [
     "neg",
     "real",
     "rem",
+    "round",
     "select",
     "sign",
     "sub",
@@ -235,7 +237,9 @@ class Rem(Elementwise):
         x, y = xs
         (z,) = ys
         dx, dy = ts
-        quotient = lax.div(lax.sub(x, z), y)  # trunc(x / y), exactly (x = q y + z)
+        # trunc(x / y): (x - z) / y is within rounding of that integer; rounding it makes
+        # the quotient exact and, being piecewise constant, free of derivatives.
+        quotient = lax.round(lax.div(lax.sub(x, z), y), "nearest_even")
         return [lax.sub_tangents(dx, None if dy is None else lax.mul(dy, quotient))]
 
 
@@ -265,6 +269,33 @@ class Abs(Elementwise):
             )
             return [lax.real(lax.mul(lax.div(lax.conj(x), safe), dx))]
         return [lax.mul(lax.sign(x), dx)]
+
+
+_ROUNDING = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "nearest_even": np.rint}
+
+
+@primitive
+class Round(Elementwise):
+    """Round to an integral value: ``floor``, ``ceil``, ``trunc`` or ``nearest_even``.
+
+    Piecewise constant, so its derivative is zero (no tangent)."""
+
+    name = "round"
+    kinds = "f"
+    method: Literal["floor", "ceil", "trunc", "nearest_even"]
+
+    def infer(self) -> tuple[Meta]:
+        if self.method not in _ROUNDING:
+            raise ParameterError(
+                self.name, f"unknown method {self.method!r}; use one of {list(_ROUNDING)}"
+            )
+        return super().infer()
+
+    def impl(self, x: Any) -> Any:
+        return _ROUNDING[self.method](x)
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        return [None]
 
 
 @primitive
@@ -347,7 +378,7 @@ class Compare(Elementwise):
 
     def infer(self) -> tuple[Meta]:
         if self.direction not in _COMPARE:
-            raise DTypeError(
+            raise ParameterError(
                 self.name, f"unknown direction {self.direction!r}; use one of {list(_COMPARE)}"
             )
         (meta,) = super().infer()
@@ -549,6 +580,10 @@ def rem(x: Any, y: Any) -> Any:
 
 def abs(x: Any) -> Any:
     return bind1(Abs.make((x.meta,)), (x,))
+
+
+def round(x: Any, method: str) -> Any:
+    return bind1(Round.make((x.meta,), method=method), (x,))
 
 
 def sign(x: Any) -> Any:

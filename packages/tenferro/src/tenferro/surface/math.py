@@ -17,6 +17,7 @@ __all__ = [
     "abs",
     "absolute",
     "add",
+    "ceil",
     "clip",
     "complex",
     "conj",
@@ -28,6 +29,7 @@ __all__ = [
     "exp",
     "exp2",
     "expm1",
+    "floor",
     "floor_divide",
     "fmod",
     "greater",
@@ -56,6 +58,8 @@ __all__ = [
     "real",
     "reciprocal",
     "remainder",
+    "rint",
+    "round",
     "rsqrt",
     "sigmoid",
     "sign",
@@ -67,6 +71,7 @@ __all__ = [
     "tan",
     "tanh",
     "true_divide",
+    "trunc",
     "where",
 ]
 
@@ -119,8 +124,8 @@ def floor_divide(x: Any, y: Any) -> Any:
     truncated_remainder = lax.rem(a, b)
     if a.meta.dtype.kind == "i":
         quotient = lax.div(a, b)
-    else:
-        quotient = lax.div(lax.sub(a, truncated_remainder), b)
+    else:  # (a - fmod(a, b)) / b is an integer up to rounding: make it exact
+        quotient = lax.round(lax.div(lax.sub(a, truncated_remainder), b), "nearest_even")
     return lax.sub(
         quotient, lax.convert_element_type(_sign_fix(truncated_remainder, b), a.meta.dtype)
     )
@@ -149,6 +154,40 @@ mod = remainder
 def fmod(x: Any, y: Any) -> Any:
     """Remainder with the sign of the dividend (C ``fmod``)."""
     return lax.rem(*_binary("fmod", x, y, ORDERED))
+
+
+def _rounding(op: str, method: str) -> Any:
+    def apply(x: Any) -> Any:
+        a = asarray(x)
+        if a.meta.dtype.kind in "bi":
+            return a
+        if a.meta.dtype.kind == "c":
+            raise DTypeError(op, "complex values cannot be rounded")
+        return lax.round(a, method)
+
+    apply.__name__ = op
+    apply.__doc__ = (
+        f"Elementwise {op} ({method.replace('_', ' ')}); integers are returned unchanged. "
+        f"Its derivative is zero."
+    )
+    return apply
+
+
+floor = _rounding("floor", "floor")
+ceil = _rounding("ceil", "ceil")
+trunc = _rounding("trunc", "trunc")
+rint = _rounding("rint", "nearest_even")
+
+
+def round(x: Any, decimals: int = 0) -> Any:
+    """Round half to even at ``decimals`` decimal places (numpy ``round``)."""
+    if decimals == 0:
+        return rint(x)
+    a = asarray(x)
+    if a.meta.dtype.kind in "bi" and decimals >= 0:
+        return a
+    scale = 10.0**decimals
+    return true_divide(rint(multiply(a, scale)), scale)
 
 
 def power(x: Any, y: Any) -> Any:
@@ -252,10 +291,13 @@ def sigmoid(x: Any) -> Any:
 
 
 def logaddexp(x: Any, y: Any) -> Any:
-    """``log(exp(x) + exp(y))`` computed stably (real inputs)."""
+    """``log(exp(x) + exp(y))`` computed stably (complex: principal branch, factoring
+    out the operand of larger real part)."""
     a, b = _inexact("logaddexp", x, y)
     if is_complex(a.meta.dtype):
-        raise DTypeError("logaddexp", "complex inputs are not supported")
+        first = lax.compare(lax.real(a), lax.real(b), "ge")
+        top, other = lax.select(first, a, b), lax.select(first, b, a)
+        return lax.add(top, lax.log1p(lax.exp(lax.sub(other, top))))
     top = lax.max(a, b)
     return lax.add(top, lax.log1p(lax.exp(lax.neg(lax.abs(lax.sub(a, b))))))
 
