@@ -17,6 +17,7 @@ __all__ = [
     "DTypeError",
     "ExecutionError",
     "InactiveError",
+    "IndexingError",
     "NonScalarError",
     "ParameterError",
     "Phase",
@@ -46,6 +47,10 @@ class AxisError(ShapeError, IndexError):
 
 class ParameterError(TenferroError, ValueError):
     """An invalid operation parameter (an unknown mode, direction or option)."""
+
+
+class IndexingError(TenferroError, IndexError):
+    """An index out of bounds, or an index expression that does not fit the tensor."""
 
 
 class DTypeError(TenferroError, TypeError):

@@ -26,7 +26,7 @@ from computegraph import BoundedCache, Input
 from tenferro import lax
 from tenferro.core.keys import AliasKey, ArgKey
 from tenferro.core.pytree import TreeDef, flatten, unflatten
-from tenferro.errors import DTypeError, NonScalarError, ShapeError
+from tenferro.errors import DTypeError, NonScalarError, ParameterError, ShapeError
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
 from tenferro.traced.ad import jvp_tensors, vjp_tensors
@@ -104,8 +104,8 @@ def _positions(argnums: int | Sequence[int], count: int, op: str) -> tuple[int, 
     listed = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     for position in listed:
         if not -count <= position < count:
-            raise ValueError(
-                f"{op}: argnums {argnums!r} out of range for {count} positional argument(s)"
+            raise ParameterError(
+                op, f"argnums {argnums!r} out of range for {count} positional argument(s)"
             )
     return tuple(p % count for p in listed)
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.core.bind import lift
-from tenferro.errors import AxisError, DTypeError, ShapeError
+from tenferro.errors import AxisError, DTypeError, IndexingError, ShapeError
 from tenferro.meta import broadcast_shapes, normalize_axis
 from tenferro.surface.convert import asarray, broadcast_to, is_tensor
 
@@ -33,13 +33,13 @@ def _expand(index: Any, ndim: int) -> list[Any]:
     items = list(index) if isinstance(index, tuple) else [index]
     ellipses = [i for i, item in enumerate(items) if item is Ellipsis]
     if len(ellipses) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
+        raise IndexingError("getitem", "an index can only have a single ellipsis ('...')")
     used = sum(
         1 for item in items if item is not None and item is not Ellipsis and not _is_bool_mask(item)
     )
     used += sum(_mask_ndim(item) for item in items if _is_bool_mask(item))
     if used > ndim:
-        raise IndexError(f"too many indices for a tensor of rank {ndim}: {index!r}")
+        raise IndexingError("getitem", f"too many indices for a tensor of rank {ndim}: {index!r}")
     fill = [_SLICE(None)] * (ndim - used)
     if ellipses:
         position = ellipses[0]
@@ -132,12 +132,15 @@ def _integer(item: Any, extent: int, axis: int) -> int:
     try:
         value = int(item.__index__())
     except (AttributeError, TypeError):
-        raise IndexError(
+        raise IndexingError(
+            "getitem",
             f"only integers, slices, ..., None and integer or boolean arrays are valid "
-            f"indices, got {item!r}"
+            f"indices, got {item!r}",
         ) from None
     if not -extent <= value < extent:
-        raise IndexError(f"index {value} is out of bounds for axis {axis} with size {extent}")
+        raise IndexingError(
+            "getitem", f"index {value} is out of bounds for axis {axis} with size {extent}"
+        )
     return value % extent
 
 
@@ -227,10 +230,14 @@ def _index_tensor(item: Any, extent: int, axis: int, like: Any) -> Any:
         if values.size == 0:
             values = values.astype(np.int64)
         else:
-            raise IndexError(f"arrays used as indices must be integers, got {values.dtype}")
+            raise IndexingError(
+                "getitem", f"arrays used as indices must be integers, got {values.dtype}"
+            )
     if values.size and (values.min() < -extent or values.max() >= extent):
         bad = values[(values < -extent) | (values >= extent)].flat[0]
-        raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {extent}")
+        raise IndexingError(
+            "getitem", f"index {bad} is out of bounds for axis {axis} with size {extent}"
+        )
     return asarray(np.where(values < 0, values + extent, values).astype(np.int64))
 
 
