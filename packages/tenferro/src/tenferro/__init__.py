@@ -46,7 +46,7 @@ from tenferro.surface import *  # noqa: F403
 from tenferro.surface import __all__ as _surface_names
 from tenferro.surface.convert import register_concrete as _register_concrete
 from tenferro.tensor import Tensor
-from tenferro.traced.program import evaluate
+from tenferro.traced.program import evaluate, format_graph
 from tenferro.traced.tensor import TracedTensor, placeholder, traced
 from tenferro.transforms import grad, hvp, jit, jvp, linearize, value_and_grad, vjp
 
@@ -91,6 +91,7 @@ __all__ = [
     "extension",
     "float32",
     "float64",
+    "format_graph",
     "grad",
     "hvp",
     "int32",

@@ -31,7 +31,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from computegraph import External, Linearized, Local, LocalValueId, ValueKey
+from computegraph import PRIMARY, External, Linearized, Local, LocalValueId, ValueKey
 from tenferro.errors import DTypeError, ShapeError, TenferroError
 from tenferro.meta import Meta
 from tidu import ADRuleError, RuleContractError
@@ -126,7 +126,9 @@ class TensorPrimitive:
         return self._hash
 
     def __str__(self) -> str:
-        params = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._field_names if f != "inputs")
+        params = ", ".join(
+            f"{f}={_show(getattr(self, f))}" for f in self._field_names if f != "inputs"
+        )
         operands = " ".join(m.describe() for m in self.inputs)
         return f"{self.name}[{params}]({operands})" if params else f"{self.name}({operands})"
 
@@ -203,6 +205,13 @@ class TensorPrimitive:
         )
         results = self.transpose(cts, xs, active)
         return scope.results(results, self.inputs, "transpose", "input")
+
+
+def _show(value: Any) -> str:
+    """A parameter as printed in graphs (dtypes by name)."""
+    if isinstance(value, np.dtype):
+        return str(value)
+    return repr(value)
 
 
 def primitive(cls: type[P]) -> type[P]:
@@ -287,8 +296,10 @@ class RuleScope:
                 )
             refs.append(operand.ref)
             mask.append(operand.active)
-        ids = self.builder.add_primitive(op, refs, Linearized(mask))
         active = any(mask)
+        # Computations on primal values only are primary: they merge with identical
+        # computations of the primal graph (primal reuse) and are never transposed.
+        ids = self.builder.add_primitive(op, refs, Linearized(mask) if active else PRIMARY)
         return tuple(
             RuleValue(Local(i), meta, active, self) for i, meta in zip(ids, op.outputs, strict=True)
         )

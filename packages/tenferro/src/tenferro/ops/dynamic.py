@@ -63,7 +63,7 @@ class Constant(TensorPrimitive):
         return self.impl()[()]
 
     def __str__(self) -> str:
-        return f"constant[{self.value!r}:{self.dtype}]"
+        return f"constant[{self.value.item()!r}:{self.dtype}]"
 
     __repr__ = __str__
 

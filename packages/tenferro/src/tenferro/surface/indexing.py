@@ -17,7 +17,7 @@ from tenferro import lax
 from tenferro.core.bind import lift
 from tenferro.errors import AxisError, DTypeError, IndexingError, ShapeError
 from tenferro.meta import broadcast_shapes, normalize_axis
-from tenferro.surface.convert import asarray, broadcast_to, is_tensor
+from tenferro.surface.convert import _concrete_class, asarray, broadcast_to, is_tensor
 
 __all__ = ["getitem", "take"]
 
@@ -25,7 +25,7 @@ _SLICE = slice  # the builtin, before any shadowing
 
 
 def _is_concrete(value: Any) -> bool:
-    return type(value).__name__ == "Tensor"
+    return type(value) is _concrete_class()
 
 
 def _expand(index: Any, ndim: int) -> list[Any]:

@@ -95,9 +95,19 @@ def _inexact(op: str, *values: Any) -> list[Any]:
 # ---------------------------------------------------------------------- arithmetic
 
 
-def add(x: Any, y: Any) -> Any:
-    """``x + y`` (numpy broadcasting and promotion)."""
-    return lax.add(*_binary("add", x, y))
+def _boolean_aware(op: str, kinds: str, arithmetic: Any, boolean: Any) -> Any:
+    """A binary function that, like numpy, is a logical one on two bool operands."""
+
+    def apply(x: Any, y: Any) -> Any:
+        a, b = _binary(op, x, y, "b" + kinds)
+        return boolean(a, b) if a.meta.dtype.kind == "b" else arithmetic(a, b)
+
+    apply.__name__ = op
+    return apply
+
+
+add = _boolean_aware("add", NUMERIC, lax.add, lax.logical_or)
+add.__doc__ = "``x + y`` (numpy broadcasting and promotion; ``or`` on two bools)."
 
 
 def subtract(x: Any, y: Any) -> Any:
@@ -105,9 +115,8 @@ def subtract(x: Any, y: Any) -> Any:
     return lax.sub(*_binary("subtract", x, y))
 
 
-def multiply(x: Any, y: Any) -> Any:
-    """``x * y``."""
-    return lax.mul(*_binary("multiply", x, y))
+multiply = _boolean_aware("multiply", NUMERIC, lax.mul, lax.logical_and)
+multiply.__doc__ = "``x * y`` (``and`` on two bools)."
 
 
 def true_divide(x: Any, y: Any) -> Any:
@@ -228,14 +237,10 @@ def sign(x: Any) -> Any:
     return lax.sign(a)
 
 
-def maximum(x: Any, y: Any) -> Any:
-    """Elementwise maximum (ties share the derivative equally)."""
-    return lax.max(*_binary("maximum", x, y, ORDERED))
-
-
-def minimum(x: Any, y: Any) -> Any:
-    """Elementwise minimum (ties share the derivative equally)."""
-    return lax.min(*_binary("minimum", x, y, ORDERED))
+maximum = _boolean_aware("maximum", ORDERED, lax.max, lax.logical_or)
+maximum.__doc__ = "Elementwise maximum (ties share the derivative equally)."
+minimum = _boolean_aware("minimum", ORDERED, lax.min, lax.logical_and)
+minimum.__doc__ = "Elementwise minimum (ties share the derivative equally)."
 
 
 def square(x: Any) -> Any:

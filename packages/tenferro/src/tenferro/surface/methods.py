@@ -28,9 +28,15 @@ class TensorMethods:
     """Operators and methods shared by all tensor kinds (they only need ``meta``)."""
 
     __slots__ = ()
-    __array_ufunc__ = None  # numpy ufuncs defer to our reflected operators
-    __array_priority__ = 1000
     meta: Meta
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """numpy ufuncs on tensors run as tenferro functions (``np.exp(t)``, and
+        ``ndarray + t``); ufuncs without a tenferro counterpart raise ``TypeError``."""
+        function = _UFUNCS.get(ufunc.__name__)
+        if method != "__call__" or kwargs or function is None:
+            return NotImplemented
+        return function(*inputs)
 
     # ------------------------------------------------------------------ metadata
 
@@ -259,3 +265,58 @@ class TensorMethods:
 
     def take(self, indices: Any, axis: int | None = None) -> Any:
         return _indexing.take(self, indices, axis)
+
+
+_UFUNC_NAMES = [
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "true_divide",
+    "floor_divide",
+    "remainder",
+    "fmod",
+    "power",
+    "negative",
+    "positive",
+    "absolute",
+    "sign",
+    "conjugate",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sqrt",
+    "square",
+    "reciprocal",
+    "sin",
+    "cos",
+    "tan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "hypot",
+    "logaddexp",
+    "maximum",
+    "minimum",
+    "equal",
+    "not_equal",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "logical_not",
+    "floor",
+    "ceil",
+    "trunc",
+    "rint",
+]
+_UFUNCS: dict[str, Any] = {name: getattr(_math, name) for name in _UFUNC_NAMES}
+_UFUNCS["conjugate"] = _math.conj
+_UFUNCS["matmul"] = _contraction.matmul

@@ -28,7 +28,15 @@ from tenferro.core.keys import AliasKey, ArgKey, CheckpointKey, LeafKey, Placeho
 from tenferro.errors import BindingError
 from tenferro.meta import Meta
 
-__all__ = ["ALIASES", "SUBSTITUTIONS", "TracedProgram", "clear_caches", "evaluate", "programs"]
+__all__ = [
+    "ALIASES",
+    "SUBSTITUTIONS",
+    "TracedProgram",
+    "clear_caches",
+    "evaluate",
+    "format_graph",
+    "programs",
+]
 
 
 class _Substitutions:
@@ -146,6 +154,19 @@ def evaluate(tensors: Sequence[Any], bindings: Mapping[Any, Any] | None = None) 
     program = programs.get_or_create(keys, lambda: TracedProgram(keys))
     values = program.run((), bindings)
     return [Tensor._wrap(_array(v), t.meta.weak) for v, t in zip(values, tensors, strict=True)]
+
+
+def format_graph(*tensors: Any) -> str:
+    """The computation of traced tensors as text, one operation per line (like a jaxpr).
+
+    Operations emitted by derivative rules carry their role: ``linear(...)`` marks a
+    use that is linear in the operands flagged ``active`` (the others are fixed
+    primal values)."""
+    for tensor in tensors:
+        if not hasattr(tensor, "key"):
+            raise TypeError(f"format_graph: expected TracedTensors, got {type(tensor).__name__}")
+    keys = tuple(t.key for t in tensors)
+    return str(materialize_merge(structural_view(), keys, substitute=SUBSTITUTIONS))
 
 
 def _array(value: Any) -> Any:
