@@ -46,7 +46,7 @@ class TracedTensor(TensorMethods):
         cls, op: TensorPrimitive, operands: Sequence[TracedTensor], like: Any = None
     ) -> tuple[TracedTensor, ...]:
         operation_key = OperationKey(op, tuple([o.key for o in operands]))
-        if op.output_arity == 1:
+        if len(op.outputs) == 1:
             return (cls(Derived(operation_key, 0), op.outputs[0]),)
         return tuple(
             cls(k, m) for k, m in zip(operation_key.output_keys(), op.outputs, strict=True)

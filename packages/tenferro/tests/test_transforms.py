@@ -1,0 +1,249 @@
+"""Function transforms (JAX signatures) and the TracedTensor AD API: results, pytrees,
+composition to any order, caching by shapes and dtypes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tenferro as tf
+
+
+def close(actual: Any, expected: Any, tol: float = 1e-10) -> None:
+    np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=tol, atol=tol)
+
+
+def f(x: Any, y: Any) -> Any:
+    return tf.sum(tf.sin(x) * y**2)
+
+
+X = np.array([0.3, -1.2, 2.0])
+Y = np.array([1.5, 0.5, -0.7])
+
+
+# ---------------------------------------------------------------------- grad family
+
+
+def test_grad_argnums_and_value_and_grad():
+    close(tf.grad(f)(X, Y), np.cos(X) * Y**2)
+    close(tf.grad(f, argnums=1)(X, Y), 2 * np.sin(X) * Y)
+    gx, gy = tf.grad(f, argnums=(0, 1))(X, Y)
+    close(gx, np.cos(X) * Y**2)
+    close(gy, 2 * np.sin(X) * Y)
+    (gy_only,) = tf.grad(f, argnums=(-1,))(X, Y)
+    close(gy_only, gy)
+    value, g = tf.value_and_grad(f)(X, Y)
+    close(value, np.sum(np.sin(X) * Y**2))
+    close(g, gx)
+    assert isinstance(value, tf.Tensor)
+    assert isinstance(g, tf.Tensor)
+
+
+def test_has_aux():
+    def with_aux(x: Any) -> Any:
+        return tf.sum(x * x), {"mean": tf.mean(x)}
+
+    g, aux = tf.grad(with_aux, has_aux=True)(X)
+    close(g, 2 * X)
+    close(aux["mean"], X.mean())
+    (value, aux), g = tf.value_and_grad(with_aux, has_aux=True)(X)
+    close(value, np.sum(X * X))
+    out, pullback, aux = tf.vjp(lambda x: (x * 3, x[0]), X, has_aux=True)
+    close(out, 3 * X)
+    close(aux, X[0])
+    close(pullback(np.ones(3))[0], [3, 3, 3])
+
+
+def test_arguments_may_be_scalars_tensors_and_arrays():
+    close(tf.grad(lambda x: x**3)(2.0), 12.0)
+    close(tf.grad(lambda x: x**3)(tf.asarray(2.0)), 12.0)
+    close(tf.grad(lambda x: tf.sum(x**3))(np.array([1.0, 2.0])), [3.0, 12.0])
+    # lists are pytrees (as in JAX): one gradient per element
+    close(tf.grad(lambda xs: xs[0] * xs[1])([3.0, 2.0]), [2.0, 3.0])
+    assert np.asarray(tf.grad(lambda x: x * x)(np.float32(2.0))).dtype == np.float32
+
+
+def test_pytree_arguments_and_outputs():
+    params = {"w": np.array([[1.0, 2.0], [3.0, 4.0]]), "b": [np.array([0.5, -0.5])]}
+
+    def loss(p: Any, x: Any) -> Any:
+        return tf.sum(tf.tanh(p["w"] @ x + p["b"][0]) ** 2)
+
+    x = np.array([0.1, -0.2])
+    g = tf.grad(loss)(params, x)
+    assert set(g) == {"w", "b"}
+    assert isinstance(g["b"], list)
+    eps = 1e-6
+    bumped = {"w": params["w"].copy(), "b": [params["b"][0].copy()]}
+    bumped["w"][1, 0] += eps
+    fd = (float(loss(bumped, x)) - float(loss(params, x))) / eps
+    close(g["w"][1, 0], fd, tol=1e-5)
+    out, tangent = tf.jvp(lambda p: {"y": p["w"] @ x}, (params,), (params,))
+    close(out["y"], params["w"] @ x)
+    close(tangent["y"], params["w"] @ x)  # linear in p
+
+
+# ---------------------------------------------------------------------- jvp, vjp, linearize, hvp
+
+
+def test_jvp_vjp_linearize_agree():
+    dx, dy = np.array([1.0, 0.0, -1.0]), np.array([0.5, 0.5, 0.5])
+    out, tangent = tf.jvp(f, (X, Y), (dx, dy))
+    close(out, f(X, Y))
+    expected = np.sum(np.cos(X) * dx * Y**2 + np.sin(X) * 2 * Y * dy)
+    close(tangent, expected)
+    out2, jvp_fn = tf.linearize(f, X, Y)
+    close(out2, out)
+    close(jvp_fn(dx, dy), expected)
+    close(jvp_fn(2 * dx, 2 * dy), 2 * expected)
+    _, pullback = tf.vjp(f, X, Y)
+    gx, gy = pullback(np.array(1.0))
+    close(np.dot(gx, dx) + np.dot(gy, dy), expected)
+
+
+def test_hvp_matches_the_dense_hessian():
+    def g(x: Any) -> Any:
+        return tf.sum(tf.exp(x[:-1] * x[1:])) + tf.sum(x**4)
+
+    x = np.array([0.2, -0.4, 0.9])
+    n = len(x)
+    hessian = np.zeros((n, n))
+    for i in range(n):
+        hessian[:, i] = np.asarray(tf.hvp(g, (x,), (np.eye(n)[i],)))
+    close(hessian, hessian.T)
+    eps = 1e-5
+    for i in range(n):
+        e = np.eye(n)[i] * eps
+        column = (np.asarray(tf.grad(g)(x + e)) - np.asarray(tf.grad(g)(x - e))) / (2 * eps)
+        close(hessian[:, i], column, tol=1e-6)
+
+
+def test_any_order():
+    derivatives = [tf.sin]
+    for _ in range(4):
+        derivatives.append(tf.grad(derivatives[-1]))
+    x = 0.7
+    expected = [np.sin(x), np.cos(x), -np.sin(x), -np.cos(x), np.sin(x)]
+    for derivative, value in zip(derivatives, expected, strict=True):
+        close(derivative(x), value)
+    third = tf.jvp(tf.grad(tf.grad(tf.sin)), (x,), (1.0,))[1]
+    close(third, -np.cos(x))
+
+
+def test_composition_with_jit_and_vjp():
+    g = tf.jit(tf.grad(f))
+    close(g(X, Y), np.cos(X) * Y**2)
+    h = tf.grad(tf.jit(f))
+    close(h(X, Y), np.cos(X) * Y**2)
+
+    def through_vjp(x: Any) -> Any:
+        _, pullback = tf.vjp(lambda v: tf.sin(v) * v, x)
+        return tf.sum(pullback(tf.ones_like(x))[0] ** 2)
+
+    # d/dx sum((cos x * x + sin x)^2)
+    inner = np.cos(X) * X + np.sin(X)
+    close(tf.grad(through_vjp)(X), 2 * inner * (2 * np.cos(X) - X * np.sin(X)))
+
+
+def test_complex_transforms():
+    z = np.array([1.0 + 1.0j, 0.5 - 2.0j])
+    close(tf.grad(lambda z: tf.sum(tf.abs(z) ** 2))(z), 2 * z)
+    _, tangent = tf.jvp(tf.exp, (z,), (np.ones(2, complex),))
+    close(tangent, np.exp(z))
+    w = np.array([2.0 - 1.0j, 1.0j])
+    hv = tf.hvp(lambda z: tf.sum(tf.real(tf.conj(z) * z * z * tf.conj(z))), (z,), (w,))
+    # L = sum |z|^4 as a function of (Re, Im): H w = 8 Re(conj(z) w) z + 4 |z|^2 w
+    close(hv, 8 * np.real(np.conj(z) * w) * z + 4 * np.abs(z) ** 2 * w)
+
+
+# ---------------------------------------------------------------------- caching
+
+
+def test_programs_are_cached_by_shape_and_dtype():
+    traces = []
+
+    def counted(x: Any) -> Any:
+        traces.append(x.shape)
+        return tf.sum(x * x)
+
+    g = tf.grad(counted)
+    for _ in range(3):
+        close(g(X), 2 * X)
+    assert len(traces) == 1
+    g(np.ones(4))
+    g(np.ones(3, np.float32))
+    assert len(traces) == 3
+    g(X * 2)  # new data, same signature: no retrace
+    assert len(traces) == 3
+    tf.clear_caches()
+    g(X)
+    assert len(traces) == 4
+
+
+def test_jit_cache_is_bounded_and_inspectable():
+    compiled = tf.jit(lambda x: x + 1)
+    for n in range(3):
+        compiled(np.ones(n + 1))
+    assert len(compiled.cache) == 3
+    assert compiled.cache.maxsize >= 3
+    stats = compiled.cache.stats()
+    assert stats.misses == 3
+    compiled(np.ones(1))
+    assert compiled.cache.stats().hits == stats.hits + 1
+
+
+def test_closed_over_data_is_captured_at_trace_time():
+    weights = tf.asarray([1.0, 2.0, 3.0])
+    g = tf.jit(lambda x: tf.sum(weights * x))
+    close(g(np.ones(3)), 6.0)
+    close(g(np.full(3, 2.0)), 12.0)
+
+
+# ---------------------------------------------------------------------- TracedTensor API
+
+
+def test_placeholders_and_leaves():
+    p = tf.placeholder((3,), tf.float64, name="p")
+    q = tf.traced(Y, name="q")
+    y = tf.sum(tf.sin(p) * q**2)
+    close(y.eval({p: X}), f(X, Y))
+    close(y.eval({"p": 2 * X}), f(2 * X, Y))
+    close(y.grad(p).eval({p: X}), np.cos(X) * Y**2)
+    gp, gq = y.grad([p, q])
+    a, b = tf.evaluate([gp, gq], {p: X})
+    close(a, np.cos(X) * Y**2)
+    close(b, 2 * np.sin(X) * Y)
+    close(y.jvp(q, tf.asarray(np.ones(3))).eval({p: X}), np.sum(np.sin(X) * 2 * Y))
+    close(y.vjp(q, tf.asarray(2.0)).eval({p: X}), 4 * np.sin(X) * Y)
+    assert p.is_leaf()
+    assert not y.is_leaf()
+
+
+def test_traced_values_compose_with_concrete_ones():
+    t = tf.traced(X)
+    mixed = t * tf.asarray(Y) + np.ones(3) + 1
+    assert isinstance(mixed, tf.TracedTensor)
+    close(mixed.eval(), X * Y + 2)
+    with pytest.raises(TypeError, match="truth value"):
+        bool(t > 0)
+
+
+def test_optional_variants_and_integer_outputs():
+    x = tf.traced(X)
+    unrelated = tf.traced(Y)
+    assert (x * 2).vjp_optional(unrelated, tf.asarray(np.ones(3))) is None
+    counted = tf.sum((x > 0).astype(tf.float64))
+    assert counted.grad_optional(x) is None  # comparisons and casts to float carry no tangent
+    close(tf.grad(lambda v: tf.sum((v > 0).astype(tf.float64)))(X), np.zeros(3))
+
+
+def test_checkpoint_keeps_forward_values_and_derivatives():
+    x = tf.traced(X)
+    y = tf.exp(x).checkpoint()
+    z = tf.sum(y * y)
+    close(z.eval(), np.sum(np.exp(2 * X)))
+    close(z.grad(x).eval(), 2 * np.exp(2 * X))
+    w = tf.sum(tf.sin(y))
+    close(w.grad(x).eval(), np.cos(np.exp(X)) * np.exp(X))
