@@ -152,6 +152,7 @@ def test_scatter_gradient_with_respect_to_updates_is_ones():
 def test_dynamic_slice_clamps_its_start():
     x = tf.asarray(np.arange(5.0))
     close(lax.dynamic_slice(x, tf.asarray(np.array([4])), (3,)), [2, 3, 4])
+    close(lax.dynamic_slice(x, tf.asarray(np.array([-2])), (3,)), [0, 1, 2])  # StableHLO
 
 
 def test_maximum_and_clamp_ties():
