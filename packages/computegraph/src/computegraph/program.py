@@ -6,6 +6,12 @@ slots are exactly the materialised value indices (each written once: SSA).
 Compilation also computes, for every slot, the instruction after which it is
 dead, so :meth:`CompiledProgram.eval` releases each intermediate right after its
 last use and peak memory stays close to what the program really needs.
+
+Two optional speed-ups. ``compile(..., fold_constants=True)`` evaluates, once,
+the instructions that depend on no program input (for pure operations; results
+larger than ``fold_limit`` bytes are left to run time). And a program evaluated
+more than once switches to generated straight-line code (:mod:`computegraph.codegen`),
+which runs the same instructions without the interpreter loop.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import functools
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from computegraph.codegen import GeneratedRun, generate
 from computegraph.errors import BindingError, OperationContractError
 from computegraph.gc_pause import gc_paused
 from computegraph.keys import Input, ValueKey
@@ -44,12 +51,16 @@ class CompiledProgram:
       order (``input_keys`` names them);
     * ``output_slots``: the slot of each requested output (duplicates kept);
     * ``n_slots``: the number of slots (materialised values);
-    * ``free_after[i]``: the slots released right after instruction ``i``.
+    * ``free_after[i]``: the slots released right after instruction ``i``;
+    * ``constants``: slots whose values were computed at compile time (folded).
     """
 
     __slots__ = (
+        "_fast",
         "_input_position",
         "_plan",
+        "_runs",
+        "constants",
         "free_after",
         "input_keys",
         "input_slots",
@@ -67,8 +78,10 @@ class CompiledProgram:
         n_slots: int,
         input_keys: tuple[ValueKey, ...],
         output_keys: tuple[ValueKey, ...],
+        constants: Mapping[int, Any] | None = None,
     ) -> None:
         self.instructions = instructions
+        self.constants: dict[int, Any] = dict(constants or {})
         self.input_slots = input_slots
         self.output_slots = output_slots
         self.n_slots = n_slots
@@ -78,7 +91,9 @@ class CompiledProgram:
             (key.key if type(key) is Input else key): position
             for position, key in enumerate(input_keys)
         }
-        self.free_after = _last_uses(instructions, output_slots)
+        self.free_after = _last_uses(instructions, output_slots, self.constants)
+        self._runs = 0
+        self._fast: GeneratedRun | None = None
         self._plan: list[_Step] = [
             (
                 ins.operation,
@@ -110,8 +125,19 @@ class CompiledProgram:
                 f"CompiledProgram.eval: expected {len(self.input_slots)} input(s) "
                 f"({_describe_inputs(self.input_keys)}), got {len(inputs)}"
             )
+        if apply is None:
+            fast = self._fast
+            if fast is None and self._runs and len(self._plan) <= _GENERATE_LIMIT:
+                fast = self._fast = generate(
+                    self._plan, self.input_slots, self.output_slots, self.constants
+                )
+            self._runs += 1
+            if fast is not None:
+                return self._run_generated(fast, inputs, ctx)
         slots: list[Any] = [None] * self.n_slots
         for slot, value in zip(self.input_slots, inputs, strict=True):
+            slots[slot] = value
+        for slot, value in self.constants.items():
             slots[slot] = value
         plan = self._plan
         if apply is not None:
@@ -143,6 +169,25 @@ class CompiledProgram:
                 )
             raise
         return [slots[slot] for slot in self.output_slots]
+
+    @property
+    def generated(self) -> bool:
+        """Whether evaluation now runs generated straight-line code (after the first run)."""
+        return self._fast is not None
+
+    def _run_generated(self, fast: GeneratedRun, inputs: Sequence[Any], ctx: Any) -> list[Any]:
+        try:
+            return fast.function(inputs, ctx)
+        except OperationContractError:
+            raise
+        except Exception as error:
+            position = fast.failing_instruction(error.__traceback__)
+            if position is not None:
+                error.add_note(
+                    f"while evaluating instruction {position} of {len(self._plan)}: "
+                    f"{self._plan[position][0]!r}"
+                )
+            raise
 
     def eval_with(self, bindings: Mapping[Hashable, Any], ctx: Any = None) -> list[Any]:
         """Evaluate with inputs bound by input key (``{"x": 1.0, ...}``).
@@ -189,35 +234,79 @@ class CompiledProgram:
         )
 
 
-def compile(materialized: MaterializedGraph) -> CompiledProgram:
-    """Compile a materialised graph into an SSA :class:`CompiledProgram`."""
+_GENERATE_LIMIT = 20_000
+"""Programs with more instructions keep the loop (generated code compiles slowly)."""
+
+
+def compile(
+    materialized: MaterializedGraph,
+    *,
+    fold_constants: bool = False,
+    fold_limit: int = 1 << 16,
+) -> CompiledProgram:
+    """Compile a materialised graph into an SSA :class:`CompiledProgram`.
+
+    With ``fold_constants``, instructions that depend on no program input are
+    evaluated now (``ctx=None``; only for pure operations) and their results become
+    constants of the program, unless a result's ``nbytes`` exceeds ``fold_limit``.
+    """
     if not isinstance(materialized, MaterializedGraph):
         raise TypeError(f"compile: expected a MaterializedGraph, got {materialized!r}")
     with gc_paused():
-        instructions = tuple(
+        instructions = [
             Instruction(key.operation, inputs, tuple(materialized.operation_outputs(position)))
             for position, (key, inputs) in enumerate(
                 zip(materialized.operation_keys, materialized.operation_inputs, strict=True)
             )
-        )
+        ]
+        output_slots = tuple(materialized.index_of(key) for key in materialized.outputs)
+        constants: dict[int, Any] = {}
+        if fold_constants:
+            instructions, constants = _fold(instructions, output_slots, fold_limit)
         return CompiledProgram(
-            instructions,
+            tuple(instructions),
             materialized.input_indices(),
-            tuple(materialized.index_of(key) for key in materialized.outputs),
+            output_slots,
             len(materialized.value_keys),
             materialized.inputs,
             materialized.outputs,
+            constants,
         )
 
 
+def _fold(
+    instructions: list[Instruction], output_slots: tuple[int, ...], limit: int
+) -> tuple[list[Instruction], dict[int, Any]]:
+    """Evaluate the instructions computable without program inputs; keep the values
+    that remaining instructions or the outputs read."""
+    known: dict[int, Any] = {}
+    remaining: list[Instruction] = []
+    for instruction in instructions:
+        if all(slot in known for slot in instruction.inputs):
+            results = instruction.operation.eval(  # type: ignore[attr-defined]
+                [known[slot] for slot in instruction.inputs], None
+            )
+            if len(results) == len(instruction.outputs) and all(
+                getattr(value, "nbytes", 0) <= limit for value in results
+            ):
+                known.update(zip(instruction.outputs, results, strict=True))
+                continue
+        remaining.append(instruction)
+    needed = {slot for instruction in remaining for slot in instruction.inputs}
+    needed.update(output_slots)
+    return remaining, {slot: value for slot, value in known.items() if slot in needed}
+
+
 def _last_uses(
-    instructions: tuple[Instruction, ...], output_slots: tuple[int, ...]
+    instructions: tuple[Instruction, ...],
+    output_slots: tuple[int, ...],
+    constants: Mapping[int, Any],
 ) -> tuple[tuple[int, ...], ...]:
     """The slots to free after each instruction.
 
     A slot dies after the last instruction reading it; a slot written but never
-    read dies right after being written. Output slots never die. (Every input
-    slot of a materialised graph is read or is an output.)
+    read dies right after being written. Output slots and constants never die.
+    (Every input slot of a materialised graph is read or is an output.)
     """
     last: dict[int, int] = {}
     for position, instruction in enumerate(instructions):
@@ -225,7 +314,7 @@ def _last_uses(
             last[slot] = position
         for slot in instruction.inputs:
             last[slot] = position
-    for slot in output_slots:
+    for slot in (*output_slots, *constants):
         last.pop(slot, None)
     free: dict[int, list[int]] = {}
     for slot, position in last.items():

@@ -38,5 +38,9 @@ class EvaluableGraphOperation(GraphOperation, Protocol):
 
         ``ctx`` is the mutable evaluation context passed to every operation of
         one program run (``None`` unless the caller supplies one).
+
+        Optionally, a single-output operation that ignores ``ctx`` may also define
+        ``kernel()``, returning a function ``f(*values) -> value`` (or ``None``);
+        generated programs then call it directly instead of ``eval``.
         """
         ...

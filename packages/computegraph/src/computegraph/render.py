@@ -181,7 +181,16 @@ def _program_listing(program: CompiledProgram) -> _Listing:
         [f"s{i}" for i in program.output_slots],
         footer=[f"slots: {program.n_slots}"],
     )
+    listing.externals = [
+        (f"s{slot}", f"folded constant {_short(value)}")
+        for slot, value in program.constants.items()
+    ]
     return listing
+
+
+def _short(value: Any) -> str:
+    text = repr(value).replace("\n", " ")
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 # --------------------------------------------------------------------------- DOT

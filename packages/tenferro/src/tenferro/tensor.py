@@ -75,7 +75,8 @@ class Tensor(TensorMethods):
     def _bind(
         cls, op: TensorPrimitive, operands: Sequence[Tensor], like: Any = None
     ) -> tuple[Tensor, ...]:
-        values = op.eval([o._value for o in operands], None)
+        with np.errstate(all="ignore"):
+            values = op.eval([o._value for o in operands], None)
         return tuple(cls._wrap(v, m.weak) for v, m in zip(values, op.outputs, strict=True))
 
     def _rewrap(self, meta: Meta) -> Tensor:

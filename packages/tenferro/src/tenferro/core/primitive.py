@@ -64,6 +64,8 @@ class TensorPrimitive:
     linear: ClassVar[bool] = False
     """Linear in every input: the JVP applies the primitive to the tangents (zeros
     for missing ones) and only ``transpose`` is written."""
+    ufunc: ClassVar[Any] = None
+    """The numpy function that is the whole evaluation, when there is one."""
 
     inputs: tuple[Meta, ...]
     outputs: tuple[Meta, ...]
@@ -119,8 +121,20 @@ class TensorPrimitive:
         return self.impl(*inputs)
 
     def impl(self, *arrays: Any) -> Any:
-        """The numpy evaluation (one array, or a tuple for several outputs)."""
-        raise NotImplementedError
+        """The numpy evaluation (one array, or a tuple for several outputs).
+
+        Evaluation may meet IEEE special values: callers run it under
+        ``np.errstate(all="ignore")`` (programs once per run, concrete tensors per op).
+        """
+        if self.ufunc is None:
+            raise NotImplementedError
+        return self.ufunc(*arrays)
+
+    def kernel(self) -> Any:
+        """For computegraph's generated code: the function from input arrays to the output."""
+        if self.output_arity != 1:
+            return None
+        return self.ufunc if self.ufunc is not None else self.impl
 
     def __hash__(self) -> int:
         return self._hash
@@ -423,6 +437,9 @@ class AddAny(TensorPrimitive):
 
     def eval(self, inputs: Sequence[Any], ctx: Any) -> Sequence[Any]:
         return (np.add(inputs[0], inputs[1]),)
+
+    def kernel(self) -> Any:
+        return np.add
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangents, ctx):  # type: ignore[no-untyped-def]
         first, second = tangents

@@ -50,13 +50,6 @@ class Analytic(Elementwise):
     __slots__ = ()
     kinds = "fc"
 
-    def impl(self, x: Any) -> Any:
-        with np.errstate(all="ignore"):
-            return self.function(x)
-
-    def function(self, x: Any) -> Any:
-        raise NotImplementedError
-
     def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
         raise NotImplementedError
 
@@ -70,8 +63,7 @@ class Analytic(Elementwise):
 class Exp(Analytic):
     name = "exp"
 
-    def function(self, x: Any) -> Any:
-        return np.exp(x)
+    ufunc = np.exp
 
     def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
         return y
@@ -81,8 +73,7 @@ class Exp(Analytic):
 class Log(Analytic):
     name = "log"
 
-    def function(self, x: Any) -> Any:
-        return np.log(x)
+    ufunc = np.log
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         return [lax.div(ts[0], xs[0])]
@@ -92,8 +83,7 @@ class Log(Analytic):
 class Sin(Analytic):
     name = "sin"
 
-    def function(self, x: Any) -> Any:
-        return np.sin(x)
+    ufunc = np.sin
 
     def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
         return lax.cos(x)
@@ -103,8 +93,7 @@ class Sin(Analytic):
 class Cos(Analytic):
     name = "cos"
 
-    def function(self, x: Any) -> Any:
-        return np.cos(x)
+    ufunc = np.cos
 
     def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
         return lax.neg(lax.sin(x))
@@ -114,8 +103,7 @@ class Cos(Analytic):
 class Tanh(Analytic):
     name = "tanh"
 
-    def function(self, x: Any) -> Any:
-        return np.tanh(x)
+    ufunc = np.tanh
 
     def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
         return lax.sub(lax.full_like(y, 1), lax.mul(y, y))
@@ -125,8 +113,7 @@ class Tanh(Analytic):
 class Sqrt(Analytic):
     name = "sqrt"
 
-    def function(self, x: Any) -> Any:
-        return np.sqrt(x)
+    ufunc = np.sqrt
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         (y,) = ys
@@ -139,7 +126,7 @@ class Rsqrt(Analytic):
 
     name = "rsqrt"
 
-    def function(self, x: Any) -> Any:
+    def impl(self, x: Any) -> Any:
         return np.reciprocal(np.sqrt(x))
 
     def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
@@ -150,8 +137,7 @@ class Rsqrt(Analytic):
 class Expm1(Analytic):
     name = "expm1"
 
-    def function(self, x: Any) -> Any:
-        return np.expm1(x)
+    ufunc = np.expm1
 
     def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
         return lax.add(y, lax.full_like(y, 1))
@@ -161,8 +147,7 @@ class Expm1(Analytic):
 class Log1p(Analytic):
     name = "log1p"
 
-    def function(self, x: Any) -> Any:
-        return np.log1p(x)
+    ufunc = np.log1p
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         (x,) = xs
@@ -184,8 +169,10 @@ class Pow(Elementwise):
             if np.any(np.asarray(y) < 0):
                 raise ExecutionError(self.name, "integers cannot be raised to negative powers")
             return np.power(x, y)
-        with np.errstate(all="ignore"):
-            return np.power(x, y)
+        return np.power(x, y)
+
+    def kernel(self) -> Any:
+        return self.impl if self.inputs[0].dtype.kind == "i" else np.power
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         x, y = xs

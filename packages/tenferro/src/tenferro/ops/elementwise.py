@@ -91,8 +91,7 @@ class Add(Elementwise):
     name = "add"
     linear = True
 
-    def impl(self, x: Any, y: Any) -> Any:
-        return np.add(x, y)
+    ufunc = np.add
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         return [lax.add_tangents(ts[0], ts[1])]
@@ -106,8 +105,7 @@ class Sub(Elementwise):
     name = "sub"
     linear = True
 
-    def impl(self, x: Any, y: Any) -> Any:
-        return np.subtract(x, y)
+    ufunc = np.subtract
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         dx, dy = ts
@@ -125,8 +123,7 @@ class Sub(Elementwise):
 class Mul(Elementwise):
     name = "mul"
 
-    def impl(self, x: Any, y: Any) -> Any:
-        return np.multiply(x, y)
+    ufunc = np.multiply
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         x, y = xs
@@ -155,8 +152,7 @@ class Neg(Elementwise):
     name = "neg"
     linear = True
 
-    def impl(self, x: Any) -> Any:
-        return np.negative(x)
+    ufunc = np.negative
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         return [lax.neg(cts[0])]
@@ -169,8 +165,7 @@ class Conj(Elementwise):
     name = "conj"
     linear = True
 
-    def impl(self, x: Any) -> Any:
-        return np.conj(x)
+    ufunc = np.conj
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         return [lax.conj(cts[0])]
@@ -185,8 +180,10 @@ class Div(Elementwise):
     def impl(self, x: Any, y: Any) -> Any:
         if self.inputs[0].dtype.kind == "i":
             return _integer_divide(self.name, x, y)
-        with np.errstate(all="ignore"):
-            return np.true_divide(x, y)
+        return np.true_divide(x, y)
+
+    def kernel(self) -> Any:
+        return self.impl if self.inputs[0].dtype.kind == "i" else np.true_divide
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         _, y = xs
@@ -230,8 +227,10 @@ class Rem(Elementwise):
     def impl(self, x: Any, y: Any) -> Any:
         if self.inputs[0].dtype.kind == "i" and np.any(np.asarray(y) == 0):
             raise ExecutionError(self.name, "integer remainder by zero")
-        with np.errstate(all="ignore"):
-            return np.fmod(x, y)
+        return np.fmod(x, y)
+
+    def kernel(self) -> Any:
+        return self.impl if self.inputs[0].dtype.kind == "i" else np.fmod
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         x, y = xs
@@ -252,8 +251,7 @@ class Abs(Elementwise):
     def result_dtype(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return real_dtype(dtype) if is_complex(dtype) else dtype
 
-    def impl(self, x: Any) -> Any:
-        return np.abs(x)
+    ufunc = np.abs
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         (x,), (y,), (dx,) = xs, ys, ts
@@ -308,10 +306,9 @@ class Sign(Elementwise):
         if is_complex(self.inputs[0].dtype):
             x = np.asarray(x)
             magnitude = np.abs(x)
-            with np.errstate(all="ignore"):
-                return np.where(
-                    magnitude == 0, 0, x / np.where(magnitude == 0, 1, magnitude)
-                ).astype(x.dtype)
+            return np.where(magnitude == 0, 0, x / np.where(magnitude == 0, 1, magnitude)).astype(
+                x.dtype
+            )
         return np.sign(x)
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
@@ -343,16 +340,14 @@ class _Extremum(Elementwise):
 class Maximum(_Extremum):
     name = "max"
 
-    def impl(self, x: Any, y: Any) -> Any:
-        return np.maximum(x, y)
+    ufunc = np.maximum
 
 
 @primitive
 class Minimum(_Extremum):
     name = "min"
 
-    def impl(self, x: Any, y: Any) -> Any:
-        return np.minimum(x, y)
+    ufunc = np.minimum
 
 
 # ---------------------------------------------------------------------- comparison and selection
@@ -483,8 +478,7 @@ class Real(Elementwise):
     def result_dtype(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return real_dtype(dtype)
 
-    def impl(self, x: Any) -> Any:
-        return np.real(x)
+    ufunc = staticmethod(np.real)
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         (ct,) = cts
@@ -503,8 +497,7 @@ class Imag(Elementwise):
     def result_dtype(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return real_dtype(dtype)
 
-    def impl(self, x: Any) -> Any:
-        return np.imag(x)
+    ufunc = staticmethod(np.imag)
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         (ct,) = cts

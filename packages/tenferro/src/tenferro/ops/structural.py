@@ -186,8 +186,7 @@ class Convert(TensorPrimitive):
             return np.not_equal(x, 0)
         if source.kind == "c" and target.kind != "c":
             x = np.real(x)
-        with np.errstate(all="ignore"):
-            return np.asarray(x).astype(target)
+        return np.asarray(x).astype(target)
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         if not (is_inexact(self.inputs[0].dtype) and is_inexact(self.dtype)):

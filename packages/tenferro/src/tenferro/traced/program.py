@@ -69,7 +69,8 @@ class TracedProgram:
 
     def __init__(self, outputs: tuple[ValueKey, ...]) -> None:
         materialized = materialize_merge(structural_view(), outputs, substitute=SUBSTITUTIONS)
-        self.program: CompiledProgram = compile(materialized)
+        with np.errstate(all="ignore"):
+            self.program: CompiledProgram = compile(materialized, fold_constants=True)
         self.sources: tuple[_Source, ...] = tuple(_source(key) for key in self.program.input_keys)
 
     def run(

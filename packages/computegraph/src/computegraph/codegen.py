@@ -1,0 +1,135 @@
+"""The fast tier of :class:`~computegraph.CompiledProgram`: straight-line Python.
+
+A program that is evaluated repeatedly is turned into one generated function
+whose body is the instruction list written out, one statement per instruction,
+with local variables for slots and ``del`` statements where slots die::
+
+    def run(inputs, ctx):
+        v0 = inputs[0]
+        v1 = k0(v0)                      # an operation's kernel, called directly
+        v2 = _one(e1([v1, v0], ctx), 1)  # or its eval, with the output count checked
+        del v1
+        return [v2]
+
+This removes the interpreter loop of :meth:`CompiledProgram.eval` (slot list
+indexing, tuple packing and unpacking per instruction). Operations opt into the
+direct call by providing ``kernel()`` (see :mod:`computegraph.protocols`).
+The generated source never contains operation data: operations, kernels and
+folded constants are bound by name in the function's globals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any
+
+from computegraph.errors import OperationContractError
+
+__all__ = ["GeneratedRun", "generate"]
+
+_FILENAME = "<computegraph program>"
+
+
+class GeneratedRun:
+    """A generated straight-line function and the map from its lines to instructions."""
+
+    __slots__ = ("code", "function", "line_to_instruction")
+
+    def __init__(
+        self,
+        function: Callable[[Sequence[Any], Any], list[Any]],
+        line_to_instruction: dict[int, int],
+    ) -> None:
+        self.function = function
+        self.code = function.__code__
+        self.line_to_instruction = line_to_instruction
+
+    def failing_instruction(self, traceback: TracebackType | None) -> int | None:
+        """The instruction whose statement raised, from an exception's traceback."""
+        found = None
+        while traceback is not None:
+            if traceback.tb_frame.f_code is self.code:
+                found = self.line_to_instruction.get(traceback.tb_lineno)
+            traceback = traceback.tb_next
+        return found
+
+
+def _one(results: Any, position: int, operation: Any) -> Any:
+    try:
+        (value,) = results
+    except (TypeError, ValueError):
+        raise _wrong_count(position, operation, 1, results) from None
+    return value
+
+
+def _many(results: Any, expected: int, position: int, operation: Any) -> Any:
+    try:
+        count = len(results)
+    except TypeError:
+        count = -1
+    if count != expected:
+        raise _wrong_count(position, operation, expected, results)
+    return results
+
+
+def _wrong_count(position: int, operation: Any, expected: int, results: Any) -> Exception:
+    try:
+        got = f"{len(results)} value(s)"
+    except TypeError:
+        got = f"a non-sequence {type(results).__name__}"
+    return OperationContractError(
+        f"instruction {position}: {operation!r}.eval returned {got}, expected "
+        f"{expected} (its output_count())"
+    )
+
+
+def generate(
+    steps: Sequence[tuple[Any, Any, tuple[int, ...], Any, tuple[int, ...]]],
+    input_slots: Sequence[int],
+    output_slots: Sequence[int],
+    constants: dict[int, Any],
+) -> GeneratedRun:
+    """Write the plan ``steps`` (operation, eval, input slots, output slot(s), dead slots)
+    as one function ``run(inputs, ctx) -> outputs``. ``constants`` maps slots to values
+    known at compile time."""
+    namespace: dict[str, Any] = {"_one": _one, "_many": _many, "__builtins__": {}}
+    for slot, value in constants.items():
+        namespace[f"c{slot}"] = value
+
+    def name(slot: int) -> str:
+        return f"c{slot}" if slot in constants else f"v{slot}"
+
+    lines = ["def run(inputs, ctx):"]
+    for position, slot in enumerate(input_slots):
+        lines.append(f"    v{slot} = inputs[{position}]")
+    line_to_instruction: dict[int, int] = {}
+    for position, (operation, evaluate, args, out, dead) in enumerate(steps):
+        operands = ", ".join(name(slot) for slot in args)
+        kernel = _kernel(operation) if type(out) is int else None
+        if kernel is not None:
+            namespace[f"k{position}"] = kernel
+            statement = f"v{out} = k{position}({operands})"
+        else:
+            namespace[f"e{position}"] = evaluate
+            namespace[f"o{position}"] = operation
+            call = f"e{position}([{operands}], ctx)"
+            if type(out) is int:
+                statement = f"v{out} = _one({call}, {position}, o{position})"
+            elif out:
+                targets = ", ".join(f"v{slot}" for slot in out)
+                statement = f"{targets}, = _many({call}, {len(out)}, {position}, o{position})"
+            else:
+                statement = f"_many({call}, 0, {position}, o{position})"
+        lines.append(f"    {statement}")
+        line_to_instruction[len(lines)] = position
+        if dead:
+            lines.append(f"    del {', '.join(f'v{slot}' for slot in dead)}")
+    lines.append(f"    return [{', '.join(name(slot) for slot in output_slots)}]")
+    exec(compile("\n".join(lines), _FILENAME, "exec"), namespace)  # our own source, no user text
+    return GeneratedRun(namespace["run"], line_to_instruction)
+
+
+def _kernel(operation: Any) -> Callable[..., Any] | None:
+    make = getattr(operation, "kernel", None)
+    return None if make is None else make()

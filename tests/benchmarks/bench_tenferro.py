@@ -1,0 +1,282 @@
+"""tenferro traced transforms: W2 (HVP), W3 (grad of a 1000-op chain), W8 (compile cache).
+
+Peers (PyTorch, JAX, HIPS autograd) run side by side when installed, single-threaded,
+inputs built outside the timed region. Figures are medians; ratios are peer / tenferro
+(above 1: tenferro is faster). Targets (design.md §5 and issue 4): W3 steady state
+<= 2 us per primitive op; W8 cache-hit call overhead <= 30 us; first tf.grad call of W3
+at least 10x faster than JAX's first jit(grad) call.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(variable, "1")
+os.environ.setdefault(
+    "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+)
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import numpy as np  # noqa: E402
+from bench_common import Report, header, median, timings  # noqa: E402
+
+import tenferro as tf  # noqa: E402
+
+CHAIN_OPS = 1000
+
+
+def have(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
+
+
+def first_call(make: Callable[[], Callable[[], Any]]) -> float:
+    """Seconds of the first call of a freshly made function (traces, compiles, runs)."""
+    fresh = make()
+    start = time.perf_counter()
+    fresh()
+    return time.perf_counter() - start
+
+
+# ---------------------------------------------------------------------- W3
+
+
+def chain(m: Any, x: Any) -> Any:
+    """CHAIN_OPS tiny elementwise primitive ops (sin, mul, add in turn), then a sum."""
+    for step in range(CHAIN_OPS // 3):
+        x = m.sin(x)
+        x = x * 0.99
+        x = x + 0.01 * step
+    return m.sum(x)
+
+
+class _Numpyish:
+    """The few functions `chain` needs, for frameworks with numpy-style namespaces."""
+
+    def __init__(self, sin: Any, total: Any) -> None:
+        self.sin, self.sum = sin, total
+
+
+def bench_w3(report: Report) -> None:
+    x = np.linspace(0.1, 0.9, 4)
+    ops = (CHAIN_OPS // 3) * 3 + 1
+    grad = tf.grad(lambda v: chain(tf, v))
+    steady = median(timings(lambda: grad(x), 30))
+
+    def fresh() -> Callable[[], Any]:
+        new_grad = tf.grad(lambda v: chain(tf, v))
+        return lambda: new_grad(x)
+
+    first = median([first_call(fresh) for _ in range(3)])
+    report.add(
+        workload="W3 traced tf.grad",
+        ops=ops,
+        steady_us_per_op=steady / ops * 1e6,
+        first_call_ms=first * 1e3,
+    )
+    rows = {"tenferro_first_ms": first * 1e3, "tenferro_steady_us_per_op": steady / ops * 1e6}
+    if have("jax"):
+        import jax
+        import jax.numpy as jnp
+
+        jax.config.update("jax_enable_x64", True)
+        xj = jnp.asarray(x)
+
+        def jax_first() -> Callable[[], Any]:
+            fn = jax.jit(jax.grad(lambda v: chain(jnp, v)))
+            return lambda: fn(xj).block_until_ready()
+
+        jax_first_s = median([first_call(jax_first) for _ in range(3)])
+        jitted = jax.jit(jax.grad(lambda v: chain(jnp, v)))
+        jitted(xj).block_until_ready()
+        jax_steady = median(timings(lambda: jitted(xj).block_until_ready(), 30))
+        eager = jax.grad(lambda v: chain(jnp, v))
+        jax_eager = median(timings(lambda: eager(xj).block_until_ready(), 3))
+        report.add(
+            workload="W3 jax jit(grad)",
+            ops=ops,
+            first_call_ms=jax_first_s * 1e3,
+            steady_us_per_op=jax_steady / ops * 1e6,
+            first_call_ratio_jax_over_tenferro=jax_first_s / first,
+        )
+        report.add(workload="W3 jax grad (no jit)", ops=ops, us_per_op=jax_eager / ops * 1e6)
+        rows["jax_first_over_tenferro_first"] = jax_first_s / first
+    if have("torch"):
+        import torch
+
+        torch.set_num_threads(1)
+
+        def torch_step() -> Any:
+            v = torch.tensor(x, requires_grad=True)
+            chain(torch, v).backward()
+            return v.grad
+
+        np.testing.assert_allclose(torch_step().numpy(), grad(x), rtol=1e-10)  # same maths
+
+        t = median(timings(torch_step, 30))
+        report.add(
+            workload="W3 torch eager fwd+bwd",
+            ops=ops,
+            us_per_op=t / ops * 1e6,
+            ratio_torch_over_tenferro_steady=t / steady,
+        )
+    if have("autograd"):
+        import autograd
+        import autograd.numpy as anp
+
+        agrad = autograd.grad(lambda v: chain(anp, v))
+        t = median(timings(lambda: agrad(x), 10))
+        report.add(
+            workload="W3 autograd fwd+bwd",
+            ops=ops,
+            us_per_op=t / ops * 1e6,
+            ratio_autograd_over_tenferro_steady=t / steady,
+        )
+
+
+# ---------------------------------------------------------------------- W2
+
+
+def tanh_loss(m: Any, w: Any) -> Callable[[Any], Any]:
+    return lambda x: m.sum(m.tanh(w @ x) ** 2)
+
+
+def bench_w2(report: Report, n: int = 256) -> None:
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((n, n)) / np.sqrt(n)
+    x, v = rng.standard_normal(n), rng.standard_normal(n)
+    loss = tanh_loss(tf, tf.asarray(w))
+    tf.hvp(loss, (x,), (v,))
+    ours = median(timings(lambda: tf.hvp(loss, (x,), (v,)), 50))
+
+    def fresh() -> Callable[[], Any]:
+        new_loss = tanh_loss(tf, tf.asarray(w))
+        return lambda: tf.hvp(new_loss, (x,), (v,))
+
+    first = first_call(fresh)
+    report.add(workload="W2 tf.hvp", n=n, ms=ours * 1e3, first_call_ms=first * 1e3)
+    if have("torch"):
+        import torch
+
+        torch.set_num_threads(1)
+        wt, xt, vt = (torch.tensor(a) for a in (w, x, v))
+        f = tanh_loss(torch, wt)
+
+        def torch_hvp() -> Any:
+            xr = xt.clone().requires_grad_(True)
+            (g,) = torch.autograd.grad(f(xr), xr, create_graph=True)
+            (hv,) = torch.autograd.grad(g @ vt, xr)
+            return hv
+
+        np.testing.assert_allclose(torch_hvp().numpy(), tf.hvp(loss, (x,), (v,)), rtol=1e-8)
+        t = median(timings(torch_hvp, 50))
+        report.add(
+            workload="W2 torch double backward", n=n, ms=t * 1e3, ratio_torch_over_tenferro=t / ours
+        )
+    if have("autograd"):
+        import autograd
+        import autograd.numpy as anp
+
+        hvp = autograd.hessian_vector_product(tanh_loss(anp, w))
+        t = median(timings(lambda: hvp(x, v), 50))
+        report.add(
+            workload="W2 autograd hessian_vector_product",
+            n=n,
+            ms=t * 1e3,
+            ratio_autograd_over_tenferro=t / ours,
+        )
+    if have("jax"):
+        import jax
+        import jax.numpy as jnp
+
+        jax.config.update("jax_enable_x64", True)
+        fj = tanh_loss(jnp, jnp.asarray(w))
+        xj, vj = jnp.asarray(x), jnp.asarray(v)
+
+        def jax_hvp(p: Any, t: Any) -> Any:
+            return jax.jvp(jax.grad(fj), (p,), (t,))[1]
+
+        t = median(timings(lambda: jax_hvp(xj, vj).block_until_ready(), 10))
+        jitted = jax.jit(jax_hvp)
+        jitted(xj, vj).block_until_ready()
+        tj = median(timings(lambda: jitted(xj, vj).block_until_ready(), 50))
+        report.add(
+            workload="W2 jax eager jvp(grad)", n=n, ms=t * 1e3, ratio_jax_over_tenferro=t / ours
+        )
+        report.add(
+            workload="W2 jax jit(jvp(grad))", n=n, ms=tj * 1e3, ratio_jax_over_tenferro=tj / ours
+        )
+
+
+# ---------------------------------------------------------------------- W8
+
+
+def w8_function(m: Any) -> Callable[[Any, Any], Any]:
+    def f(a: Any, b: Any) -> Any:
+        return m.sum(m.exp(a * b) - a)
+
+    return f
+
+
+def bench_w8(report: Report) -> None:
+    a, b = np.ones((3, 3)), np.full((3, 3), 0.5)
+
+    def fresh() -> Callable[[], Any]:
+        new_jit = tf.jit(w8_function(tf))
+        return lambda: new_jit(a, b)
+
+    first = median([first_call(fresh) for _ in range(5)])
+    compiled = tf.jit(w8_function(tf))
+    compiled(a, b)
+    datas = [np.full((3, 3), k / 100) for k in range(100)]
+    index = iter(range(10**9))
+    hit = median(timings(lambda: compiled(a, datas[next(index) % 100]), 2000))
+    reshaped = first_call(lambda: lambda: compiled(np.ones((4, 3)), np.ones((4, 3))))
+    grad = tf.grad(w8_function(tf))
+    grad(a, b)
+    grad_hit = median(timings(lambda: grad(a, b), 2000))
+    report.add(
+        workload="W8 tf.jit",
+        first_call_ms=first * 1e3,
+        cache_hit_us=hit * 1e6,
+        new_shape_ms=reshaped * 1e3,
+        grad_cache_hit_us=grad_hit * 1e6,
+    )
+    if have("jax"):
+        import jax
+        import jax.numpy as jnp
+
+        jax.config.update("jax_enable_x64", True)
+        aj, bj = jnp.asarray(a), jnp.asarray(b)
+        fj = w8_function(jnp)
+
+        def fresh_jax() -> Callable[[], Any]:
+            new_jit = jax.jit(fj)
+            return lambda: new_jit(aj, bj).block_until_ready()
+
+        jfirst = median([first_call(fresh_jax) for _ in range(5)])
+        jitted = jax.jit(fj)
+        jitted(aj, bj).block_until_ready()
+        jhit = median(timings(lambda: jitted(aj, bj).block_until_ready(), 2000))
+        report.add(
+            workload="W8 jax.jit",
+            first_call_ms=jfirst * 1e3,
+            cache_hit_us=jhit * 1e6,
+            first_ratio_jax_over_tenferro=jfirst / first,
+        )
+
+
+if __name__ == "__main__":
+    header("tenferro traced transforms (W2, W3, W8)")
+    report = Report("tenferro")
+    bench_w3(report)
+    bench_w2(report)
+    bench_w8(report)
+    print(f"   saved {report.save()}")
