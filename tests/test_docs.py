@@ -52,3 +52,15 @@ def test_example_scripts_run(script: Path):
         [sys.executable, str(script)], capture_output=True, text=True, timeout=600
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_primitive_table_lists_every_primitive():
+    import tenferro as tf
+
+    text = (DOCS / "tenferro.md").read_text()
+    table = text[text.index("## The primitive catalogue") :]
+    for name in tf.ops.__all__:
+        primitive = getattr(tf.ops, name)
+        if primitive is tf.ops.TensorPrimitive:
+            continue
+        assert f"`{primitive.name}`" in table, primitive.name

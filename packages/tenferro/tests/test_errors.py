@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tenferro as tf
 from tenferro import lax
@@ -185,3 +187,63 @@ def test_errors_leave_caches_usable():
     with pytest.raises(tf.AxisError):
         f(np.ones(3))
     np.testing.assert_allclose(f(np.ones((2, 3))), [3, 3])
+
+
+# ---------------------------------------------------------------------- properties
+
+shapes = st.lists(st.integers(1, 4), min_size=0, max_size=4).map(tuple)
+
+
+@settings(max_examples=80, deadline=None)
+@given(shapes, st.lists(st.integers(-6, 6), max_size=5))
+def test_permutations_are_accepted_exactly_when_valid(shape, permutation):
+    x = tf.traced(np.zeros(shape))
+    ndim = len(shape)
+    in_range = all(-ndim <= p < ndim for p in permutation)
+    valid = in_range and sorted(p % ndim for p in permutation) == list(range(ndim))
+    if valid:  # negative axes count from the end, as in numpy
+        expected = np.transpose(np.zeros(shape), permutation).shape
+        assert tf.transpose(x, permutation).shape == expected
+    else:
+        with pytest.raises(tf.AxisError, match="transpose"):
+            tf.transpose(x, permutation)
+
+
+@settings(max_examples=80, deadline=None)
+@given(shapes, st.lists(st.integers(-6, 6), max_size=4))
+def test_reduction_axes_are_accepted_exactly_when_valid(shape, axes):
+    x = tf.asarray(np.ones(shape))
+    ndim = len(shape)
+    normalized = [a % ndim for a in axes if -ndim <= a < ndim] if ndim else []
+    valid = all(-ndim <= a < ndim for a in axes) and len(set(normalized)) == len(axes)
+    if valid:
+        np.testing.assert_allclose(tf.sum(x, axis=tuple(axes)), np.sum(np.ones(shape), tuple(axes)))
+    else:
+        with pytest.raises(tf.AxisError, match="sum"):
+            tf.sum(x, axis=tuple(axes))
+
+
+@settings(max_examples=80, deadline=None)
+@given(shapes, shapes)
+def test_broadcasting_errors_agree_with_numpy(first, second):
+    try:
+        expected = np.broadcast_shapes(first, second)
+    except ValueError:
+        expected = None
+    a, b = tf.traced(np.zeros(first)), tf.traced(np.zeros(second))
+    if expected is None:
+        with pytest.raises(tf.ShapeError, match="add"):
+            a + b
+    else:
+        assert (a + b).shape == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(shapes, shapes)
+def test_reshape_requires_the_same_size(shape, target):
+    x = tf.asarray(np.zeros(shape))
+    if np.prod(shape, dtype=int) == np.prod(target, dtype=int):
+        assert tf.reshape(x, target).shape == target
+    else:
+        with pytest.raises(tf.ShapeError, match="reshape"):
+            tf.reshape(x, target)
