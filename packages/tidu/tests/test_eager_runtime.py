@@ -24,6 +24,7 @@ from tidu.eager import (
     Recorder,
     Trace,
     backward,
+    forward,
 )
 
 Add, Mul, Neg, Sin, Exp = (EXT_SCALAR.op(n) for n in ("Add", "Mul", "Neg", "Sin", "Exp"))
@@ -256,3 +257,52 @@ def test_a_100k_node_tape():
     assert math.isclose(cotangents[Input("x")], 1.0000001**100_000, rel_tol=1e-9)
     del value, out, cotangents
     gc.collect()  # freeing the long chain of trace nodes must not recurse either
+
+
+def test_forward_mode_on_the_tape():
+    fe = Frontend()
+    a, b, v0, v1 = 0.7, -1.2, 0.3, -2.0
+    x0, x1 = fe.leaf("x0", a), fe.leaf("x1", b)
+    y = f(fe, x0, x1)
+    tangents = forward({x0.key: v0, x1.key: v1}, [y.trace], fe.executor)
+    e = math.exp(a * b)
+    expected = (2 * a * math.sin(b) + b * e) * v0 + (a * a * math.cos(b) + a * e) * v1
+    assert math.isclose(tangents[y.key].data, expected, rel_tol=1e-13)
+    only_x1 = forward({x1.key: 1.0}, [y.trace], fe.executor)
+    assert math.isclose(only_x1[y.key].data, a * a * math.cos(b) + a * e, rel_tol=1e-13)
+    assert forward({}, [y.trace], fe.executor) == {}
+
+
+def test_hessian_vector_product_forward_over_reverse():
+    fe = Frontend()
+    a, b, v0, v1 = 0.7, -1.2, 0.3, -2.0
+    x0, x1 = fe.leaf("x0", a), fe.leaf("x1", b)
+    g0, g1 = fe.grad(f(fe, x0, x1), [x0, x1])  # recorded: the backward pass is on the tape
+    tangents = forward({x0.key: v0, x1.key: v1}, [g0.trace, g1.trace], fe.executor)
+    e = math.exp(a * b)
+    h01 = 2 * a * math.cos(b) + e + a * b * e
+    assert math.isclose(
+        tangents[g0.key].data, (2 * math.sin(b) + b * b * e) * v0 + h01 * v1, rel_tol=1e-12
+    )
+    assert math.isclose(
+        tangents[g1.key].data, h01 * v0 + (-a * a * math.sin(b) + a * a * e) * v1, rel_tol=1e-12
+    )
+
+
+def test_executors_may_supply_primal_values():
+    fe = Frontend()
+    x = fe.leaf("x", 0.5)
+    y = fe(Sin, x)
+    seen: list[Any] = []
+
+    class Supplying(ProgramExecutor):
+        def primal_values(self, node: Trace) -> Any:
+            seen.append(node)
+            return dict.fromkeys(node.saved_data, 2.0)  # pretend x were 2.0
+
+    executor = Supplying(Add)
+    cotangents = backward(y.key, y.trace, 1.0, executor)
+    assert seen == [y.trace]
+    assert math.isclose(cotangents[x.key], math.cos(2.0), rel_tol=1e-15)
+    tangents = forward({x.key: 1.0}, [y.trace], executor)
+    assert math.isclose(tangents[y.key], math.cos(2.0), rel_tol=1e-15)

@@ -3,13 +3,15 @@
 A frontend records each eager invocation with a :class:`Recorder` (one primitive
 as a one-operation :class:`RecordedGraph`, or a composite graph as one tape node),
 and runs reverse mode with :func:`backward` through a :class:`BackwardExecutor`
-(:class:`ProgramExecutor` is a ready one for evaluable primitives). Derivatives of
+(:class:`ProgramExecutor` is a ready one for evaluable primitives), or forward mode
+with :func:`forward`. Derivatives of
 recorded structures are cached (:class:`DerivativeCache`).
 """
 
-from tidu.eager.backward import BackwardExecutor, backward
+from tidu.eager.backward import BackwardExecutor, backward, topological_nodes
 from tidu.eager.derivatives import DerivativeCache, NodeDerivative, default_derivative_cache
 from tidu.eager.executor import Apply, ProgramExecutor
+from tidu.eager.forward import ForwardExecutor, forward
 from tidu.eager.recorded import EAGER_PASS, RecordedGraph
 from tidu.eager.tape import (
     CountingKeySource,
@@ -30,6 +32,7 @@ __all__ = [
     "EagerInput",
     "EagerKey",
     "EagerOutput",
+    "ForwardExecutor",
     "KeySource",
     "NodeDerivative",
     "ProgramExecutor",
@@ -38,4 +41,6 @@ __all__ = [
     "Trace",
     "backward",
     "default_derivative_cache",
+    "forward",
+    "topological_nodes",
 ]

@@ -21,7 +21,7 @@ from tidu.eager.tape import Trace
 from tidu.errors import RuleContractError, TransformError
 from tidu.linearized import LinearizedGraph, PrimitiveGraph
 
-__all__ = ["BackwardExecutor", "backward"]
+__all__ = ["BackwardExecutor", "backward", "node_values", "topological_nodes"]
 
 
 @runtime_checkable
@@ -59,6 +59,14 @@ class BackwardExecutor(Protocol):
         ...
 
 
+def node_values(executor: Any, node: Trace) -> Mapping[ValueKey, Any]:
+    """The primal values of ``node`` the derivative reads: the executor's
+    ``primal_values(node)`` if it defines one (an optional hook, e.g. to hand the rules
+    differentiable handles instead of the saved arrays), else what the node saved."""
+    hook = getattr(executor, "primal_values", None)
+    return node.saved_data if hook is None else hook(node)
+
+
 def backward(
     output_key: ValueKey,
     output_trace: Trace | None,
@@ -74,7 +82,9 @@ def backward(
     seed), intermediates and the leaves that require grad. Inputs recorded with
     ``requires_grad=False`` get nothing. ``output_trace`` is ``None`` for a value
     that no tracked invocation produced; the result is then just the seed.
-    Rule errors (:class:`~tidu.ADRuleError`) propagate.
+    Rule errors (:class:`~tidu.ADRuleError`) propagate. An executor may define
+    ``primal_values(node)`` to supply the primal values of a node itself (see
+    :func:`node_values`).
     """
     if not isinstance(output_key, ValueKey):
         raise TypeError(f"backward: output_key must be a ValueKey, got {output_key!r}")
@@ -89,7 +99,7 @@ def backward(
             f"{list(output_trace.output_keys)!r})"
         )
     derivatives = default_derivative_cache if cache is None else cache
-    for node in reversed(_topological_nodes(output_trace)):
+    for node in reversed(topological_nodes([output_trace])):
         outputs = node.output_keys
         if len(outputs) == 1:
             only = cotangents.get(outputs[0])
@@ -104,7 +114,7 @@ def backward(
                 continue
             seeds = [pending[slot] for slot in slots]
         derivative = derivatives.derivative(node.recorded, slots, ctx)
-        values: Mapping[ValueKey, Any] = node.saved_data
+        values = node_values(executor, node)
         if not derivative.needed <= values.keys():
             replayed = executor.execute_forward(PrimitiveGraph(node.recorded.graph), values)
             values = {**replayed, **values}
@@ -126,14 +136,14 @@ def backward(
     return cotangents
 
 
-def _topological_nodes(root: Trace) -> list[Trace]:
-    """Nodes reachable from ``root`` through input edges, producers before consumers.
+def topological_nodes(roots: Sequence[Trace]) -> list[Trace]:
+    """Nodes reachable from ``roots`` through input edges, producers before consumers.
 
     Nodes are numbered at creation and a producer always exists before its
     consumers, so creation order is a topological order of any reachable set.
     """
-    seen = {root}
-    stack = [root]
+    seen = set(roots)
+    stack = list(seen)
     while stack:
         edges = stack.pop().edges
         for position in range(0, len(edges), 3):

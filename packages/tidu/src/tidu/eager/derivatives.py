@@ -7,6 +7,7 @@ once and reused by every node with that structure.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any, NamedTuple
 
 from computegraph import BoundedCache, ValueKey
@@ -26,7 +27,7 @@ class NodeDerivative(NamedTuple):
     needed: frozenset[ValueKey]
 
 
-class DerivativeCache(BoundedCache[tuple[RecordedGraph, tuple[int, ...]], NodeDerivative]):
+class DerivativeCache(BoundedCache[tuple[RecordedGraph, Hashable], NodeDerivative]):
     """Node derivatives by ``(recorded graph, seeded slots)``: bounded, clearable, thread-safe.
 
     The context passed on a miss is the one the rules see; rules whose result depends
@@ -47,6 +48,32 @@ class DerivativeCache(BoundedCache[tuple[RecordedGraph, tuple[int, ...]], NodeDe
             found = derive(recorded, slots, ctx)
             self.put(key, found)
         return found
+
+    def forward_derivative(
+        self, recorded: RecordedGraph, active: tuple[int, ...], ctx: Any
+    ) -> NodeDerivative:
+        """The JVP of all outputs of ``recorded`` with respect to the inputs at the
+        positions in ``active`` (forward mode), computed on a miss."""
+        key = (recorded, ("forward", active))
+        found = self.get(key)
+        if found is None:
+            found = derive_forward(recorded, active, ctx)
+            self.put(key, found)
+        return found
+
+
+def derive_forward(recorded: RecordedGraph, active: tuple[int, ...], ctx: Any) -> NodeDerivative:
+    """Linearise every output of ``recorded`` with respect to the inputs in ``active``."""
+    count = len(recorded.input_keys)
+    for position in active:
+        if not 0 <= position < count:
+            raise IndexError(f"input position {position} out of range for {recorded!r}")
+    wrt = [recorded.input_keys[position] for position in active]
+    try:
+        linear = linearize(recorded.view(), recorded.output_keys, wrt, EAGER_PASS, ctx)
+    except PassReuseError:
+        linear = linearize(recorded.view(), recorded.output_keys, wrt, None, ctx)
+    return NodeDerivative(linear, external_keys(linear.graph))
 
 
 def derive(recorded: RecordedGraph, slots: tuple[int, ...], ctx: Any) -> NodeDerivative:

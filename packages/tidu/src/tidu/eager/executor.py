@@ -35,6 +35,7 @@ Apply = Callable[[Any, Sequence[Any], Any], Sequence[Any]]
 """``apply(operation, inputs, ctx) -> outputs``: how an instruction is executed."""
 
 _MEMO = "tidu.eager.transposed_program"
+_LINEAR_MEMO = "tidu.eager.linear_program"
 
 
 class _TransposedProgram:
@@ -67,6 +68,31 @@ class _TransposedProgram:
         results: list[int | None] = []
         count = 0
         for result in transposed.tangent_outputs:
+            results.append(None if result is None else count)
+            count += result is not None
+        self.results = tuple(results)
+
+
+class _LinearProgram:
+    """The compiled JVP of one linear graph: tangents (and primal values) in, tangents out."""
+
+    __slots__ = ("bindings", "program", "results")
+
+    def __init__(self, linear: LinearizedGraph) -> None:
+        graph = linear.graph
+        tangent_position = {
+            graph.value_keys[local]: i for i, (_, local) in enumerate(linear.tangent_inputs)
+        }
+        outputs = [graph.value_keys[local] for local in linear.tangent_outputs if local is not None]
+        self.program: CompiledProgram = compile(
+            materialize_merge(resolve(graph), outputs, boundary=external_keys(graph))
+        )
+        self.bindings: tuple[int | ValueKey, ...] = tuple(
+            tangent_position.get(key, key) for key in self.program.input_keys
+        )
+        results: list[int | None] = []
+        count = 0
+        for result in linear.tangent_outputs:
             results.append(None if result is None else count)
             count += result is not None
         self.results = tuple(results)
@@ -127,6 +153,31 @@ class ProgramExecutor:
         except KeyError as missing:
             raise TransformError(
                 f"backward: the transpose needs the primal value {missing.args[0]!r}, which was "
+                f"neither saved nor recomputed"
+            ) from None
+        values = plan.program.eval(inputs, self._eval_ctx, apply=self._apply)
+        return [None if position is None else values[position] for position in plan.results]
+
+    def run_linear(
+        self,
+        linear: LinearizedGraph,
+        tangent_in: Sequence[Any],
+        external_data: Mapping[ValueKey, Any],
+        ctx: Any,
+    ) -> list[Any | None]:
+        """Apply the (compiled, memoised) linear map ``linear`` to ``tangent_in`` (lined
+        up with ``linear.tangent_inputs``); return tangents lined up with its outputs."""
+        plan: _LinearProgram | None = linear.memo.get(_LINEAR_MEMO)
+        if plan is None:
+            plan = linear.memo.setdefault(_LINEAR_MEMO, _LinearProgram(linear))
+        try:
+            inputs = [
+                tangent_in[b] if type(b) is int else external_data[b]  # type: ignore[index]
+                for b in plan.bindings
+            ]
+        except KeyError as missing:
+            raise TransformError(
+                f"forward: the JVP needs the primal value {missing.args[0]!r}, which was "
                 f"neither saved nor recomputed"
             ) from None
         values = plan.program.eval(inputs, self._eval_ctx, apply=self._apply)
