@@ -247,3 +247,24 @@ def test_checkpoint_keeps_forward_values_and_derivatives():
     close(z.grad(x).eval(), 2 * np.exp(2 * X))
     w = tf.sum(tf.sin(y))
     close(w.grad(x).eval(), np.cos(np.exp(X)) * np.exp(X))
+
+
+def test_caches_are_not_shared_with_wrapped_functions():
+    """A wrapper made with functools.wraps copies attributes; caches must not follow."""
+    import functools
+
+    def loss(a: Any, b: Any) -> Any:
+        return tf.sum(a * b)
+
+    x, y = np.ones(3), np.full(3, 2.0)
+    close(tf.jvp(loss, (x, y), (x, y))[1], 12.0)
+    gx, gy = tf.hvp(loss, (x, y), (x, y))  # jvp of grad(loss), a wraps() of loss
+    close(gx, [2, 2, 2])
+    close(gy, [1, 1, 1])
+
+    @functools.wraps(loss)
+    def doubled(a: Any, b: Any) -> Any:
+        return 2 * loss(a, b)
+
+    close(tf.jvp(doubled, (x, y), (x, y))[1], 24.0)
+    close(tf.grad(doubled)(x, y), 2 * y)

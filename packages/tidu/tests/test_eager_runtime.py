@@ -218,9 +218,27 @@ def test_eager_misuse_is_reported():
             return [1.0]
 
     with pytest.raises(
-        RuleContractError, match=r"returned 1 cotangent\(s\) for a node with 2 input"
+        RuleContractError, match=r"returned 1 cotangent\(s\) for 2 input\(s\) that require grad"
     ):
         backward(out.key, out.trace, 1.0, Short(Add))
+
+
+def test_reverse_mode_differentiates_only_inputs_that_require_grad():
+    cache = DerivativeCache()
+    recorder = Recorder()
+    graph = RecordedGraph.from_primitive(Mul, ["a0", "a1"])
+    x = EagerInput(Input("x"), None, True, 3.0)
+    c = EagerInput(Input("c"), None, False, None)  # the frontend saves nothing for it
+    (out,) = recorder.record_graph(graph, [x, c], [12.0], {graph.output_keys[0]: 12.0})
+    assert out.trace is not None
+    assert out.trace.active == (0,)
+    assert Input("a1") not in out.trace.saved_data
+    # d(x*c)/dx needs c, which was not saved: the derivative says so before any run
+    derivative = cache.derivative(graph, (0,), None, (0,))
+    assert derivative.needed == {Input("a1")}
+    only_x = cache.derivative(graph, (0,), None, (1,))
+    assert only_x.needed == {Input("a0")}
+    assert len(derivative.linear.tangent_inputs) == 1
 
 
 def test_recorded_graph_validates_its_keys():

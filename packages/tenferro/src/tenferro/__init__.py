@@ -3,9 +3,11 @@
 ``import tenferro as tf``:
 
 * the seven dtypes (``tf.float32`` ... ``tf.bool_``);
-* tensor kinds sharing one surface: :class:`Tensor` (eager, no AD) and
-  :class:`TracedTensor` (lazy graph values with AD: ``tf.placeholder``,
-  ``tf.traced``, ``.eval()``, ``.grad()``, ``.vjp()``, ``.jvp()``, ``.checkpoint()``);
+* tensor kinds sharing one surface: :class:`Tensor` (eager, no AD),
+  :class:`EagerTensor` (eager with a :class:`Tape`: ``backward()``, ``.grad``,
+  ``tape.grad``/``vjp``/``jvp``/``hvp``, ``no_grad``) and :class:`TracedTensor`
+  (lazy graph values with AD: ``tf.placeholder``, ``tf.traced``, ``.eval()``,
+  ``.grad()``, ``.vjp()``, ``.jvp()``, ``.checkpoint()``);
 * numpy-style functions (``tf.add``, ``tf.exp``, ``tf.sum``, ``tf.matmul``, indexing,
   ...), with numpy broadcasting and promotion made explicit as primitives;
 * JAX-style transforms: ``tf.grad``, ``tf.value_and_grad``, ``tf.vjp``, ``tf.jvp``,
@@ -29,6 +31,7 @@ from tenferro.dtypes import (
     int32,
     int64,
 )
+from tenferro.eager import EagerTensor, Tape, checkpoint, default_tape, is_grad_enabled, no_grad
 from tenferro.errors import (
     AxisError,
     BindingError,
@@ -69,6 +72,7 @@ def clear_caches() -> None:
 __all__ = [
     *_surface_names,
     "DTYPES",
+    "EagerTensor",
     "AxisError",
     "BindingError",
     "DTypeError",
@@ -79,13 +83,16 @@ __all__ = [
     "NonScalarError",
     "ParameterError",
     "ShapeError",
+    "Tape",
     "TenferroError",
     "Tensor",
     "TracedTensor",
     "bool_",
+    "checkpoint",
     "clear_caches",
     "complex64",
     "complex128",
+    "default_tape",
     "dtype",
     "evaluate",
     "extension",
@@ -94,11 +101,13 @@ __all__ = [
     "format_graph",
     "grad",
     "hvp",
+    "is_grad_enabled",
     "int32",
     "int64",
     "jit",
     "jvp",
     "lax",
+    "no_grad",
     "linearize",
     "ops",
     "placeholder",

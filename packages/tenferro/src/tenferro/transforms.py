@@ -16,7 +16,6 @@ as in JAX.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import weakref
 from collections.abc import Callable, Hashable, Sequence
@@ -169,7 +168,7 @@ def jit(fun: Callable[..., Any]) -> Callable[..., Any]:
     """Trace ``fun`` once per argument signature, compile, and run the cached program."""
     cache = _cache(f"jit({getattr(fun, '__name__', 'fun')})")
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def compiled(*args: Any) -> Any:
         call = _Args(args)
         if call.traced:
@@ -201,7 +200,7 @@ def value_and_grad(
     """
     cache = _cache(f"value_and_grad({getattr(fun, '__name__', 'fun')})")
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def transformed(*args: Any) -> Any:
         call = _Args(args)
         positions = _positions(argnums, len(args), "grad")
@@ -266,7 +265,7 @@ def grad(
     (see :func:`value_and_grad`); with ``has_aux``, ``(gradient, aux)``."""
     both = value_and_grad(fun, argnums, has_aux)
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def gradient(*args: Any) -> Any:
         value, g = both(*args)
         return (g, value[1]) if has_aux else g
@@ -370,14 +369,23 @@ def hvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
     return result[0] if count == 1 else result
 
 
+_MEMO = "__tenferro_memo__"
+
+
 def _memo_on(fun: Callable[..., Any], name: str, make: Callable[[], Any]) -> Any:
-    """A derived transform of ``fun`` kept on ``fun`` (so its program cache is reused)."""
-    attribute = f"__tenferro_{name}__"
-    found = getattr(fun, attribute, None)
+    """A derived transform of ``fun``, kept on ``fun`` (so its program cache is reused by
+    later calls with the same function). The memo records its owner: a copy made by
+    ``functools.wraps`` on another function is recognised as foreign and ignored."""
+    memo: tuple[weakref.ref[Any], dict[str, Any]] | None = getattr(fun, _MEMO, None)
+    if memo is None or memo[0]() is not fun:
+        try:
+            memo = (weakref.ref(fun), {})
+            setattr(fun, _MEMO, memo)
+        except (AttributeError, TypeError):  # builtins, bound methods: no memo
+            return make()
+    found = memo[1].get(name)
     if found is None:
-        found = make()
-        with contextlib.suppress(AttributeError, TypeError):  # e.g. builtins, bound methods
-            setattr(fun, attribute, found)
+        found = memo[1][name] = make()
     return found
 
 

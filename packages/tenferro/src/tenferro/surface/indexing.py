@@ -25,7 +25,8 @@ _SLICE = slice  # the builtin, before any shadowing
 
 
 def _is_concrete(value: Any) -> bool:
-    return type(value) is _concrete_class()
+    """Holds its data now (Tensor and EagerTensor), as opposed to traced values."""
+    return isinstance(value, _concrete_class())
 
 
 def _expand(index: Any, ndim: int) -> list[Any]:

@@ -20,6 +20,7 @@ from tenferro import lax
 from tenferro.core.keys import LeafKey, PlaceholderKey
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.dtypes import dtype as as_dtype
+from tenferro.errors import TenferroError
 from tenferro.meta import Meta
 from tenferro.surface.methods import TensorMethods
 
@@ -54,6 +55,12 @@ class TracedTensor(TensorMethods):
 
     @classmethod
     def _lift(cls, value: Any) -> TracedTensor:
+        if getattr(value, "tape", None) is not None:
+            raise TenferroError(
+                "traced",
+                "a tracked EagerTensor cannot enter a traced computation (its gradient "
+                "would be lost); detach() it to use its value as a constant",
+            )
         meta = value.meta
         data = np.asarray(value._value)
         if meta.shape == ():

@@ -1,8 +1,9 @@
 """Eager reverse mode: walk the tape backwards, driving a downstream executor.
 
 For each trace node, in reverse topological order, whose outputs received a
-cotangent: take the node's derivative for its seeded output slots (linearised once
-per structure, see :mod:`tidu.eager.derivatives`), recover any primal value the
+cotangent: take the node's derivative for its seeded output slots with respect to
+its inputs that require grad (linearised once per structure, see
+:mod:`tidu.eager.derivatives`), recover any primal value the
 transpose needs but the node did not save (``execute_forward`` replays the
 recorded graph), run the transposed linear map on the concrete seeds
 (``run_transposed_linear``) and accumulate the input cotangents under their eager
@@ -113,20 +114,23 @@ def backward(
             if not slots:
                 continue
             seeds = [pending[slot] for slot in slots]
-        derivative = derivatives.derivative(node.recorded, slots, ctx)
+        active = node.active
+        if not active:
+            continue
+        derivative = derivatives.derivative(node.recorded, slots, ctx, active)
         values = node_values(executor, node)
         if not derivative.needed <= values.keys():
             replayed = executor.execute_forward(PrimitiveGraph(node.recorded.graph), values)
             values = {**replayed, **values}
         incoming = executor.run_transposed_linear(derivative.linear, seeds, values, ctx)
         edges = node.edges
-        if 3 * len(incoming) != len(edges):
+        if len(incoming) != len(active):
             raise RuleContractError(
-                f"backward: run_transposed_linear returned {len(incoming)} cotangent(s) for a "
-                f"node with {len(edges) // 3} input(s)"
+                f"backward: run_transposed_linear returned {len(incoming)} cotangent(s) for "
+                f"{len(active)} input(s) that require grad"
             )
-        for position, cotangent in enumerate(incoming):
-            if cotangent is None or not edges[3 * position + 2]:
+        for position, cotangent in zip(active, incoming, strict=True):
+            if cotangent is None:
                 continue
             key = edges[3 * position + 1]
             existing = cotangents.get(key)

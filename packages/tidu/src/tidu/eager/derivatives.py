@@ -39,13 +39,18 @@ class DerivativeCache(BoundedCache[tuple[RecordedGraph, Hashable], NodeDerivativ
         super().__init__(maxsize, "derivatives")
 
     def derivative(
-        self, recorded: RecordedGraph, slots: tuple[int, ...], ctx: Any
+        self,
+        recorded: RecordedGraph,
+        slots: tuple[int, ...],
+        ctx: Any,
+        active: tuple[int, ...] | None = None,
     ) -> NodeDerivative:
-        """The derivative of ``recorded`` for seeded output ``slots``, computed on a miss."""
-        key = (recorded, slots)
+        """The derivative of ``recorded`` for seeded output ``slots`` with respect to the
+        inputs at positions ``active`` (default: all), computed on a miss."""
+        key = (recorded, slots if active is None else (slots, active))
         found = self.get(key)
         if found is None:
-            found = derive(recorded, slots, ctx)
+            found = derive(recorded, slots, ctx, active)
             self.put(key, found)
         return found
 
@@ -76,17 +81,28 @@ def derive_forward(recorded: RecordedGraph, active: tuple[int, ...], ctx: Any) -
     return NodeDerivative(linear, external_keys(linear.graph))
 
 
-def derive(recorded: RecordedGraph, slots: tuple[int, ...], ctx: Any) -> NodeDerivative:
-    """Linearise ``recorded`` for the outputs in ``slots`` with respect to all its inputs."""
+def derive(
+    recorded: RecordedGraph,
+    slots: tuple[int, ...],
+    ctx: Any,
+    active: tuple[int, ...] | None = None,
+) -> NodeDerivative:
+    """Linearise ``recorded`` for the outputs in ``slots`` with respect to the inputs at
+    positions ``active`` (default: all its inputs)."""
     count = len(recorded.output_keys)
     for slot in slots:
         if not 0 <= slot < count:
             raise IndexError(f"output slot {slot} out of range for {recorded!r}")
     outputs = [recorded.output_keys[slot] for slot in slots]
+    wrt = (
+        recorded.input_keys
+        if active is None
+        else tuple(recorded.input_keys[position] for position in active)
+    )
     try:
-        linear = linearize(recorded.view(), outputs, recorded.input_keys, EAGER_PASS, ctx)
+        linear = linearize(recorded.view(), outputs, wrt, EAGER_PASS, ctx)
     except PassReuseError:  # the recorded graph is itself an eager linear graph
-        linear = linearize(recorded.view(), outputs, recorded.input_keys, None, ctx)
+        linear = linearize(recorded.view(), outputs, wrt, None, ctx)
     return NodeDerivative(linear, external_keys(linear.graph))
 
 

@@ -96,7 +96,15 @@ _TRACE_SERIALS = itertools.count()
 class Trace:
     """An opaque tape node: one recorded invocation, shared by all its outputs."""
 
-    __slots__ = ("__weakref__", "edges", "output_keys", "recorded", "saved_data", "serial")
+    __slots__ = (
+        "__weakref__",
+        "active",
+        "edges",
+        "output_keys",
+        "recorded",
+        "saved_data",
+        "serial",
+    )
 
     def __init__(
         self,
@@ -104,6 +112,7 @@ class Trace:
         output_keys: tuple[ValueKey, ...],
         saved_data: dict[ValueKey, Any],
         edges: tuple[Any, ...],
+        active: tuple[int, ...] | None = None,
     ) -> None:
         self.recorded = recorded
         self.output_keys = output_keys
@@ -111,6 +120,13 @@ class Trace:
         self.edges = edges
         """Flat: producer node (or None), eager key, requires_grad, for each graph input in
         turn (one tuple per node keeps the tape light for the cyclic collector)."""
+        self.active = (
+            tuple(i for i in range(len(edges) // 3) if edges[3 * i + 2])
+            if active is None
+            else active
+        )
+        """The positions of the inputs that require grad (reverse mode differentiates
+        with respect to those only)."""
         self.serial = next(_TRACE_SERIALS)
         """Creation order: a producer's serial is smaller than its consumers'."""
 
@@ -156,7 +172,8 @@ class Recorder:
         """Record one invocation; return one :class:`EagerOutput` per output.
 
         ``outputs`` (the concrete results) are only counted. The node saves each
-        input's data under its graph input key, then ``retained_values`` on top (those
+        input's data under its graph input key (unless it is ``None``: a frontend that
+        knows the derivative does not read it), then ``retained_values`` on top (those
         win on a clash): typically the outputs, which many derivatives reuse. Values
         the derivative needs but that are not saved are recomputed by the executor
         in backward. Fresh output keys are drawn even when nothing requires grad.
@@ -178,11 +195,18 @@ class Recorder:
                 break
         else:
             return [EagerOutput(key, None, False, slot) for slot, key in enumerate(keys)]
-        saved = dict(zip(graph.input_value_keys, [i.data for i in inputs], strict=True))
+        saved = {
+            key: i.data
+            for key, i in zip(graph.input_value_keys, inputs, strict=True)
+            if i.data is not None
+        }
         if retained_values:
             saved.update(retained_values)
         edges: list[Any] = []
-        for i in inputs:
+        active: list[int] = []
+        for position, i in enumerate(inputs):
             edges += (i.trace, i.key, i.requires_grad)
-        node = Trace(graph, keys, saved, tuple(edges))
+            if i.requires_grad:
+                active.append(position)
+        node = Trace(graph, keys, saved, tuple(edges), tuple(active))
         return [EagerOutput(key, node, True, slot) for slot, key in enumerate(keys)]

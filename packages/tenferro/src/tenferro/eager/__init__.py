@@ -1,0 +1,8 @@
+"""The eager tape: ``EagerTensor``, ``Tape``, ``no_grad`` (PyTorch-style reverse mode,
+forward mode and higher order on :mod:`tidu.eager`, with the primitives' own rules)."""
+
+from tenferro.eager.checkpoint import checkpoint
+from tenferro.eager.tape import Tape, default_tape, is_grad_enabled, no_grad
+from tenferro.eager.tensor import EagerTensor
+
+__all__ = ["EagerTensor", "Tape", "checkpoint", "default_tape", "is_grad_enabled", "no_grad"]

@@ -1,0 +1,414 @@
+"""``Tape``: where eager invocations are recorded, and the reverse and forward passes.
+
+A tape records each primitive applied to tracked tensors as a node of
+:mod:`tidu.eager` (the primitive as a one-operation graph over canonical input
+names, so every invocation of one primitive shares one cached derivative). The
+derivatives are the primitives' own JVP and transpose rules, the same ones traced
+mode uses: reverse mode runs the transposed linear map of each node (compiled once
+per structure), forward mode its linear map.
+
+Differentiating through a backward pass (``create_graph=True``) runs the same
+programs through the eager surface, so their operations land on the tape too and
+can be differentiated again (Hessian-vector products, any order).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import ContextDecorator
+from typing import Any
+
+import numpy as np
+
+from computegraph import BoundedCache, Input, ValueKey
+from tenferro import lax
+from tenferro.core.bind import bind
+from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
+from tenferro.eager.tensor import EagerTensor
+from tenferro.errors import DTypeError, NonScalarError, ShapeError, TenferroError
+from tenferro.meta import Meta
+from tenferro.tensor import Tensor
+from tidu import ADRuleError
+from tidu.eager import (
+    EagerInput,
+    ProgramExecutor,
+    RecordedGraph,
+    Recorder,
+    Trace,
+    backward,
+    default_derivative_cache,
+    forward,
+)
+
+__all__ = ["Tape", "default_tape", "is_grad_enabled", "no_grad"]
+
+_CANONICAL = tuple(f"a{i}" for i in range(64))
+
+
+class _Untracked:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "untracked"
+
+
+_UNTRACKED = Input(_Untracked())
+"""The eager key recorded for operands that are not tracked (never accumulated)."""
+
+_SAVE_ALL = "save all"
+"""Marks a recorded structure whose derivative is unknown (a rule is missing)."""
+
+_state = threading.local()
+
+
+def is_grad_enabled() -> bool:
+    """Whether operations on tracked tensors are recorded (see :func:`no_grad`)."""
+    return getattr(_state, "enabled", True)
+
+
+class no_grad(ContextDecorator):  # noqa: N801 - named like torch.no_grad
+    """Within this context (or decorated function) nothing is recorded: results of
+    operations are detached, as with ``torch.no_grad``."""
+
+    def __enter__(self) -> no_grad:
+        self._previous = is_grad_enabled()
+        _state.enabled = False
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _state.enabled = self._previous
+
+
+class Tape:
+    """Records operations on tracked tensors and differentiates them.
+
+    * ``track(x)``: a tracked leaf holding ``x``;
+    * ``grad(output, wrt)`` / ``backward(output, wrt)``: gradients (VJP with a seed of
+      ones for a scalar output) returned, never accumulated into ``.grad``;
+    * ``vjp(output, wrt, cotangent)``; ``jvp(f, primals, tangents)`` (forward mode);
+      ``hvp(f, primals, tangents)`` (forward over reverse);
+    * ``create_graph=True`` records the backward pass itself, for higher order.
+
+    ``EagerTensor.backward()`` accumulates into ``.grad`` of the leaves instead.
+    """
+
+    def __init__(self) -> None:
+        self._recorder = Recorder()
+        self._fresh = self._recorder.key_source.fresh_input_key
+        self._leaves: weakref.WeakValueDictionary[ValueKey, EagerTensor] = (
+            weakref.WeakValueDictionary()
+        )
+        self._derivatives = default_derivative_cache
+        self._needed: BoundedCache[tuple[RecordedGraph, tuple[int, ...]], Any] = BoundedCache(
+            4096, "saved values"
+        )
+        self._plain = ProgramExecutor(ADD_ANY)
+        self._recording = _RecordingExecutor(self)
+
+    # ------------------------------------------------------------------ leaves
+
+    def track(self, data: Any, dtype: Any = None) -> EagerTensor:
+        """A tracked leaf of this tape holding ``data`` (copied unless it is a tensor)."""
+        tensor = EagerTensor(data, dtype)
+        self.adopt_leaf(tensor)
+        return tensor
+
+    def adopt_leaf(self, tensor: EagerTensor) -> None:
+        """Make a detached tensor a tracked leaf of this tape."""
+        tensor._check_trackable()
+        if tensor.tape is not None:
+            raise TenferroError("track", "the tensor is already tracked; detach() it first")
+        tensor.key = Input(self._fresh())
+        tensor.tape = self
+        tensor.meta = tensor.meta._replace(weak=False)
+        self._leaves[tensor.key] = tensor
+
+    def zero_grad(self) -> None:
+        """Forget the accumulated gradients of every live leaf of this tape."""
+        for leaf in list(self._leaves.values()):
+            leaf._grad = None
+
+    # ------------------------------------------------------------------ recording
+
+    def recording(self) -> bool:
+        return is_grad_enabled()
+
+    def record(
+        self, op: TensorPrimitive, operands: Sequence[Any], values: Sequence[Any]
+    ) -> tuple[EagerTensor, ...]:
+        """Record ``op`` applied to ``operands`` (at least one tracked, all of this tape)
+        with results ``values``; return the tracked results."""
+        recorded = RecordedGraph.from_primitive(op, _CANONICAL[: len(operands)])
+        active = tuple(i for i, o in enumerate(operands) if o.tape is not None)
+        needed = self._needed.get((recorded, active))
+        if needed is None:
+            needed = self._learn_needed(recorded, active)
+        keep_all = needed is _SAVE_ALL
+        inputs = [
+            EagerInput(
+                _UNTRACKED if o.tape is None else o.key,
+                o.trace,
+                o.tape is not None,
+                o._value if keep_all or key in needed else None,
+            )
+            for o, key in zip(operands, recorded.input_value_keys, strict=True)
+        ]
+        retained = {
+            key: value
+            for key, value in zip(recorded.output_keys, values, strict=True)
+            if keep_all or key in needed
+        }
+        outputs = self._recorder.record_graph(recorded, inputs, values, retained)
+        make = EagerTensor._make
+        return tuple(
+            make(value, meta, out.key, out.trace, self)
+            for value, meta, out in zip(values, op.outputs, outputs, strict=True)
+        )
+
+    def _learn_needed(self, recorded: RecordedGraph, active: tuple[int, ...]) -> Any:
+        """The primal values the derivatives of ``recorded`` with respect to its tracked
+        inputs (``active``) read: only those are saved. When a rule is missing everything
+        is saved; the error belongs to the backward pass."""
+        try:
+            slots = tuple(range(len(recorded.output_keys)))
+            needed: Any = self._derivatives.derivative(recorded, slots, None, active).needed
+        except ADRuleError:
+            needed = _SAVE_ALL
+        self._needed.put((recorded, active), needed)
+        return needed
+
+    # ------------------------------------------------------------------ reverse mode
+
+    def grad(
+        self,
+        output: EagerTensor,
+        wrt: EagerTensor | Sequence[EagerTensor],
+        seed: Any = None,
+        *,
+        create_graph: bool = False,
+    ) -> Any:
+        """The gradient of ``output`` with respect to ``wrt`` (one tensor or a sequence).
+
+        A non-scalar ``output`` needs a ``seed`` (its cotangent). Tensors ``output``
+        does not depend on get zeros (so does everything when ``output`` was computed
+        from no tracked tensor at all). With ``create_graph``, the result is recorded
+        (tracked) and can be differentiated again. ``.grad`` is not touched.
+        """
+        single = isinstance(wrt, Tensor)
+        targets: list[EagerTensor] = [wrt] if isinstance(wrt, EagerTensor) else list(wrt)
+        self._check_targets("grad", targets)
+        if isinstance(output, Tensor) and getattr(output, "tape", None) is None:
+            # Computed without tracked tensors (constants, detach, no_grad): zero gradients.
+            self._seed("grad", EagerTensor._lift(output), seed, False)  # still validate it
+            cotangents: dict[Any, Any] = {}
+        else:
+            cotangents = self._reverse("grad", output, seed, create_graph)
+        results = [self._result(cotangents.get(t.key), t, create_graph) for t in targets]
+        return results[0] if single else results
+
+    backward = grad
+
+    def vjp(
+        self,
+        output: EagerTensor,
+        wrt: EagerTensor | Sequence[EagerTensor],
+        cotangent: Any,
+        *,
+        create_graph: bool = False,
+    ) -> Any:
+        """``J^H c`` for each tensor of ``wrt`` (conjugate convention)."""
+        return self.grad(output, wrt, cotangent, create_graph=create_graph)
+
+    def accumulate(self, output: EagerTensor, seed: Any = None) -> None:
+        """``output.backward(seed)``: add the gradient into ``.grad`` of every tracked leaf
+        that ``output`` depends on."""
+        cotangents = self._reverse("backward", output, seed, False)
+        leaves = self._leaves
+        for key, cotangent in cotangents.items():
+            leaf = leaves.get(key)
+            if leaf is None:
+                continue
+            value = self._result(cotangent, leaf, False)
+            leaf._grad = value if leaf._grad is None else _add(leaf._grad, value)
+
+    def _reverse(self, op: str, output: Any, seed: Any, create_graph: bool) -> dict[Any, Any]:
+        if not isinstance(output, EagerTensor) or output.tape is not self:
+            raise TenferroError(
+                op,
+                "the output is not recorded on this tape (is it computed from tensors "
+                "tracked by this tape, outside no_grad?)",
+            )
+        seed_value = self._seed(op, output, seed, create_graph)
+        executor = self._recording if create_graph else self._plain
+        with np.errstate(all="ignore"):
+            return backward(output.key, output.trace, seed_value, executor)
+
+    def _seed(self, op: str, output: EagerTensor, seed: Any, create_graph: bool) -> Any:
+        meta = output.meta
+        if seed is None:
+            if meta.shape != ():
+                raise NonScalarError(
+                    op,
+                    f"the output has shape {meta.shape}; pass a seed (cotangent) of that "
+                    f"shape, or reduce it to a scalar",
+                )
+            value: Any = np.ones((), meta.dtype)
+        else:
+            given = seed if isinstance(seed, Tensor) else Tensor(np.asarray(seed))
+            if given.meta.shape != meta.shape:
+                raise ShapeError(
+                    op, f"the seed has shape {given.meta.shape}, the output {meta.shape}"
+                )
+            if given.meta.dtype != meta.dtype:
+                raise DTypeError(op, f"the seed is {given.meta.dtype}, the output {meta.dtype}")
+            if isinstance(given, EagerTensor) and given.tape not in (None, self):
+                raise TenferroError(op, "the seed is tracked by another tape")
+            if create_graph:
+                return given if isinstance(given, EagerTensor) else EagerTensor(given)
+            value = given._value
+        return EagerTensor(value) if create_graph else value
+
+    def _check_targets(self, op: str, targets: Sequence[Any]) -> None:
+        for position, target in enumerate(targets):
+            if not isinstance(target, EagerTensor) or target.tape is not self:
+                raise TenferroError(
+                    op,
+                    f"wrt[{position}] is not tracked by this tape; only tensors tracked by the "
+                    f"tape (leaves or results of operations on them) have gradients",
+                )
+
+    def _result(self, cotangent: Any, like: EagerTensor, create_graph: bool) -> EagerTensor:
+        meta = like.meta._replace(weak=False)
+        if cotangent is None:
+            return EagerTensor._make(np.zeros(meta.shape, meta.dtype), meta, None, None, None)
+        if isinstance(cotangent, EagerTensor):
+            return cotangent if create_graph else cotangent.detach()
+        value = np.asarray(cotangent)
+        if value.dtype != meta.dtype:
+            value = value.astype(meta.dtype)
+        return EagerTensor._make(value, meta, None, None, None)
+
+    # ------------------------------------------------------------------ forward mode
+
+    def push_forward(
+        self,
+        outputs: EagerTensor | Sequence[EagerTensor],
+        wrt: EagerTensor | Sequence[EagerTensor],
+        tangents: Any,
+    ) -> Any:
+        """Tangents of ``outputs`` given ``tangents`` of the tracked tensors ``wrt`` (one
+        per tensor), by forward mode over what the tape recorded."""
+        single_out = isinstance(outputs, Tensor)
+        outs: list[Any] = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+        single_in = isinstance(wrt, Tensor)
+        sources: list[EagerTensor] = [wrt] if isinstance(wrt, EagerTensor) else list(wrt)
+        given = [tangents] if single_in else list(tangents)
+        self._check_targets("jvp", sources)
+        if len(given) != len(sources):
+            raise TenferroError("jvp", f"{len(given)} tangent(s) for {len(sources)} input(s)")
+        seeds: dict[Any, Any] = {}
+        for position, (source, tangent) in enumerate(zip(sources, given, strict=True)):
+            value = np.asarray(getattr(tangent, "_value", tangent))
+            if value.shape != source.meta.shape:
+                raise ShapeError(
+                    "jvp",
+                    f"tangent {position} has shape {value.shape}, the input {source.meta.shape}",
+                )
+            value = value.astype(source.meta.dtype, copy=False)
+            seeds[source.key] = value if source.key not in seeds else seeds[source.key] + value
+        traces = [o.trace for o in outs if isinstance(o, EagerTensor)]
+        with np.errstate(all="ignore"):
+            result = forward(seeds, traces, self._plain)
+        tangent_out = [
+            self._result(result.get(o.key) if isinstance(o, EagerTensor) else None, o, False)
+            for o in outs
+        ]
+        return tangent_out[0] if single_out else tangent_out
+
+    def jvp(self, f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
+        """``(f(*primals), J·tangents)`` by forward mode (primals are tracked afresh)."""
+        leaves = [self.track(p) for p in primals]
+        out = f(*leaves)
+        return out, self.push_forward(out, leaves, list(tangents))
+
+    def hvp(self, f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
+        """The Hessian-vector product of a real scalar ``f``: forward mode over a recorded
+        reverse pass (one tensor per primal)."""
+        leaves = [self.track(p) for p in primals]
+        gradients = self.grad(f(*leaves), leaves, create_graph=True)
+        result = self.push_forward(gradients, leaves, list(tangents))
+        return result[0] if len(result) == 1 else result
+
+    def __repr__(self) -> str:
+        return f"<Tape: {len(self._leaves)} live leaves>"
+
+
+def _add(a: EagerTensor, b: EagerTensor) -> EagerTensor:
+    return lax.add(a, b)
+
+
+class _RecordingExecutor(ProgramExecutor):
+    """Runs derivative programs through the eager surface, so they are recorded."""
+
+    def __init__(self, tape: Tape) -> None:
+        super().__init__(ADD_ANY, apply=_apply)
+        self._tape = tape
+
+    def primal_values(self, node: Trace) -> Mapping[ValueKey, Any]:
+        """The node's saved values as tracked tensors (rebuilt from its edges), so the
+        derivative's dependence on them is recorded too."""
+        tape = self._tape
+        saved = node.saved_data
+        edges = node.edges
+        values: dict[ValueKey, Any] = {}
+        make = EagerTensor._make
+        for position, key in enumerate(node.recorded.input_value_keys):
+            value = saved.get(key)
+            if value is None:
+                continue
+            tracked = edges[3 * position + 2]
+            values[key] = make(
+                value,
+                _meta(value),
+                edges[3 * position + 1] if tracked else None,
+                edges[3 * position] if tracked else None,
+                tape if tracked else None,
+            )
+        for key, eager_key in zip(node.recorded.output_keys, node.output_keys, strict=True):
+            value = saved.get(key)
+            if value is not None:
+                values[key] = make(value, _meta(value), eager_key, node, tape)
+        return values
+
+
+def _meta(value: Any) -> Meta:
+    return Meta(np.shape(value), np.asarray(value).dtype)
+
+
+def _apply(operation: Any, inputs: Sequence[Any], ctx: Any) -> Sequence[Any]:
+    """Run one instruction of a derivative program on eager tensors (recording it)."""
+    operands = [
+        v
+        if isinstance(v, EagerTensor)
+        else EagerTensor._lift(v if isinstance(v, Tensor) else Tensor(np.asarray(v)))
+        for v in inputs
+    ]
+    if type(operation) is AddAny:  # cotangent accumulation: an ordinary add of two tensors
+        return (lax.add(operands[0], operands[1]),)
+    if not operands:  # constants depend on nothing: detached
+        values = operation.eval([], None)
+        return [
+            EagerTensor._make(v, m, None, None, None)
+            for v, m in zip(values, operation.outputs, strict=True)
+        ]
+    return bind(operation, operands)
+
+
+_default = Tape()
+
+
+def default_tape() -> Tape:
+    """The tape that ``EagerTensor(..., requires_grad=True)`` records on by default."""
+    return _default

@@ -1,0 +1,192 @@
+"""``EagerTensor``: concrete data that records onto a tape when it requires grad.
+
+An eager tensor always holds its value. It is *tracked* when it belongs to a
+:class:`~tenferro.Tape` (a leaf made with ``requires_grad=True`` or
+``tape.track``, or the result of an operation on tracked tensors) and *detached*
+otherwise. Every function of the tenferro surface accepts it: the primitive
+executes immediately, and the invocation is recorded on the tape only when some
+operand is tracked and recording is enabled (see :func:`~tenferro.no_grad`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from tenferro.core.primitive import TensorPrimitive
+from tenferro.errors import DTypeError, TenferroError
+from tenferro.meta import Meta
+from tenferro.tensor import Tensor, to_array
+
+__all__ = ["EagerTensor", "capture_state"]
+
+capture_state = threading.local()
+"""``capture``: the checkpointed segment being captured in this thread (see
+:mod:`tenferro.eager.checkpoint`), else absent or ``None``."""
+
+
+class EagerTensor(Tensor):
+    """A concrete tensor with tape-based reverse and forward mode AD.
+
+    ``EagerTensor(data, dtype=None, requires_grad=False, tape=None)``: with
+    ``requires_grad``, a tracked leaf of ``tape`` (the default tape unless given),
+    whose gradient :meth:`backward` accumulates into :attr:`grad`.
+    """
+
+    __slots__ = ("__weakref__", "_grad", "key", "tape", "trace")
+    _priority: ClassVar[int] = 1
+
+    key: Any
+    trace: Any
+    tape: Any
+    _grad: EagerTensor | None
+
+    def __init__(
+        self,
+        data: Any,
+        dtype: Any = None,
+        *,
+        requires_grad: bool = False,
+        tape: Any = None,
+    ) -> None:
+        if isinstance(data, Tensor) and dtype is None:
+            value, meta = data._value, data.meta
+        else:
+            value, weak = to_array(data, dtype, "EagerTensor")
+            meta = Meta(value.shape, value.dtype, weak)
+        self._value = value
+        self.meta = meta
+        self.key = None
+        self.trace = None
+        self.tape = None
+        self._grad = None
+        if requires_grad:
+            from tenferro.eager.tape import default_tape
+
+            (tape if tape is not None else default_tape()).adopt_leaf(self)
+        elif tape is not None:
+            raise TenferroError("EagerTensor", "a tape is given but requires_grad is False")
+
+    @classmethod
+    def _make(cls, value: Any, meta: Meta, key: Any, trace: Any, tape: Any) -> EagerTensor:
+        tensor = object.__new__(cls)
+        if isinstance(value, np.ndarray) and value.flags.writeable:
+            value.flags.writeable = False
+        tensor._value = value
+        tensor.meta = meta
+        tensor.key = key
+        tensor.trace = trace
+        tensor.tape = tape
+        tensor._grad = None
+        return tensor
+
+    # ------------------------------------------------------------------ kind protocol
+
+    @classmethod
+    def _bind(
+        cls, op: TensorPrimitive, operands: Sequence[Any], like: Any = None
+    ) -> tuple[EagerTensor, ...]:
+        with np.errstate(all="ignore"):
+            values = op.eval([o._value for o in operands], None)
+        capture = getattr(capture_state, "capture", None)
+        if capture is not None:
+            return capture.apply(op, list(operands), values)
+        tape = None
+        for operand in operands:
+            owner = operand.tape
+            if owner is not None:
+                if tape is None:
+                    tape = owner
+                elif owner is not tape:
+                    raise TenferroError(
+                        op.name,
+                        "operands belong to different tapes; detach() one of them or track "
+                        "both on one tape",
+                    )
+        if tape is not None and tape.recording():
+            return tape.record(op, operands, values)
+        make = cls._make
+        return tuple(
+            make(value, meta, None, None, None)
+            for value, meta in zip(values, op.outputs, strict=True)
+        )
+
+    @classmethod
+    def _lift(cls, value: Any) -> EagerTensor:
+        if isinstance(value, Tensor):
+            return cls._make(value._value, value.meta, None, None, None)
+        raise TypeError(f"cannot use {type(value).__name__} as an EagerTensor")
+
+    def _rewrap(self, meta: Meta) -> EagerTensor:
+        tensor = EagerTensor._make(self._value, meta, self.key, self.trace, self.tape)
+        return tensor
+
+    # ------------------------------------------------------------------ autograd API
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether this tensor is tracked (gradients flow into it)."""
+        return self.tape is not None
+
+    @property
+    def is_leaf(self) -> bool:
+        """A tensor no recorded operation produced (tracked leaves and detached tensors)."""
+        return self.trace is None
+
+    @property
+    def grad(self) -> EagerTensor | None:
+        """The gradient accumulated by :meth:`backward` (``None`` before any, or after
+        :meth:`zero_grad`). Only tracked leaves accumulate gradients."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Any) -> None:
+        if value is None:
+            self._grad = None
+            return
+        gradient = value if isinstance(value, Tensor) else Tensor(value)
+        if gradient.meta.shape != self.meta.shape or gradient.meta.dtype != self.meta.dtype:
+            raise TenferroError(
+                "grad",
+                f"a gradient for a {self.meta.describe()} tensor cannot be "
+                f"{gradient.meta.describe()}",
+            )
+        self._grad = EagerTensor._make(gradient._value, gradient.meta, None, None, None)
+
+    def zero_grad(self) -> None:
+        """Forget the accumulated gradient (``grad`` becomes ``None``)."""
+        self._grad = None
+
+    def detach(self) -> EagerTensor:
+        """The same value, not tracked: gradients do not flow through the result."""
+        return EagerTensor._make(self._value, self.meta._replace(weak=False), None, None, None)
+
+    def backward(self, seed: Any = None) -> None:
+        """Reverse mode from this tensor, accumulating into ``.grad`` of every tracked
+        leaf it depends on. A non-scalar tensor needs a ``seed`` of its shape and dtype."""
+        if self.tape is None:
+            raise TenferroError(
+                "backward",
+                "this tensor does not require grad (no tracked tensor was used to compute it)",
+            )
+        self.tape.accumulate(self, seed)
+
+    def __repr__(self) -> str:
+        body = np.array2string(np.asarray(self._value), separator=", ", prefix="EagerTensor(")
+        tracked = ", requires_grad=True" if self.tape is not None else ""
+        return f"EagerTensor({body}, dtype={self.meta.dtype}{tracked})"
+
+    def __reduce__(self) -> Any:
+        if self.tape is not None:
+            raise TypeError("a tracked EagerTensor cannot be pickled; detach() it first")
+        return (EagerTensor, (np.asarray(self._value), self.meta.dtype))
+
+    def _check_trackable(self) -> None:
+        if self.meta.dtype.kind not in "fc":
+            raise DTypeError(
+                "requires_grad",
+                f"only floating and complex tensors can require grad, not {self.meta.dtype}",
+            )
