@@ -1,10 +1,11 @@
-"""tenferro traced transforms: W2 (HVP), W3 (grad of a 1000-op chain), W8 (compile cache).
+"""tenferro: W2 (HVP), W3 (grad of a 1000-op chain), W8 (compile cache), traced and eager.
 
 Peers (PyTorch, JAX, HIPS autograd) run side by side when installed, single-threaded,
 inputs built outside the timed region. Figures are medians; ratios are peer / tenferro
-(above 1: tenferro is faster). Targets (design.md §5 and issue 4): W3 steady state
-<= 2 us per primitive op; W8 cache-hit call overhead <= 30 us; first tf.grad call of W3
-at least 10x faster than JAX's first jit(grad) call.
+(above 1: tenferro is faster). Targets (design.md §5, issues 4 and 5): W3 traced steady
+state <= 2 us per primitive op; W8 cache-hit call overhead <= 30 us; first tf.grad call
+of W3 at least 10x faster than JAX's first jit(grad) call; W3 eager <= 10 us per op, at
+most 2.5x PyTorch's eager tape and faster than HIPS autograd.
 """
 
 from __future__ import annotations
@@ -141,6 +142,59 @@ def bench_w3(report: Report) -> None:
         )
 
 
+def bench_w3_eager(report: Report) -> None:
+    x = np.linspace(0.1, 0.9, 4)
+    ops = (CHAIN_OPS // 3) * 3 + 1
+
+    def step() -> Any:
+        tape = tf.Tape()
+        v = tape.track(x)
+        return tape.grad(chain(tf, v), v)
+
+    np.testing.assert_allclose(step(), tf.grad(lambda v: chain(tf, v))(x), rtol=1e-12)
+    ours = median(timings(step, 30))
+
+    def forward_only() -> Any:
+        tape = tf.Tape()
+        return chain(tf, tape.track(x))
+
+    forward = median(timings(forward_only, 30))
+    report.add(
+        workload="W3 eager tape fwd+bwd",
+        ops=ops,
+        us_per_op=ours / ops * 1e6,
+        forward_us_per_op=forward / ops * 1e6,
+        backward_us_per_op=(ours - forward) / ops * 1e6,
+    )
+    if have("torch"):
+        import torch
+
+        torch.set_num_threads(1)
+
+        def torch_step() -> Any:
+            v = torch.tensor(x, requires_grad=True)
+            chain(torch, v).backward()
+            return v.grad
+
+        t = median(timings(torch_step, 30))
+        report.add(
+            workload="W3 eager vs torch",
+            ratio_tenferro_over_torch=ours / t,
+            torch_us_per_op=t / ops * 1e6,
+        )
+    if have("autograd"):
+        import autograd
+        import autograd.numpy as anp
+
+        agrad = autograd.grad(lambda v: chain(anp, v))
+        t = median(timings(lambda: agrad(x), 10))
+        report.add(
+            workload="W3 eager vs autograd",
+            ratio_autograd_over_tenferro=t / ours,
+            autograd_us_per_op=t / ops * 1e6,
+        )
+
+
 # ---------------------------------------------------------------------- W2
 
 
@@ -162,6 +216,14 @@ def bench_w2(report: Report, n: int = 256) -> None:
 
     first = first_call(fresh)
     report.add(workload="W2 tf.hvp", n=n, ms=ours * 1e3, first_call_ms=first * 1e3)
+    w_tensor = tf.asarray(w)
+
+    def eager_hvp() -> Any:
+        return tf.Tape().hvp(tanh_loss(tf, w_tensor), [x], [v])
+
+    np.testing.assert_allclose(eager_hvp(), tf.hvp(loss, (x,), (v,)), rtol=1e-10)
+    eager = median(timings(eager_hvp, 50))
+    report.add(workload="W2 eager tape.hvp", n=n, ms=eager * 1e3)
     if have("torch"):
         import torch
 
@@ -274,9 +336,10 @@ def bench_w8(report: Report) -> None:
 
 
 if __name__ == "__main__":
-    header("tenferro traced transforms (W2, W3, W8)")
+    header("tenferro transforms and eager tape (W2, W3, W8)")
     report = Report("tenferro")
     bench_w3(report)
+    bench_w3_eager(report)
     bench_w2(report)
     bench_w8(report)
     print(f"   saved {report.save()}")

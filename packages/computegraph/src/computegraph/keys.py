@@ -229,6 +229,19 @@ class Input(ValueKey):
         _set_fingerprint(obj, hash(("Input", key)))
         return _register(_INPUT_KEYS, probe, obj, _forget_input)  # type: ignore[no-any-return]
 
+    @classmethod
+    def unique(cls, key: Hashable) -> Input:
+        """An input key for ``key`` without consulting the intern table.
+
+        Only for keys that are never constructed again by value (fresh counters, such
+        as eager tape keys): ``Input(key)`` would then give a different, unequal key.
+        Skipping the table makes minting keys several times cheaper.
+        """
+        obj = object.__new__(cls)
+        _set_input_key(obj, key)
+        _set_fingerprint(obj, hash(("Input", key)))
+        return obj
+
     def __repr__(self) -> str:
         return f"Input({self.key!r})"
 

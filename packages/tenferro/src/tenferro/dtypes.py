@@ -99,8 +99,18 @@ def complex_dtype(dt: np.dtype[Any]) -> np.dtype[Any]:
 _WEAK_SAMPLE = {"b": False, "i": 0, "f": 0.0, "c": 0j}
 
 
+_PROMOTED: dict[tuple[tuple[np.dtype[Any], bool], ...], np.dtype[Any]] = {}
+
+
 def promote_types(*operands: tuple[np.dtype[Any], bool], op: str = "promote") -> np.dtype[Any]:
     """numpy's result dtype for ``(dtype, weak)`` operands; weak ones act as Python scalars."""
+    found = _PROMOTED.get(operands)
+    if found is None:
+        found = _PROMOTED[operands] = _promote(operands, op)
+    return found
+
+
+def _promote(operands: tuple[tuple[np.dtype[Any], bool], ...], op: str) -> np.dtype[Any]:
     strong = [dt for dt, weak in operands if not weak]
     if not strong:
         # All weak: the widest kind wins with numpy's default precision for it.

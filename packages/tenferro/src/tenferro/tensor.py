@@ -10,10 +10,11 @@ import numpy as np
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import DTypeError
+from tenferro.ieee import quiet, restore
 from tenferro.meta import Meta
 from tenferro.surface.methods import TensorMethods
 
-__all__ = ["Tensor", "to_array"]
+__all__ = ["Tensor", "filled", "to_array"]
 
 _PYTHON_DTYPES = {bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}
 
@@ -65,8 +66,6 @@ class Tensor(TensorMethods):
     @classmethod
     def _wrap(cls, value: Any, weak: bool = False) -> Tensor:
         tensor = object.__new__(cls)
-        if isinstance(value, np.ndarray) and value.flags.writeable:
-            value.flags.writeable = False
         tensor._value = value
         tensor.meta = Meta(np.shape(value), value.dtype, weak)
         return tensor
@@ -75,9 +74,17 @@ class Tensor(TensorMethods):
     def _bind(
         cls, op: TensorPrimitive, operands: Sequence[Tensor], like: Any = None
     ) -> tuple[Tensor, ...]:
-        with np.errstate(all="ignore"):
+        token = quiet()
+        try:
             values = op.eval([o._value for o in operands], None)
+        finally:
+            restore(token)
         return tuple(cls._wrap(v, m.weak) for v, m in zip(values, op.outputs, strict=True))
+
+    @classmethod
+    def _full(cls, meta: Meta, value: Any) -> Tensor:
+        """A constant of ``meta`` filled with the Python scalar ``value`` (a broadcast view)."""
+        return cls._wrap(filled(meta, value), meta.weak)
 
     def _rewrap(self, meta: Meta) -> Tensor:
         tensor = object.__new__(Tensor)
@@ -90,14 +97,14 @@ class Tensor(TensorMethods):
 
     def numpy(self) -> np.ndarray[Any, Any]:
         """The data as a (read-only) numpy array."""
-        return np.asarray(self._value)
+        return _read_only(self._value)
 
     def item(self) -> Any:
         """The value of a one-element tensor as a Python scalar."""
         return np.asarray(self._value).item()
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
-        array = np.asarray(self._value)
+        array = _read_only(self._value)
         if dtype is not None and np.dtype(dtype) != array.dtype:
             return array.astype(dtype)
         if copy:
@@ -136,3 +143,35 @@ class Tensor(TensorMethods):
 
     def __reduce__(self) -> Any:
         return (Tensor, (np.asarray(self._value), self.meta.dtype))
+
+
+_FILLED: dict[Any, np.ndarray[Any, Any]] = {}
+_FILLED_LIMIT = 1024
+
+
+def filled(meta: Meta, value: Any) -> np.ndarray[Any, Any]:
+    """A read-only array of ``meta``'s shape and dtype holding ``value`` everywhere: a
+    broadcast view of one element, cached for recurring finite non-zero scalars (zeros
+    and NaN are not cached: ``0.0 == -0.0`` and ``nan != nan`` as dictionary keys)."""
+    cacheable = value == value and value != 0
+    key = (type(value), value, meta.dtype, meta.shape)
+    if cacheable:
+        found = _FILLED.get(key)
+        if found is not None:
+            return found
+    element = np.asarray(value, dtype=meta.dtype)
+    array = np.broadcast_to(element, meta.shape)
+    if cacheable:
+        if len(_FILLED) >= _FILLED_LIMIT:
+            _FILLED.clear()
+        _FILLED[key] = array
+    return array
+
+
+def _read_only(value: Any) -> np.ndarray[Any, Any]:
+    """``value`` as an array the caller cannot write into (tensor data is shared, never
+    copied, so it is made read-only where it escapes to user code)."""
+    array = np.asarray(value)
+    if array.flags.writeable:
+        array.flags.writeable = False
+    return array

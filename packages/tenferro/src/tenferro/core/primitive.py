@@ -79,7 +79,7 @@ class TensorPrimitive:
     @classmethod
     def make(cls: type[P], inputs: tuple[Meta, ...], **params: Any) -> P:
         """The (shared) instance for these input metas and parameters."""
-        cache_key = (cls, inputs, *params.items())
+        cache_key = (cls, inputs, *params.items()) if params else (cls, inputs)
         try:
             found = cls._instances.get(cache_key)
         except TypeError:

@@ -14,6 +14,7 @@ can be differentiated again (Hessian-vector products, any order).
 
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -22,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from computegraph import BoundedCache, Input, ValueKey
+from computegraph import Input, ValueKey
 from tenferro import lax
 from tenferro.core.bind import bind
 from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
@@ -32,7 +33,6 @@ from tenferro.meta import Meta
 from tenferro.tensor import Tensor
 from tidu import ADRuleError
 from tidu.eager import (
-    EagerInput,
     ProgramExecutor,
     RecordedGraph,
     Recorder,
@@ -60,12 +60,18 @@ _UNTRACKED = Input(_Untracked())
 _SAVE_ALL = "save all"
 """Marks a recorded structure whose derivative is unknown (a rule is missing)."""
 
+_Plan = tuple[RecordedGraph, tuple[bool, ...], tuple[bool, ...], tuple[int, ...]]
+_PLAN_LIMIT = 4096
+
 _state = threading.local()
+_disabled_anywhere = [0]
+"""How many ``no_grad`` contexts are open in any thread: while none is, recording needs
+no thread-local lookup."""
 
 
 def is_grad_enabled() -> bool:
     """Whether operations on tracked tensors are recorded (see :func:`no_grad`)."""
-    return getattr(_state, "enabled", True)
+    return not _disabled_anywhere[0] or getattr(_state, "enabled", True)
 
 
 class no_grad(ContextDecorator):  # noqa: N801 - named like torch.no_grad
@@ -73,12 +79,19 @@ class no_grad(ContextDecorator):  # noqa: N801 - named like torch.no_grad
     operations are detached, as with ``torch.no_grad``."""
 
     def __enter__(self) -> no_grad:
-        self._previous = is_grad_enabled()
+        self._previous = getattr(_state, "enabled", True)
         _state.enabled = False
+        with _lock:
+            _disabled_anywhere[0] += 1
         return self
 
     def __exit__(self, *exc: object) -> None:
         _state.enabled = self._previous
+        with _lock:
+            _disabled_anywhere[0] -= 1
+
+
+_lock = threading.Lock()
 
 
 class Tape:
@@ -96,14 +109,13 @@ class Tape:
 
     def __init__(self) -> None:
         self._recorder = Recorder()
-        self._fresh = self._recorder.key_source.fresh_input_key
+        self._counter = itertools.count()
+        """Eager keys of this tape: ``Input.unique`` of fresh integers."""
         self._leaves: weakref.WeakValueDictionary[ValueKey, EagerTensor] = (
             weakref.WeakValueDictionary()
         )
         self._derivatives = default_derivative_cache
-        self._needed: BoundedCache[tuple[RecordedGraph, tuple[int, ...]], Any] = BoundedCache(
-            4096, "saved values"
-        )
+        self._plans: dict[tuple[TensorPrimitive, tuple[bool, ...]], _Plan] = {}
         self._plain = ProgramExecutor(ADD_ANY)
         self._recording = _RecordingExecutor(self)
 
@@ -120,7 +132,7 @@ class Tape:
         tensor._check_trackable()
         if tensor.tape is not None:
             raise TenferroError("track", "the tensor is already tracked; detach() it first")
-        tensor.key = Input(self._fresh())
+        tensor.key = Input.unique(next(self._counter))
         tensor.tape = self
         tensor.meta = tensor.meta._replace(weak=False)
         self._leaves[tensor.key] = tensor
@@ -140,32 +152,54 @@ class Tape:
     ) -> tuple[EagerTensor, ...]:
         """Record ``op`` applied to ``operands`` (at least one tracked, all of this tape)
         with results ``values``; return the tracked results."""
-        recorded = RecordedGraph.from_primitive(op, _CANONICAL[: len(operands)])
-        active = tuple(i for i, o in enumerate(operands) if o.tape is not None)
-        needed = self._needed.get((recorded, active))
-        if needed is None:
-            needed = self._learn_needed(recorded, active)
-        keep_all = needed is _SAVE_ALL
-        inputs = [
-            EagerInput(
-                _UNTRACKED if o.tape is None else o.key,
-                o.trace,
-                o.tape is not None,
-                o._value if keep_all or key in needed else None,
-            )
-            for o, key in zip(operands, recorded.input_value_keys, strict=True)
-        ]
-        retained = {
-            key: value
-            for key, value in zip(recorded.output_keys, values, strict=True)
-            if keep_all or key in needed
-        }
-        outputs = self._recorder.record_graph(recorded, inputs, values, retained)
-        make = EagerTensor._make
+        flags = tuple([o.tape is not None for o in operands])
+        plan = self._plans.get((op, flags))
+        if plan is None:
+            plan = self._plan(op, flags)
+        recorded, keep_inputs, keep_outputs, active = plan
+        saved: dict[ValueKey, Any] = {}
+        edges: list[Any] = []
+        for operand, key, keep in zip(
+            operands, recorded.input_value_keys, keep_inputs, strict=True
+        ):
+            if operand.tape is None:
+                edges += (None, _UNTRACKED, False)
+            else:
+                edges += (operand.trace, operand.key, True)
+            if keep:
+                saved[key] = operand._value
+        for value, key, keep in zip(values, recorded.output_keys, keep_outputs, strict=True):
+            if keep:
+                saved[key] = value
+        counter, unique, make = self._counter, Input.unique, EagerTensor._make
+        if len(values) == 1:
+            key = unique(next(counter))
+            node = Trace(recorded, (key,), saved, tuple(edges), active)
+            return (make(values[0], op.outputs[0], key, node, self),)
+        keys = tuple([unique(next(counter)) for _ in values])
+        node = Trace(recorded, keys, saved, tuple(edges), active)
         return tuple(
-            make(value, meta, out.key, out.trace, self)
-            for value, meta, out in zip(values, op.outputs, outputs, strict=True)
+            make(value, meta, key, node, self)
+            for value, meta, key in zip(values, op.outputs, keys, strict=True)
         )
+
+    def _plan(self, op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
+        """How to record ``op`` with these operands tracked: its recorded graph, which
+        inputs and outputs to save (those its derivative reads), the tracked positions."""
+        recorded = RecordedGraph.from_primitive(op, _CANONICAL[: len(flags)])
+        active = tuple(i for i, tracked in enumerate(flags) if tracked)
+        needed = self._learn_needed(recorded, active)
+        keep_all = needed is _SAVE_ALL
+        plan = (
+            recorded,
+            tuple(keep_all or key in needed for key in recorded.input_value_keys),
+            tuple(keep_all or key in needed for key in recorded.output_keys),
+            active,
+        )
+        if len(self._plans) >= _PLAN_LIMIT:
+            self._plans.clear()
+        self._plans[(op, flags)] = plan
+        return plan
 
     def _learn_needed(self, recorded: RecordedGraph, active: tuple[int, ...]) -> Any:
         """The primal values the derivatives of ``recorded`` with respect to its tracked
@@ -173,11 +207,9 @@ class Tape:
         is saved; the error belongs to the backward pass."""
         try:
             slots = tuple(range(len(recorded.output_keys)))
-            needed: Any = self._derivatives.derivative(recorded, slots, None, active).needed
+            return self._derivatives.derivative(recorded, slots, None, active).needed
         except ADRuleError:
-            needed = _SAVE_ALL
-        self._needed.put((recorded, active), needed)
-        return needed
+            return _SAVE_ALL
 
     # ------------------------------------------------------------------ reverse mode
 

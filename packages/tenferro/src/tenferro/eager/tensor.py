@@ -18,14 +18,17 @@ import numpy as np
 
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.errors import DTypeError, TenferroError
+from tenferro.ieee import quiet, restore
 from tenferro.meta import Meta
-from tenferro.tensor import Tensor, to_array
+from tenferro.tensor import Tensor, filled, to_array
 
-__all__ = ["EagerTensor", "capture_state"]
+__all__ = ["EagerTensor", "capture_state", "captures_open"]
 
 capture_state = threading.local()
 """``capture``: the checkpointed segment being captured in this thread (see
 :mod:`tenferro.eager.checkpoint`), else absent or ``None``."""
+captures_open = [0]
+"""How many captures are open in any thread (none: no thread-local lookup per op)."""
 
 
 class EagerTensor(Tensor):
@@ -73,8 +76,6 @@ class EagerTensor(Tensor):
     @classmethod
     def _make(cls, value: Any, meta: Meta, key: Any, trace: Any, tape: Any) -> EagerTensor:
         tensor = object.__new__(cls)
-        if isinstance(value, np.ndarray) and value.flags.writeable:
-            value.flags.writeable = False
         tensor._value = value
         tensor.meta = meta
         tensor.key = key
@@ -89,11 +90,19 @@ class EagerTensor(Tensor):
     def _bind(
         cls, op: TensorPrimitive, operands: Sequence[Any], like: Any = None
     ) -> tuple[EagerTensor, ...]:
-        with np.errstate(all="ignore"):
-            values = op.eval([o._value for o in operands], None)
-        capture = getattr(capture_state, "capture", None)
-        if capture is not None:
-            return capture.apply(op, list(operands), values)
+        ufunc = op.ufunc
+        token = quiet()
+        try:
+            if ufunc is not None:  # the common case, without two Python frames
+                values: Sequence[Any] = (ufunc(*[o._value for o in operands]),)
+            else:
+                values = op.eval([o._value for o in operands], None)
+        finally:
+            restore(token)
+        if captures_open[0]:
+            capture = getattr(capture_state, "capture", None)
+            if capture is not None:
+                return capture.apply(op, list(operands), values)
         tape = None
         for operand in operands:
             owner = operand.tape
@@ -113,6 +122,11 @@ class EagerTensor(Tensor):
             make(value, meta, None, None, None)
             for value, meta in zip(values, op.outputs, strict=True)
         )
+
+    @classmethod
+    def _full(cls, meta: Meta, value: Any) -> EagerTensor:
+        """A detached constant of ``meta`` holding the Python scalar ``value``."""
+        return cls._make(filled(meta, value), meta, None, None, None)
 
     @classmethod
     def _lift(cls, value: Any) -> EagerTensor:

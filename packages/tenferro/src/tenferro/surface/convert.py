@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from tenferro import lax
 from tenferro.core.bind import lift
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import promote_types
 from tenferro.errors import DTypeError
-from tenferro.meta import broadcast_shapes
+from tenferro.meta import Meta, broadcast_shapes
 
 __all__ = [
     "asarray",
@@ -91,6 +93,28 @@ def prepare(
     ``kinds`` lists the numpy dtype kinds the operation accepts after promotion;
     ``dtype`` forces the result dtype instead of promoting.
     """
+    first = values[0]
+    kind = type(first)
+    if dtype is None and getattr(kind, "_priority", None) is not None:
+        meta = first.meta
+        for value in values:
+            if type(value) is not kind:
+                break
+            other = value.meta
+            if other.dtype != meta.dtype or other.shape != meta.shape or other.dynamic:
+                break
+        else:  # one kind, dtype and shape: nothing to lift, promote or broadcast
+            if meta.dtype.kind not in kinds:
+                _reject(op, meta.dtype, [v.meta for v in values], kinds)
+            return list(values)
+    if len(values) == 2 and dtype is None and broadcast:
+        quick = _tensor_and_scalar(values[0], values[1], kinds)
+        if quick is not None:
+            return quick
+    if any(type(v) in _SCALARS for v in values):
+        mixed = _with_scalars(op, values, kinds, broadcast, dtype)
+        if mixed is not None:
+            return mixed
     operands = lift([asarray(v) for v in values])
     metas = [o.meta for o in operands]
     target = (
@@ -99,12 +123,7 @@ def prepare(
         else promote_types(*((m.dtype, m.weak) for m in metas), op=op)
     )
     if target.kind not in kinds:
-        names = {"b": "bool", "i": "integer", "f": "floating", "c": "complex"}
-        raise DTypeError(
-            op,
-            f"{target} operands are not supported (got {', '.join(str(m.dtype) for m in metas)}; "
-            f"allowed: {', '.join(names[k] for k in kinds)})",
-        )
+        _reject(op, target, metas, kinds)
     operands = [
         o if o.meta.dtype == target else lax.convert_element_type(o, target) for o in operands
     ]
@@ -112,3 +131,108 @@ def prepare(
         shape = broadcast_shapes(*(o.meta.shape for o in operands), op=op)
         operands = [broadcast_to(o, shape) for o in operands]
     return operands
+
+
+_SCALARS = (bool, int, float, complex)
+_SCALAR_DTYPES = {
+    bool: np.dtype(np.bool_),
+    int: np.dtype(np.int64),
+    float: np.dtype(np.float64),
+    complex: np.dtype(np.complex128),
+}
+
+
+_SCALAR_OPERANDS: dict[Any, Any] = {}
+_SCALAR_OPERANDS_LIMIT = 4096
+
+
+def _tensor_and_scalar(first: Any, second: Any, kinds: str) -> list[Any] | None:
+    """The common ``tensor op scalar`` (either order) for concrete tensor kinds, when the
+    scalar adopts the tensor's dtype: the scalar's constant is cached. ``None`` otherwise."""
+    if type(second) in _SCALARS:
+        tensor, scalar, scalar_first = first, second, False
+    elif type(first) in _SCALARS:
+        tensor, scalar, scalar_first = second, first, True
+    else:
+        return None
+    kind = type(tensor)
+    make_full = getattr(kind, "_full", None)
+    if make_full is None:
+        return None
+    meta = tensor.meta
+    if meta.weak or meta.dynamic or meta.dtype.kind not in kinds:
+        return None
+    scalar_dtype = _SCALAR_DTYPES[type(scalar)]
+    if promote_types((meta.dtype, False), (scalar_dtype, True)) != meta.dtype:
+        return None
+    # ``0.0 == -0.0`` and ``nan != nan`` as keys: only finite non-zero values are cached.
+    cacheable = scalar == scalar and scalar != 0
+    key = (kind, type(scalar), scalar, meta.dtype, meta.shape)
+    constant = _SCALAR_OPERANDS.get(key) if cacheable else None
+    if constant is None:
+        constant = make_full(Meta(meta.shape, meta.dtype, scalar_dtype == meta.dtype), scalar)
+        if cacheable:
+            if len(_SCALAR_OPERANDS) >= _SCALAR_OPERANDS_LIMIT:
+                _SCALAR_OPERANDS.clear()
+            _SCALAR_OPERANDS[key] = constant
+    return [constant, tensor] if scalar_first else [tensor, constant]
+
+
+def _with_scalars(
+    op: str, values: Sequence[Any], kinds: str, broadcast: bool, dtype: Any
+) -> list[Any] | None:
+    """``prepare`` for tensors mixed with Python scalars: the scalars become constants of
+    the promoted dtype and broadcast shape directly (``full``), which concrete tensor
+    kinds make without executing a conversion and a broadcast. ``None``: no tensor."""
+    if not broadcast:
+        return None
+    given = [asarray(v) for v in values if type(v) not in _SCALARS]
+    if not given:
+        return None
+    tensors = lift(given)
+    promotion = [(t.meta.dtype, t.meta.weak) for t in tensors]
+    promotion += [(_SCALAR_DTYPES[type(v)], True) for v in values if type(v) in _SCALARS]
+    target = as_dtype(dtype, op) if dtype is not None else promote_types(*promotion, op=op)
+    if target.kind not in kinds:
+        _reject(op, target, [t.meta for t in tensors], kinds)
+    like = tensors[0]
+    if len(tensors) == 1:
+        shape = like.meta.shape
+        dynamic = like.meta.dynamic
+    else:
+        shape = broadcast_shapes(*(t.meta.shape for t in tensors), op=op)
+        dynamic = next((t.meta.dynamic for t in tensors if t.meta.dynamic), ())
+    make_full = None if dynamic else getattr(type(like), "_full", None)
+    converted = iter(
+        [
+            broadcast_to(
+                t if t.meta.dtype == target else lax.convert_element_type(t, target), shape
+            )
+            for t in tensors
+        ]
+    )
+    result = []
+    for value in values:
+        if type(value) not in _SCALARS:
+            result.append(next(converted))
+            continue
+        # Weak, like the scalar itself, unless it had to be converted (as in the general
+        # path, where conversions give strongly typed values).
+        meta = Meta(shape, target, _SCALAR_DTYPES[type(value)] == target, dynamic)
+        if make_full is not None:
+            result.append(make_full(meta, value))
+            continue
+        filled = lax.full(meta, value, like)  # data-dependent extents come from ``like``
+        if filled.meta.weak != meta.weak:
+            filled = filled._rewrap(filled.meta._replace(weak=meta.weak))
+        result.append(filled)
+    return result
+
+
+def _reject(op: str, target: Any, metas: Sequence[Meta], kinds: str) -> None:
+    names = {"b": "bool", "i": "integer", "f": "floating", "c": "complex"}
+    raise DTypeError(
+        op,
+        f"{target} operands are not supported (got {', '.join(str(m.dtype) for m in metas)}; "
+        f"allowed: {', '.join(names[k] for k in kinds)})",
+    )

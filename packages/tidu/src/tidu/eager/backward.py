@@ -100,6 +100,11 @@ def backward(
             f"{list(output_trace.output_keys)!r})"
         )
     derivatives = default_derivative_cache if cache is None else cache
+    # Nodes of one structure share a derivative: look each up once per call, not once
+    # per node (the shared cache's LRU bookkeeping costs more than a local lookup).
+    local: dict[tuple[Any, ...], Any] = {}
+    supply = getattr(executor, "primal_values", None)
+    transpose = executor.run_transposed_linear
     for node in reversed(topological_nodes([output_trace])):
         outputs = node.output_keys
         if len(outputs) == 1:
@@ -117,12 +122,18 @@ def backward(
         active = node.active
         if not active:
             continue
-        derivative = derivatives.derivative(node.recorded, slots, ctx, active)
-        values = node_values(executor, node)
-        if not derivative.needed <= values.keys():
-            replayed = executor.execute_forward(PrimitiveGraph(node.recorded.graph), values)
+        recorded = node.recorded
+        memo_key = (recorded, slots, active)
+        found = local.get(memo_key)
+        if found is None:
+            derivative = derivatives.derivative(recorded, slots, ctx, active)
+            found = local[memo_key] = (derivative.linear, derivative.needed)
+        linear, needed = found
+        values = node.saved_data if supply is None else supply(node)
+        if not needed <= values.keys():
+            replayed = executor.execute_forward(PrimitiveGraph(recorded.graph), values)
             values = {**replayed, **values}
-        incoming = executor.run_transposed_linear(derivative.linear, seeds, values, ctx)
+        incoming = transpose(linear, seeds, values, ctx)
         edges = node.edges
         if len(incoming) != len(active):
             raise RuleContractError(

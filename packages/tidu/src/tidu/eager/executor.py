@@ -143,8 +143,8 @@ class ProgramExecutor:
         plan: _TransposedProgram | None = linear.memo.get(_MEMO)
         if plan is None:
             plan = linear.memo.setdefault(_MEMO, _TransposedProgram(linear, ctx))
-        if self._add is None and linear.add_operation is not None:
-            self._add = linear.add_operation
+            if self._add is None and linear.add_operation is not None:
+                self._add = linear.add_operation
         try:
             inputs = [
                 cotangent_out[b] if type(b) is int else external_data[b]  # type: ignore[index]

@@ -1,0 +1,42 @@
+"""Evaluating with IEEE special values silent (numpy's ``errstate(all="ignore")``), cheaply.
+
+Primitives meet ``inf`` and ``nan`` as ordinary data; numpy's floating-point warnings
+are switched off around every evaluation. ``np.errstate`` costs about a microsecond
+to enter and leave, more than a small ufunc call, so eager execution uses numpy's
+underlying context variable directly when this numpy exposes it (``quiet()`` /
+``restore(token)``), and ``np.errstate`` otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["quiet", "restore"]
+
+try:  # numpy >= 2: error state lives in a context variable
+    from numpy._core._ufunc_config import (  # type: ignore[attr-defined]
+        _extobj_contextvar,
+        _make_extobj,
+    )
+
+    _IGNORE = _make_extobj(all="ignore")
+
+    def quiet() -> Any:
+        """Silence floating-point warnings; returns a token for :func:`restore`."""
+        return _extobj_contextvar.set(_IGNORE)
+
+    def restore(token: Any) -> None:
+        """Undo the matching :func:`quiet`."""
+        _extobj_contextvar.reset(token)
+
+except ImportError:  # pragma: no cover - other numpy versions
+
+    def quiet() -> Any:
+        state = np.errstate(all="ignore")
+        state.__enter__()
+        return state
+
+    def restore(token: Any) -> None:
+        token.__exit__(None, None, None)
