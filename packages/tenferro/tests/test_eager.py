@@ -286,6 +286,9 @@ def test_bad_input():
         tf.EagerTensor([1, 2], requires_grad=True)
     with pytest.raises(tf.TenferroError, match="traced"):
         tf.traced(np.ones(2)) + x
+    with pytest.raises(tf.TenferroError, match="traced transform"):
+        tf.grad(lambda t: tf.sum(t * t))(x)
+    close(tf.grad(lambda t: tf.sum(t * t))(x.detach()), [2, 4])
     with pytest.raises(tf.TenferroError, match="gradient for a float64\\[2\\]"):
         x.grad = np.ones(3)
     close(tape.grad(tf.sum(y), x), [2, 2])  # nothing was corrupted

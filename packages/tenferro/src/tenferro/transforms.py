@@ -25,7 +25,7 @@ from computegraph import BoundedCache, Input
 from tenferro import lax
 from tenferro.core.keys import AliasKey, ArgKey
 from tenferro.core.pytree import TreeDef, flatten, unflatten
-from tenferro.errors import DTypeError, NonScalarError, ParameterError, ShapeError
+from tenferro.errors import DTypeError, NonScalarError, ParameterError, ShapeError, TenferroError
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
 from tenferro.traced.ad import jvp_tensors, vjp_tensors
@@ -69,6 +69,13 @@ class _Args:
     def __init__(self, args: tuple[Any, ...]) -> None:
         leaves, self.treedef = flatten(args)
         tensors = [asarray(leaf) for leaf in leaves]
+        for tensor in tensors:
+            if getattr(tensor, "tape", None) is not None:
+                raise TenferroError(
+                    "transform",
+                    "a tracked EagerTensor was passed to a traced transform, which would "
+                    "drop its tape gradient; detach() it, or differentiate with the tape",
+                )
         self.traced = any(isinstance(t, TracedTensor) for t in tensors)
         self.metas = tuple(t.meta for t in tensors)
         self.values = tensors
