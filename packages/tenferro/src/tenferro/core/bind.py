@@ -46,6 +46,29 @@ def bind(op: TensorPrimitive, operands: Sequence[Any], like: Any = None) -> tupl
         if like is None:
             raise TenferroError(op.name, "a primitive without operands needs a `like` value")
         return type(like)._bind(op, (), like)
+    kind, mixed = _highest_kind(operands)
+    if mixed:
+        lift_to = kind._lift
+        operands = [o if type(o) is kind else lift_to(o) for o in operands]
+    return kind._bind(op, operands, like)
+
+
+def bind1(op: TensorPrimitive, operands: Sequence[Any], like: Any = None) -> Any:
+    """``bind`` for single-output primitives."""
+    return bind(op, operands, like)[0]
+
+
+def lift(operands: Sequence[Any]) -> list[Any]:
+    """``operands`` lifted to the highest tensor kind among them."""
+    kind, mixed = _highest_kind(operands)
+    if not mixed:
+        return list(operands)
+    lift_to = kind._lift
+    return [o if type(o) is kind else lift_to(o) for o in operands]
+
+
+def _highest_kind(operands: Sequence[Any]) -> tuple[Any, bool]:
+    """The operands' kind of highest priority, and whether several kinds are present."""
     kind = type(operands[0])
     mixed = False
     for operand in operands:
@@ -54,15 +77,7 @@ def bind(op: TensorPrimitive, operands: Sequence[Any], like: Any = None) -> tupl
             mixed = True
             if _priority(other) > _priority(kind):
                 kind = other
-    if mixed:
-        lift = kind._lift
-        operands = [o if type(o) is kind else lift(o) for o in operands]
-    return kind._bind(op, operands, like)
-
-
-def bind1(op: TensorPrimitive, operands: Sequence[Any], like: Any = None) -> Any:
-    """``bind`` for single-output primitives."""
-    return bind(op, operands, like)[0]
+    return kind, mixed
 
 
 def _priority(kind: type) -> int:
@@ -72,19 +87,3 @@ def _priority(kind: type) -> int:
             "bind", f"{kind.__name__} is not a tensor; convert it with tf.asarray first"
         )
     return int(priority)
-
-
-def lift(operands: Sequence[Any]) -> list[Any]:
-    """``operands`` lifted to the highest tensor kind among them."""
-    kind = type(operands[0])
-    mixed = False
-    for operand in operands:
-        other = type(operand)
-        if other is not kind:
-            mixed = True
-            if _priority(other) > _priority(kind):
-                kind = other
-    if not mixed:
-        return list(operands)
-    lift_to = kind._lift
-    return [o if type(o) is kind else lift_to(o) for o in operands]

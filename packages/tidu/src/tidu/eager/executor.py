@@ -13,13 +13,14 @@ backward pass then lands on the tape and can itself be differentiated (HVP).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from computegraph import (
     BoundedCache,
     CompiledProgram,
     Graph,
+    LocalValueId,
     ValueKey,
     compile,
     materialize_merge,
@@ -38,64 +39,82 @@ _MEMO = "tidu.eager.transposed_program"
 _LINEAR_MEMO = "tidu.eager.linear_program"
 
 
-class _TransposedProgram:
-    """The compiled transpose of one linear graph and how to bind and read it."""
+class _BoundProgram:
+    """A compiled linear map and how to bind its inputs and read its results.
+
+    ``positions`` maps the graph's variable inputs (tangents or seeds) to positions in
+    the caller's list; every other program input is a primal value read by key.
+    """
 
     __slots__ = ("bindings", "program", "results")
 
-    def __init__(self, linear: LinearizedGraph, ctx: Any) -> None:
+    def __init__(
+        self,
+        graph: Graph,
+        positions: Mapping[ValueKey, int],
+        outputs: Sequence[LocalValueId | None],
+        boundary: Iterable[ValueKey],
+    ) -> None:
+        keys = [graph.value_keys[local] for local in outputs if local is not None]
+        self.program: CompiledProgram = compile(
+            materialize_merge(resolve(graph), keys, boundary=boundary)
+        )
+        self.bindings: tuple[int | ValueKey, ...] = tuple(
+            positions.get(key, key) for key in self.program.input_keys
+        )
+        results: list[int | None] = []
+        count = 0
+        for local in outputs:
+            results.append(None if local is None else count)
+            count += local is not None
+        self.results = tuple(results)
+
+    @classmethod
+    def transposed(cls, linear: LinearizedGraph, ctx: Any) -> _BoundProgram:
+        """The transpose of ``linear``: seeds (by output position) in, cotangents out.
+
+        Its inputs are the seeds and the primal values the linear graph reads; anything
+        the linear graph computes from them (constant coefficients) is recomputed inside.
+        """
         transposed = linear_transpose(linear, ctx)
         graph = transposed.graph
-        seed_of_input: dict[ValueKey, int] = {}
+        positions: dict[ValueKey, int] = {}
         seeds = iter(transposed.tangent_inputs)
         for position, output in enumerate(linear.tangent_outputs):
             if output is not None:
                 _, local = next(seeds)
-                seed_of_input[graph.value_keys[local]] = position
-        outputs = [
-            graph.value_keys[local] for local in transposed.tangent_outputs if local is not None
-        ]
-        # The program's inputs are the seeds and the primal values the linear graph
-        # reads; anything the linear graph computes from them (constant coefficients)
-        # is recomputed inside the program.
-        self.program: CompiledProgram = compile(
-            materialize_merge(resolve(graph), outputs, boundary=external_keys(linear.graph))
-        )
-        # Per program input: a seed position (int) or a primal value key.
-        self.bindings: tuple[int | ValueKey, ...] = tuple(
-            seed_of_input.get(key, key) for key in self.program.input_keys
-        )
-        results: list[int | None] = []
-        count = 0
-        for result in transposed.tangent_outputs:
-            results.append(None if result is None else count)
-            count += result is not None
-        self.results = tuple(results)
+                positions[graph.value_keys[local]] = position
+        return cls(graph, positions, transposed.tangent_outputs, external_keys(linear.graph))
 
-
-class _LinearProgram:
-    """The compiled JVP of one linear graph: tangents (and primal values) in, tangents out."""
-
-    __slots__ = ("bindings", "program", "results")
-
-    def __init__(self, linear: LinearizedGraph) -> None:
+    @classmethod
+    def forward(cls, linear: LinearizedGraph) -> _BoundProgram:
+        """``linear`` itself: tangents (by input position) in, output tangents out."""
         graph = linear.graph
-        tangent_position = {
+        positions = {
             graph.value_keys[local]: i for i, (_, local) in enumerate(linear.tangent_inputs)
         }
-        outputs = [graph.value_keys[local] for local in linear.tangent_outputs if local is not None]
-        self.program: CompiledProgram = compile(
-            materialize_merge(resolve(graph), outputs, boundary=external_keys(graph))
-        )
-        self.bindings: tuple[int | ValueKey, ...] = tuple(
-            tangent_position.get(key, key) for key in self.program.input_keys
-        )
-        results: list[int | None] = []
-        count = 0
-        for result in linear.tangent_outputs:
-            results.append(None if result is None else count)
-            count += result is not None
-        self.results = tuple(results)
+        return cls(graph, positions, linear.tangent_outputs, external_keys(graph))
+
+    def run(
+        self,
+        given: Sequence[Any],
+        external_data: Mapping[ValueKey, Any],
+        eval_ctx: Any,
+        apply: Apply | None,
+        what: str,
+    ) -> list[Any | None]:
+        try:
+            inputs = [
+                given[b] if type(b) is int else external_data[b]  # type: ignore[index]
+                for b in self.bindings
+            ]
+        except KeyError as missing:
+            raise TransformError(
+                f"{what} needs the primal value {missing.args[0]!r}, which was neither saved "
+                f"nor recomputed"
+            ) from None
+        values = self.program.eval(inputs, eval_ctx, apply=apply)
+        return [None if position is None else values[position] for position in self.results]
 
 
 class ProgramExecutor:
@@ -140,23 +159,14 @@ class ProgramExecutor:
         ctx: Any,
     ) -> list[Any | None]:
         """Apply the (compiled, memoised) transpose of ``linear`` to ``cotangent_out``."""
-        plan: _TransposedProgram | None = linear.memo.get(_MEMO)
+        plan: _BoundProgram | None = linear.memo.get(_MEMO)
         if plan is None:
-            plan = linear.memo.setdefault(_MEMO, _TransposedProgram(linear, ctx))
+            plan = linear.memo.setdefault(_MEMO, _BoundProgram.transposed(linear, ctx))
             if self._add is None and linear.add_operation is not None:
                 self._add = linear.add_operation
-        try:
-            inputs = [
-                cotangent_out[b] if type(b) is int else external_data[b]  # type: ignore[index]
-                for b in plan.bindings
-            ]
-        except KeyError as missing:
-            raise TransformError(
-                f"backward: the transpose needs the primal value {missing.args[0]!r}, which was "
-                f"neither saved nor recomputed"
-            ) from None
-        values = plan.program.eval(inputs, self._eval_ctx, apply=self._apply)
-        return [None if position is None else values[position] for position in plan.results]
+        return plan.run(
+            cotangent_out, external_data, self._eval_ctx, self._apply, "backward: the transpose"
+        )
 
     def run_linear(
         self,
@@ -167,21 +177,10 @@ class ProgramExecutor:
     ) -> list[Any | None]:
         """Apply the (compiled, memoised) linear map ``linear`` to ``tangent_in`` (lined
         up with ``linear.tangent_inputs``); return tangents lined up with its outputs."""
-        plan: _LinearProgram | None = linear.memo.get(_LINEAR_MEMO)
+        plan: _BoundProgram | None = linear.memo.get(_LINEAR_MEMO)
         if plan is None:
-            plan = linear.memo.setdefault(_LINEAR_MEMO, _LinearProgram(linear))
-        try:
-            inputs = [
-                tangent_in[b] if type(b) is int else external_data[b]  # type: ignore[index]
-                for b in plan.bindings
-            ]
-        except KeyError as missing:
-            raise TransformError(
-                f"forward: the JVP needs the primal value {missing.args[0]!r}, which was "
-                f"neither saved nor recomputed"
-            ) from None
-        values = plan.program.eval(inputs, self._eval_ctx, apply=self._apply)
-        return [None if position is None else values[position] for position in plan.results]
+            plan = linear.memo.setdefault(_LINEAR_MEMO, _BoundProgram.forward(linear))
+        return plan.run(tangent_in, external_data, self._eval_ctx, self._apply, "forward: the JVP")
 
     def add_operands(self, a: Any, b: Any) -> Any:
         """``a + b`` with the primitive set's addition."""
