@@ -93,3 +93,27 @@ def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast") -> tuple[i
             extent = value
         result.append(extent)
     return tuple(result)
+
+
+class HasMeta:
+    """``shape``, ``dtype``, ``ndim`` and ``size`` of anything carrying a :class:`Meta`
+    (every tensor kind, and values inside AD rules)."""
+
+    __slots__ = ()
+    meta: Meta
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.meta.shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self.meta.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.meta.shape)
+
+    @property
+    def size(self) -> int:
+        return self.meta.size

@@ -33,7 +33,7 @@ import numpy as np
 
 from computegraph import PRIMARY, External, Linearized, Local, LocalValueId, ValueKey
 from tenferro.errors import DTypeError, ShapeError, TenferroError
-from tenferro.meta import Meta
+from tenferro.meta import HasMeta, Meta
 from tidu import ADRuleError, RuleContractError
 
 __all__ = [
@@ -355,7 +355,7 @@ class RuleScope:
         return ids
 
 
-class RuleValue:
+class RuleValue(HasMeta):
     """A value inside an AD rule: a reference, its meta, and whether it is linear (active)."""
 
     __slots__ = ("active", "meta", "ref", "scope")
@@ -366,18 +366,6 @@ class RuleValue:
         self.meta = meta
         self.active = active
         self.scope = scope
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.meta.shape
-
-    @property
-    def dtype(self) -> np.dtype[Any]:
-        return self.meta.dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self.meta.shape)
 
     @classmethod
     def _bind(

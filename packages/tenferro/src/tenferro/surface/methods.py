@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-import numpy as np
-
-from tenferro.meta import Meta
+from tenferro.meta import HasMeta, Meta
 from tenferro.surface import contraction as _contraction
 from tenferro.surface import convert as _convert
 from tenferro.surface import indexing as _indexing
@@ -24,7 +22,7 @@ from tenferro.surface import shapes as _shapes
 __all__ = ["TensorMethods"]
 
 
-class TensorMethods:
+class TensorMethods(HasMeta):
     """Operators and methods shared by all tensor kinds (they only need ``meta``)."""
 
     __slots__ = ()
@@ -39,22 +37,6 @@ class TensorMethods:
         return function(*inputs)
 
     # ------------------------------------------------------------------ metadata
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.meta.shape
-
-    @property
-    def dtype(self) -> np.dtype[Any]:
-        return self.meta.dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self.meta.shape)
-
-    @property
-    def size(self) -> int:
-        return self.meta.size
 
     @property
     def T(self) -> Any:  # noqa: N802 - numpy's name
