@@ -10,6 +10,7 @@ most 2.5x PyTorch's eager tape and faster than HIPS autograd.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
@@ -142,7 +143,10 @@ def bench_w3(report: Report) -> None:
         )
 
 
-def bench_w3_eager(report: Report) -> None:
+def bench_w3_eager(report: Report, rounds: int = 7) -> None:
+    """Eager W3. This machine's speed drifts by tens of percent over seconds, so the
+    frameworks run interleaved, round by round, and the ratios are medians of the
+    per-round ratios (each round: the median of several runs of each framework)."""
     x = np.linspace(0.1, 0.9, 4)
     ops = (CHAIN_OPS // 3) * 3 + 1
 
@@ -151,21 +155,12 @@ def bench_w3_eager(report: Report) -> None:
         v = tape.track(x)
         return tape.grad(chain(tf, v), v)
 
-    np.testing.assert_allclose(step(), tf.grad(lambda v: chain(tf, v))(x), rtol=1e-12)
-    ours = median(timings(step, 30))
-
     def forward_only() -> Any:
         tape = tf.Tape()
         return chain(tf, tape.track(x))
 
-    forward = median(timings(forward_only, 30))
-    report.add(
-        workload="W3 eager tape fwd+bwd",
-        ops=ops,
-        us_per_op=ours / ops * 1e6,
-        forward_us_per_op=forward / ops * 1e6,
-        backward_us_per_op=(ours - forward) / ops * 1e6,
-    )
+    np.testing.assert_allclose(step(), tf.grad(lambda v: chain(tf, v))(x), rtol=1e-12)
+    peers: dict[str, Callable[[], Any]] = {}
     if have("torch"):
         import torch
 
@@ -176,22 +171,35 @@ def bench_w3_eager(report: Report) -> None:
             chain(torch, v).backward()
             return v.grad
 
-        t = median(timings(torch_step, 30))
-        report.add(
-            workload="W3 eager vs torch",
-            ratio_tenferro_over_torch=ours / t,
-            torch_us_per_op=t / ops * 1e6,
-        )
+        peers["torch"] = torch_step
     if have("autograd"):
         import autograd
         import autograd.numpy as anp
 
-        agrad = autograd.grad(lambda v: chain(anp, v))
-        t = median(timings(lambda: agrad(x), 10))
+        peers["autograd"] = functools.partial(autograd.grad(lambda v: chain(anp, v)), x)
+    ours: list[float] = []
+    forward: list[float] = []
+    theirs: dict[str, list[float]] = {name: [] for name in peers}
+    for _ in range(rounds):
+        ours.append(median(timings(step, 5)))
+        forward.append(median(timings(forward_only, 5)))
+        for name, run in peers.items():
+            theirs[name].append(median(timings(run, 5)))
+    total = median(ours)
+    report.add(
+        workload="W3 eager tape fwd+bwd",
+        ops=ops,
+        us_per_op=total / ops * 1e6,
+        forward_us_per_op=median(forward) / ops * 1e6,
+        backward_us_per_op=(total - median(forward)) / ops * 1e6,
+    )
+    for name, samples in theirs.items():
+        ratios = sorted(mine / other for mine, other in zip(ours, samples, strict=True))
         report.add(
-            workload="W3 eager vs autograd",
-            ratio_autograd_over_tenferro=t / ours,
-            autograd_us_per_op=t / ops * 1e6,
+            workload=f"W3 eager vs {name} (interleaved rounds)",
+            peer_us_per_op=median(samples) / ops * 1e6,
+            ratio_tenferro_over_peer=median(ratios),
+            ratio_range=f"{ratios[0]:.2f}..{ratios[-1]:.2f}",
         )
 
 

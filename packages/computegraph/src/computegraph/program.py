@@ -120,20 +120,27 @@ class CompiledProgram:
         value per requested output. Exceptions raised by an operation propagate
         unchanged, with a note naming the failing instruction.
         """
+        fast = self._fast
+        if fast is not None and apply is None and len(inputs) == len(self.input_slots):
+            try:  # the steady state: generated code, with no further checks
+                return fast.function(inputs, ctx)
+            except OperationContractError:
+                raise
+            except Exception as error:
+                self._note_failure(fast, error)
+                raise
         if len(inputs) != len(self.input_slots):
             raise BindingError(
                 f"CompiledProgram.eval: expected {len(self.input_slots)} input(s) "
                 f"({_describe_inputs(self.input_keys)}), got {len(inputs)}"
             )
         if apply is None:
-            fast = self._fast
             if fast is None and self._runs and len(self._plan) <= _GENERATE_LIMIT:
                 fast = self._fast = generate(
                     self._plan, self.input_slots, self.output_slots, self.constants
                 )
+                return self.eval(inputs, ctx)
             self._runs += 1
-            if fast is not None:
-                return self._run_generated(fast, inputs, ctx)
         slots: list[Any] = [None] * self.n_slots
         for slot, value in zip(self.input_slots, inputs, strict=True):
             slots[slot] = value
@@ -175,19 +182,13 @@ class CompiledProgram:
         """Whether evaluation now runs generated straight-line code (after the first run)."""
         return self._fast is not None
 
-    def _run_generated(self, fast: GeneratedRun, inputs: Sequence[Any], ctx: Any) -> list[Any]:
-        try:
-            return fast.function(inputs, ctx)
-        except OperationContractError:
-            raise
-        except Exception as error:
-            position = fast.failing_instruction(error.__traceback__)
-            if position is not None:
-                error.add_note(
-                    f"while evaluating instruction {position} of {len(self._plan)}: "
-                    f"{self._plan[position][0]!r}"
-                )
-            raise
+    def _note_failure(self, fast: GeneratedRun, error: Exception) -> None:
+        position = fast.failing_instruction(error.__traceback__)
+        if position is not None:
+            error.add_note(
+                f"while evaluating instruction {position} of {len(self._plan)}: "
+                f"{self._plan[position][0]!r}"
+            )
 
     def eval_with(self, bindings: Mapping[Hashable, Any], ctx: Any = None) -> list[Any]:
         """Evaluate with inputs bound by input key (``{"x": 1.0, ...}``).

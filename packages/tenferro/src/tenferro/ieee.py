@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["quiet", "restore"]
+__all__ = ["IGNORE", "error_state", "quiet", "restore"]
 
 try:  # numpy >= 2: error state lives in a context variable
     from numpy._core._ufunc_config import (  # type: ignore[attr-defined]
@@ -21,17 +21,33 @@ try:  # numpy >= 2: error state lives in a context variable
         _make_extobj,
     )
 
-    _IGNORE = _make_extobj(all="ignore")
+    IGNORE: Any = _make_extobj(all="ignore")
+    error_state: Any = _extobj_contextvar
+    """Hot paths: ``token = error_state.set(IGNORE)`` ... ``error_state.reset(token)``."""
 
     def quiet() -> Any:
         """Silence floating-point warnings; returns a token for :func:`restore`."""
-        return _extobj_contextvar.set(_IGNORE)
+        return _extobj_contextvar.set(IGNORE)
 
     def restore(token: Any) -> None:
         """Undo the matching :func:`quiet`."""
         _extobj_contextvar.reset(token)
 
 except ImportError:  # pragma: no cover - other numpy versions
+
+    class _ErrState:
+        """``set``/``reset`` over ``np.errstate`` for numpy without the context variable."""
+
+        def set(self, value: Any) -> Any:
+            state = np.errstate(all="ignore")
+            state.__enter__()
+            return state
+
+        def reset(self, token: Any) -> None:
+            token.__exit__(None, None, None)
+
+    IGNORE = None
+    error_state = _ErrState()
 
     def quiet() -> Any:
         state = np.errstate(all="ignore")

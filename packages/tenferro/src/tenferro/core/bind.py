@@ -46,11 +46,15 @@ def bind(op: TensorPrimitive, operands: Sequence[Any], like: Any = None) -> tupl
         if like is None:
             raise TenferroError(op.name, "a primitive without operands needs a `like` value")
         return type(like)._bind(op, (), like)
-    kind, mixed = _highest_kind(operands)
-    if mixed:
-        lift_to = kind._lift
-        operands = [o if type(o) is kind else lift_to(o) for o in operands]
-    return kind._bind(op, operands, like)
+    kind = type(operands[0])
+    count = len(operands)
+    if count == 1 or (count == 2 and type(operands[1]) is kind):
+        return kind._bind(op, operands, like)  # the common cases, without a loop
+    if all(type(o) is kind for o in operands):
+        return kind._bind(op, operands, like)
+    kind, _ = _highest_kind(operands)
+    lift_to = kind._lift
+    return kind._bind(op, [o if type(o) is kind else lift_to(o) for o in operands], like)
 
 
 def bind1(op: TensorPrimitive, operands: Sequence[Any], like: Any = None) -> Any:

@@ -79,7 +79,13 @@ class TensorPrimitive:
     @classmethod
     def make(cls: type[P], inputs: tuple[Meta, ...], **params: Any) -> P:
         """The (shared) instance for these input metas and parameters."""
-        cache_key = (cls, inputs, *params.items()) if params else (cls, inputs)
+        key = (cls, inputs, *params.items()) if params else (cls, inputs)
+        return cls._make_shared(inputs, key, params)
+
+    @classmethod
+    def _make_shared(
+        cls: type[P], inputs: tuple[Meta, ...], cache_key: Any, params: dict[str, Any]
+    ) -> P:
         try:
             found = cls._instances.get(cache_key)
         except TypeError:

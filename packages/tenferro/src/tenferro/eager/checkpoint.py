@@ -13,21 +13,19 @@ segment's derivative, linearised once per structure like any other node.
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from computegraph import GraphBuilder, Local, LocalValueId
 from tenferro.core.pytree import flatten, unflatten
-from tenferro.eager.tape import _UNTRACKED, is_grad_enabled
-from tenferro.eager.tensor import EagerTensor, capture_state, captures_open
+from tenferro.eager.mode import capture_state, close_capture, is_grad_enabled, open_capture
+from tenferro.eager.tape import _UNTRACKED
+from tenferro.eager.tensor import EagerTensor
 from tenferro.errors import TenferroError
 from tenferro.surface.convert import asarray
 from tidu.eager import EagerInput, RecordedGraph
 
 __all__ = ["checkpoint"]
-
-_lock = threading.Lock()
 
 
 class _Captured:
@@ -94,15 +92,11 @@ def checkpoint(f: Callable[..., Any]) -> Callable[..., Any]:
         if active_capture() is not None or not is_grad_enabled():
             return f(*args)  # nested segments belong to the enclosing one
         capture = Capture()
-        capture_state.capture = capture
-        with _lock:
-            captures_open[0] += 1
+        open_capture(capture)
         try:
             result = f(*args)
         finally:
-            capture_state.capture = None
-            with _lock:
-                captures_open[0] -= 1
+            close_capture()
         return _record(capture, result)
 
     return segment

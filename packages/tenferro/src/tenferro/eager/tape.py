@@ -15,10 +15,8 @@ can be differentiated again (Hessian-vector products, any order).
 from __future__ import annotations
 
 import itertools
-import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import ContextDecorator
 from typing import Any
 
 import numpy as np
@@ -42,7 +40,7 @@ from tidu.eager import (
     forward,
 )
 
-__all__ = ["Tape", "default_tape", "is_grad_enabled", "no_grad"]
+__all__ = ["Tape", "default_tape"]
 
 _CANONICAL = tuple(f"a{i}" for i in range(64))
 
@@ -60,38 +58,9 @@ _UNTRACKED = Input(_Untracked())
 _SAVE_ALL = "save all"
 """Marks a recorded structure whose derivative is unknown (a rule is missing)."""
 
-_Plan = tuple[RecordedGraph, tuple[bool, ...], tuple[bool, ...], tuple[int, ...]]
+_Plan = tuple[Any, RecordedGraph, tuple[bool, ...], tuple[bool, ...], tuple[int, ...]]
 _PLAN_LIMIT = 4096
-
-_state = threading.local()
-_disabled_anywhere = [0]
-"""How many ``no_grad`` contexts are open in any thread: while none is, recording needs
-no thread-local lookup."""
-
-
-def is_grad_enabled() -> bool:
-    """Whether operations on tracked tensors are recorded (see :func:`no_grad`)."""
-    return not _disabled_anywhere[0] or getattr(_state, "enabled", True)
-
-
-class no_grad(ContextDecorator):  # noqa: N801 - named like torch.no_grad
-    """Within this context (or decorated function) nothing is recorded: results of
-    operations are detached, as with ``torch.no_grad``."""
-
-    def __enter__(self) -> no_grad:
-        self._previous = getattr(_state, "enabled", True)
-        _state.enabled = False
-        with _lock:
-            _disabled_anywhere[0] += 1
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        _state.enabled = self._previous
-        with _lock:
-            _disabled_anywhere[0] -= 1
-
-
-_lock = threading.Lock()
+_ONE_TRACKED = (True,)
 
 
 class Tape:
@@ -115,7 +84,7 @@ class Tape:
             weakref.WeakValueDictionary()
         )
         self._derivatives = default_derivative_cache
-        self._plans: dict[tuple[TensorPrimitive, tuple[bool, ...]], _Plan] = {}
+        self._plans: dict[tuple[int, tuple[bool, ...]], _Plan] = {}
         self._plain = ProgramExecutor(ADD_ANY)
         self._recording = _RecordingExecutor(self)
 
@@ -144,19 +113,20 @@ class Tape:
 
     # ------------------------------------------------------------------ recording
 
-    def recording(self) -> bool:
-        return is_grad_enabled()
-
     def record(
         self, op: TensorPrimitive, operands: Sequence[Any], values: Sequence[Any]
     ) -> tuple[EagerTensor, ...]:
         """Record ``op`` applied to ``operands`` (at least one tracked, all of this tape)
         with results ``values``; return the tracked results."""
-        flags = tuple([o.tape is not None for o in operands])
-        plan = self._plans.get((op, flags))
-        if plan is None:
+        if len(operands) == 1:
+            flags: tuple[bool, ...] = _ONE_TRACKED  # record() is only called when tracked
+        else:
+            flags = tuple([o.tape is not None for o in operands])
+        # By identity: primitives are shared instances, and their __hash__ is Python code.
+        plan = self._plans.get((id(op), flags))
+        if plan is None or plan[0] is not op:
             plan = self._plan(op, flags)
-        recorded, keep_inputs, keep_outputs, active = plan
+        _, recorded, keep_inputs, keep_outputs, active = plan
         saved: dict[ValueKey, Any] = {}
         edges: list[Any] = []
         for operand, key, keep in zip(
@@ -191,6 +161,7 @@ class Tape:
         needed = self._learn_needed(recorded, active)
         keep_all = needed is _SAVE_ALL
         plan = (
+            op,  # kept alive with its plan, so its id is not reused meanwhile
             recorded,
             tuple(keep_all or key in needed for key in recorded.input_value_keys),
             tuple(keep_all or key in needed for key in recorded.output_keys),
@@ -198,7 +169,7 @@ class Tape:
         )
         if len(self._plans) >= _PLAN_LIMIT:
             self._plans.clear()
-        self._plans[(op, flags)] = plan
+        self._plans[(id(op), flags)] = plan
         return plan
 
     def _learn_needed(self, recorded: RecordedGraph, active: tuple[int, ...]) -> Any:

@@ -10,25 +10,19 @@ operand is tracked and recording is enabled (see :func:`~tenferro.no_grad`).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from tenferro.core.primitive import TensorPrimitive
+from tenferro.eager.mode import capture_state, captures_open, grad_state, no_grad_open
 from tenferro.errors import DTypeError, TenferroError
-from tenferro.ieee import quiet, restore
+from tenferro.ieee import IGNORE, error_state
 from tenferro.meta import Meta
 from tenferro.tensor import Tensor, filled, to_array
 
-__all__ = ["EagerTensor", "capture_state", "captures_open"]
-
-capture_state = threading.local()
-"""``capture``: the checkpointed segment being captured in this thread (see
-:mod:`tenferro.eager.checkpoint`), else absent or ``None``."""
-captures_open = [0]
-"""How many captures are open in any thread (none: no thread-local lookup per op)."""
+__all__ = ["EagerTensor"]
 
 
 class EagerTensor(Tensor):
@@ -90,15 +84,16 @@ class EagerTensor(Tensor):
     def _bind(
         cls, op: TensorPrimitive, operands: Sequence[Any], like: Any = None
     ) -> tuple[EagerTensor, ...]:
+        arrays = [o._value for o in operands]
         ufunc = op.ufunc
-        token = quiet()
+        token = error_state.set(IGNORE)  # IEEE special values are data: no warnings
         try:
             if ufunc is not None:  # the common case, without two Python frames
-                values: Sequence[Any] = (ufunc(*[o._value for o in operands]),)
+                values: Sequence[Any] = (ufunc(*arrays),)
             else:
-                values = op.eval([o._value for o in operands], None)
+                values = op.eval(arrays, None)
         finally:
-            restore(token)
+            error_state.reset(token)
         if captures_open[0]:
             capture = getattr(capture_state, "capture", None)
             if capture is not None:
@@ -115,7 +110,7 @@ class EagerTensor(Tensor):
                         "operands belong to different tapes; detach() one of them or track "
                         "both on one tape",
                     )
-        if tape is not None and tape.recording():
+        if tape is not None and (not no_grad_open[0] or getattr(grad_state, "enabled", True)):
             return tape.record(op, operands, values)
         make = cls._make
         return tuple(

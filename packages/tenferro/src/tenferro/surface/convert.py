@@ -148,7 +148,8 @@ _SCALAR_OPERANDS_LIMIT = 4096
 
 def _tensor_and_scalar(first: Any, second: Any, kinds: str) -> list[Any] | None:
     """The common ``tensor op scalar`` (either order) for concrete tensor kinds, when the
-    scalar adopts the tensor's dtype: the scalar's constant is cached. ``None`` otherwise."""
+    scalar adopts the tensor's dtype: the scalar's constant is cached, keyed by the
+    tensor's meta (a hit means every check below passed before). ``None`` otherwise."""
     if type(second) in _SCALARS:
         tensor, scalar, scalar_first = first, second, False
     elif type(first) in _SCALARS:
@@ -156,20 +157,18 @@ def _tensor_and_scalar(first: Any, second: Any, kinds: str) -> list[Any] | None:
     else:
         return None
     kind = type(tensor)
-    make_full = getattr(kind, "_full", None)
-    if make_full is None:
-        return None
     meta = tensor.meta
-    if meta.weak or meta.dynamic or meta.dtype.kind not in kinds:
-        return None
-    scalar_dtype = _SCALAR_DTYPES[type(scalar)]
-    if promote_types((meta.dtype, False), (scalar_dtype, True)) != meta.dtype:
-        return None
     # ``0.0 == -0.0`` and ``nan != nan`` as keys: only finite non-zero values are cached.
     cacheable = scalar == scalar and scalar != 0
-    key = (kind, type(scalar), scalar, meta.dtype, meta.shape)
+    key = (kind, meta, kinds, type(scalar), scalar)
     constant = _SCALAR_OPERANDS.get(key) if cacheable else None
     if constant is None:
+        make_full = getattr(kind, "_full", None)
+        if make_full is None or meta.weak or meta.dynamic or meta.dtype.kind not in kinds:
+            return None
+        scalar_dtype = _SCALAR_DTYPES[type(scalar)]
+        if promote_types((meta.dtype, False), (scalar_dtype, True)) != meta.dtype:
+            return None
         constant = make_full(Meta(meta.shape, meta.dtype, scalar_dtype == meta.dtype), scalar)
         if cacheable:
             if len(_SCALAR_OPERANDS) >= _SCALAR_OPERANDS_LIMIT:

@@ -98,8 +98,10 @@ def _inexact(op: str, *values: Any) -> list[Any]:
 def _boolean_aware(op: str, kinds: str, arithmetic: Any, boolean: Any) -> Any:
     """A binary function that, like numpy, is a logical one on two bool operands."""
 
+    accepted = "b" + kinds
+
     def apply(x: Any, y: Any) -> Any:
-        a, b = _binary(op, x, y, "b" + kinds)
+        a, b = prepare(op, (x, y), kinds=accepted)
         return boolean(a, b) if a.meta.dtype.kind == "b" else arithmetic(a, b)
 
     apply.__name__ = op
@@ -259,6 +261,9 @@ def reciprocal(x: Any) -> Any:
 
 def _analytic(op: str, function: Any) -> Any:
     def apply(x: Any) -> Any:
+        meta = getattr(x, "meta", None)
+        if meta is not None and meta.dtype.kind in INEXACT:  # a tensor already: no preparing
+            return function(x)
         (a,) = _inexact(op, x)
         return function(a)
 

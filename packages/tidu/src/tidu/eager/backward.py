@@ -123,7 +123,7 @@ def backward(
         if not active:
             continue
         recorded = node.recorded
-        memo_key = (recorded, slots, active)
+        memo_key = (id(recorded), slots, active)  # recorded graphs live through this call
         found = local.get(memo_key)
         if found is None:
             derivative = derivatives.derivative(recorded, slots, ctx, active)

@@ -109,12 +109,15 @@ class _BoundProgram:
                 for b in self.bindings
             ]
         except KeyError as missing:
-            raise TransformError(
-                f"{what} needs the primal value {missing.args[0]!r}, which was neither saved "
-                f"nor recomputed"
-            ) from None
+            raise _missing(what, missing) from None
         values = self.program.eval(inputs, eval_ctx, apply=apply)
         return [None if position is None else values[position] for position in self.results]
+
+
+def _missing(what: str, missing: KeyError) -> TransformError:
+    return TransformError(
+        f"{what} needs the primal value {missing.args[0]!r}, which was neither saved nor recomputed"
+    )
 
 
 class ProgramExecutor:
@@ -164,9 +167,15 @@ class ProgramExecutor:
             plan = linear.memo.setdefault(_MEMO, _BoundProgram.transposed(linear, ctx))
             if self._add is None and linear.add_operation is not None:
                 self._add = linear.add_operation
-        return plan.run(
-            cotangent_out, external_data, self._eval_ctx, self._apply, "backward: the transpose"
-        )
+        try:
+            inputs = [
+                cotangent_out[b] if type(b) is int else external_data[b]  # type: ignore[index]
+                for b in plan.bindings
+            ]
+        except KeyError as missing:
+            raise _missing("backward: the transpose", missing) from None
+        values = plan.program.eval(inputs, self._eval_ctx, apply=self._apply)
+        return [None if position is None else values[position] for position in plan.results]
 
     def run_linear(
         self,
