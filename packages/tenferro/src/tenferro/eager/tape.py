@@ -78,6 +78,7 @@ class Tape:
 
     def __init__(self) -> None:
         self._recorder = Recorder()
+        """Records composite nodes (checkpointed segments); primitives go through record()."""
         self._counter = itertools.count()
         """Eager keys of this tape: ``Input.unique`` of fresh integers."""
         self._leaves: weakref.WeakValueDictionary[ValueKey, EagerTensor] = (
@@ -234,7 +235,7 @@ class Tape:
             if leaf is None:
                 continue
             value = self._result(cotangent, leaf, False)
-            leaf._grad = value if leaf._grad is None else _add(leaf._grad, value)
+            leaf._grad = value if leaf._grad is None else lax.add(leaf._grad, value)
 
     def _reverse(self, op: str, output: Any, seed: Any, create_graph: bool) -> dict[Any, Any]:
         if not isinstance(output, EagerTensor) or output.tape is not self:
@@ -346,10 +347,6 @@ class Tape:
 
     def __repr__(self) -> str:
         return f"<Tape: {len(self._leaves)} live leaves>"
-
-
-def _add(a: EagerTensor, b: EagerTensor) -> EagerTensor:
-    return lax.add(a, b)
 
 
 class _RecordingExecutor(ProgramExecutor):
