@@ -291,6 +291,10 @@ def test_bad_input():
     close(tf.grad(lambda t: tf.sum(t * t))(x.detach()), [2, 4])
     with pytest.raises(tf.TenferroError, match="gradient for a float64\\[2\\]"):
         x.grad = np.ones(3)
+    with pytest.raises(tf.DTypeError, match="tangent 0 is complex128"):
+        tape.push_forward(y, x, np.ones(2, complex))  # would drop the imaginary part
+    with pytest.raises(tf.ShapeError, match="tangent 0 has shape"):
+        tape.push_forward(y, x, np.ones(3))
     close(tape.grad(tf.sum(y), x), [2, 2])  # nothing was corrupted
 
 

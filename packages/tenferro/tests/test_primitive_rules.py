@@ -52,6 +52,15 @@ def binary(fn: Callable[[Any, Any], Any], x: dict[str, bool], y: dict[str, bool]
     return lambda dt, shape, rng: (fn, [sample(shape, dt, rng, **x), sample(shape, dt, rng, **y)])
 
 
+def _round(method: str) -> Build:
+    # Values a quarter away from integers and half-integers: rounding is locally constant.
+    def build(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+        x = rng.integers(-4, 5, shape) + rng.choice([0.25, 0.75], shape)
+        return (lambda v: lax.round(v, method)), [x.astype(dt)]
+
+    return build
+
+
 def _rem(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
     # Keep x / y away from integers: the remainder jumps there.
     y = rng.uniform(0.5, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
@@ -227,6 +236,7 @@ CASES = [
     Case("conj", unary(lax.conj)),
     Case("abs", unary(lax.abs, away_from_zero=True)),
     Case("sign", unary(lax.sign, away_from_zero=True), FLOATS),
+    *(Case(f"round_{m}", _round(m), FLOATS) for m in ("floor", "ceil", "trunc", "nearest_even")),
     Case("maximum", _extremum(lax.max), FLOATS),
     Case("minimum", _extremum(lax.min), FLOATS),
     Case("select", _select),

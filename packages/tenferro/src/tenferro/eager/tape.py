@@ -320,7 +320,12 @@ class Tape:
                     "jvp",
                     f"tangent {position} has shape {value.shape}, the input {source.meta.shape}",
                 )
-            value = value.astype(source.meta.dtype, copy=False)
+            if value.dtype != source.meta.dtype:
+                raise DTypeError(
+                    "jvp",
+                    f"tangent {position} is {value.dtype}, the input {source.meta.dtype} "
+                    f"(tangents have their primal's dtype)",
+                )
             seeds[source.key] = value if source.key not in seeds else seeds[source.key] + value
         traces = [o.trace for o in outs if isinstance(o, EagerTensor)]
         with np.errstate(all="ignore"):

@@ -111,10 +111,6 @@ def prepare(
         quick = _tensor_and_scalar(values[0], values[1], kinds)
         if quick is not None:
             return quick
-    if any(type(v) in _SCALARS for v in values):
-        mixed = _with_scalars(op, values, kinds, broadcast, dtype)
-        if mixed is not None:
-            return mixed
     operands = lift([asarray(v) for v in values])
     metas = [o.meta for o in operands]
     target = (
@@ -175,57 +171,6 @@ def _tensor_and_scalar(first: Any, second: Any, kinds: str) -> list[Any] | None:
                 _SCALAR_OPERANDS.clear()
             _SCALAR_OPERANDS[key] = constant
     return [constant, tensor] if scalar_first else [tensor, constant]
-
-
-def _with_scalars(
-    op: str, values: Sequence[Any], kinds: str, broadcast: bool, dtype: Any
-) -> list[Any] | None:
-    """``prepare`` for tensors mixed with Python scalars: the scalars become constants of
-    the promoted dtype and broadcast shape directly (``full``), which concrete tensor
-    kinds make without executing a conversion and a broadcast. ``None``: no tensor."""
-    if not broadcast:
-        return None
-    given = [asarray(v) for v in values if type(v) not in _SCALARS]
-    if not given:
-        return None
-    tensors = lift(given)
-    promotion = [(t.meta.dtype, t.meta.weak) for t in tensors]
-    promotion += [(_SCALAR_DTYPES[type(v)], True) for v in values if type(v) in _SCALARS]
-    target = as_dtype(dtype, op) if dtype is not None else promote_types(*promotion, op=op)
-    if target.kind not in kinds:
-        _reject(op, target, [t.meta for t in tensors], kinds)
-    like = tensors[0]
-    if len(tensors) == 1:
-        shape = like.meta.shape
-        dynamic = like.meta.dynamic
-    else:
-        shape = broadcast_shapes(*(t.meta.shape for t in tensors), op=op)
-        dynamic = next((t.meta.dynamic for t in tensors if t.meta.dynamic), ())
-    make_full = None if dynamic else getattr(type(like), "_full", None)
-    converted = iter(
-        [
-            broadcast_to(
-                t if t.meta.dtype == target else lax.convert_element_type(t, target), shape
-            )
-            for t in tensors
-        ]
-    )
-    result = []
-    for value in values:
-        if type(value) not in _SCALARS:
-            result.append(next(converted))
-            continue
-        # Weak, like the scalar itself, unless it had to be converted (as in the general
-        # path, where conversions give strongly typed values).
-        meta = Meta(shape, target, _SCALAR_DTYPES[type(value)] == target, dynamic)
-        if make_full is not None:
-            result.append(make_full(meta, value))
-            continue
-        filled = lax.full(meta, value, like)  # data-dependent extents come from ``like``
-        if filled.meta.weak != meta.weak:
-            filled = filled._rewrap(filled.meta._replace(weak=meta.weak))
-        result.append(filled)
-    return result
 
 
 def _reject(op: str, target: Any, metas: Sequence[Meta], kinds: str) -> None:
