@@ -15,11 +15,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from rule_cases import CASES, EXEMPT, SETTINGS, Case
+import rule_cases_solvers
+import rule_cases_spectral
+from rule_cases import CASES as CORE_CASES
+from rule_cases import EXEMPT, SETTINGS, Case
 from tenferro_support import dtype_id, output_weights, real_loss, sample
 
 import tenferro as tf
 from tenferro.core.primitive import TensorPrimitive
+
+CASES = [*CORE_CASES, *rule_cases_spectral.CASES, *rule_cases_solvers.CASES]
 
 
 def _inexact_count(case: Case, dt: np.dtype[Any]) -> int:
