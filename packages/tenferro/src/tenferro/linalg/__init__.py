@@ -8,8 +8,46 @@ LAPACK kernel and JVP side by side, so it works on every tensor kind and in ever
 transform; the families' modules are:
 
 * :mod:`tenferro.linalg.checks`: shared validation (square, finite, eps) and errors.
+* :mod:`tenferro.linalg.solvers`: solve, solve_triangular, inv, det, slogdet.
+* :mod:`tenferro.linalg.factorizations`: qr, cholesky, lu, lu_factor, lu_solve.
+* :mod:`tenferro.linalg.functions`: matrix_exp, matrix_power, multi_dot, tensorinv,
+  tensorsolve.
 """
 
 from __future__ import annotations
 
+from tenferro.linalg.factorizations import (
+    LUFactorResult,
+    LUResult,
+    QRResult,
+    cholesky,
+    lu,
+    lu_factor,
+    lu_solve,
+    qr,
+)
+from tenferro.linalg.functions import matrix_exp, matrix_power, multi_dot, tensorinv, tensorsolve
+from tenferro.linalg.solvers import SlogdetResult, det, inv, slogdet, solve, solve_triangular
+
 __all__: list[str] = []
+__all__ += [  # solvers
+    "LUFactorResult",
+    "LUResult",
+    "QRResult",
+    "SlogdetResult",
+    "cholesky",
+    "det",
+    "inv",
+    "lu",
+    "lu_factor",
+    "lu_solve",
+    "matrix_exp",
+    "matrix_power",
+    "multi_dot",
+    "qr",
+    "slogdet",
+    "solve",
+    "solve_triangular",
+    "tensorinv",
+    "tensorsolve",
+]

@@ -1,0 +1,260 @@
+"""Matrix functions: ``matrix_exp``, ``matrix_power``, ``multi_dot``, ``tensorinv``,
+``tensorsolve``.
+
+``linalg.matrix_exp`` has the JVP ``L_A(dA)``, the Fréchet derivative of the
+exponential, which is its own family ``linalg.expm_frechet`` (A, E) -> L_A(E): linear
+in E with the transpose ``L_{A^H}`` (the adjoint of ``E -> ∫ e^{sA} E e^{(1-s)A} ds``),
+evaluated as the upper-right block of ``expm([[A, E], [0, A]])``. Its own JVP is the
+same block identity one level up (``L_M(dM)`` with ``M = [[A, E], [0, A]]``), so every
+order of derivative is available.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import scipy.linalg  # type: ignore[import-untyped]
+
+import tenferro
+from tenferro import lax
+from tenferro.algebra import adjoint, eye_like, matmul
+from tenferro.core.bind import bind1
+from tenferro.core.primitive import RuleValue
+from tenferro.errors import ParameterError, ShapeError
+from tenferro.extension import ExtensionOp, register
+from tenferro.linalg._common import inexact_operands, matrix_slice, require_inexact, same_batch
+from tenferro.linalg.checks import check_finite, check_square
+from tenferro.linalg.solvers import inv, solve
+from tenferro.meta import Meta
+
+__all__ = ["matrix_exp", "matrix_power", "multi_dot", "tensorinv", "tensorsolve"]
+
+
+def _blocks(a: Any, e: Any, zeros: Any) -> Any:
+    """``[[a, e], [zeros, a]]`` over the last two axes."""
+    nd = a.meta.ndim
+    top = lax.concatenate([a, e], nd - 1)
+    bottom = lax.concatenate([zeros, a], nd - 1)
+    return lax.concatenate([top, bottom], nd - 2)
+
+
+@register("linalg.matrix_exp")
+class MatrixExp(ExtensionOp):
+    """The matrix exponential of square matrices (scipy.linalg.expm, batched)."""
+
+    def infer(self) -> list[Meta]:
+        (a,) = self.inputs
+        check_square("matrix_exp", a)
+        require_inexact("matrix_exp", a)
+        return [a]
+
+    def impl(self, a: Any) -> Any:
+        if a.size == 0:
+            return np.zeros(a.shape, a.dtype)
+        check_finite("matrix_exp", a)
+        return np.asarray(scipy.linalg.expm(a), dtype=a.dtype)
+
+    def jvp(
+        self,
+        xs: tuple[RuleValue, ...],
+        ys: tuple[RuleValue, ...],
+        ts: tuple[RuleValue | None, ...],
+    ) -> list[RuleValue | None]:
+        (a,), (da,) = xs, ts
+        return [None if da is None else expm_frechet(a, da)]
+
+
+@register("linalg.expm_frechet")
+class ExpmFrechet(ExtensionOp):
+    """``L_A(E)``: the Fréchet derivative of expm at A along E (linear in E)."""
+
+    def infer(self) -> list[Meta]:
+        a, e = self.inputs
+        check_square("matrix_exp", a)
+        same_batch("matrix_exp", a, e)
+        if e.shape != a.shape:
+            raise ShapeError("matrix_exp", f"direction {e.shape} for a matrix {a.shape}")
+        return [a]
+
+    def impl(self, a: Any, e: Any) -> Any:
+        n = a.shape[-1]
+        if a.size == 0:
+            return np.zeros(a.shape, a.dtype)
+        block = np.zeros((*a.shape[:-2], 2 * n, 2 * n), a.dtype)
+        block[..., :n, :n] = a
+        block[..., n:, n:] = a
+        block[..., :n, n:] = e
+        return np.ascontiguousarray(scipy.linalg.expm(block)[..., :n, n:], dtype=a.dtype)
+
+    def jvp(
+        self,
+        xs: tuple[RuleValue, ...],
+        ys: tuple[RuleValue, ...],
+        ts: tuple[RuleValue | None, ...],
+    ) -> list[RuleValue | None]:
+        (a, e), (da, de) = xs, ts
+        if da is None and de is None:
+            return [None]
+        n = a.meta.shape[-1]
+        zeros = lax.zeros_like(a)
+        da_ = zeros if da is None else da
+        de_ = zeros if de is None else de
+        tangent = expm_frechet(_blocks(a, e, zeros), _blocks(da_, de_, zeros))
+        return [matrix_slice(tangent, (0, n), (n, 2 * n))]
+
+    def transpose(
+        self,
+        cts: tuple[RuleValue | None, ...],
+        xs: tuple[RuleValue, ...],
+        active: tuple[bool, ...],
+    ) -> list[RuleValue | None]:
+        if active[0]:
+            raise lax.not_linear(self, "the matrix")
+        (ct,), (a, _) = cts, xs
+        return [None, None if ct is None else expm_frechet(adjoint(a), ct)]
+
+
+def expm_frechet(a: Any, e: Any) -> Any:
+    """Bind ``linalg.expm_frechet``."""
+    return bind1(ExpmFrechet.make((a.meta, e.meta)), (a, e))
+
+
+def matrix_exp(a: Any) -> Any:
+    """The matrix exponential ``[..., N, N]`` (torch.linalg.matrix_exp,
+    scipy.linalg.expm). Differentiable to any order (Fréchet derivative);
+    NaN/Inf input raises :class:`~tenferro.errors.LinAlgError`."""
+    (a,) = inexact_operands("matrix_exp", a)
+    check_square("matrix_exp", a.meta)
+    return bind1(MatrixExp.make((a.meta,)), (a,))
+
+
+def matrix_power(a: Any, n: int) -> Any:
+    """``a`` raised to the integer power ``n`` (numpy.linalg.matrix_power): ``n = 0`` is
+    the identity, ``n < 0`` the power of ``inv(a)``; computed by repeated squaring with
+    matrix products, so its derivative is exact. Integer matrices stay integer for
+    ``n >= 0`` (numpy's rule)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise ParameterError("matrix_power", f"n must be an integer, got {n!r}")
+    (x,) = inexact_operands("matrix_power", a) if n < 0 else (tenferro.asarray(a),)
+    check_square("matrix_power", x.meta)
+    if n < 0:
+        x = inv(x)
+    power = abs(int(n))
+    result = None
+    while power:
+        if power & 1:
+            result = x if result is None else matmul(result, x)
+        power >>= 1
+        if power:
+            x = matmul(x, x)
+    return eye_like(x) if result is None else result
+
+
+def _chain_order(shapes: Sequence[tuple[int, int]]) -> Any:
+    """The classic O(n^3) matrix-chain dynamic programme: the cheapest parenthesisation."""
+    count = len(shapes)
+    dims = [shapes[0][0], *(s[1] for s in shapes)]
+    cost = [[0] * count for _ in range(count)]
+    split = [[0] * count for _ in range(count)]
+    for length in range(1, count):
+        for i in range(count - length):
+            j = i + length
+            cost[i][j] = math.inf  # type: ignore[call-overload]
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+
+    def order(i: int, j: int) -> Any:
+        return i if i == j else (order(i, split[i][j]), order(split[i][j] + 1, j))
+
+    return order(0, count - 1)
+
+
+def multi_dot(arrays: Sequence[Any]) -> Any:
+    """The product of a chain of matrices in the cheapest order (numpy.linalg.multi_dot):
+    the first operand may be a vector (a row), the last a vector (a column); the others
+    are matrices. Planned by ``tenferro.einsum`` when it exists, else by the classic
+    matrix-chain dynamic programme."""
+    if len(arrays) < 2:
+        raise ParameterError("multi_dot", f"needs at least two arrays, got {len(arrays)}")
+    operands = [tenferro.asarray(x) for x in arrays]
+    first_vector = operands[0].ndim == 1
+    last_vector = operands[-1].ndim == 1
+    if first_vector:
+        operands[0] = tenferro.reshape(operands[0], (1, -1))
+    if last_vector:
+        operands[-1] = tenferro.reshape(operands[-1], (-1, 1))
+    for position, x in enumerate(operands):
+        if x.ndim != 2:
+            raise ShapeError(
+                "multi_dot", f"operand {position} must be a matrix, got shape {tuple(x.shape)}"
+            )
+    for position in range(len(operands) - 1):
+        if operands[position].shape[1] != operands[position + 1].shape[0]:
+            raise ShapeError(
+                "multi_dot",
+                f"operands {position} and {position + 1} of shapes "
+                f"{tuple(operands[position].shape)} and {tuple(operands[position + 1].shape)}"
+                " do not chain",
+            )
+    einsum = getattr(tenferro, "einsum", None)
+    if einsum is not None:
+        letters = [chr(ord("a") + i) for i in range(len(operands) + 1)]
+        inputs = ",".join(letters[i] + letters[i + 1] for i in range(len(operands)))
+        result = einsum(f"{inputs}->{letters[0]}{letters[-1]}", *operands)
+    else:
+        result = _evaluate(_chain_order([tuple(x.shape) for x in operands]), operands)
+    if first_vector and last_vector:
+        return tenferro.reshape(result, ())
+    if first_vector:
+        return tenferro.reshape(result, (-1,))
+    if last_vector:
+        return tenferro.reshape(result, (-1,))
+    return result
+
+
+def _evaluate(order: Any, operands: list[Any]) -> Any:
+    if isinstance(order, int):
+        return operands[order]
+    left, right = order
+    return tenferro.matmul(_evaluate(left, operands), _evaluate(right, operands))
+
+
+def tensorinv(a: Any, ind: int = 2) -> Any:
+    """The inverse of ``a`` seen as a linear map from its trailing axes (``a.shape[ind:]``)
+    to its leading ones (numpy.linalg.tensorinv): the result has shape
+    ``a.shape[ind:] + a.shape[:ind]``."""
+    (a,) = inexact_operands("tensorinv", a)
+    shape = a.meta.shape
+    if ind <= 0:
+        raise ParameterError("tensorinv", f"ind must be a positive integer, got {ind!r}")
+    rows, cols = math.prod(shape[:ind]), math.prod(shape[ind:])
+    if rows != cols:
+        raise ShapeError(
+            "tensorinv", f"shape {shape} with ind={ind} is not square ({rows} x {cols})"
+        )
+    result = inv(lax.reshape(a, (rows, cols)))
+    return lax.reshape(result, (*shape[ind:], *shape[:ind]))
+
+
+def tensorsolve(a: Any, b: Any, axes: Sequence[int] | None = None) -> Any:
+    """Solve ``tensordot(a, x, x.ndim) = b`` for ``x`` (numpy.linalg.tensorsolve): ``x``
+    has shape ``a.shape[b.ndim:]``; ``axes`` are axes of ``a`` moved to the end first."""
+    a, b = inexact_operands("tensorsolve", a, b)
+    if axes is not None:
+        moved = [int(ax) % a.meta.ndim for ax in axes]
+        order = [ax for ax in range(a.meta.ndim) if ax not in moved] + moved
+        a = lax.transpose(a, tuple(order))
+    shape = a.meta.shape
+    xshape = shape[b.meta.ndim :]
+    rows, cols = math.prod(shape[: b.meta.ndim]), math.prod(xshape)
+    if shape[: b.meta.ndim] != b.meta.shape or rows != cols:
+        raise ShapeError(
+            "tensorsolve", f"a of shape {shape} does not match b of shape {b.meta.shape}"
+        )
+    x = solve(lax.reshape(a, (rows, cols)), lax.reshape(b, (rows,)))
+    return lax.reshape(x, xshape)

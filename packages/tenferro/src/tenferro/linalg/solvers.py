@@ -1,0 +1,399 @@
+"""Linear solves and determinants: ``solve``, ``solve_triangular``, ``inv``, ``det``,
+``slogdet``.
+
+Families (each one class: shape rule, LAPACK kernel, JVP):
+
+* ``linalg.solve_triangular`` (A, B) -> X with op(A) X = B (``left``) or X op(A) = B;
+  linear in B (it has a transpose rule), so the other families' JVPs use it for their
+  triangular sub-steps and reverse mode transposes them;
+* ``linalg.solve`` (A, B) -> X with A X = B, linear in B likewise;
+* ``linalg.inv``, ``linalg.det``, ``linalg.slogdet``.
+
+JVPs (``spec §4.5``): dX = solve(A, dB - dA X); d inv = -Y dA Y; d det = det tr(A^-1 dA);
+d logabsdet = Re tr(A^-1 dA), d sign = sign * i Im tr(A^-1 dA) (zero for real input,
+torch's convention).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+import scipy.linalg  # type: ignore[import-untyped]
+
+from tenferro import lax
+from tenferro.algebra import adjoint, matmul, trace
+from tenferro.core.bind import bind, bind1
+from tenferro.core.primitive import RuleValue
+from tenferro.errors import LinAlgError, ShapeError
+from tenferro.extension import ExtensionOp, register
+from tenferro.linalg._common import (
+    broadcast_batch,
+    inexact_operands,
+    raise_per_matrix,
+    require_inexact,
+    same_batch,
+)
+from tenferro.linalg.checks import check_finite, check_matrix, check_square, failing_batch
+from tenferro.meta import Meta
+
+__all__ = ["SlogdetResult", "det", "inv", "slogdet", "solve", "solve_triangular"]
+
+SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
+
+
+# ---------------------------------------------------------------------- triangular solve
+
+
+@register("linalg.solve_triangular")
+class TriangularSolve(ExtensionOp):
+    """op(A) X = B (``left``) or X op(A) = B, A upper or lower triangular (only that
+    triangle is read; ``unitriangular``: its diagonal is taken as ones). ``caller`` names
+    the public operation in errors."""
+
+    upper: bool
+    left: bool
+    unitriangular: bool
+    caller: str
+
+    def infer(self) -> list[Meta]:
+        a, b = self.inputs
+        check_square(self.caller, a)
+        check_matrix(self.caller, b)
+        require_inexact(self.caller, a)
+        same_batch(self.caller, a, b)
+        n = a.shape[-1]
+        extent = b.shape[-2] if self.left else b.shape[-1]
+        if extent != n:
+            side = "rows" if self.left else "columns"
+            raise ShapeError(
+                self.caller, f"B of shape {b.shape} needs {n} {side} for A of shape {a.shape}"
+            )
+        return [b]
+
+    def impl(self, a: Any, b: Any) -> Any:
+        if a.size == 0 or b.size == 0:
+            return np.zeros(b.shape, b.dtype)
+        if not self.unitriangular:
+            singular = (np.diagonal(a, axis1=-2, axis2=-1) == 0).any(axis=-1)
+            if singular.any():
+                raise LinAlgError(
+                    self.caller,
+                    f"the triangular matrix of shape {a.shape} is singular (a zero on its "
+                    f"diagonal){failing_batch(singular)}",
+                )
+        if self.left:
+            return scipy.linalg.solve_triangular(
+                a, b, lower=not self.upper, unit_diagonal=self.unitriangular, check_finite=False
+            )
+        x = scipy.linalg.solve_triangular(
+            a,
+            np.swapaxes(b, -1, -2),
+            trans=1,
+            lower=not self.upper,
+            unit_diagonal=self.unitriangular,
+            check_finite=False,
+        )
+        return np.ascontiguousarray(np.swapaxes(x, -1, -2))
+
+    def _triangle(self, m: Any) -> Any:
+        offset = 1 if self.unitriangular else 0
+        return lax.triu(m, offset) if self.upper else lax.tril(m, -offset)
+
+    def jvp(
+        self,
+        xs: tuple[RuleValue, ...],
+        ys: tuple[RuleValue, ...],
+        ts: tuple[RuleValue | None, ...],
+    ) -> list[RuleValue | None]:
+        (a, _), (x,), (da, db) = xs, ys, ts
+        rhs = db
+        if da is not None:
+            dtri = self._triangle(da)
+            rhs = lax.sub_tangents(rhs, matmul(dtri, x) if self.left else matmul(x, dtri))
+        if rhs is None:
+            return [None]
+        return [self.solve(a, rhs)]
+
+    def solve(self, a: Any, b: Any) -> Any:
+        """This family's solve with the same flags (for rule values)."""
+        return triangular_solve(
+            a, b, upper=self.upper, left=self.left, unit=self.unitriangular, caller=self.caller
+        )
+
+    def transpose(
+        self,
+        cts: tuple[RuleValue | None, ...],
+        xs: tuple[RuleValue, ...],
+        active: tuple[bool, ...],
+    ) -> list[RuleValue | None]:
+        if active[0]:
+            raise lax.not_linear(self, "the triangular matrix")
+        (ct,), (a, _) = cts, xs
+        if ct is None:
+            return [None, None]
+        flipped = triangular_solve(
+            adjoint(a),
+            ct,
+            upper=not self.upper,
+            left=self.left,
+            unit=self.unitriangular,
+            caller=self.caller,
+        )
+        return [None, flipped]
+
+
+def triangular_solve(
+    a: Any, b: Any, *, upper: bool, left: bool = True, unit: bool = False, caller: str
+) -> Any:
+    """Bind ``linalg.solve_triangular`` on tensors or rule values of one kind."""
+    op = TriangularSolve.make(
+        (a.meta, b.meta), upper=upper, left=left, unitriangular=unit, caller=caller
+    )
+    return bind1(op, (a, b))
+
+
+def solve_triangular(
+    a: Any, b: Any, *, upper: bool, left: bool = True, unitriangular: bool = False
+) -> Any:
+    """Solve ``A X = B`` (``left=True``) or ``X A = B`` (``left=False``) for triangular A.
+
+    torch.linalg.solve_triangular's signature and semantics: ``upper`` (keyword, required)
+    says which triangle of ``a`` is read (the other is ignored); ``unitriangular`` takes
+    the diagonal as ones. ``b`` is a matrix stack ``[..., N, K]`` (``[..., K, N]`` when
+    ``left=False``); batch axes broadcast. The derivative with respect to ``a`` is
+    projected onto the triangle that is read. A zero on the diagonal raises
+    :class:`~tenferro.errors.LinAlgError`.
+    """
+    name = "solve_triangular"
+    a, b = inexact_operands(name, a, b)
+    check_matrix(name, a.meta)
+    check_matrix(name, b.meta)
+    a, b = broadcast_batch(name, a, b)
+    return triangular_solve(
+        a, b, upper=bool(upper), left=bool(left), unit=bool(unitriangular), caller=name
+    )
+
+
+# ---------------------------------------------------------------------- general solve
+
+
+def _check_nonsingular(op: str, a: np.ndarray[Any, Any]) -> None:
+    """Raise naming the first exactly singular matrix (after LAPACK reported one)."""
+
+    def singular(m: np.ndarray[Any, Any]) -> bool:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lu, _ = scipy.linalg.lu_factor(m, check_finite=False)
+        return bool((np.diagonal(lu) == 0).any())
+
+    raise_per_matrix(op, a, singular, "singular")
+
+
+@register("linalg.solve")
+class Solve(ExtensionOp):
+    """A X = B for square A and a matrix stack B ``[..., N, K]`` (same batch axes)."""
+
+    caller: str
+
+    def infer(self) -> list[Meta]:
+        a, b = self.inputs
+        check_square(self.caller, a)
+        check_matrix(self.caller, b)
+        require_inexact(self.caller, a)
+        same_batch(self.caller, a, b)
+        if b.shape[-2] != a.shape[-1]:
+            raise ShapeError(
+                self.caller, f"B of shape {b.shape} does not match A of shape {a.shape}"
+            )
+        return [b]
+
+    def impl(self, a: Any, b: Any) -> Any:
+        if a.size == 0 or b.size == 0:
+            return np.zeros(b.shape, b.dtype)
+        check_finite(self.caller, a)
+        try:
+            return np.linalg.solve(a, b)
+        except np.linalg.LinAlgError:
+            _check_nonsingular(self.caller, a)
+            raise  # pragma: no cover - LAPACK failed without an exactly singular pivot
+
+    def jvp(
+        self,
+        xs: tuple[RuleValue, ...],
+        ys: tuple[RuleValue, ...],
+        ts: tuple[RuleValue | None, ...],
+    ) -> list[RuleValue | None]:
+        (a, _), (x,), (da, db) = xs, ys, ts
+        rhs = lax.sub_tangents(db, None if da is None else matmul(da, x))
+        return [None if rhs is None else general_solve(a, rhs, caller=self.caller)]
+
+    def transpose(
+        self,
+        cts: tuple[RuleValue | None, ...],
+        xs: tuple[RuleValue, ...],
+        active: tuple[bool, ...],
+    ) -> list[RuleValue | None]:
+        if active[0]:
+            raise lax.not_linear(self, "the matrix")
+        (ct,), (a, _) = cts, xs
+        if ct is None:
+            return [None, None]
+        return [None, general_solve(adjoint(a), ct, caller=self.caller)]
+
+
+def general_solve(a: Any, b: Any, *, caller: str) -> Any:
+    """Bind ``linalg.solve`` (matrix right-hand sides, same batch axes)."""
+    return bind1(Solve.make((a.meta, b.meta), caller=caller), (a, b))
+
+
+def solve(a: Any, b: Any) -> Any:
+    """Solve ``a @ x = b`` for square ``a`` (numpy 2 / torch semantics).
+
+    ``b`` is a vector only when it has one axis (``[N]``; the result is ``[..., N]``);
+    otherwise it is a matrix stack ``[..., N, K]``. Batch axes broadcast. A singular
+    ``a`` raises :class:`~tenferro.errors.LinAlgError` naming the first singular
+    matrix of the batch, as does NaN/Inf in ``a``.
+    """
+    name = "solve"
+    a, b = inexact_operands(name, a, b)
+    check_square(name, a.meta)
+    vector = b.meta.ndim == 1
+    if vector:
+        b = lax.reshape(b, (*b.meta.shape, 1))
+    check_matrix(name, b.meta)
+    a, b = broadcast_batch(name, a, b)
+    x = general_solve(a, b, caller=name)
+    return lax.reshape(x, x.meta.shape[:-1]) if vector else x
+
+
+# ---------------------------------------------------------------------- inverse
+
+
+@register("linalg.inv")
+class Inv(ExtensionOp):
+    """The inverse of square matrices."""
+
+    def infer(self) -> list[Meta]:
+        (a,) = self.inputs
+        check_square("inv", a)
+        require_inexact("inv", a)
+        return [a]
+
+    def impl(self, a: Any) -> Any:
+        if a.size == 0:
+            return np.zeros(a.shape, a.dtype)
+        check_finite("inv", a)
+        try:
+            return np.linalg.inv(a)
+        except np.linalg.LinAlgError:
+            _check_nonsingular("inv", a)
+            raise  # pragma: no cover
+
+    def jvp(
+        self,
+        xs: tuple[RuleValue, ...],
+        ys: tuple[RuleValue, ...],
+        ts: tuple[RuleValue | None, ...],
+    ) -> list[RuleValue | None]:
+        (y,), (da,) = ys, ts
+        if da is None:
+            return [None]
+        return [lax.neg(matmul(matmul(y, da), y))]
+
+
+def inv(a: Any) -> Any:
+    """The inverse of a (batch of) square matrices; singular or non-finite input raises
+    :class:`~tenferro.errors.LinAlgError` naming the first failing batch index."""
+    (a,) = inexact_operands("inv", a)
+    check_square("inv", a.meta)
+    return bind1(Inv.make((a.meta,)), (a,))
+
+
+# ---------------------------------------------------------------------- determinants
+
+
+def _trace_of_solve(a: Any, da: Any, caller: str) -> Any:
+    """tr(A^-1 dA), linear in ``da``."""
+    return trace(general_solve(a, da, caller=caller))
+
+
+@register("linalg.det")
+class Det(ExtensionOp):
+    """The determinant of square matrices ``[..., N, N] -> [...]``."""
+
+    def infer(self) -> list[Meta]:
+        (a,) = self.inputs
+        check_square("det", a)
+        require_inexact("det", a)
+        return [a.with_(shape=a.shape[:-2])]
+
+    def impl(self, a: Any) -> Any:
+        return np.asarray(np.linalg.det(a), dtype=a.dtype)
+
+    def jvp(
+        self,
+        xs: tuple[RuleValue, ...],
+        ys: tuple[RuleValue, ...],
+        ts: tuple[RuleValue | None, ...],
+    ) -> list[RuleValue | None]:
+        (a,), (d,), (da,) = xs, ys, ts
+        if da is None:
+            return [None]
+        return [lax.mul(d, _trace_of_solve(a, da, "det"))]
+
+
+def det(a: Any) -> Any:
+    """The determinant ``[..., N, N] -> [...]``. Its derivative ``det(A) tr(A^-1 dA)``
+    needs a nonsingular ``a`` (a singular one raises LinAlgError when differentiated)."""
+    (a,) = inexact_operands("det", a)
+    check_square("det", a.meta)
+    return bind1(Det.make((a.meta,)), (a,))
+
+
+@register("linalg.slogdet")
+class Slogdet(ExtensionOp):
+    """``(sign, log|det|)`` of square matrices; sign has the input dtype, logabsdet is real."""
+
+    def infer(self) -> list[Meta]:
+        (a,) = self.inputs
+        check_square("slogdet", a)
+        require_inexact("slogdet", a)
+        batch = a.with_(shape=a.shape[:-2])
+        real = np.finfo(a.dtype).dtype
+        return [batch, batch.with_(dtype=real)]
+
+    def impl(self, a: Any) -> Any:
+        sign, logabsdet = np.linalg.slogdet(a)
+        real = np.finfo(a.dtype).dtype
+        return np.asarray(sign, dtype=a.dtype), np.asarray(logabsdet, dtype=real)
+
+    def jvp(
+        self,
+        xs: tuple[RuleValue, ...],
+        ys: tuple[RuleValue, ...],
+        ts: tuple[RuleValue | None, ...],
+    ) -> list[RuleValue | None]:
+        (a,), (sign, _), (da,) = xs, ys, ts
+        if da is None:
+            return [None, None]
+        t = _trace_of_solve(a, da, "slogdet")
+        if a.meta.dtype.kind != "c":
+            return [None, t]
+        phase = lax.complex(lax.zeros_like(lax.imag(t)), lax.imag(t))
+        return [lax.mul(sign, phase), lax.real(t)]
+
+
+def slogdet(a: Any) -> Any:
+    """``SlogdetResult(sign, logabsdet)`` with ``det = sign * exp(logabsdet)``.
+
+    ``sign`` has the input dtype (±1, or a unit complex number), ``logabsdet`` the real
+    dtype. A singular matrix gives sign 0 and logabsdet -inf. Derivatives as torch's:
+    the sign's is zero for real input and ``sign * i Im tr(A^-1 dA)`` for complex input.
+    """
+    (a,) = inexact_operands("slogdet", a)
+    check_square("slogdet", a.meta)
+    sign, logabsdet = bind(Slogdet.make((a.meta,)), (a,))
+    return SlogdetResult(sign, logabsdet)
