@@ -583,8 +583,6 @@ def case_skip_reason(case: dict[str, Any], arrays: dict[str, np.ndarray[Any, Any
         return "complex inverse functions: the composite's branch cuts are not PyTorch's"
     if op == "matrix_norm" and args[0] not in ("fro", 1, -1, math.inf, -math.inf):
         return "spectral and nuclear matrix norms need tf.linalg.svd (a later issue)"
-    if op == "matrix_power" and args and args[0] < 0:
-        return "negative matrix powers need tf.linalg.inv (a later issue)"
     if op == "copysign" and "b" in arrays and np.any(arrays["b"] == 0):
         return "copysign by a zero: the sign of -0.0 is not a value tenferro compares"
     if op in ("fmax", "fmin") and any(np.isnan(v).any() for v in arrays.values()):

@@ -140,6 +140,19 @@ def _allclose(name: str, actual: Any, expected: np.ndarray[Any, Any], tol: dict[
     )
 
 
+def _output_keys(values: dict[str, Any]) -> list[str] | None:
+    """The output names of a multi-output case (``output_0``...), None for ``value``."""
+    if "value" in values:
+        return None
+    return sorted(values, key=lambda k: int(k.removeprefix("output_")))
+
+
+def _outputs(values: dict[str, Any], keys: list[str] | None) -> Any:
+    if keys is None:
+        return _array(values["value"])
+    return tuple(_array(values[k]) for k in keys)
+
+
 @pytest.mark.skipif(ROOT is None, reason="the oracle database (../shared/oracles) is not present")
 @pytest.mark.parametrize("case", CASES, ids=[c["case_id"] for c in CASES])
 def test_oracle_case(case: dict[str, Any]) -> None:
@@ -155,20 +168,29 @@ def test_oracle_case(case: dict[str, Any]) -> None:
     second = case["comparison"].get("second_order")
     for probe in case["probes"]:
         active = [n for n in names if n in probe["direction"]]
+        # Several outputs: the case names the differentiated ones output_0, output_1, ...
+        keys = _output_keys(probe["cotangent"])
 
-        def f(*xs: Any, active: list[str] = active) -> Any:
+        def f(*xs: Any, active: list[str] = active, keys: list[str] | None = keys) -> Any:
             full = dict(inputs)
             full.update(zip(active, xs, strict=True))
-            return op([full[n] for n in names], args, kwargs)
+            result = op([full[n] for n in names], args, kwargs)
+            if keys is None:
+                return result
+            return tuple(result[int(k.removeprefix("output_"))] for k in keys)
 
         primals = tuple(inputs[n] for n in active)
         directions = tuple(_array(probe["direction"][n]) for n in active)
-        cotangent = _array(probe["cotangent"]["value"])
+        cotangent = _outputs(probe["cotangent"], keys)
         reference = probe["pytorch_ref"]
         where = f"{case['case_id']}/{probe['probe_id']}"
 
         _, tangent = tf.jvp(f, primals, directions)
-        _allclose(f"{where} jvp", tangent, _array(reference["jvp"]["value"]), first)
+        if keys is None:
+            _allclose(f"{where} jvp", tangent, _array(reference["jvp"]["value"]), first)
+        else:
+            for key, value in zip(keys, tangent, strict=True):
+                _allclose(f"{where} jvp[{key}]", value, _array(reference["jvp"][key]), first)
 
         _, pullback = tf.vjp(f, *primals)
         for name, value in zip(active, pullback(cotangent), strict=True):

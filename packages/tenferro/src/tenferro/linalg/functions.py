@@ -252,7 +252,7 @@ def tensorsolve(a: Any, b: Any, axes: Sequence[int] | None = None) -> Any:
     shape = a.meta.shape
     xshape = shape[b.meta.ndim :]
     rows, cols = math.prod(shape[: b.meta.ndim]), math.prod(xshape)
-    if shape[: b.meta.ndim] != b.meta.shape or rows != cols:
+    if rows != math.prod(b.meta.shape) or rows != cols:
         raise ShapeError(
             "tensorsolve", f"a of shape {shape} does not match b of shape {b.meta.shape}"
         )
