@@ -47,7 +47,44 @@ def _cholesky(a: Any, kwargs: dict[str, Any]) -> Any:
     return linalg.cholesky(a + adjoint(a), upper=kwargs.get("upper", False))
 
 
+def _householder_product(xs: list[Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """torch.linalg.householder_product: the first N columns of H_1 ... H_k with
+    H_i = I - tau_i v_i v_i^H (v_i: column i of A below the diagonal, 1 on it), composed
+    from tenferro ops (its derivative comes from theirs)."""
+    a, tau = xs
+    m, n = a.shape[-2:]
+    batch = tuple(a.shape[:-2])
+    q = tf.broadcast_to(tf.eye(m, dtype=a.dtype), (*batch, m, m))
+    for i in range(tau.shape[-1]):
+        below = (np.arange(m) > i).astype(np.float64)
+        unit = (np.arange(m) == i).astype(np.float64)
+        v = a[..., :, i] * below + unit  # [..., M]
+        qv = tf.matmul(q, v[..., None])  # [..., M, 1]
+        q = q - tau[..., i, None, None] * qv * tf.conj(v)[..., None, :]
+    return q[..., :, :n]
+
+
+def _lstsq(xs: list[Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """torch.linalg.lstsq(A, B).solution for full-rank A (every driver agrees there): the
+    least-squares solution of a tall A, the minimum-norm one of a wide A."""
+    a, b = xs
+    m, n = a.shape[-2:]
+    ah = adjoint(a)
+    if m >= n:
+        solution = linalg.solve(tf.matmul(ah, a), tf.matmul(ah, b))
+    else:
+        solution = tf.matmul(ah, linalg.solve(tf.matmul(a, ah), b))
+    real = np.finfo(np.dtype(str(a.dtype))).dtype
+    if m > n and kwargs.get("driver") != "gelsy":  # torch returns residuals only then
+        residuals = tf.sum(tf.abs(tf.matmul(a, solution) - b) ** 2, axis=-2)
+    else:
+        residuals = tf.zeros((0,), dtype=real)  # torch: an empty vector, unbatched
+    return (solution, residuals, None, None)  # (solution, residuals, rank, singular_values)
+
+
 OPS: dict[str, Op] = {
+    "householder_product": _householder_product,
+    "lstsq_grad_oriented": _lstsq,
     "qr": lambda xs, args, kwargs: tuple(linalg.qr(xs[0], kwargs.get("mode", "reduced"))),
     "cholesky": lambda xs, args, kwargs: _cholesky(xs[0], kwargs),
     "cholesky_ex": lambda xs, args, kwargs: (_cholesky(xs[0], kwargs), None),
