@@ -48,7 +48,7 @@ class Capture:
         self.tape: Any = None
 
     def local_of(self, operand: EagerTensor) -> LocalValueId:
-        trace = operand.trace
+        trace = operand.node
         if type(trace) is _Captured and trace.capture is self:
             return trace.local
         found = self.input_locals.get(id(operand))
@@ -117,7 +117,7 @@ def _record(capture: Capture, result: Any) -> Any:
     input_keys = [("checkpoint", position) for position in range(len(capture.inputs))]
     recorded = RecordedGraph(graph, input_keys, graph.output_keys())
     inputs = [
-        EagerInput(_UNTRACKED if o.tape is None else o.key, o.trace, o.tape is not None, o._value)
+        EagerInput(_UNTRACKED if o.tape is None else o.key, o.node, o.tape is not None, o._value)
         for o in capture.inputs
     ]
     values = [t._value for t in tensors]

@@ -136,7 +136,7 @@ class Tape:
             if operand.tape is None:
                 edges += (None, _UNTRACKED, False)
             else:
-                edges += (operand.trace, operand.key, True)
+                edges += (operand.node, operand.key, True)
             if keep:
                 saved[key] = operand._value
         for value, key, keep in zip(values, recorded.output_keys, keep_outputs, strict=True):
@@ -247,7 +247,7 @@ class Tape:
         seed_value = self._seed(op, output, seed, create_graph)
         executor = self._recording if create_graph else self._plain
         with np.errstate(all="ignore"):
-            return backward(output.key, output.trace, seed_value, executor)
+            return backward(output.key, output.node, seed_value, executor)
 
     def _seed(self, op: str, output: EagerTensor, seed: Any, create_graph: bool) -> Any:
         meta = output.meta
@@ -327,7 +327,7 @@ class Tape:
                     f"(tangents have their primal's dtype)",
                 )
             seeds[source.key] = value if source.key not in seeds else seeds[source.key] + value
-        traces = [o.trace for o in outs if isinstance(o, EagerTensor)]
+        traces = [o.node for o in outs if isinstance(o, EagerTensor)]
         with np.errstate(all="ignore"):
             result = forward(seeds, traces, self._plain)
         tangent_out = [
