@@ -31,7 +31,15 @@ from tenferro.dtypes import (
     int32,
     int64,
 )
-from tenferro.eager import EagerTensor, Tape, checkpoint, default_tape, is_grad_enabled, no_grad
+from tenferro.eager import (
+    EagerTensor,
+    Tape,
+    checkpoint,
+    composite,
+    default_tape,
+    is_grad_enabled,
+    no_grad,
+)
 from tenferro.errors import (
     AxisError,
     BindingError,
@@ -90,6 +98,7 @@ __all__ = [
     "bool_",
     "checkpoint",
     "clear_caches",
+    "composite",
     "complex64",
     "complex128",
     "default_tape",
