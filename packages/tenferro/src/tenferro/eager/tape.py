@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from computegraph import Input, ValueKey
+from computegraph import DictCache, Input, ValueKey
 from tenferro import lax
 from tenferro.core.bind import bind
 from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
@@ -96,7 +96,9 @@ class Tape:
         self._leaves_lock = threading.Lock()
         """Guards ``_leaves``: threads may track leaves while another zeroes gradients."""
         self._derivatives = default_derivative_cache
-        self._plans: dict[tuple[int, tuple[bool, ...]], _Plan] = {}
+        self._plans: DictCache[tuple[int, tuple[bool, ...]], _Plan] = DictCache(
+            _PLAN_LIMIT, "tape plans"
+        )
         self._plain = ProgramExecutor(ADD_ANY)
         self._recording = _RecordingExecutor(self)
 
@@ -182,9 +184,7 @@ class Tape:
             tuple(keep_all or key in needed for key in recorded.output_keys),
             active,
         )
-        if len(self._plans) >= _PLAN_LIMIT:
-            self._plans.clear()
-        self._plans[(id(op), flags)] = plan
+        self._plans.put((id(op), flags), plan)
         return plan
 
     def _learn_needed(self, recorded: RecordedGraph, active: tuple[int, ...]) -> Any:
