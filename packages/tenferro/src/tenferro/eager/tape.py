@@ -226,7 +226,8 @@ class Tape:
             self._seed("grad", EagerTensor._lift(output), seed, False)  # still validate it
             cotangents: dict[Any, Any] = {}
         else:
-            cotangents = self._reverse("grad", output, seed, create_graph, reached)
+            keep = {t.key for t in targets}
+            cotangents = self._reverse("grad", output, seed, create_graph, reached, keep)
         results: list[Any] = []
         unused: list[int] = []
         for position, target in enumerate(targets):
@@ -266,7 +267,7 @@ class Tape:
         with a zero derivative accumulate zeros. Use :meth:`grad` for returned gradients.
         """
         reached: set[Any] = set()
-        cotangents = self._reverse("backward", output, seed, False, reached)
+        cotangents = self._reverse("backward", output, seed, False, reached, ())
         if inputs is None:
             with self._leaves_lock:
                 leaves = [
@@ -290,8 +291,16 @@ class Tape:
             leaf._grad = value if leaf._grad is None else lax.add(leaf._grad, value)
 
     def _reverse(
-        self, op: str, output: Any, seed: Any, create_graph: bool, reached: set[Any]
+        self,
+        op: str,
+        output: Any,
+        seed: Any,
+        create_graph: bool,
+        reached: set[Any],
+        keep: Any,
     ) -> dict[Any, Any]:
+        """Cotangents of the tape's inputs and of the keys in ``keep`` (intermediate
+        cotangents are freed after their last use)."""
         if not isinstance(output, EagerTensor) or output.tape is not self:
             raise TenferroError(
                 op,
@@ -301,7 +310,9 @@ class Tape:
         seed_value = self._seed(op, output, seed, create_graph)
         executor = self._recording if create_graph else self._plain
         with np.errstate(all="ignore"):
-            return backward(output.key, output.node, seed_value, executor, reached=reached)
+            return backward(
+                output.key, output.node, seed_value, executor, reached=reached, keep=keep
+            )
 
     def _seed(self, op: str, output: EagerTensor, seed: Any, create_graph: bool) -> Any:
         meta = output.meta
