@@ -182,7 +182,7 @@ class EagerTensor(Tensor):
                 "backward",
                 "this tensor does not require grad (no tracked tensor was used to compute it)",
             )
-        self.tape.accumulate(self, seed)
+        self.tape.backward(self, seed)
 
     def __repr__(self) -> str:
         body = np.array2string(np.asarray(self._value), separator=", ", prefix="EagerTensor(")
