@@ -92,13 +92,13 @@ def test_the_derivative_is_derived_once_per_structure():
 @pytest.mark.parametrize(("save", "replays"), [("needed", False), ("inputs", True)])
 def test_the_save_policy_decides_whether_backward_replays(save, replays, monkeypatch):
     calls: list[int] = []
-    original = ProgramExecutor.execute_forward
+    original = ProgramExecutor.execute_forward_subset
 
-    def counting(self: Any, graph: Any, data: Any) -> Any:
+    def counting(self: Any, graph: Any, data: Any, wanted: Any) -> Any:
         calls.append(1)
-        return original(self, graph, data)
+        return original(self, graph, data, wanted)
 
-    monkeypatch.setattr(ProgramExecutor, "execute_forward", counting)
+    monkeypatch.setattr(ProgramExecutor, "execute_forward_subset", counting)
     tape = tf.Tape()
     x, w = tape.track(X), tape.track(W)
     s, _ = tf.composite(block, save=save)(x, w)
