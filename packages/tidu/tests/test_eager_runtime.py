@@ -346,3 +346,23 @@ def test_executors_may_supply_primal_values():
     assert math.isclose(cotangents[x.key], math.cos(2.0), rel_tol=1e-15)
     tangents = forward({x.key: 1.0}, [y.trace], executor)
     assert math.isclose(tangents[y.key], math.cos(2.0), rel_tol=1e-15)
+
+
+def test_backward_reports_reached_inputs_and_frees_unkept_cotangents():
+    recorder = Recorder()
+    mul = RecordedGraph.from_primitive(Mul, ["a0", "a1"])
+    neg = RecordedGraph.from_primitive(Neg, ["a0"])
+    x = EagerInput(Input("x"), None, True, 3.0)
+    w = EagerInput(Input("w"), None, True, 2.0)
+    unused = EagerInput(Input("u"), None, True, 5.0)
+    del unused  # never recorded: never reached
+    (h,) = recorder.record_graph(mul, [x, w], [6.0])
+    (y,) = recorder.record_graph(neg, [EagerInput(h.key, h.trace, True, 6.0)], [-6.0])
+    reached: set[ValueKey] = set()
+    everything = backward(y.key, y.trace, 1.0, ProgramExecutor(Add), reached=reached)
+    assert reached == {Input("x"), Input("w"), h.key}
+    assert everything[h.key] == -1.0  # without keep, intermediates are returned too
+    lean = backward(y.key, y.trace, 1.0, ProgramExecutor(Add), keep=())
+    assert lean == {Input("x"): -2.0, Input("w"): -3.0}  # only the inputs remain
+    kept = backward(y.key, y.trace, 1.0, ProgramExecutor(Add), keep={h.key})
+    assert kept[h.key] == -1.0
