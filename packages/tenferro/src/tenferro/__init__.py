@@ -55,6 +55,8 @@ from tenferro.transforms import grad, hvp, jit, jvp, linearize, value_and_grad, 
 
 _register_concrete(Tensor)
 
+from tenferro import linalg  # noqa: E402  (uses the surface registered above)
+
 __version__ = "0.1.0"
 
 bool = bool_
@@ -96,6 +98,7 @@ __all__ = [
     "dtype",
     "evaluate",
     "extension",
+    "linalg",
     "float32",
     "float64",
     "format_graph",
