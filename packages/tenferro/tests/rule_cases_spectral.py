@@ -15,6 +15,7 @@ from rule_cases import Case
 from tenferro_support import sample
 
 import tenferro as tf
+from tenferro.algebra import adjoint, scale_columns
 
 MATRICES = ((3, 3), (4, 2), (2, 4), (2, 3, 3))
 SQUARE = ((3, 3), (2, 3, 3))
@@ -25,13 +26,48 @@ def _abs2(x: Any) -> Any:
 
 
 def _weighted(u: Any, s: Any, vh: Any) -> Any:
-    """``U diag(S**2 + 1) Vh``: gauge-invariant in every dtype."""
-    f = (s * s + 1).astype(u.dtype)
-    return tf.matmul(u * tf.expand_dims(f, -2), vh)
+    """``U diag(S**3) Vh``: gauge-invariant in every dtype."""
+    f = (s * s * s).astype(u.dtype)
+    return tf.matmul(scale_columns(u, f), vh)
+
+
+def _gaps(values: np.ndarray[Any, Any]) -> float:
+    ordered = np.sort(values, axis=-1)
+    return float(np.min(np.diff(ordered, axis=-1), initial=np.inf))
+
+
+def _pivot_margin(vectors: np.ndarray[Any, Any]) -> float:
+    """How far each column's largest magnitude is above its second largest."""
+    top = np.sort(np.abs(vectors), axis=-2)
+    return float(np.min(top[..., -1, :] - top[..., -2, :], initial=np.inf))
+
+
+def _well_conditioned(a: np.ndarray[Any, Any]) -> bool:
+    """Singular values, eigenvalues (of the lower triangle), abs row/column sums and
+    canonical pivots all well separated: every loss of these cases is smooth near ``a``."""
+    u, s, vh = np.linalg.svd(a)
+    checks = [
+        float(np.min(s, initial=np.inf)) > 0.1,
+        _gaps(s) > 0.1,
+        _gaps(np.abs(a).sum(axis=-2)) > 0.1,
+        _gaps(np.abs(a).sum(axis=-1)) > 0.1,
+        _pivot_margin(u) > 0.02,
+        _pivot_margin(np.conj(np.swapaxes(vh, -1, -2))) > 0.02,
+    ]
+    if a.shape[-1] == a.shape[-2]:
+        for uplo in ("L", "U"):
+            w, v = np.linalg.eigh(a, UPLO=uplo)
+            checks += [_gaps(w) > 0.1, _pivot_margin(v) > 0.02]
+    return all(checks)
 
 
 def _matrix(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
-    return sample(shape, dt, rng)
+    """A random matrix (or batch) drawn until it is well conditioned for these losses."""
+    for _ in range(2000):
+        a = sample(shape, dt, rng)
+        if len(shape) < 2 or _well_conditioned(a.astype(np.complex128)):
+            return a
+    raise AssertionError(f"no well-conditioned {shape} sample")
 
 
 def _svd_thin(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
@@ -97,14 +133,22 @@ def _pinv(hermitian: bool) -> Any:
     return build
 
 
+def _orthonormal(n: int, dt: np.dtype[Any], rng: np.random.Generator) -> np.ndarray[Any, Any]:
+    q, _ = np.linalg.qr(sample((n, n), dt, rng).astype(np.complex128 if dt.kind == "c" else float))
+    return q
+
+
 def _truncated(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
-    """A rank-2 matrix plus tiny noise: the data decide to keep two triplets."""
-    left, right = sample((5, 2), dt, rng), sample((2, 4), dt, rng)
-    a = (left @ right + 1e-9 * sample((5, 4), dt, rng)).astype(dt)
+    """Singular values (3, 2, 0.05, 0.02) and rtol 0.05: the data decide to keep two
+    triplets, with a margin wider than the finite-difference step."""
+    s = np.diag([3.0, 2.0, 0.05, 0.02])
+    a = (_orthonormal(5, dt, rng)[:, :4] @ s @ _orthonormal(4, dt, rng)).astype(dt)
 
     def f(x: Any) -> Any:
-        u, s, vh = tf.linalg.truncated_svd(x, rtol=1e-4)
-        return s, _weighted(u, s, vh)
+        # Traced, the kept extent is data-dependent: contractions, elementwise ops and
+        # transposes accept it (broadcasts would need pad_to_match first).
+        u, s, vh = tf.linalg.truncated_svd(x, rtol=0.05)
+        return s * s * s, tf.matmul(u, tf.matmul(adjoint(u), x))
 
     return f, [a]
 
