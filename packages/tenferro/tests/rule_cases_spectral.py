@@ -147,7 +147,7 @@ def _truncated(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generat
     def f(x: Any) -> Any:
         # Traced, the kept extent is data-dependent: contractions, elementwise ops and
         # transposes accept it (broadcasts would need pad_to_match first).
-        u, s, vh = tf.linalg.truncated_svd(x, rtol=0.05)
+        u, s, _vh = tf.linalg.truncated_svd(x, rtol=0.05)
         return s * s * s, tf.matmul(u, tf.matmul(adjoint(u), x))
 
     return f, [a]

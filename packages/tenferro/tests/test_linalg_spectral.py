@@ -49,7 +49,8 @@ def test_svd_matches_numpy_for_every_shape_and_dtype(m, n, batch, dt, seed):
         u, s, vh = (np.asarray(x) for x in tf.linalg.svd(a, full_matrices=full))
         nu, ns, nvh = np.linalg.svd(a, full_matrices=full)
         assert (u.shape, s.shape, vh.shape) == (nu.shape, ns.shape, nvh.shape)
-        assert u.dtype == nu.dtype and s.dtype == ns.dtype
+        assert u.dtype == nu.dtype
+        assert s.dtype == ns.dtype
         _close(s, ns, dt)
         k = min(m, n)
         _close((u[..., :k] * s[..., None, :]) @ vh[..., :k, :], a, dt)
@@ -74,9 +75,11 @@ def test_eigh_and_eig_match_numpy(n, batch, dt, uplo, seed):
     _close(w, nw, dt)
     _close(tf.linalg.eigvalsh(a, uplo), nw, dt)
     herm = np.linalg.eigh(a, UPLO=uplo)[1]
-    assert v.shape == herm.shape and v.dtype == herm.dtype
+    assert v.shape == herm.shape
+    assert v.dtype == herm.dtype
     ew, ev = (np.asarray(x) for x in tf.linalg.eig(a))
-    assert ew.dtype.kind == "c" and ev.dtype.kind == "c"
+    assert ew.dtype.kind == "c"
+    assert ev.dtype.kind == "c"
     _close(a @ ev, ev * ew[..., None, :], dt, scale=10)
     _close(np.linalg.norm(ev, axis=-2), np.ones(ew.shape), dt)
     _close(np.sort_complex(np.asarray(tf.linalg.eigvals(a))), np.sort_complex(ew), dt)
@@ -85,32 +88,32 @@ def test_eigh_and_eig_match_numpy(n, batch, dt, uplo, seed):
 @given(
     shape=st.sampled_from([(4,), (3, 4), (2, 3, 4)]),
     dt=st.sampled_from(INEXACT),
-    ord=st.sampled_from([None, 1, 2, 3.5, 0.5, math.inf, -math.inf, 0]),
+    order=st.sampled_from([None, 1, 2, 3.5, 0.5, math.inf, -math.inf, 0]),
     keepdims=st.booleans(),
     seed=st.integers(0, 2**16),
 )
-def test_vector_norms_match_numpy(shape, dt, ord, keepdims, seed):
+def test_vector_norms_match_numpy(shape, dt, order, keepdims, seed):
     x = sample(shape, dt, np.random.default_rng(seed))
-    expected = np.linalg.norm(x, ord, axis=-1, keepdims=keepdims)
-    _close(tf.linalg.norm(x, ord, axis=-1, keepdims=keepdims), expected, dt)
-    if ord is not None:
-        _close(tf.linalg.vector_norm(x, ord, axis=-1, keepdims=keepdims), expected, dt)
+    expected = np.linalg.norm(x, order, axis=-1, keepdims=keepdims)
+    _close(tf.linalg.norm(x, order, axis=-1, keepdims=keepdims), expected, dt)
+    if order is not None:
+        _close(tf.linalg.vector_norm(x, order, axis=-1, keepdims=keepdims), expected, dt)
     _close(tf.linalg.norm(x), np.linalg.norm(x), dt)
 
 
 @given(
     dt=st.sampled_from(INEXACT),
-    ord=st.sampled_from(["fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf]),
+    order=st.sampled_from(["fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf]),
     keepdims=st.booleans(),
     seed=st.integers(0, 2**16),
 )
-def test_matrix_norms_match_numpy(dt, ord, keepdims, seed):
+def test_matrix_norms_match_numpy(dt, order, keepdims, seed):
     x = sample((2, 3, 4), dt, np.random.default_rng(seed))
-    expected = np.linalg.norm(x, ord, axis=(-2, -1), keepdims=keepdims)
-    _close(tf.linalg.matrix_norm(x, ord, keepdims=keepdims), expected, dt)
-    flipped = np.linalg.norm(x, ord, axis=(2, 0), keepdims=keepdims)
-    _close(tf.linalg.norm(x, ord, axis=(2, 0), keepdims=keepdims), flipped, dt)
-    _close(tf.linalg.norm(x[0], ord), np.linalg.norm(x[0], ord), dt)
+    expected = np.linalg.norm(x, order, axis=(-2, -1), keepdims=keepdims)
+    _close(tf.linalg.matrix_norm(x, order, keepdims=keepdims), expected, dt)
+    flipped = np.linalg.norm(x, order, axis=(2, 0), keepdims=keepdims)
+    _close(tf.linalg.norm(x, order, axis=(2, 0), keepdims=keepdims), flipped, dt)
+    _close(tf.linalg.norm(x[0], order), np.linalg.norm(x[0], order), dt)
 
 
 @pytest.mark.parametrize("dt", INEXACT, ids=dtype_id)
@@ -140,12 +143,14 @@ def test_canonical_gauge_makes_pivots_real_positive(dt):
     a = sample((2, 4, 3), dt, rng0)
     u, s, vh = (np.asarray(x) for x in tf.linalg.svd(a, gauge="canonical"))
     pivots = np.take_along_axis(u, np.argmax(np.abs(u), axis=-2)[..., None, :], axis=-2)
-    assert np.all(pivots.real > 0) and np.allclose(pivots.imag, 0, atol=1e-6)
+    assert np.all(pivots.real > 0)
+    assert np.allclose(pivots.imag, 0, atol=1e-6)
     _close((u[..., :3] * s[..., None, :]) @ vh, a, dt)
     h = a[..., :3, :] + np.conj(np.swapaxes(a[..., :3, :], -1, -2))
     w, v = (np.asarray(x) for x in tf.linalg.eigh(h, gauge="canonical"))
     pivots = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[..., None, :], axis=-2)
-    assert np.all(pivots.real > 0) and np.allclose(pivots.imag, 0, atol=1e-6)
+    assert np.all(pivots.real > 0)
+    assert np.allclose(pivots.imag, 0, atol=1e-6)
     _close((v * w[..., None, :]) @ np.conj(np.swapaxes(v, -1, -2)), h, dt, scale=10)
 
 
@@ -283,7 +288,7 @@ def _sweep(cores: list[Any], rtol: float) -> Any:
     carry = cores[0]
     for core in cores[1:]:
         left, d, right = carry.shape
-        u, s, vh = tf.linalg.truncated_svd(tf.reshape(carry, (left * d, right)), rtol=rtol)
+        _u, s, vh = tf.linalg.truncated_svd(tf.reshape(carry, (left * d, right)), rtol=rtol)
         term = tf.sum(s)
         total = term if total is None else total + term
         rest = tf.matmul(s.astype(vh.dtype)[:, None] * vh, tf.reshape(core, (right, -1)))
@@ -324,7 +329,9 @@ def test_eager_truncated_svd_sweep_with_data_dependent_ranks_matches_fd():
         eps = 1e-6
 
         def at(step: float, i: int = i, direction: Any = direction) -> float:
-            moved = [tf.Tensor(c + (step * direction if j == i else 0)) for j, c in enumerate(cores)]
+            moved = [
+                tf.Tensor(c + (step * direction if j == i else 0)) for j, c in enumerate(cores)
+            ]
             return float(np.asarray(_sweep(moved, rtol=1e-3)))
 
         fd = (at(eps) - at(-eps)) / (2 * eps)
@@ -336,7 +343,9 @@ def test_truncated_svd_ranks_eager_and_traced():
     rng = np.random.default_rng(3)
     a = sample((6, 2), np.float64, rng) @ sample((2, 5), np.float64, rng)
     u, s, vh = tf.linalg.truncated_svd(a)
-    assert u.shape == (6, 2) and s.shape == (2,) and vh.shape == (2, 5)
+    assert u.shape == (6, 2)
+    assert s.shape == (2,)
+    assert vh.shape == (2, 5)
     assert tf.linalg.truncated_svd(a, max_rank=1).S.shape == (1,)
     assert tf.linalg.truncated_svd(a, atol=1e9).S.shape == (0,)
 

@@ -69,7 +69,12 @@ def _vector_norm(x: Any, order: float, axes: tuple[int, ...], keepdims: bool) ->
     return _root(sum(magnitude**order, axis=axes, keepdims=keepdims), order)
 
 
-def vector_norm(x: Any, ord: float = 2, axis: Axis = None, keepdims: bool = False) -> Any:
+def vector_norm(
+    x: Any,
+    ord: Any = 2,  # noqa: A002  (numpy.linalg name)
+    axis: Axis = None,
+    keepdims: bool = False,
+) -> Any:
     """The vector ``ord``-norm over ``axis`` (all axes when None): ``(sum |x|**ord) **
     (1/ord)``; ``inf``/``-inf`` the largest/smallest ``|x|``, 0 the count of nonzeros.
     Real result (numpy.linalg.vector_norm)."""
@@ -84,7 +89,10 @@ _MATRIX_ORDERS = ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf)
 
 
 def matrix_norm(
-    x: Any, ord: Any = "fro", axis: tuple[int, int] = (-2, -1), keepdims: bool = False
+    x: Any,
+    ord: Any = "fro",  # noqa: A002  (numpy.linalg name)
+    axis: tuple[int, int] = (-2, -1),
+    keepdims: bool = False,
 ) -> Any:
     """The matrix norm over the two axes ``axis`` (numpy.linalg.matrix_norm): ``"fro"``
     (Frobenius), ``"nuc"`` (sum of singular values), ``2``/``-2`` (largest/smallest
@@ -123,7 +131,7 @@ def _dropped(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(n for i, n in enumerate(shape) if i not in axes)
 
 
-def norm(x: Any, ord: Any = None, axis: Axis = None, keepdims: bool = False) -> Any:
+def norm(x: Any, ord: Any = None, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A002  (numpy.linalg name)
     """numpy.linalg.norm: with ``axis=None``, the 2-norm of all entries when ``ord`` is
     None, else the vector norm of a 1-D or the matrix norm of a 2-D ``x``; an integer
     ``axis`` gives vector norms, a pair of axes matrix norms."""

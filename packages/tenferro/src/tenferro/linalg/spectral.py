@@ -178,9 +178,7 @@ def _phase_correction(mask: Any, vectors: Any, tangent: Any) -> Any:
     return lax.complex(lax.zeros_like(rate), rate)
 
 
-def _svd_tangents(
-    u: Any, s: Any, vh: Any, da: Any, eps: float, mask: Any
-) -> tuple[Any, Any, Any]:
+def _svd_tangents(u: Any, s: Any, vh: Any, da: Any, eps: float, mask: Any) -> tuple[Any, Any, Any]:
     """JVP of the thin SVD (spec section 4.5), in the gauge ``diag(V^H dV) = 0`` with the
     phase in ``U`` (complex), or the canonical gauge when ``mask`` marks the pivots."""
     dt = u.meta.dtype
@@ -260,8 +258,8 @@ class Svd(ExtensionOp):
             ) from None
         if self.gauge != "canonical":
             return u, s, vh
-        u, vh, mask = _canonicalize(u, vh)
-        return u, s, vh, mask
+        u, partner, mask = _canonicalize(u, vh)
+        return u, s, partner, mask
 
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         (da,) = ts
@@ -269,7 +267,9 @@ class Svd(ExtensionOp):
         if da is None:
             return [None] * count
         u, s, vh = ys[0], ys[1], ys[2]
-        assert u is not None and s is not None and vh is not None
+        assert u is not None
+        assert s is not None
+        assert vh is not None
         mask = ys[3] if count == 4 else None
         du, ds, dvh = _svd_tangents(u, s, vh, da, self.eps, mask)
         return [du, ds, dvh] + [None] * (count - 3)
@@ -316,7 +316,11 @@ class SvdComplement(ExtensionOp):
         if da is None:
             return [None]
         reason = "the extra singular vectors of a full non-square SVD; use full_matrices=False"
-        return [lax.no_derivative("linalg.svd", 0 if self.side == "left" else 2, da, self.outputs[0], reason)]
+        return [
+            lax.no_derivative(
+                "linalg.svd", 0 if self.side == "left" else 2, da, self.outputs[0], reason
+            )
+        ]
 
 
 @register("linalg.eigh")
@@ -339,7 +343,7 @@ class Eigh(ExtensionOp):
     def impl(self, a: Any) -> Any:
         check_finite(self.name, a)
         try:
-            w, v = np.linalg.eigh(a, UPLO=self.uplo)
+            w, v = np.linalg.eigh(a, UPLO=self.uplo)  # type: ignore[call-overload]
         except np.linalg.LinAlgError:
             where = _first_failure(self.name, a, np.linalg.eigh)
             raise LinAlgError(
@@ -357,7 +361,8 @@ class Eigh(ExtensionOp):
         if da is None:
             return [None] * count
         w, v = ys[0], ys[1]
-        assert w is not None and v is not None
+        assert w is not None
+        assert v is not None
         dt = v.meta.dtype
         dp = matmul(adjoint(v), matmul(_hermitian_tangent(da, self.uplo), v))
         dpd = diagonal(dp)
@@ -405,7 +410,9 @@ class Eig(ExtensionOp):
         if da is None:
             return [None, None, None]
         w, v, vinv = ys
-        assert w is not None and v is not None and vinv is not None
+        assert w is not None
+        assert v is not None
+        assert vinv is not None
         dt = v.meta.dtype
         dp = matmul(vinv, matmul(_to(da, dt), v))
         dw = diagonal(dp)
@@ -559,9 +566,7 @@ def _traced_rank(
     return lax.min(counts, lax.full_like(counts, cap))
 
 
-def eigh(
-    a: Any, UPLO: str = "L", *, eps: float = DEFAULT_EPS, gauge: str = "raw"
-) -> EighResult:
+def eigh(a: Any, UPLO: str = "L", *, eps: float = DEFAULT_EPS, gauge: str = "raw") -> EighResult:  # noqa: N803  (numpy.linalg name)
     """Eigen-decomposition of a Hermitian (real symmetric) matrix, read from the lower
     (``UPLO="L"``) or upper triangle: ``(eigenvalues, eigenvectors)``, eigenvalues real
     ascending. The derivative is that of the function of the read triangle (the
@@ -573,14 +578,12 @@ def eigh(
     check_square(op, x.meta)
     if UPLO not in ("L", "U"):
         raise ParameterError(op, f"UPLO must be 'L' or 'U', got {UPLO!r}")
-    family = Eigh.make(
-        (x.meta,), uplo=UPLO, eps=check_eps(op, eps), gauge=_check_gauge(op, gauge)
-    )
+    family = Eigh.make((x.meta,), uplo=UPLO, eps=check_eps(op, eps), gauge=_check_gauge(op, gauge))
     outs = bind(family, [x])
     return EighResult(outs[0], outs[1])
 
 
-def eigvalsh(a: Any, UPLO: str = "L") -> Any:
+def eigvalsh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803  (numpy.linalg name)
     """The eigenvalues of a Hermitian matrix, real ascending (see :func:`eigh`)."""
     return eigh(a, UPLO).eigenvalues
 
