@@ -47,7 +47,7 @@ def sweep(m: Any, svd: Any, cores: list[Any]) -> Any:
     carry = cores[0]
     for core in cores[1:]:
         left, d, right = carry.shape
-        u, s, vh = svd(m.reshape(carry, (left * d, right)))
+        _, s, vh = svd(m.reshape(carry, (left * d, right)))
         term = m.sum(s)
         total = term if total is None else total + term
         rest = m.matmul(s[:, None] * vh, m.reshape(core, (right, -1)))
@@ -89,7 +89,8 @@ def bench_w4(report: Report) -> None:
             return [t.grad for t in tracked]
 
         diff = max(
-            float(np.max(np.abs(np.asarray(a) - b.numpy()))) for a, b in zip(ours(), theirs())
+            float(np.max(np.abs(np.asarray(a) - b.numpy())))
+            for a, b in zip(ours(), theirs(), strict=True)
         )
         t = median(timings(theirs, 30))
         report.add(
@@ -127,9 +128,9 @@ def bench_w6(report: Report) -> None:
             for name, (loss, torch_name) in losses.items():
                 grad = tf.grad(loss)
                 g = np.asarray(grad(a))
-                t_traced = median(timings(lambda g=grad: g(a), repeat))
+                t_traced = median(timings(lambda g=grad, a=a: g(a), repeat))
 
-                def eager(loss: Any = loss) -> Any:
+                def eager(loss: Any = loss, a: Any = a) -> Any:
                     x = tf.EagerTensor(a, requires_grad=True)
                     loss(x).backward()
                     return x.grad
@@ -149,7 +150,7 @@ def bench_w6(report: Report) -> None:
                     torch.set_num_threads(1)
                     fn = getattr(torch.linalg, torch_name)
 
-                    def theirs(fn: Any = fn) -> Any:
+                    def theirs(fn: Any = fn, a: Any = a) -> Any:
                         x = torch.tensor(a, requires_grad=True)
                         fn(x).sum().backward()
                         return x.grad
