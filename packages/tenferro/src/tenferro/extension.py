@@ -52,7 +52,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from tenferro.core.bind import bind, lift
+from tenferro.core.bind import lift
 from tenferro.core.primitive import RuleValue, TensorPrimitive, primitive
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import ExecutionError, TenferroError
@@ -103,7 +103,18 @@ class ExtensionOp(TensorPrimitive):
     def output_count(self) -> int:
         return len(self.outputs)
 
+    def kernel(self) -> Any:
+        """For generated code: the checked evaluation (every path validates results)."""
+        if len(self.outputs) != 1:
+            return None
+        return self._checked_single
+
+    def _checked_single(self, *arrays: Any) -> Any:
+        return self.eval(arrays, None)[0]
+
     def eval(self, inputs: Sequence[Any], ctx: Any) -> Sequence[Any]:
+        """Run ``impl`` and check its results against ``infer()``'s metas: every
+        evaluation path (eager, programs, generated code, backward replay) comes here."""
         result = self.impl(*inputs)
         results = tuple(result) if isinstance(result, (tuple, list)) else (result,)
         if len(results) != len(self.outputs):
@@ -132,9 +143,7 @@ class ExtensionOp(TensorPrimitive):
         tensors = lift([asarray(v) for v in operands])
         if not tensors:
             raise TenferroError(cls.name, "an extension operation needs at least one operand")
-        op = cls.make(tuple(t.meta for t in tensors), **params)
-        results = bind(op, tensors)
-        return results[0] if len(results) == 1 else results
+        return cls.bind(*tensors, **params)
 
 
 def _is_single_meta(value: Any) -> bool:
