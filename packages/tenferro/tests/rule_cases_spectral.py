@@ -162,7 +162,8 @@ def _norm(fn: Any) -> Any:
 
 CASES: list[Case] = [
     Case("linalg_svd_thin", _svd_thin, shapes=MATRICES),
-    Case("linalg_svd_full", _svd_full, shapes=MATRICES),
+    # Non-square last: the completeness gate runs the last shape (the complement family).
+    Case("linalg_svd_full", _svd_full, shapes=((3, 3), (2, 3, 3), (4, 2), (2, 4))),
     Case("linalg_svd_canonical", _svd_canonical, shapes=((3, 3), (4, 2), (2, 4))),
     Case("linalg_eigh_lower", _eigh("L", "raw"), shapes=SQUARE),
     Case("linalg_eigh_upper", _eigh("U", "raw"), shapes=((3, 3),)),

@@ -526,7 +526,13 @@ def truncated_svd(
         threshold = _rank_threshold(values, (m, n), rtol, atol)
         counts = (values > threshold).sum(axis=-1)
         rank = min(cap, int(counts.max(initial=0)))
-        return SVDResult(u[..., :rank], s[..., :rank], vh[..., :rank, :])
+        batch = s.meta.shape[:-1]
+        zeros = [0] * (len(batch) + 2)
+        return SVDResult(
+            lax.slice(u, zeros, (*batch, m, rank)),
+            lax.slice(s, zeros[:-1], (*batch, rank)),
+            lax.slice(vh, zeros, (*batch, rank, n)),
+        )
     rank_value = _traced_rank(s, (m, n), rtol, atol, cap)
     batch = s.meta.ndim - 1
     return SVDResult(
