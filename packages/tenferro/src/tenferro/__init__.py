@@ -32,6 +32,7 @@ from tenferro.dtypes import (
     int64,
 )
 from tenferro.eager import EagerTensor, Tape, checkpoint, default_tape, is_grad_enabled, no_grad
+from tenferro.einsum import einsum, einsum_path  # the function shadows the subpackage name
 from tenferro.errors import (
     AxisError,
     BindingError,
@@ -63,10 +64,12 @@ bool = bool_
 def clear_caches() -> None:
     """Drop every cached program (traced evaluation and function transforms)."""
     from tenferro import transforms
+    from tenferro.einsum import api as einsum_api
     from tenferro.traced import program
 
     program.clear_caches()
     transforms.clear_caches()
+    einsum_api.clear_caches()
 
 
 __all__ = [
@@ -94,6 +97,8 @@ __all__ = [
     "complex128",
     "default_tape",
     "dtype",
+    "einsum",
+    "einsum_path",
     "evaluate",
     "extension",
     "float32",
