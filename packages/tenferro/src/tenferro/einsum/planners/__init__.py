@@ -52,6 +52,8 @@ def plan(
     count = len(network.inputs)
     if count == 1:
         return []
+    if memory_limit is not None:  # the output itself is not an intermediate
+        memory_limit = max(memory_limit, network.size(network.output))
     if optimize is True or optimize == "auto":
         path = auto(network, memory_limit=memory_limit)
     elif optimize is False or optimize is None:
