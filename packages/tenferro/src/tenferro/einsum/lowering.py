@@ -2,8 +2,8 @@
 
 Per operand: squeeze broadcast size-1 ellipsis axes, take diagonals of repeated labels
 (``extract_diag``), sum labels no other term needs (``reduce_sum``). Per pairwise step:
-``mul`` for Hadamard products (after a ``transpose``), broadcast ``mul`` for outer
-products, else ``dot_general`` with batch (shared, kept), contracted (shared, not kept)
+``mul`` when nothing is summed (Hadamard products after a ``transpose``, outer and
+batched outer products after ``broadcast_in_dim``), else ``dot_general`` with batch (shared, kept), contracted (shared, not kept)
 and free labels. Finally ``transpose`` to the output order and ``embed_diag`` for
 repeated output labels. The primitive instances are made once from the operands' metas,
 so running a cached program only binds them (no planning, no validation).
@@ -49,9 +49,13 @@ class Program:
 
 
 class _Builder:
-    def __init__(self, metas: Sequence[Meta]) -> None:
+    def __init__(self, metas: Sequence[Meta], sizes: dict[str, int]) -> None:
         self.metas: list[Meta] = list(metas)
         self.code: list[tuple[TensorPrimitive, tuple[int, ...]]] = []
+        self.sizes = sizes
+
+    def extent(self, label: str) -> int:
+        return self.sizes[label]
 
     def emit(self, cls: Any, args: tuple[int, ...], **params: Any) -> int:
         op = cls.make(tuple(self.metas[a] for a in args), **params)
@@ -75,7 +79,7 @@ class _Builder:
 
 def lower(equation: Equation, metas: Sequence[Meta], ssa: Sequence[Pair]) -> Program:
     """The program computing ``equation`` for operands of ``metas`` along ``ssa``."""
-    builder = _Builder(metas)
+    builder = _Builder(metas, equation.sizes)
     output = equation.output
     count = len(metas)
     needed: dict[str, int] = {}
@@ -154,18 +158,17 @@ def _pair(
     shared = [c for c in left if c in right]
     batch = [c for c in shared if kept(c)]
     contracted = [c for c in shared if not kept(c)]
-    if set(left) == set(right) and not contracted:
-        if right != left:
-            b = builder.emit(Transpose, (b,), permutation=tuple(right.index(c) for c in left))
-        return builder.emit(Mul, (a, b)), left
-    if not shared:
-        labels = left + right
-        shape = builder.metas[a].shape + builder.metas[b].shape
-        ea = builder.emit(BroadcastInDim, (a,), shape=shape, dims=tuple(range(len(left))))
-        eb = builder.emit(
-            BroadcastInDim, (b,), shape=shape, dims=tuple(range(len(left), len(labels)))
+    if not contracted:  # Hadamard, outer and batched outer products: a broadcast mul
+        labels = (
+            "".join(batch)
+            + "".join(c for c in left if c not in shared)
+            + "".join(c for c in right if c not in shared)
         )
-        return builder.emit(Mul, (ea, eb)), labels
+        if set(left) == set(right):
+            labels = left
+        a = _arrange(builder, a, left, labels)
+        b = _arrange(builder, b, right, labels)
+        return builder.emit(Mul, (a, b)), labels
     slot = builder.emit(
         DotGeneral,
         (a, b),
@@ -180,6 +183,19 @@ def _pair(
         + "".join(c for c in right if c not in shared)
     )
     return slot, labels
+
+
+def _arrange(builder: _Builder, slot: int, labels: str, target: str) -> int:
+    """``slot`` (axes ``labels``) laid out as ``target``: a transpose when it has every
+    label, else a ``broadcast_in_dim`` to the full shape."""
+    if labels == target:
+        return slot
+    if len(labels) == len(target):
+        return builder.emit(Transpose, (slot,), permutation=tuple(labels.index(c) for c in target))
+    shape = tuple(builder.extent(c) for c in target)
+    return builder.emit(
+        BroadcastInDim, (slot,), shape=shape, dims=tuple(target.index(c) for c in labels)
+    )
 
 
 def _sum_unneeded(
