@@ -3,10 +3,11 @@
 Per operand: squeeze broadcast size-1 ellipsis axes, take diagonals of repeated labels
 (``extract_diag``), sum labels no other term needs (``reduce_sum``). Per pairwise step:
 ``mul`` when nothing is summed (Hadamard products after a ``transpose``, outer and
-batched outer products after ``broadcast_in_dim``), else ``dot_general`` with batch (shared, kept), contracted (shared, not kept)
-and free labels. Finally ``transpose`` to the output order and ``embed_diag`` for
-repeated output labels. The primitive instances are made once from the operands' metas,
-so running a cached program only binds them (no planning, no validation).
+batched outer products after ``broadcast_in_dim``), else ``dot_general`` with batch
+(shared, kept), contracted (shared, not kept) and free labels. Finally ``transpose``
+to the output order and ``embed_diag`` for repeated output labels. The primitive
+instances are made once from the operands' metas, so running a cached program only
+binds them (no planning, no validation).
 """
 
 from __future__ import annotations

@@ -97,22 +97,29 @@ def _component(
     for i in component:
         full |= 1 << i
     checks = 0
+    # Per layer, the subsets having each open index: a subset's partners are found through
+    # its own open indices instead of scanning the whole layer.
+    by_index: list[dict[str, list[int]]] = [{}]
+    by_index.append(_index_subsets(layers[1]))
     for m in range(2, n + 1):
         layer: dict[int, tuple[int, frozenset[str], Tree]] = {}
         for k in range(1, m // 2 + 1):
+            other_layer, other_index = layers[m - k], by_index[m - k]
             for mask_a, (cost_a, idx_a, tree_a) in layers[k].items():
-                for mask_b, (cost_b, idx_b, tree_b) in layers[m - k].items():
+                partners: set[int] = set()
+                for label in idx_a:
+                    partners.update(other_index.get(label, ()))
+                for mask_b in partners:
                     if mask_a & mask_b or (k == m - k and mask_a > mask_b):
-                        continue
-                    if idx_a.isdisjoint(idx_b):
                         continue
                     checks += 1
                     if (
                         deadline is not None
-                        and checks % 512 == 0
+                        and checks % 256 == 0
                         and time.perf_counter() > deadline
                     ):
                         raise PlanningTimeoutError
+                    cost_b, idx_b, tree_b = other_layer[mask_b]
                     union = mask_a | mask_b
                     involved = idx_a | idx_b
                     kept = frozenset(i for i in involved if i in output or holders[i] & ~union)
@@ -131,4 +138,13 @@ def _component(
                     if previous is None or cost < previous[0]:
                         layer[union] = (cost, kept, (tree_a, tree_b))
         layers.append(layer)
+        by_index.append(_index_subsets(layer))
     return layers[n].get(full) if n > 1 else layers[1][full]
+
+
+def _index_subsets(layer: dict[int, tuple[int, frozenset[str], Tree]]) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for mask, (_, indices, _) in layer.items():
+        for label in indices:
+            found.setdefault(label, []).append(mask)
+    return found

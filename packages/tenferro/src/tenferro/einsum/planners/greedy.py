@@ -4,7 +4,8 @@ Among pairs of terms that share an index, contract the one minimising
 ``size(result) - costmod * (size(left) + size(right))``; identical terms are
 contracted first (Hadamard products), and disconnected parts are joined at the end by
 outer products, smallest first. With a ``temperature`` the choice is Boltzmann-sampled
-among the best few candidates, as in opt_einsum's ``RandomGreedy``.
+among the best few candidates, as in opt_einsum's ``RandomGreedy``; ``flops_weight``
+adds that multiple of the pair's loop-nest size (its flop count) to the score.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ def greedy(
     temperature: float = 0.0,
     rng: random.Random | None = None,
     memory_limit: int | None = None,
+    flops_weight: float = 0.0,
 ) -> list[Pair] | None:
     """An SSA path, or ``None`` when ``memory_limit`` admits no complete path."""
     inputs = network.inputs
@@ -59,7 +61,11 @@ def greedy(
 
     def result_of(a: int, b: int) -> frozenset[str]:
         left, right = terms[a], terms[b]
-        return frozenset(i for i in left | right if i in output or len(holders[i] - {a, b}) > 0)
+        # An index stays if the output or a third term holds it.
+        shared = left & right
+        return frozenset(
+            i for i in left | right if i in output or len(holders[i]) > (2 if i in shared else 1)
+        )
 
     for term_id, term in enumerate(inputs):
         twin = first_of.get(term)
@@ -82,6 +88,8 @@ def greedy(
         if memory_limit is not None and size > memory_limit:
             return
         cost = size - costmod * (footprint[a] + footprint[b])
+        if flops_weight:
+            cost += flops_weight * size_of(terms[a] | terms[b])
         heapq.heappush(queue, (cost, a, b, kept))
 
     for holding in holders.values():
