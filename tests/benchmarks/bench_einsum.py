@@ -11,21 +11,25 @@ from __future__ import annotations
 import ast
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")  # one thread each (a shared machine oversubscribes)
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_common import Report, header, median, timings
+from bench_common import Report, header, median, timings  # noqa: E402
 
-import tenferro as tf
-from tenferro.einsum.parse import parse
-from tenferro.einsum.planners import Network, path_cost
-from tenferro.einsum.planners.network import linear_to_ssa
+import tenferro as tf  # noqa: E402
+from tenferro.einsum.parse import parse  # noqa: E402
+from tenferro.einsum.planners import Network, path_cost  # noqa: E402
+from tenferro.einsum.planners.network import linear_to_ssa  # noqa: E402
 
 ROOT = Path(__file__).resolve()
 FOLDER = next(
