@@ -123,7 +123,7 @@ def bench_w5_cached(report: Report, planned: list[Any], rounds: int = 5) -> None
     import opt_einsum as oe
 
     for instance, path, cost in planned:
-        if cost > 3e9:
+        if cost > 3e8:
             continue
         shapes = [tuple(s) for s in instance["shapes"]]
         rng = np.random.default_rng(0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+from computegraph import DictCache
 from tenferro.einsum.lowering import Program, lower
 from tenferro.einsum.parse import OP, Equation, parse, parse_interleaved
 from tenferro.einsum.path_info import PathInfo, describe
@@ -23,12 +24,15 @@ from tenferro.surface.convert import asarray, prepare
 __all__ = ["clear_caches", "einsum", "einsum_path"]
 
 CACHE_LIMIT = 1024
-_plans: dict[Hashable, tuple[Equation, Network, list[Pair]]] = {}
-_programs: dict[Hashable, Program] = {}
+_plans: DictCache[Hashable, tuple[Equation, Network, list[Pair]]] = DictCache(
+    CACHE_LIMIT, "einsum plans"
+)
+_programs: DictCache[Hashable, Program] = DictCache(CACHE_LIMIT, "einsum programs")
 
 
 def clear_caches() -> None:
-    """Drop every cached einsum plan and lowered program."""
+    """Drop every cached einsum plan and lowered program (``tf.clear_caches`` does too:
+    both caches are registered)."""
     _plans.clear()
     _programs.clear()
 
@@ -61,7 +65,7 @@ def einsum(*args: Any, optimize: Any = "auto", memory_limit: Any = None) -> Any:
                 )
         equation, _, ssa = _plan(subscripts, [m.shape for m in metas], optimize, memory_limit)
         program = lower(equation, metas, ssa)
-        _remember(_programs, key, program)
+        _programs.put(key, program)
     if not program.instructions:
         return tensors[program.result]
     return program.run(tensors)
@@ -120,7 +124,7 @@ def _plan(
 
     ssa = plan(network, optimize, limit, fail)
     entry = (equation, network, ssa)
-    _remember(_plans, key, entry)
+    _plans.put(key, entry)
     return entry
 
 
@@ -159,9 +163,3 @@ def _freeze(value: Any) -> Hashable:
     if isinstance(value, (list, tuple)):
         return tuple(_freeze(v) for v in value)
     return value
-
-
-def _remember(cache: dict[Hashable, Any], key: Hashable, value: Any) -> None:
-    if len(cache) >= CACHE_LIMIT:
-        del cache[next(iter(cache))]
-    cache[key] = value
