@@ -24,13 +24,24 @@ from tenferro.einsum.planners.greedy import greedy
 from tenferro.einsum.planners.network import Network, Pair, path_cost
 from tenferro.einsum.planners.optimal import optimal
 from tenferro.einsum.planners.reconfigure import reconfigure
+from tenferro.einsum.planners.scored_greedy import scored_greedy
 
 __all__ = ["auto", "budget_seconds"]
 
 EXHAUSTIVE_LIMIT = 4
 DP_LIMIT = 30
-SWEEP = [(4.0, 0.0), (0.0, 0.01), (2.0, 0.0), (0.5, 0.0), (8.0, 0.0), (4.0, 0.01), (1.0, 0.01)]
-"""Deterministic greedy variants ``(costmod, flops_weight)`` tried first, most useful first."""
+SWEEP = [
+    (4.0, 0.0),
+    (1.0, 0.0),
+    (0.0, 0.01),
+    (2.0, 0.0),
+    (0.5, 0.0),
+    (8.0, 0.0),
+    (4.0, 0.01),
+    (1.0, 0.01),
+]
+"""Deterministic :func:`scored_greedy` variants ``(costmod, flops_weight)``, most useful
+first."""
 RECONFIGURED_STARTS = 3
 MIN_BUDGET, MAX_BUDGET, FLOPS_PER_SECOND = 0.02, 0.65, 2e9
 
@@ -68,8 +79,12 @@ def auto(network: Network, *, memory_limit: int | None = None, seed: int = 0) ->
     for costmod, flops_weight in SWEEP:
         if time.perf_counter() > start + 0.2 * (deadline - start):
             break
-        candidate = greedy(
-            network, costmod=costmod, flops_weight=flops_weight, memory_limit=memory_limit
+        candidate = scored_greedy(
+            network,
+            costmod=costmod,
+            flops_weight=flops_weight,
+            memory_limit=memory_limit,
+            deadline=start + 0.3 * (deadline - start),
         )
         if candidate is not None:
             candidates.setdefault(path_cost(network, candidate)[0], candidate)
@@ -77,8 +92,13 @@ def auto(network: Network, *, memory_limit: int | None = None, seed: int = 0) ->
     while time.perf_counter() < start + 0.35 * (deadline - start):
         costmod = math.exp(rng.uniform(math.log(0.1), math.log(4.0)))
         temperature = math.exp(rng.uniform(math.log(0.001), math.log(1.0)))
-        candidate = greedy(
-            network, costmod=costmod, temperature=temperature, rng=rng, memory_limit=memory_limit
+        candidate = scored_greedy(
+            network,
+            costmod=costmod,
+            temperature=temperature,
+            rng=rng,
+            memory_limit=memory_limit,
+            deadline=start + 0.4 * (deadline - start),
         )
         if candidate is not None:
             candidates.setdefault(path_cost(network, candidate)[0], candidate)

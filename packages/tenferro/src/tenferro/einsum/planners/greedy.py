@@ -1,16 +1,20 @@
-"""Greedy planning (opt_einsum's ``greedy``) and its randomised variant.
+"""Greedy planning: opt_einsum's ``greedy`` (``ssa_greedy_optimize``, MIT licensed,
+reimplemented here) and its randomised and re-weighted variants.
 
-Among pairs of terms that share an index, contract the one minimising
-``size(result) - costmod * (size(left) + size(right))``; identical terms are
-contracted first (Hadamard products), and disconnected parts are joined at the end by
-outer products, smallest first. With a ``temperature`` the choice is Boltzmann-sampled
-among the best few candidates, as in opt_einsum's ``RandomGreedy``; ``flops_weight``
-adds that multiple of the pair's loop-nest size (its flop count) to the score.
+Identical terms are contracted first (Hadamard products); indices every term has are
+treated as output indices. Then, repeatedly, the candidate pair (terms sharing an index;
+each term proposes its best partner) minimising
+``size(result) - costmod * (size(left) + size(right)) + flops_weight * flops`` is
+contracted; what is left is joined by outer products, smallest first. With a
+``temperature`` the choice is Boltzmann-sampled among the best few candidates (every
+pair is proposed then), as in opt_einsum's ``RandomGreedy``. With the defaults the
+path is opt_einsum's greedy path.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import random
 
@@ -19,6 +23,8 @@ from tenferro.einsum.planners.network import Network, Pair
 __all__ = ["greedy"]
 
 _BRANCHES = 8
+
+Candidate = tuple[tuple[float, int, int], frozenset[str], frozenset[str], frozenset[str]]
 
 
 def greedy(
@@ -31,133 +37,130 @@ def greedy(
     flops_weight: float = 0.0,
 ) -> list[Pair] | None:
     """An SSA path, or ``None`` when ``memory_limit`` admits no complete path."""
-    inputs = network.inputs
-    output = network.output
     sizes = network.sizes
-    count = len(inputs)
-    if count == 1:
+    inputs = list(network.inputs)
+    if len(inputs) == 1:
         return []
-    terms: dict[int, frozenset[str]] = {}
-    footprint: dict[int, int] = {}
-    holders: dict[str, set[int]] = {}
-    path: list[Pair] = []
-    next_id = count
-    first_of: dict[frozenset[str], int] = {}
 
     def size_of(term: frozenset[str]) -> int:
         return math.prod(sizes[i] for i in term)
 
-    def add(term_id: int, term: frozenset[str]) -> None:
-        terms[term_id] = term
-        footprint[term_id] = size_of(term)
-        for index in term:
-            holders.setdefault(index, set()).add(term_id)
+    output = network.output | frozenset.intersection(*inputs)
+    remaining: dict[frozenset[str], int] = {}
+    ids = itertools.count(len(inputs))
+    path: list[Pair] = []
+    for term_id, key in enumerate(inputs):
+        if key in remaining:
+            path.append((remaining[key], term_id))
+            remaining[key] = next(ids)
+        else:
+            remaining[key] = term_id
+    holders: dict[str, set[frozenset[str]]] = {}
+    for key in remaining:
+        for index in key - output:
+            holders.setdefault(index, set()).add(key)
+    twice = {i for i, keys in holders.items() if len(keys) >= 2}
+    thrice = {i for i, keys in holders.items() if len(keys) >= 3}
+    footprints = {key: size_of(key) for key in remaining}
+    push_all = temperature > 0
 
-    def remove(term_id: int) -> frozenset[str]:
-        term = terms.pop(term_id)
-        for index in term:
-            holders[index].discard(term_id)
-        return term
-
-    def result_of(a: int, b: int) -> frozenset[str]:
-        left, right = terms[a], terms[b]
-        # An index stays if the output or a third term holds it.
-        shared = left & right
-        return frozenset(
-            i for i in left | right if i in output or len(holders[i]) > (2 if i in shared else 1)
-        )
-
-    for term_id, term in enumerate(inputs):
-        twin = first_of.get(term)
-        if twin is not None and twin in terms:
-            add(next_id, remove(twin))  # a Hadamard product keeps the index set
-            path.append((twin, term_id))
-            first_of[term] = next_id
-            next_id += 1
-            continue
-        add(term_id, term)
-        first_of[term] = term_id
-
-    queue: list[tuple[float, int, int, frozenset[str]]] = []
-
-    def push(a: int, b: int) -> None:
-        if a > b:
-            a, b = b, a
-        kept = result_of(a, b)
-        size = size_of(kept)
-        if memory_limit is not None and size > memory_limit:
-            return
-        cost = size - costmod * (footprint[a] + footprint[b])
-        if flops_weight:
-            cost += flops_weight * size_of(terms[a] | terms[b])
-        heapq.heappush(queue, (cost, a, b, kept))
-
-    for holding in holders.values():
-        members = sorted(holding)
-        for position, a in enumerate(members):
-            for b in members[position + 1 :]:
-                push(a, b)
-    seen: set[tuple[int, int]] = set()
-
-    def pop() -> tuple[int, int, frozenset[str]] | None:
-        if temperature <= 0:
-            while queue:
-                _, a, b, kept = heapq.heappop(queue)
-                if a in terms and b in terms and (a, b) not in seen:
-                    return a, b, kept
+    def candidate(k1: frozenset[str], k2: frozenset[str]) -> Candidate | None:
+        either = k1 | k2
+        two = k1 & k2
+        k12 = (either & output) | (two & thrice) | ((either - two) & twice)
+        size12 = size_of(k12)
+        if memory_limit is not None and size12 > memory_limit:
             return None
-        choices: list[tuple[float, int, int, frozenset[str]]] = []
+        cost = size12 - costmod * (footprints[k1] + footprints[k2])
+        if flops_weight:
+            cost += flops_weight * size_of(either)
+        id1, id2 = remaining[k1], remaining[k2]
+        if id1 > id2:
+            k1, id1, k2, id2 = k2, id2, k1, id1
+        return (cost, id2, id1), k1, k2, k12
+
+    queue: list[Candidate] = []
+
+    def push(k1: frozenset[str], partners: list[frozenset[str]]) -> None:
+        found = [c for c in (candidate(k1, k2) for k2 in partners) if c is not None]
+        if not found:
+            return
+        if push_all:
+            for c in found:
+                heapq.heappush(queue, c)
+        else:
+            heapq.heappush(queue, min(found))
+
+    for keys in holders.values():
+        ordered = sorted(keys, key=remaining.__getitem__)
+        for position, k1 in enumerate(ordered[:-1]):
+            push(k1, ordered[position + 1 :])
+
+    def choose() -> Candidate | None:
+        if not push_all:
+            c = heapq.heappop(queue)
+            return c if c[1] in remaining and c[2] in remaining else None
+        choices: list[Candidate] = []
         while queue and len(choices) < _BRANCHES:
-            entry = heapq.heappop(queue)
-            if entry[1] in terms and entry[2] in terms and (entry[1], entry[2]) not in seen:
-                choices.append(entry)
+            c = heapq.heappop(queue)
+            if c[1] in remaining and c[2] in remaining:
+                choices.append(c)
         if not choices:
             return None
-        lowest = choices[0][0]
+        lowest = choices[0][0][0]
         scale = temperature * max(1.0, abs(lowest))
-        weights = [math.exp(-(c[0] - lowest) / scale) for c in choices]
+        weights = [math.exp(-(c[0][0] - lowest) / scale) for c in choices]
         assert rng is not None
         (pick,) = rng.choices(range(len(choices)), weights=weights)
         chosen = choices.pop(pick)
         for other in choices:
             heapq.heappush(queue, other)
-        return chosen[1], chosen[2], chosen[3]
+        return chosen
 
-    while True:
-        picked = pop()
-        if picked is None:
-            break
-        a, b, _ = picked
-        seen.add((a, b))
-        kept = result_of(a, b)
-        remove(a)
-        remove(b)
-        add(next_id, kept)
-        path.append((a, b))
-        new = next_id
-        next_id += 1
-        partners = set()
-        for index in kept:
-            partners |= holders[index]
-        partners.discard(new)
-        for other in partners:
-            push(other, new)
+    while queue:
+        chosen = choose()
+        if chosen is None:
+            continue
+        _, k1, k2, k12 = chosen
+        id1, id2 = remaining.pop(k1), remaining.pop(k2)
+        for index in k1 - output:
+            holders[index].discard(k1)
+        for index in k2 - output:
+            holders[index].discard(k2)
+        path.append((id1, id2))
+        if k12 in remaining:
+            path.append((remaining[k12], next(ids)))
+        else:
+            for index in k12 - output:
+                holders[index].add(k12)
+        remaining[k12] = next(ids)
+        for index in (k1 | k2) - output:
+            count = len(holders[index])
+            if count <= 1:
+                twice.discard(index)
+                thrice.discard(index)
+            elif count == 2:
+                twice.add(index)
+                thrice.discard(index)
+            else:
+                twice.add(index)
+                thrice.add(index)
+        footprints[k12] = size_of(k12)
+        partners = {k2 for index in k12 for k2 in holders.get(index, ())}
+        partners.discard(k12)
+        if partners:
+            push(k12, list(partners))
 
-    # What is left is disconnected: outer products, smallest (by output part) first.
-    rest = [(size_of(terms[t] & output), t) for t in terms]
-    heapq.heapify(rest)
-    while len(rest) > 1:
-        _, a = heapq.heappop(rest)
-        _, b = heapq.heappop(rest)
-        kept = result_of(a, b)
-        if memory_limit is not None and size_of(kept) > memory_limit:
+    if memory_limit is not None and any(len(keys) >= 2 for keys in holders.values()):
+        return None  # the cap left terms that still share an index
+    final = [(size_of(key & output), term_id, key) for key, term_id in remaining.items()]
+    heapq.heapify(final)
+    _, id1, k1 = heapq.heappop(final)
+    while final:
+        _, id2, k2 = heapq.heappop(final)
+        k12 = (k1 | k2) & output
+        if memory_limit is not None and final and size_of(k12) > memory_limit:
             return None
-        remove(a)
-        remove(b)
-        add(next_id, kept)
-        path.append((min(a, b), max(a, b)))
-        heapq.heappush(rest, (size_of(kept & output), next_id))
-        next_id += 1
-    if memory_limit is not None and len(path) < count - 1:
-        return None
+        path.append((min(id1, id2), max(id1, id2)))
+        _, id1, k1 = heapq.heappushpop(final, (size_of(k12), next(ids), k12))
     return path
