@@ -284,6 +284,62 @@ def bench_w1(report: Report, length: int = 32, rounds: int = 5) -> None:
             report.add(**row)
 
 
+def mps_energy(
+    m: Any, conj: Callable[[Any], Any], real: Callable[[Any], Any], z: Any, *ts: Any
+) -> Any:
+    """Re<psi|H|psi> / <psi|psi> for H = sum_i Z_i, by transfer environments."""
+    norm_env = m.einsum("asb,asc->bc", ts[0], conj(ts[0]))
+    energy_env = m.einsum("asb,st,atc->bc", ts[0], z, conj(ts[0]))
+    for t in ts[1:]:
+        energy_env = m.einsum("bc,bsd,cse->de", energy_env, t, conj(t)) + m.einsum(
+            "bc,bsd,st,cte->de", norm_env, t, z, conj(t)
+        )
+        norm_env = m.einsum("bc,bsd,cse->de", norm_env, t, conj(t))
+    return real(m.sum(energy_env)) / real(m.sum(norm_env))
+
+
+def bench_w7(report: Report, length: int = 12, chi: int = 8, rounds: int = 5) -> None:
+    """W7: gradient of a complex MPS energy; values and gradients compared with torch's
+    (tenferro's complex convention is PyTorch's)."""
+    ts = mps(length, chi, np.complex128, seed=3)
+    z = np.diag([1.0, -1.0]).astype(np.complex128)
+    argnums = tuple(range(length))
+    value_and_grad = tf.value_and_grad(
+        lambda *xs: mps_energy(tf, tf.conj, tf.real, z, *xs), argnums=argnums
+    )
+
+    def ours() -> Any:
+        return value_and_grad(*ts)
+
+    value, grads = ours()
+    row: dict[str, Any] = {"workload": "W7 complex MPS energy grad", "L": length, "chi": chi}
+    if have("torch"):
+        import torch
+
+        def theirs() -> Any:
+            leaves = [torch.tensor(t, requires_grad=True) for t in ts]
+            energy = mps_energy(torch, torch.conj, torch.real, torch.tensor(z), *leaves)
+            energy.backward()
+            return energy, [x.grad for x in leaves]
+
+        energy, torch_grads = theirs()
+        row["value_minus_torch"] = abs(float(np.asarray(value)) - float(energy.detach()))
+        row["max_grad_minus_torch"] = max(
+            float(np.max(np.abs(np.asarray(g) - t.numpy())))
+            for g, t in zip(grads, torch_grads, strict=True)
+        )
+        mine, peer = [], []
+        for _ in range(rounds):
+            mine.append(median(timings(ours, 5)))
+            peer.append(median(timings(theirs, 5)))
+        row["traced_ms"] = median(mine) * 1e3
+        row["torch_ms"] = median(peer) * 1e3
+        row["ratio_vs_torch"] = median(sorted(a / b for a, b in zip(mine, peer, strict=True)))
+    else:
+        row["traced_ms"] = median(timings(ours, 5)) * 1e3
+    report.add(**row)
+
+
 if __name__ == "__main__":
     header("einsum W5: plan cost (log10 flops, opt_einsum's count) and cold planning time")
     report = Report("einsum")
@@ -294,4 +350,6 @@ if __name__ == "__main__":
     bench_small(report)
     header("einsum W1: MPS norm gradient, L=32")
     bench_w1(report)
+    header("einsum W7: complex MPS energy gradient, values vs torch")
+    bench_w7(report)
     print(f"   saved {report.save()}")
