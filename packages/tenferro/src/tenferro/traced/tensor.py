@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from computegraph import Derived, Input, OperationKey, ValueKey
+from computegraph import BoundedCache, Derived, Input, OperationKey, ValueKey
 from tenferro import lax
 from tenferro.core.keys import LeafKey, PlaceholderKey
 from tenferro.core.primitive import TensorPrimitive
@@ -144,8 +144,23 @@ class TracedTensor(TensorMethods):
 
 
 def _constant_like(data: Any, meta: Meta) -> tuple[TracedTensor]:
-    constant = lax.constant(data, meta.dtype, _ANCHOR)
-    return (constant._rewrap(meta),)
+    key = (meta, data.tobytes())
+    found = _SCALARS.get(key)
+    if found is None:
+        found = lax.constant(data, meta.dtype, _ANCHOR)._rewrap(meta)
+        _SCALARS.put(key, found)
+    return (found,)
+
+
+_SCALARS: BoundedCache[tuple[Meta, bytes], TracedTensor] = BoundedCache(
+    4096, "traced scalar constants"
+)
+"""Scalar constants by meta and bits (structure: retraces reuse them)."""
+
+
+def clear_caches() -> None:
+    """Drop the cached scalar constants."""
+    _SCALARS.clear()
 
 
 class _Anchor:
