@@ -186,8 +186,23 @@ def evaluate(tensors: Sequence[Any], bindings: Mapping[Any, Any] | None = None) 
             "it has no value until the transformed function is called",
             "bind",
         )
+    _check_placeholder_names(shape.slots)
     values = program.run((), shape.slots, bindings)
     return [Tensor._wrap(_array(v), t.meta.weak) for v, t in zip(values, tensors, strict=True)]
+
+
+def _check_placeholder_names(slots: Sequence[Any]) -> None:
+    named: dict[str, PlaceholderKey] = {}
+    for name in slots:
+        if type(name) is PlaceholderKey and name.name is not None:
+            other = named.setdefault(name.name, name)
+            if other is not name:
+                raise BindingError(
+                    "evaluate",
+                    f"two different placeholders are named {name.name!r} in one computation "
+                    f"({other!r} and {name!r}); give them distinct names",
+                    "bind",
+                )
 
 
 def format_graph(*tensors: Any) -> str:
