@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -198,3 +199,26 @@ def test_transforms_follow_closure_data_changed_between_calls(
             float(np.asarray(tf.linearize(f, w)[1](v))), fd_directional, atol=tol
         )
         np.testing.assert_allclose(np.asarray(tf.hvp(f, (w,), (v,))), fd_hvp, atol=tol)
+
+
+def test_checkpoints_and_traced_leaves_inside_a_transform_follow_the_data():
+    data = np.array([1.0, 2.0, 3.0])
+
+    def f(w: Any) -> Any:
+        stored = tf.exp(tf.traced(data)).checkpoint()  # evaluable now: stored data
+        h = (w * stored).checkpoint()  # depends on the argument: an alias
+        return tf.sum(h * h)
+
+    g = tf.grad(f)
+    close(g(np.ones(3)), 2 * np.exp(data) ** 2)
+    data = np.array([0.5, 0.0, -1.0])
+    close(g(np.ones(3)), 2 * np.exp(data) ** 2)
+
+
+def test_evaluating_a_value_of_the_traced_arguments_raises_a_binding_error():
+    def f(w: Any) -> Any:
+        (w * 2).eval()
+        return tf.sum(w)
+
+    with pytest.raises(tf.BindingError, match="arguments of a function being traced"):
+        tf.grad(f)(np.ones(2))

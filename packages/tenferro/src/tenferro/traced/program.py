@@ -224,7 +224,8 @@ def _array(value: Any) -> Any:
 
 def clear_caches() -> None:
     """Drop every cached traced program (and the traced scalar constants)."""
-    from tenferro.traced import tensor
+    from tenferro.traced import structure, tensor
 
     programs.clear()
     tensor.clear_caches()
+    structure.clear_caches()

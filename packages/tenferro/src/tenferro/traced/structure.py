@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from computegraph import Derived, Input, OperationKey, ValueKey
+from computegraph import BoundedCache, Derived, Input, OperationKey, ValueKey
 from tenferro.core.keys import (
     AliasKey,
     CheckpointKey,
@@ -27,7 +27,7 @@ from tenferro.core.keys import (
 )
 from tenferro.errors import BindingError
 
-__all__ = ["Structure", "structure"]
+__all__ = ["Structure", "clear_caches", "structure"]
 
 _SLOTTED = (SlotKey, SlotAliasKey, SlotCheckpointKey)
 
@@ -44,12 +44,28 @@ class Structure:
         self.slots = slots
 
 
+_PURE: BoundedCache[tuple[ValueKey, ...], Structure] = BoundedCache(256, "pure structures")
+"""Computations found to have no identity leaves (their keys are their structure; keys
+are interned, so retracing such a computation gives the same key objects): no walk."""
+
+
 def structure(outputs: Sequence[ValueKey]) -> Structure:
     """The structure of the computation of ``outputs`` (an iterative walk: any depth).
 
     Parts of the computation without identity leaves keep their keys (keys are
     interned, so rewriting the rest gives identical keys for identical structures).
     """
+    roots = tuple(outputs)
+    known = _PURE.get(roots)
+    if known is not None:
+        return known
+    found = _walk(roots)
+    if not found.slots:
+        _PURE.put(roots, found)
+    return found
+
+
+def _walk(outputs: tuple[ValueKey, ...]) -> Structure:
     canonical: dict[int, ValueKey] = {}
     operations: dict[int, OperationKey] = {}
     slots: list[Hashable] = []
@@ -117,3 +133,8 @@ def _input(
             "bind",
         )
     return key
+
+
+def clear_caches() -> None:
+    """Forget the computations known to have no identity leaves."""
+    _PURE.clear()
