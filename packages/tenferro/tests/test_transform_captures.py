@@ -222,3 +222,17 @@ def test_evaluating_a_value_of_the_traced_arguments_raises_a_binding_error():
 
     with pytest.raises(tf.BindingError, match="arguments of a function being traced"):
         tf.grad(f)(np.ones(2))
+
+
+def test_a_transform_called_inside_a_trace_on_concrete_values_sees_captured_traced_values():
+    """The inner ``grad`` captures ``x``, a value of the outer trace: its result depends
+    on ``x`` and must be differentiated through (it was once evaluated as a constant,
+    with the inner argument confused with the outer one)."""
+
+    def outer(x: Any) -> Any:
+        inner = tf.grad(lambda y: tf.sum(x * y * y))(np.ones(3))  # = 2x
+        return tf.sum(inner * x)  # = 2 sum(x^2)
+
+    close(tf.grad(outer)(W), 4 * W)
+    close(tf.jit(outer)(W), 2 * np.sum(W**2))
+    close(tf.jvp(outer, (W,), (V,))[1], 4 * W @ V)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable, Hashable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from computegraph import BoundedCache, Input
@@ -129,6 +130,20 @@ def _sequence(values: Any, op: str, what: str) -> tuple[Any, ...]:
 
 # ---------------------------------------------------------------------- arguments
 
+_DEPTH: ContextVar[int] = ContextVar("tenferro_transform_trace_depth", default=0)
+"""How many transform traces enclose the running code. Inside one, every transform is
+symbolic (its results are traced values of the enclosing trace), so a function that
+captures a value of an enclosing trace is differentiated correctly, as in JAX."""
+
+
+def _call(fun: Callable[..., Any], args: Sequence[Any]) -> Any:
+    """``fun(*args)`` as a trace (see ``_DEPTH``)."""
+    token = _DEPTH.set(_DEPTH.get() + 1)
+    try:
+        return fun(*args)
+    finally:
+        _DEPTH.reset(token)
+
 
 class _Args:
     """Flattened call arguments: concrete values (arrays) or traced tensors."""
@@ -145,7 +160,7 @@ class _Args:
                     "a tracked EagerTensor was passed to a traced transform, which would "
                     "drop its tape gradient; detach() it, or differentiate with the tape",
                 )
-        self.traced = any(isinstance(t, TracedTensor) for t in tensors)
+        self.traced = _DEPTH.get() > 0 or any(isinstance(t, TracedTensor) for t in tensors)
         self.metas = tuple(t.meta for t in tensors)
         self.values = tensors
 
@@ -254,7 +269,7 @@ class _Trace:
 
 
 def _trace_call(fun: Callable[..., Any], call: _Args) -> _Trace:
-    outputs, treedef = _traced_outputs(fun(*_split(call.treedef, _arg_leaves(call.metas))))
+    outputs, treedef = _traced_outputs(_call(fun, _split(call.treedef, _arg_leaves(call.metas))))
     return _Trace(outputs, treedef)
 
 
@@ -288,7 +303,7 @@ def jit(fun: Callable[..., Any]) -> Callable[..., Any]:
 
         def trace() -> _Plan:
             traced_args = _split(call.treedef, _arg_leaves(call.metas))
-            outputs, out_treedef = _traced_outputs(fun(*traced_args))
+            outputs, out_treedef = _traced_outputs(_call(fun, traced_args))
             return _Plan(outputs, out_treedef)
 
         return cache.get_or_create(call.signature(), trace)(call.arrays())
@@ -361,7 +376,7 @@ def _call_value(
     fun: Callable[..., Any], treedef: TreeDef, leaves: list[TracedTensor], has_aux: bool, op: str
 ) -> tuple[TracedTensor, list[TracedTensor], TreeDef]:
     """Call ``fun`` on traced arguments: its value and its aux outputs (flattened)."""
-    result = fun(*_split(treedef, leaves))
+    result = _call(fun, _split(treedef, leaves))
     value, aux = _aux_pair(result, op) if has_aux else (result, None)
     aux_outputs, aux_def = _traced_outputs(aux)
     return _as_traced(value), aux_outputs, aux_def
@@ -481,7 +496,7 @@ def _jvp(
     leaves: list[TracedTensor],
     tangents: list[TracedTensor],
 ) -> tuple[Any, Any]:
-    outputs, out_treedef = _traced_outputs(fun(*_split(treedef, leaves)))
+    outputs, out_treedef = _traced_outputs(_call(fun, _split(treedef, leaves)))
     return _jvp_outputs(outputs, out_treedef, leaves, tangents)
 
 
@@ -588,7 +603,7 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[
     call = _Args(primals)
     if call.traced:
         return _symbolic_vjp(fun, call, has_aux)
-    result = fun(*_split(call.treedef, _arg_leaves(call.metas)))
+    result = _call(fun, _split(call.treedef, _arg_leaves(call.metas)))
     out, aux = _aux_pair(result, "vjp") if has_aux else (result, None)
     count = len(flatten(out)[0])
     packed, packed_def = _traced_outputs((out, aux) if has_aux else out)
@@ -601,7 +616,7 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[
         ct_call = _Args((cotangent,))
         if ct_call.traced:
             leaves = _alias_leaves(call.values)
-            traced_out = fun(*_split(call.treedef, leaves))
+            traced_out = _call(fun, _split(call.treedef, leaves))
             traced_out = _aux_pair(traced_out, "vjp")[0] if has_aux else traced_out
             outputs, _ = _traced_outputs(traced_out)
             return _vjp_result(
@@ -629,7 +644,7 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[
 
 def _symbolic_vjp(fun: Callable[..., Any], call: _Args, has_aux: bool) -> tuple[Any, ...]:
     leaves = _alias_leaves(call.values)
-    result = fun(*_split(call.treedef, leaves))
+    result = _call(fun, _split(call.treedef, leaves))
     out, aux = _aux_pair(result, "vjp") if has_aux else (result, None)
     outputs, out_treedef = _traced_outputs(out)
 
