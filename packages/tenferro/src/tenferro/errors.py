@@ -12,6 +12,8 @@ from typing import Literal
 import computegraph
 
 __all__ = [
+    "AllocationError",
+    "ArgumentError",
     "AxisError",
     "BindingError",
     "DTypeError",
@@ -21,8 +23,10 @@ __all__ = [
     "NonScalarError",
     "ParameterError",
     "Phase",
+    "ScalarOverflowError",
     "ShapeError",
     "TenferroError",
+    "UnsupportedError",
 ]
 
 Phase = Literal["build", "bind", "execution"]
@@ -74,3 +78,23 @@ class ExecutionError(TenferroError, ArithmeticError):
 
     def __init__(self, op: str, message: str) -> None:
         super().__init__(op, message, "execution")
+
+
+class ArgumentError(TenferroError, TypeError):
+    """Arguments that do not fit an operation's signature (missing, surplus or unknown)."""
+
+
+class UnsupportedError(TenferroError, TypeError):
+    """An operation tenferro does not provide for tensors (a numpy function without a
+    tenferro counterpart, or an option of one that tenferro does not implement)."""
+
+
+class ScalarOverflowError(TenferroError, OverflowError):
+    """A Python scalar that does not fit the dtype it must take (``int32 + 2**40``)."""
+
+
+class AllocationError(TenferroError, MemoryError):
+    """A result too large to allocate."""
+
+    def __init__(self, op: str, message: str, phase: Phase = "execution") -> None:
+        super().__init__(op, message, phase)

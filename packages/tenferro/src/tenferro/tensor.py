@@ -9,7 +9,7 @@ import numpy as np
 
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.dtypes import dtype as as_dtype
-from tenferro.errors import DTypeError
+from tenferro.errors import AllocationError, DTypeError
 from tenferro.ieee import quiet, restore
 from tenferro.meta import Meta
 from tenferro.surface.methods import TensorMethods
@@ -36,6 +36,8 @@ def to_array(data: Any, dtype: Any = None, op: str = "tensor") -> tuple[np.ndarr
         array = np.array(data, dtype=target, copy=True)
     except (TypeError, ValueError, OverflowError) as error:
         raise DTypeError(op, f"cannot make a tensor of {type(data).__name__}: {error}") from None
+    except MemoryError as error:
+        raise AllocationError(op, str(error)) from None
     as_dtype(array.dtype, op)
     array.flags.writeable = False
     return array, weak
@@ -64,6 +66,12 @@ class Tensor(TensorMethods):
         self.meta = Meta(array.shape, array.dtype, weak)
 
     @classmethod
+    def _convert(cls, data: Any, dtype: Any, op: str) -> Tensor:
+        """``Tensor(data, dtype)``, with conversion errors naming ``op``."""
+        array, weak = to_array(data, dtype, op)
+        return cls._wrap(array, weak)
+
+    @classmethod
     def _wrap(cls, value: Any, weak: bool = False) -> Tensor:
         tensor = object.__new__(cls)
         tensor._value = value
@@ -77,6 +85,8 @@ class Tensor(TensorMethods):
         token = quiet()
         try:
             values = op.eval([o._value for o in operands], None)
+        except MemoryError as error:
+            raise AllocationError(op.name, str(error)) from None
         finally:
             restore(token)
         return tuple(cls._wrap(v, m.weak) for v, m in zip(values, op.outputs, strict=True))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,7 +12,8 @@ import numpy as np
 from tenferro import lax
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64
-from tenferro.surface.convert import _concrete_class, asarray
+from tenferro.errors import AllocationError, ParameterError, ShapeError
+from tenferro.surface.convert import _concrete_class, as_shape, asarray
 
 __all__ = [
     "arange",
@@ -28,42 +31,105 @@ __all__ = [
 
 def array(data: Any, dtype: Any = None) -> Any:
     """A concrete tensor holding a copy of ``data``."""
-    return _concrete_class()(data, dtype)
+    return _concrete_class()._convert(data, dtype, "array")
 
 
-def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
-    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+def _allocate(op: str, shape: tuple[int, ...], dtype: Any, make: Any) -> Any:
+    """``make()``, with numpy's allocation failures reported as tenferro errors."""
+    try:
+        return make()
+    except MemoryError:
+        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+        raise AllocationError(
+            op, f"cannot allocate {nbytes} bytes for a {np.dtype(dtype)} array of shape {shape}"
+        ) from None
 
 
 def full(shape: int | Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
     """A concrete tensor of ``shape`` filled with ``fill_value``."""
-    target = as_dtype(dtype, "full") if dtype is not None else np.asarray(fill_value).dtype
-    return array(np.full(_shape(shape), fill_value, dtype=as_dtype(target, "full")))
+    return _full("full", shape, fill_value, dtype)
+
+
+def _full(op: str, shape: Any, fill_value: Any, dtype: Any) -> Any:
+    extents = as_shape(shape, op)
+    fill = np.asarray(fill_value._value if hasattr(fill_value, "_value") else fill_value)
+    target = as_dtype(dtype if dtype is not None else fill.dtype, op)
+    values = _allocate(op, extents, target, lambda: np.full(extents, fill, dtype=target))
+    return _concrete_class()._convert(values, None, op)
 
 
 def zeros(shape: int | Sequence[int], dtype: Any = float64) -> Any:
-    return full(shape, 0, dtype)
+    return _full("zeros", shape, 0, dtype)
 
 
 def ones(shape: int | Sequence[int], dtype: Any = float64) -> Any:
-    return full(shape, 1, dtype)
+    return _full("ones", shape, 1, dtype)
+
+
+def _count(op: str, name: str, value: Any) -> int:
+    """A non-negative integer argument of a creation function."""
+    try:
+        count = operator.index(value)
+    except TypeError:
+        raise ShapeError(op, f"{name} must be an integer, got {value!r}") from None
+    if count < 0:
+        raise ShapeError(op, f"{name} must be non-negative, got {count}")
+    return count
 
 
 def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = float64) -> Any:
-    return array(np.eye(n, m, k, dtype=as_dtype(dtype, "eye")))
+    """The ``n x m`` matrix with ones on diagonal ``k``."""
+    rows = _count("eye", "n", n)
+    columns = rows if m is None else _count("eye", "m", m)
+    try:
+        offset = operator.index(k)
+    except TypeError:
+        raise ParameterError("eye", f"k must be an integer, got {k!r}") from None
+    as_shape((rows, columns), "eye")
+    target = as_dtype(dtype, "eye")
+    values = _allocate(
+        "eye", (rows, columns), target, lambda: np.eye(rows, columns, offset, dtype=target)
+    )
+    return array(values)
 
 
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Any:
-    values = np.arange(start, stop, step) if stop is not None else np.arange(start)
+    """``[start, stop)`` in steps of ``step`` (numpy's ``arange``; integers give int64)."""
+    bounds = (start, stop, step)
+    for value in bounds:
+        if value is not None and not isinstance(value, (int, float, np.integer, np.floating)):
+            raise ParameterError("arange", f"bounds and step must be real numbers, got {value!r}")
+    if step == 0:
+        raise ParameterError("arange", f"step must not be zero (start={start}, stop={stop})")
+    if not all(value is None or math.isfinite(value) for value in bounds):
+        raise ParameterError(
+            "arange", f"bounds and step must be finite, got {start}, {stop}, {step}"
+        )
+    low, high = (0, start) if stop is None else (start, stop)
+    length = max(math.ceil((high - low) / step), 0)
+    as_shape((length,), "arange")
+    values = _allocate(
+        "arange",
+        (length,),
+        np.float64,
+        lambda: np.arange(start, stop, step) if stop is not None else np.arange(start),
+    )
     if dtype is None and values.dtype.kind == "i":
         values = values.astype(np.int64)
-    return array(values, dtype)
+    return _concrete_class()._convert(values, dtype, "arange")
 
 
 def linspace(
     start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = float64
 ) -> Any:
-    return array(np.linspace(start, stop, num, endpoint=endpoint), dtype)
+    """``num`` evenly spaced values from ``start`` to ``stop``."""
+    count = _count("linspace", "num", num)
+    as_shape((count,), "linspace")
+    try:
+        values = np.linspace(start, stop, count, endpoint=endpoint)
+    except (TypeError, ValueError) as error:
+        raise ParameterError("linspace", f"{error} (start={start!r}, stop={stop!r})") from None
+    return _concrete_class()._convert(values, dtype, "linspace")
 
 
 def full_like(x: Any, fill_value: Any, dtype: Any = None) -> Any:

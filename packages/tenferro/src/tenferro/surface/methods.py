@@ -187,7 +187,7 @@ class TensorMethods(HasMeta):
     conjugate = conj
 
     def reshape(self, *shape: Any) -> Any:
-        target = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        target = shape[0] if len(shape) == 1 and not _convert._is_integer(shape[0]) else shape
         return _shapes.reshape(self, target)
 
     def transpose(self, *axes: Any) -> Any:

@@ -10,7 +10,7 @@ from tenferro import lax
 from tenferro.core.bind import lift
 from tenferro.errors import AxisError, ShapeError
 from tenferro.meta import normalize_axes, normalize_axis
-from tenferro.surface.convert import asarray, broadcast_to, prepare
+from tenferro.surface.convert import as_shape, asarray, broadcast_to, prepare
 
 __all__ = [
     "broadcast_to",
@@ -37,11 +37,9 @@ __all__ = [
 
 def reshape(x: Any, shape: int | Sequence[int]) -> Any:
     """Same elements in a new shape (row-major); one extent may be -1."""
-    a = asarray(x)
-    target = [shape] if isinstance(shape, int) else [int(n) for n in shape]
+    a = asarray(x, op="reshape")
+    target = list(as_shape(shape, "reshape", allow_unknown=True))
     unknown = [i for i, n in enumerate(target) if n == -1]
-    if len(unknown) > 1 or any(n < -1 for n in target):
-        raise ShapeError("reshape", f"invalid target shape {tuple(target)}")
     if unknown:
         known = math.prod(n for n in target if n != -1)
         if known == 0 or a.meta.size % known:
@@ -89,9 +87,10 @@ def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[in
 
 
 def expand_dims(x: Any, axis: int | Sequence[int]) -> Any:
-    a = asarray(x)
+    a = asarray(x, op="expand_dims")
     axes = [axis] if isinstance(axis, int) else list(axis)
     ndim = a.meta.ndim + len(axes)
+    as_shape((1,) * ndim, "expand_dims")
     positions = set(normalize_axes(axes, ndim, "expand_dims"))
     extents = iter(a.meta.shape)
     return lax.reshape(a, [1 if i in positions else next(extents) for i in range(ndim)])
