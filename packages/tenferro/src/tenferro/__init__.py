@@ -33,6 +33,8 @@ from tenferro.dtypes import (
 )
 from tenferro.eager import EagerTensor, Tape, checkpoint, default_tape, is_grad_enabled, no_grad
 from tenferro.errors import (
+    AllocationError,
+    ArgumentError,
     AxisError,
     BindingError,
     DTypeError,
@@ -41,8 +43,10 @@ from tenferro.errors import (
     IndexingError,
     NonScalarError,
     ParameterError,
+    ScalarOverflowError,
     ShapeError,
     TenferroError,
+    UnsupportedError,
 )
 from tenferro.meta import Meta
 from tenferro.surface import *  # noqa: F403
@@ -73,6 +77,8 @@ __all__ = [
     *_surface_names,
     "DTYPES",
     "EagerTensor",
+    "AllocationError",
+    "ArgumentError",
     "AxisError",
     "BindingError",
     "DTypeError",
@@ -82,11 +88,13 @@ __all__ = [
     "Meta",
     "NonScalarError",
     "ParameterError",
+    "ScalarOverflowError",
     "ShapeError",
     "Tape",
     "TenferroError",
     "Tensor",
     "TracedTensor",
+    "UnsupportedError",
     "bool_",
     "checkpoint",
     "clear_caches",

@@ -17,6 +17,7 @@ from tenferro.surface.creation import (
 from tenferro.surface.indexing import getitem, take
 from tenferro.surface.math import *  # noqa: F403
 from tenferro.surface.math import __all__ as _math_names
+from tenferro.surface.predicates import isfinite, isinf, isnan
 from tenferro.surface.reductions import all, amax, amin, any, max, mean, min, prod, std, sum, var
 from tenferro.surface.shapes import (
     concatenate,
@@ -61,6 +62,9 @@ __all__ = [
     "full_like",
     "getitem",
     "inner",
+    "isfinite",
+    "isinf",
+    "isnan",
     "linspace",
     "matmul",
     "max",

@@ -113,9 +113,7 @@ def check_int_fits(op: str, value: Any, target: np.dtype[Any]) -> None:
     if target.kind == "i" and type(value) is int:
         info = np.iinfo(target)
         if not info.min <= value <= info.max:
-            raise ScalarOverflowError(
-                op, f"Python integer {value} is out of bounds for {target}"
-            )
+            raise ScalarOverflowError(op, f"Python integer {value} is out of bounds for {target}")
 
 
 def astype(x: Any, dtype: Any) -> Any:
