@@ -45,6 +45,15 @@ __all__ = ["Tape", "default_tape"]
 _CANONICAL = tuple(f"a{i}" for i in range(64))
 
 
+def _refuse_tracked(data: Any) -> None:
+    """Tracking a tracked tensor would silently cut it from the tape it belongs to."""
+    if isinstance(data, EagerTensor) and data.tape is not None:
+        raise TenferroError(
+            "track",
+            f"{data!r} is already tracked; track data.detach() to start a new leaf from its value",
+        )
+
+
 class _Untracked:
     __slots__ = ()
 
@@ -92,7 +101,9 @@ class Tape:
     # ------------------------------------------------------------------ leaves
 
     def track(self, data: Any, dtype: Any = None) -> EagerTensor:
-        """A tracked leaf of this tape holding ``data`` (copied unless it is a tensor)."""
+        """A tracked leaf of this tape holding ``data`` (copied unless it is a tensor).
+        A tensor that is already tracked is refused: track ``x.detach()`` instead."""
+        _refuse_tracked(data)
         tensor = EagerTensor(data, dtype)
         self.adopt_leaf(tensor)
         return tensor

@@ -61,8 +61,9 @@ class EagerTensor(Tensor):
         self.tape = None
         self._grad = None
         if requires_grad:
-            from tenferro.eager.tape import default_tape
+            from tenferro.eager.tape import _refuse_tracked, default_tape
 
+            _refuse_tracked(data)
             (tape if tape is not None else default_tape()).adopt_leaf(self)
         elif tape is not None:
             raise TenferroError("EagerTensor", "a tape is given but requires_grad is False")

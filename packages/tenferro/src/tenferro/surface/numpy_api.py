@@ -10,10 +10,12 @@ implement (``out=``, ``where=``, ``order='F'``, ...) raises ``UnsupportedError``
 * ``np.einsum``/``np.einsum_path`` and every ``np.linalg.<name>`` are looked up at call
   time as ``tenferro.einsum``/``tenferro.einsum_path``/``tenferro.linalg.<name>``.
 * Functions whose result carries no derivative (``np.allclose``, ``np.argmax``,
-  ``np.shape``, printing, ...) run on the data of concrete tensors; traced tensors
-  have no data yet, so they raise.
-* Anything else raises ``UnsupportedError``: never a plain array that has silently
-  left the tape or the graph.
+  printing, ...) run on the data of concrete tensors; traced tensors have no data yet,
+  so they raise.
+* Anything else runs in numpy on the data only when no derivative can be lost (every
+  tensor argument concrete and untracked: PyTorch's rule for ``np.*(tensor)``), and
+  raises ``UnsupportedError`` for a tracked ``EagerTensor`` or a ``TracedTensor``: never
+  a plain array that has silently left the tape or the graph.
 """
 
 from __future__ import annotations
@@ -47,20 +49,20 @@ def array_function(func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         return _call(name, func, entry, args, kwargs)
     module = getattr(func, "__module__", "")
     if module == "numpy.linalg":
-        return _lazy(name, "tenferro.linalg", func.__name__)(*args, **kwargs)
-    if func is np.einsum or func is np.einsum_path:
-        if kwargs.get("out") is not None:
-            raise UnsupportedError(name, "out= is not supported: tensors are immutable")
-        options = {k: v for k, v in kwargs.items() if k != "out"}
-        return _lazy(name, "tenferro", func.__name__)(*args, **options)
+        implementation = _lazy("tenferro.linalg", func.__name__)
+    elif func is np.einsum or func is np.einsum_path:
+        implementation = _lazy("tenferro", func.__name__)
+        if implementation is not None:
+            if kwargs.get("out") is not None:
+                raise UnsupportedError(name, "out= is not supported: tensors are immutable")
+            kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+    else:
+        implementation = None
+    if implementation is not None:
+        return implementation(*args, **kwargs)
     if func in _data_only():
-        return _on_data(name, func, args, kwargs)
-    raise UnsupportedError(
-        name,
-        f"tenferro has no counterpart of {name} for tensors (got "
-        f"{', '.join(sorted({k.__name__ for k in types}))}); use a tenferro function, or "
-        f"convert explicitly with np.asarray(tensor) (derivatives do not follow)",
-    )
+        return _on_data(name, func, args, kwargs, tracked=True)
+    return _on_data(name, func, args, kwargs, tracked=False)
 
 
 def array_ufunc(ufunc: Any, method: str, inputs: Sequence[Any], kwargs: dict[str, Any]) -> Any:
@@ -79,7 +81,7 @@ def array_ufunc(ufunc: Any, method: str, inputs: Sequence[Any], kwargs: dict[str
     if method == "__call__":
         function = _ufuncs().get(ufunc.__name__)
         if function is None:
-            raise UnsupportedError(name, "tenferro has no counterpart of this ufunc for tensors")
+            return _on_data(name, ufunc, inputs, kwargs, tracked=False)
         dtype = options.pop("dtype", None)
         if options:
             raise UnsupportedError(name, f"options {sorted(options)} are not supported")
@@ -91,7 +93,7 @@ def array_ufunc(ufunc: Any, method: str, inputs: Sequence[Any], kwargs: dict[str
             raise UnsupportedError(f"{name}.reduce", f"options {sorted(unknown)} are not supported")
         reduce = _REDUCTIONS[ufunc.__name__]()
         return reduce(inputs[0], options.get("axis", 0), options.get("keepdims", False))
-    raise UnsupportedError(f"{name}.{method}", "this ufunc method is not supported for tensors")
+    return _on_data(f"{name}.{method}", getattr(ufunc, method), inputs, kwargs, tracked=False)
 
 
 # ---------------------------------------------------------------------- calling
@@ -138,18 +140,13 @@ def _equal(given: Any, default: Any) -> bool:
         return False
 
 
-def _lazy(name: str, module_name: str, attribute: str) -> Callable[..., Any]:
-    """``module_name.attribute``, looked up now (it may arrive in a later release)."""
+def _lazy(module_name: str, attribute: str) -> Callable[..., Any] | None:
+    """``module_name.attribute`` looked up now (it may arrive in a later release)."""
     try:
         module = importlib.import_module(module_name)
     except ImportError:
-        module = None
-    function = getattr(module, attribute, None)
-    if function is None:
-        raise UnsupportedError(
-            name, f"{module_name}.{attribute} is not available in this version of tenferro"
-        )
-    return function
+        return None
+    return getattr(module, attribute, None)
 
 
 def _qualified_name(func: Any) -> str:
@@ -158,12 +155,17 @@ def _qualified_name(func: Any) -> str:
     return f"{prefix}.{getattr(func, '__name__', func)}"
 
 
-def _on_data(name: str, func: Any, args: Any, kwargs: Any) -> Any:
-    """``func`` applied to the data of concrete tensors (its result has no derivative)."""
-    return func(*_data(name, args), **dict(zip(kwargs, _data(name, kwargs.values()), strict=True)))
+def _on_data(name: str, func: Any, args: Any, kwargs: Any, *, tracked: bool) -> Any:
+    """``func`` run by numpy on the data of concrete tensors, as PyTorch does for tensors
+    that do not require grad: allowed when no derivative is lost (no tensor is tracked
+    or traced; ``tracked`` also admits tracked tensors, for results without derivatives).
+    Otherwise ``UnsupportedError``."""
+    values = _data(name, args, tracked)
+    options = dict(zip(kwargs, _data(name, kwargs.values(), tracked), strict=True))
+    return func(*values, **options)
 
 
-def _data(name: str, values: Any) -> list[Any]:
+def _data(name: str, values: Any, tracked: bool) -> list[Any]:
     from tenferro.surface.convert import is_tensor
 
     converted = []
@@ -171,11 +173,20 @@ def _data(name: str, values: Any) -> list[Any]:
         if is_tensor(value):
             if not hasattr(value, "_value"):
                 raise UnsupportedError(
-                    name, f"needs the data of its arguments; evaluate the {type(value).__name__}"
+                    name,
+                    f"tenferro has no counterpart of {name} for a {type(value).__name__} "
+                    f"(a traced value has no data to give numpy); use tenferro functions",
+                )
+            if not tracked and getattr(value, "tape", None) is not None:
+                raise UnsupportedError(
+                    name,
+                    f"tenferro has no counterpart of {name}, and numpy would drop the tape "
+                    f"of this tracked {type(value).__name__}; use tenferro functions, or "
+                    f"apply {name} to x.detach() if no derivative must flow through it",
                 )
             value = np.asarray(value._value)
-        elif isinstance(value, (list, tuple)):
-            value = type(value)(_data(name, value)) if type(value) in (list, tuple) else value
+        elif type(value) in (list, tuple):
+            value = type(value)(_data(name, value, tracked))
         converted.append(value)
     return converted
 
