@@ -9,7 +9,7 @@ import numpy as np
 
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.dtypes import dtype as as_dtype
-from tenferro.errors import AllocationError, DTypeError
+from tenferro.errors import AllocationError, DTypeError, ScalarOverflowError
 from tenferro.ieee import quiet, restore
 from tenferro.meta import Meta
 from tenferro.surface.methods import TensorMethods
@@ -34,7 +34,9 @@ def to_array(data: Any, dtype: Any = None, op: str = "tensor") -> tuple[np.ndarr
         weak = True
     try:
         array = np.array(data, dtype=target, copy=True)
-    except (TypeError, ValueError, OverflowError) as error:
+    except OverflowError as error:
+        raise ScalarOverflowError(op, f"{data!r} does not fit {target}: {error}") from None
+    except (TypeError, ValueError) as error:
         raise DTypeError(op, f"cannot make a tensor of {type(data).__name__}: {error}") from None
     except MemoryError as error:
         raise AllocationError(op, str(error)) from None
@@ -169,7 +171,8 @@ def filled(meta: Meta, value: Any) -> np.ndarray[Any, Any]:
         found = _FILLED.get(key)
         if found is not None:
             return found
-    element = np.asarray(value, dtype=meta.dtype)
+    with np.errstate(over="ignore"):  # a Python float beyond float32 becomes inf: data
+        element = np.asarray(value, dtype=meta.dtype)
     array = np.broadcast_to(element, meta.shape)
     if cacheable:
         if len(_FILLED) >= _FILLED_LIMIT:

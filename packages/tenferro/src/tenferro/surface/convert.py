@@ -109,11 +109,22 @@ def _describe_shape(shape: Any) -> str:
 
 def check_int_fits(op: str, value: Any, target: np.dtype[Any]) -> None:
     """Raise ``ScalarOverflowError`` when the Python integer ``value`` does not fit the
-    integer dtype ``target`` (numpy 2 raises ``OverflowError`` there; numpy 1 wrapped)."""
-    if target.kind == "i" and type(value) is int:
+    dtype ``target``: out of range of an integer dtype (numpy 2 raises ``OverflowError``;
+    numpy 1 wrapped around), or beyond every finite float64 for an inexact one. (A value
+    that fits float64 but not float32 becomes inf, as in numpy: IEEE values are data.)"""
+    if type(value) is not int:
+        return
+    if target.kind == "i":
         info = np.iinfo(target)
         if not info.min <= value <= info.max:
             raise ScalarOverflowError(op, f"Python integer {value} is out of bounds for {target}")
+    elif target.kind in "fc":
+        try:
+            float(value)
+        except OverflowError:
+            raise ScalarOverflowError(
+                op, f"Python integer {value} is too large to convert to {target}"
+            ) from None
 
 
 def astype(x: Any, dtype: Any) -> Any:
@@ -186,7 +197,7 @@ def prepare(
     )
     if target.kind not in kinds:
         _reject(op, target, metas, kinds)
-    if target.kind == "i":
+    if target.kind != "b":
         for value in values:
             check_int_fits(op, value, target)
     operands = [

@@ -12,10 +12,9 @@ implement (``out=``, ``where=``, ``order='F'``, ...) raises ``UnsupportedError``
 * Functions whose result carries no derivative (``np.allclose``, ``np.argmax``,
   printing, ...) run on the data of concrete tensors; traced tensors have no data yet,
   so they raise.
-* Anything else runs in numpy on the data only when no derivative can be lost (every
-  tensor argument concrete and untracked: PyTorch's rule for ``np.*(tensor)``), and
-  raises ``UnsupportedError`` for a tracked ``EagerTensor`` or a ``TracedTensor``: never
-  a plain array that has silently left the tape or the graph.
+* Anything else raises ``UnsupportedError`` (on every kind, so code behaves the same
+  with or without a tape): never a plain array that has silently left the tape or the
+  graph. ``np.asarray(x)`` converts explicitly.
 """
 
 from __future__ import annotations
@@ -61,8 +60,8 @@ def array_function(func: Any, types: Any, args: Any, kwargs: Any) -> Any:
     if implementation is not None:
         return implementation(*args, **kwargs)
     if func in _data_only():
-        return _on_data(name, func, args, kwargs, tracked=True)
-    return _on_data(name, func, args, kwargs, tracked=False)
+        return _on_data(name, func, args, kwargs)
+    raise _unsupported(name, "function")
 
 
 def array_ufunc(ufunc: Any, method: str, inputs: Sequence[Any], kwargs: dict[str, Any]) -> Any:
@@ -81,7 +80,7 @@ def array_ufunc(ufunc: Any, method: str, inputs: Sequence[Any], kwargs: dict[str
     if method == "__call__":
         function = _ufuncs().get(ufunc.__name__)
         if function is None:
-            return _on_data(name, ufunc, inputs, kwargs, tracked=False)
+            raise _unsupported(name, "ufunc")
         dtype = options.pop("dtype", None)
         if options:
             raise UnsupportedError(name, f"options {sorted(options)} are not supported")
@@ -93,7 +92,7 @@ def array_ufunc(ufunc: Any, method: str, inputs: Sequence[Any], kwargs: dict[str
             raise UnsupportedError(f"{name}.reduce", f"options {sorted(unknown)} are not supported")
         reduce = _REDUCTIONS[ufunc.__name__]()
         return reduce(inputs[0], options.get("axis", 0), options.get("keepdims", False))
-    return _on_data(f"{name}.{method}", getattr(ufunc, method), inputs, kwargs, tracked=False)
+    raise _unsupported(f"{name}.{method}", "ufunc method")
 
 
 # ---------------------------------------------------------------------- calling
@@ -155,17 +154,24 @@ def _qualified_name(func: Any) -> str:
     return f"{prefix}.{getattr(func, '__name__', func)}"
 
 
-def _on_data(name: str, func: Any, args: Any, kwargs: Any, *, tracked: bool) -> Any:
-    """``func`` run by numpy on the data of concrete tensors, as PyTorch does for tensors
-    that do not require grad: allowed when no derivative is lost (no tensor is tracked
-    or traced; ``tracked`` also admits tracked tensors, for results without derivatives).
-    Otherwise ``UnsupportedError``."""
-    values = _data(name, args, tracked)
-    options = dict(zip(kwargs, _data(name, kwargs.values(), tracked), strict=True))
+def _unsupported(name: str, what: str) -> UnsupportedError:
+    return UnsupportedError(
+        name,
+        f"tenferro has no counterpart of this numpy {what} for tensors; use tenferro "
+        f"functions, or convert explicitly with np.asarray(x) (derivatives do not follow "
+        f"a conversion; a TracedTensor has no data until evaluated)",
+    )
+
+
+def _on_data(name: str, func: Any, args: Any, kwargs: Any) -> Any:
+    """``func`` run by numpy on the data of concrete tensors: for functions whose results
+    carry no derivative (``np.allclose``, ``np.argmax``, printing)."""
+    values = _data(name, args)
+    options = dict(zip(kwargs, _data(name, kwargs.values()), strict=True))
     return func(*values, **options)
 
 
-def _data(name: str, values: Any, tracked: bool) -> list[Any]:
+def _data(name: str, values: Any) -> list[Any]:
     from tenferro.surface.convert import is_tensor
 
     converted = []
@@ -174,19 +180,11 @@ def _data(name: str, values: Any, tracked: bool) -> list[Any]:
             if not hasattr(value, "_value"):
                 raise UnsupportedError(
                     name,
-                    f"tenferro has no counterpart of {name} for a {type(value).__name__} "
-                    f"(a traced value has no data to give numpy); use tenferro functions",
-                )
-            if not tracked and getattr(value, "tape", None) is not None:
-                raise UnsupportedError(
-                    name,
-                    f"tenferro has no counterpart of {name}, and numpy would drop the tape "
-                    f"of this tracked {type(value).__name__}; use tenferro functions, or "
-                    f"apply {name} to x.detach() if no derivative must flow through it",
+                    f"needs data, and a {type(value).__name__} has none until evaluated",
                 )
             value = np.asarray(value._value)
         elif type(value) in (list, tuple):
-            value = type(value)(_data(name, value, tracked))
+            value = type(value)(_data(name, value))
         converted.append(value)
     return converted
 

@@ -35,6 +35,11 @@ __all__ = [
 ]
 
 
+def _listed(axis: Any) -> list[Any]:
+    """One axis or a sequence of them, as a list (each is validated by the caller)."""
+    return list(axis) if isinstance(axis, (tuple, list)) else [axis]
+
+
 def reshape(x: Any, shape: int | Sequence[int]) -> Any:
     """Same elements in a new shape (row-major); one extent may be -1."""
     a = asarray(x, op="reshape")
@@ -74,10 +79,8 @@ def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
 def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
     a = asarray(x)
     ndim = a.meta.ndim
-    sources = normalize_axes([source] if isinstance(source, int) else source, ndim, "moveaxis")
-    targets = normalize_axes(
-        [destination] if isinstance(destination, int) else destination, ndim, "moveaxis"
-    )
+    sources = normalize_axes(_listed(source), ndim, "moveaxis")
+    targets = normalize_axes(_listed(destination), ndim, "moveaxis")
     if len(sources) != len(targets):
         raise AxisError("moveaxis", "source and destination must have the same number of axes")
     order = [n for n in range(ndim) if n not in sources]
@@ -88,7 +91,7 @@ def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[in
 
 def expand_dims(x: Any, axis: int | Sequence[int]) -> Any:
     a = asarray(x, op="expand_dims")
-    axes = [axis] if isinstance(axis, int) else list(axis)
+    axes = _listed(axis)
     ndim = a.meta.ndim + len(axes)
     as_shape((1,) * ndim, "expand_dims")
     positions = set(normalize_axes(axes, ndim, "expand_dims"))
@@ -102,7 +105,7 @@ def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
     if axis is None:
         axes = {i for i, n in enumerate(shape) if n == 1}
     else:
-        axes = set(normalize_axes([axis] if isinstance(axis, int) else axis, len(shape), "squeeze"))
+        axes = set(normalize_axes(_listed(axis), len(shape), "squeeze"))
         for i in axes:
             if shape[i] != 1:
                 raise ShapeError("squeeze", f"axis {i} of {shape} has extent {shape[i]}, not 1")
@@ -139,7 +142,7 @@ def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
 
 def flip(x: Any, axis: int | Sequence[int] | None = None) -> Any:
     a = asarray(x)
-    axes = range(a.meta.ndim) if axis is None else ([axis] if isinstance(axis, int) else axis)
+    axes = range(a.meta.ndim) if axis is None else _listed(axis)
     return lax.rev(a, normalize_axes(axes, a.meta.ndim, "flip"))
 
 
