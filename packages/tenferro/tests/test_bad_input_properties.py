@@ -584,3 +584,21 @@ def test_the_issue_instances():
         assert fragment in str(info.value), (fragment, str(info.value))
     with pytest.raises(TypeError, match=r"^add\(\) missing 1 required positional argument"):
         tf.add(tf.asarray([1.0]))  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_allocation_failures_are_named_tenferro_errors(kind):
+    """numpy's MemoryError inside any operation becomes an AllocationError naming it, in
+    every mode (simulated: a real one would depend on the machine's overcommit policy)."""
+
+    def impl(x: Any) -> Any:
+        raise MemoryError(f"Unable to allocate {x.nbytes * 10**12} bytes")
+
+    family = tf.extension.define("test.huge_result", infer=lambda x: x, impl=impl)
+    witness = Witness()
+    with pytest.raises(tf.AllocationError) as info:
+        _evaluated(family(maker(kind, witness.tape)(np.ones(3))))
+    assert info.value.op in {"test.huge_result", "evaluate"}
+    assert "Unable to allocate" in str(info.value)
+    assert isinstance(info.value, MemoryError)
+    witness.check()

@@ -17,7 +17,7 @@ import numpy as np
 
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.eager.mode import capture_state, captures_open, grad_state, no_grad_open
-from tenferro.errors import DTypeError, TenferroError
+from tenferro.errors import AllocationError, DTypeError, TenferroError
 from tenferro.ieee import IGNORE, error_state
 from tenferro.meta import Meta
 from tenferro.tensor import Tensor, filled, to_array
@@ -93,6 +93,8 @@ class EagerTensor(Tensor):
                 values: Sequence[Any] = (ufunc(*arrays),)
             else:
                 values = op.eval(arrays, None)
+        except MemoryError as error:
+            raise AllocationError(op.name, str(error)) from None
         finally:
             error_state.reset(token)
         if captures_open[0]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,15 +35,27 @@ def array(data: Any, dtype: Any = None) -> Any:
     return _concrete_class()._convert(data, dtype, "array")
 
 
+def _physical_memory() -> int | None:
+    """This machine's physical memory in bytes (None where the platform does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 def _allocate(op: str, shape: tuple[int, ...], dtype: Any, make: Any) -> Any:
-    """``make()``, with numpy's allocation failures reported as tenferro errors."""
+    """``make()``, with allocation failures reported as tenferro errors. An array larger
+    than the physical memory is refused up front: where the system overcommits memory,
+    trying would not fail but get the process killed while the array is filled."""
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    message = f"cannot allocate {nbytes} bytes for a {np.dtype(dtype)} array of shape {shape}"
+    memory = _physical_memory()
+    if memory is not None and nbytes > memory:
+        raise AllocationError(op, f"{message} (the machine has {memory} bytes)")
     try:
         return make()
     except MemoryError:
-        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
-        raise AllocationError(
-            op, f"cannot allocate {nbytes} bytes for a {np.dtype(dtype)} array of shape {shape}"
-        ) from None
+        raise AllocationError(op, message) from None
 
 
 def full(shape: int | Sequence[int], fill_value: Any, dtype: Any = None) -> Any:

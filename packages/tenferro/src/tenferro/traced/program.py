@@ -25,7 +25,7 @@ from computegraph import (
     structural_view,
 )
 from tenferro.core.keys import AliasKey, ArgKey, CheckpointKey, LeafKey, PlaceholderKey
-from tenferro.errors import BindingError
+from tenferro.errors import AllocationError, BindingError
 from tenferro.meta import Meta
 
 __all__ = [
@@ -153,7 +153,10 @@ def evaluate(tensors: Sequence[Any], bindings: Mapping[Any, Any] | None = None) 
 
     keys = tuple(t.key for t in tensors)
     program = programs.get_or_create(keys, lambda: TracedProgram(keys))
-    values = program.run((), bindings)
+    try:
+        values = program.run((), bindings)
+    except MemoryError as error:
+        raise AllocationError("evaluate", str(error)) from None
     return [Tensor._wrap(_array(v), t.meta.weak) for v, t in zip(values, tensors, strict=True)]
 
 
