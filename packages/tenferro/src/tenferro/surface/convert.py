@@ -75,6 +75,13 @@ def as_shape(shape: Any, op: str, *, allow_unknown: bool = False) -> tuple[int, 
     (``2.5``, strings), negative extents (``-1`` is allowed once when
     ``allow_unknown``), ranks above :data:`MAX_RANK`, and sizes no array can have.
     """
+    if type(shape) is tuple and len(shape) <= MAX_RANK:  # the common case, checked fast
+        for n in shape:
+            if type(n) is not int or n < 0:
+                break
+        else:
+            if math.prod(shape) <= sys.maxsize // 16:
+                return shape
     items = (shape,) if _is_integer(shape) else shape
     try:
         extents = tuple(operator.index(n) for n in items)
@@ -199,7 +206,8 @@ def prepare(
         _reject(op, target, metas, kinds)
     if target.kind != "b":
         for value in values:
-            check_int_fits(op, value, target)
+            if type(value) is int:
+                check_int_fits(op, value, target)
     operands = [
         o if o.meta.dtype == target else lax.convert_element_type(o, target) for o in operands
     ]
