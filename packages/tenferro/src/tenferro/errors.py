@@ -20,6 +20,7 @@ __all__ = [
     "ExecutionError",
     "InactiveError",
     "IndexingError",
+    "LinAlgError",
     "NonScalarError",
     "ParameterError",
     "Phase",
@@ -78,6 +79,12 @@ class ExecutionError(TenferroError, ArithmeticError):
 
     def __init__(self, op: str, message: str) -> None:
         super().__init__(op, message, "execution")
+
+
+class LinAlgError(ExecutionError):
+    """A linear-algebra computation failed on its data (singular, not positive definite,
+    no convergence, non-finite input); the message names the shape and, for batches, the
+    first failing batch index."""
 
 
 class ArgumentError(TenferroError, TypeError):

@@ -50,6 +50,7 @@ from tenferro.ops.structural import (
     Tril,
     Triu,
 )
+from tenferro.ops.undefined import NoDerivative
 
 __all__ = [
     "Abs",
@@ -81,6 +82,7 @@ __all__ = [
     "Minimum",
     "Mul",
     "Neg",
+    "NoDerivative",
     "Pad",
     "PadToMatch",
     "Pow",

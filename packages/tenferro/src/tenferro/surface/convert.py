@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from computegraph import DictCache
 from tenferro import lax
 from tenferro.core.bind import lift
 from tenferro.dtypes import dtype as as_dtype
@@ -226,8 +227,7 @@ _SCALAR_DTYPES = {
 }
 
 
-_SCALAR_OPERANDS: dict[Any, Any] = {}
-_SCALAR_OPERANDS_LIMIT = 4096
+_SCALAR_OPERANDS: DictCache[Any, Any] = DictCache(4096, "scalar operands")
 
 
 def _tensor_and_scalar(op: str, first: Any, second: Any, kinds: str) -> list[Any] | None:
@@ -259,9 +259,7 @@ def _tensor_and_scalar(op: str, first: Any, second: Any, kinds: str) -> list[Any
         check_int_fits(op, scalar, meta.dtype)
         constant = make_full(Meta(meta.shape, meta.dtype, scalar_dtype == meta.dtype), scalar)
         if cacheable:
-            if len(_SCALAR_OPERANDS) >= _SCALAR_OPERANDS_LIMIT:
-                _SCALAR_OPERANDS.clear()
-            _SCALAR_OPERANDS[key] = constant
+            _SCALAR_OPERANDS.put(key, constant)
     return [constant, tensor] if scalar_first else [tensor, constant]
 
 
