@@ -156,3 +156,32 @@ def test_non_numeric_operands_are_named(junk):
         tf.add(junk, 1.0)
     with pytest.raises(tf.DTypeError, match=r"^add: "):
         tf.add(np.ones(2), junk)
+
+
+def test_namedtuples_are_sequences_to_the_surface_as_to_numpy():
+    """A namedtuple of values is a sequence, as numpy reads it (the transforms treat
+    namedtuples as pytree nodes; the numpy-style surface follows numpy)."""
+    from collections import namedtuple
+
+    Pair = namedtuple("Pair", "first second")
+    pair = Pair(np.array([1.0, 2.0]), np.array([3.0]))
+    np.testing.assert_array_equal(tf.concatenate(pair), np.concatenate(pair))
+    np.testing.assert_array_equal(tf.asarray(Pair(1.0, 2.0)), np.asarray(Pair(1.0, 2.0)))
+    np.testing.assert_array_equal(tf.add(Pair(1.0, 2.0), 1), np.add(Pair(1.0, 2.0), 1))
+    leaf = tf.EagerTensor(np.array([1.0, 2.0]), requires_grad=True)
+    tf.sum(tf.stack(Pair(leaf, leaf * 3.0)) ** 2).backward()
+    np.testing.assert_allclose(np.asarray(leaf.grad), 2 * leaf.numpy() * 10)
+
+
+def test_tracking_a_tracked_tensor_is_refused_and_changes_nothing():
+    tape = tf.Tape()
+    leaf = tape.track(np.array([1.0, 2.0]))
+    for again in (lambda: tape.track(leaf), lambda: tf.Tape().track(leaf)):
+        with pytest.raises(tf.TenferroError, match=r"^track: .*already tracked"):
+            again()
+    with pytest.raises(tf.TenferroError, match=r"^track: .*already tracked"):
+        tf.EagerTensor(leaf, requires_grad=True)
+    fresh = tape.track(leaf.detach())  # the documented way: a new leaf from its value
+    tf.sum(leaf * fresh).backward()
+    np.testing.assert_array_equal(np.asarray(leaf.grad), [1.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(fresh.grad), [1.0, 2.0])
