@@ -397,7 +397,26 @@ def traced_cases(draw: Any) -> Case:
 def ieee_cases(draw: Any) -> Case:
     """Integers have no IEEE special values: what floats turn into data is an error."""
     shape = draw(shapes)
-    choice = draw(st.integers(0, 2))
+    choice = draw(st.integers(0, 4))
+    if choice == 3:  # a fill value an integer tensor cannot hold
+        fill = draw(st.sampled_from([float("nan"), float("inf"), -float("inf"), 2**40, -(2**40)]))
+        name = draw(st.sampled_from(["full", "full_like"]))
+
+        def fill_call(make: Any) -> Any:
+            if name == "full":
+                return tf.full(shape, fill, dtype="int32")
+            return tf.full_like(make(np.ones(shape, "int32")), fill)
+
+        expected = tf.ScalarOverflowError if isinstance(fill, int) else tf.ParameterError
+        return Case("ieee", (name,), fill_call, (str(fill), "int32"), expected)
+    if choice == 4:  # a complex fill value for a real tensor
+        return Case(
+            "ieee",
+            ("full_like",),
+            lambda make: tf.full_like(make(ones(shape)), 1 + 2j),
+            ("(1+2j)", "float64"),
+            tf.DTypeError,
+        )
     if choice == 0:  # a Python integer out of an integer dtype's range
         dtype = draw(st.sampled_from(["int32", "int64"]))
         bits = 31 if dtype == "int32" else 63

@@ -13,8 +13,8 @@ import numpy as np
 from tenferro import lax
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64
-from tenferro.errors import AllocationError, ParameterError, ShapeError
-from tenferro.surface.convert import _concrete_class, as_shape, asarray
+from tenferro.errors import AllocationError, DTypeError, ParameterError, ShapeError
+from tenferro.surface.convert import _concrete_class, as_shape, asarray, check_int_fits
 
 __all__ = [
     "arange",
@@ -67,8 +67,18 @@ def _full(op: str, shape: Any, fill_value: Any, dtype: Any) -> Any:
     extents = as_shape(shape, op)
     fill = np.asarray(fill_value._value if hasattr(fill_value, "_value") else fill_value)
     target = as_dtype(dtype if dtype is not None else fill.dtype, op)
+    _check_fill(op, fill_value, fill, target)
     values = _allocate(op, extents, target, lambda: np.full(extents, fill, dtype=target))
     return _concrete_class()._convert(values, None, op)
+
+
+def _check_fill(op: str, value: Any, fill: np.ndarray[Any, Any], target: np.dtype[Any]) -> None:
+    """Refuse fill values the target dtype cannot hold (numpy would wrap, warn or drop)."""
+    check_int_fits(op, value, target)
+    if fill.dtype.kind == "c" and target.kind != "c":
+        raise DTypeError(op, f"a complex fill value {value!r} does not fit {target}")
+    if fill.dtype.kind in "fc" and target.kind in "bi" and not np.all(np.isfinite(fill)):
+        raise ParameterError(op, f"{target} cannot hold the fill value {value!r}")
 
 
 def zeros(shape: int | Sequence[int], dtype: Any = float64) -> Any:
@@ -147,9 +157,11 @@ def linspace(
 
 def full_like(x: Any, fill_value: Any, dtype: Any = None) -> Any:
     """``x``'s shape filled with ``fill_value`` (the same tensor kind as ``x``)."""
-    a = asarray(x)
+    a = asarray(x, op="full_like")
     if dtype is not None:
-        a = lax.convert_element_type(a, dtype)
+        a = lax.convert_element_type(a, as_dtype(dtype, "full_like"))
+    if type(fill_value) in (bool, int, float, complex):
+        _check_fill("full_like", fill_value, np.asarray(fill_value), a.meta.dtype)
     return lax.full_like(a, fill_value)
 
 
