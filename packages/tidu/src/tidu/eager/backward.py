@@ -36,7 +36,9 @@ class BackwardExecutor(Protocol):
 
         Called only when the transpose needs a primal value the node did not save
         (e.g. an intermediate of a composite graph, or anything a checkpointed node
-        dropped).
+        dropped). An executor may also define ``execute_forward_subset(graph,
+        initial_data, wanted)``, returning only the ``wanted`` values; backward then
+        uses it, so a replay keeps alive only what the derivative reads.
         """
         ...
 
@@ -149,8 +151,7 @@ def backward(
         linear, needed = found
         values = node.saved_data if supply is None else supply(node)
         if not needed <= values.keys():
-            replayed = executor.execute_forward(PrimitiveGraph(recorded.graph), values)
-            values = {**replayed, **values}
+            values = _replay(executor, recorded, values, needed)
         incoming = transpose(linear, seeds, values, ctx)
         if keep is not None:
             for key in outputs:
@@ -172,6 +173,22 @@ def backward(
                 cotangent if existing is None else executor.add_operands(existing, cotangent)
             )
     return cotangents
+
+
+def _replay(
+    executor: BackwardExecutor, recorded: Any, values: Mapping[ValueKey, Any], needed: Any
+) -> dict[ValueKey, Any]:
+    """The saved values plus the ``needed`` ones a replay of the recorded graph recovers
+    (nothing else of the replay is kept alive: a checkpointed segment's intermediates
+    exist only while its own derivative runs)."""
+    graph = PrimitiveGraph(recorded.graph)
+    subset = getattr(executor, "execute_forward_subset", None)
+    if subset is not None:  # an optional hook: replay only what is needed
+        replayed = subset(graph, values, [key for key in needed if key not in values])
+    else:
+        replayed = executor.execute_forward(graph, values)
+    recovered = {key: replayed[key] for key in needed if key not in values and key in replayed}
+    return {**values, **recovered}
 
 
 def topological_nodes(roots: Sequence[Trace]) -> list[Trace]:
