@@ -43,7 +43,6 @@ from tenferro.eager import (
 )
 from tenferro.errors import (
     AllocationError,
-    ArgumentError,
     AxisError,
     BindingError,
     DTypeError,
@@ -89,7 +88,6 @@ __all__ = [
     "DTYPES",
     "EagerTensor",
     "AllocationError",
-    "ArgumentError",
     "AxisError",
     "BindingError",
     "DTypeError",

@@ -13,7 +13,6 @@ import computegraph
 
 __all__ = [
     "AllocationError",
-    "ArgumentError",
     "AxisError",
     "BindingError",
     "DTypeError",
@@ -85,10 +84,6 @@ class LinAlgError(ExecutionError):
     """A linear-algebra computation failed on its data (singular, not positive definite,
     no convergence, non-finite input); the message names the shape and, for batches, the
     first failing batch index."""
-
-
-class ArgumentError(TenferroError, TypeError):
-    """Arguments that do not fit an operation's signature (missing, surplus or unknown)."""
 
 
 class UnsupportedError(TenferroError, TypeError):

@@ -109,9 +109,9 @@ def _call(name: str, func: Any, entry: _Entry, args: Any, kwargs: Any) -> Any:
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError as error:
-        from tenferro.errors import ArgumentError
-
-        raise ArgumentError(name, str(error)) from None
+        raise UnsupportedError(
+            name, f"the arguments do not fit numpy's signature: {error}"
+        ) from None
     target, mapping = entry
     options: dict[str, Any] = {}
     for parameter, value in bound.arguments.items():
