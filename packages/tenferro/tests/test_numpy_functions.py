@@ -270,3 +270,17 @@ def test_numpy_reductions_match_numpy_for_any_axis(shape, name, keepdims, data):
         result = function(tensor, axis=axis, keepdims=keepdims)
         np.testing.assert_allclose(value(result), expected, rtol=1e-12)
         assert value(result).shape == np.shape(expected)
+
+
+@pytest.mark.parametrize("kind", ["Tensor", "EagerTensor", "TracedTensor"])
+def test_numpy_einsum_runs_tf_einsum_with_its_derivatives(kind):
+    a = np.arange(12.0).reshape(3, 4) / 7
+    tensor = kinds(X)[kind]
+    result = np.einsum("ij,kj,k->i", tensor, a, V[:3], optimize=True)
+    assert type(result) is type(tensor)
+    np.testing.assert_allclose(value(result), np.einsum("ij,kj,k->i", X, a, V[:3]), rtol=1e-12)
+
+    def loss(x: Any) -> Any:
+        return tf.sum(np.einsum("ij,kj,k->i", x, a, V[:3]) ** 2)
+
+    tf.testing.check_grads(loss, (X,), order=2, modes=("fwd", "rev"))
