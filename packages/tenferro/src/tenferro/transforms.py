@@ -30,6 +30,8 @@ from collections.abc import Callable, Hashable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
+import numpy as np
+
 from computegraph import BoundedCache, Input
 from tenferro import lax
 from tenferro.core.keys import AliasKey, ArgKey
@@ -45,6 +47,7 @@ from tenferro.errors import (
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
 from tenferro.traced.ad import jvp_tensors, vjp_tensors
+from tenferro.traced.linear_split import LinearSplit
 from tenferro.traced.program import TracedProgram
 from tenferro.traced.structure import Structure, structure
 from tenferro.traced.tensor import TracedTensor
@@ -73,6 +76,7 @@ _GRAD_PROGRAMS = _cache("value_and_grad programs", 256)
 _JVP_PROGRAMS = _cache("jvp programs", 256)
 _VJP_PROGRAMS = _cache("vjp programs", 256)
 _FORWARD_PROGRAMS = _cache("forward programs", 256)
+_LINEARIZE_PROGRAMS = _cache("linearize programs", 256)
 """Derivative (and forward) programs by traced structure, shared by every function."""
 
 
@@ -525,7 +529,11 @@ def _cast(tangent: TracedTensor, leaf: TracedTensor) -> TracedTensor:
 
 def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
     """``(fun(*primals), jvp_fn)`` where ``jvp_fn(*tangents)`` is the JVP at ``primals``,
-    with the values ``fun`` read when ``linearize`` was called (``fun`` is traced once)."""
+    with the values ``fun`` read when ``linearize`` was called (``fun`` is traced once).
+
+    As ``jax.linearize`` promises, the primal outputs and every primal value the JVP
+    reads (the residuals) are computed here, once; ``jvp_fn`` evaluates only the linear
+    map (its program is cached by the traced structure)."""
     _callable(fun, "linearize")
     call = _Args(primals)
     if call.traced:
@@ -535,7 +543,9 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...
 
         return fun(*primals), symbolic_jvp_fn
     trace = _trace_call(fun, call)
-    out = _forward_plan(call, trace)(call.arrays(), trace.shape.slots)
+    plan = _linearize_plan(call, trace)
+    outputs, residual_values = plan.split.primal_values(call.arrays(), trace.shape.slots)
+    out = plan.wrap(outputs, plan.primal_metas, plan.out_treedef)
 
     def jvp_fn(*tangents: Any) -> Any:
         if len(tangents) != len(primals):
@@ -546,10 +556,56 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...
         _check_tangents("linearize", call, tangent_call)
         if tangent_call.traced:
             return jvp(fun, primals, tangents)[1]
-        plan = _jvp_plan(call, tangent_call, trace)
-        return plan(call.arrays() + tangent_call.arrays(), trace.shape.slots)[1]
+        arrays = [
+            np.asarray(t, p.dtype) if p.dtype.kind in "fc" else t
+            for t, p in zip(tangent_call.arrays(), call.metas, strict=True)
+        ]
+        values = plan.split.apply(residual_values, arrays)
+        return plan.wrap(values, plan.tangent_metas, plan.out_treedef)
 
     return out, jvp_fn
+
+
+class _LinearizePlan:
+    """The primal/residual program and the linear program of one traced structure."""
+
+    __slots__ = ("out_treedef", "primal_metas", "split", "tangent_metas")
+
+    def __init__(self, call: _Args, trace: _Trace) -> None:
+        count = len(call.metas)
+        tangent_leaves = _arg_leaves(call.metas, count)
+        primal_tree, tangent_tree = _jvp_outputs(
+            trace.outputs, trace.treedef, _arg_leaves(call.metas), tangent_leaves
+        )
+        primal_out, self.out_treedef = _traced_outputs(primal_tree)
+        tangent_out, _ = _traced_outputs(tangent_tree)
+        self.primal_metas = [o.meta for o in primal_out]
+        self.tangent_metas = [o.meta for o in tangent_out]
+
+        def is_tangent(key: Any) -> bool:
+            name = getattr(key, "key", None)
+            return type(name) is ArgKey and name.position >= count
+
+        def tangent_position(key: Any) -> int:
+            return int(key.key.position) - count
+
+        self.split = LinearSplit(
+            [o.key for o in primal_out], [o.key for o in tangent_out], is_tangent, tangent_position
+        )
+
+    @staticmethod
+    def wrap(values: Sequence[Any], metas: Sequence[Meta], treedef: TreeDef) -> Any:
+        from tenferro.tensor import Tensor
+        from tenferro.traced.program import _array
+
+        tensors = [Tensor._wrap(_array(v), m.weak) for v, m in zip(values, metas, strict=True)]
+        return unflatten(treedef, tensors)
+
+
+def _linearize_plan(call: _Args, trace: _Trace) -> _LinearizePlan:
+    return _LINEARIZE_PROGRAMS.get_or_create(
+        (call.signature(), trace.key), lambda: _LinearizePlan(call, trace)
+    )
 
 
 def hvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
