@@ -69,6 +69,16 @@ class TracedTensor(TensorMethods):
             return constant
         return cls(Input(LeafKey(meta, data, "const")), meta)
 
+    @classmethod
+    def _full(cls, meta: Meta, value: Any) -> TracedTensor:
+        """A structural constant of ``meta`` holding the Python scalar ``value``
+        (the numpy-style surface caches these per meta and scalar: they hold no data)."""
+        scalar_meta = Meta((), meta.dtype, meta.weak)
+        (scalar,) = _constant_like(np.asarray(value, meta.dtype), scalar_meta)
+        if meta.shape == ():
+            return scalar
+        return lax.broadcast_in_dim(scalar, meta.shape, ())._rewrap(meta)
+
     def _rewrap(self, meta: Meta) -> TracedTensor:
         return TracedTensor(self.key, meta)
 
