@@ -158,7 +158,8 @@ class Log1p(Analytic):
 class Pow(Elementwise):
     """``x ** y``. Integers: non-negative exponents only (primal only).
 
-    ``d/dx = y x^(y-1)`` (finite at x = 0 for integer exponents >= 1) and
+    ``d/dx = y x^(y-1)`` (0 for y = 0; finite at x = 0 for integer exponents >= 1, to
+    every order, like a polynomial) and
     ``d/dy = log(x) x^y``, taken as 0 where x = 0 (where x^y is 0 for y > 0).
     """
 
@@ -181,7 +182,12 @@ class Pow(Elementwise):
         by_x = by_y = None
         if dx is not None:
             one = lax.full_like(y, 1)
-            by_x = lax.mul(dx, lax.mul(y, lax.pow(x, lax.sub(y, one))))
+            # y == 0 has derivative 0 everywhere; its unused lane reads x = 1 so that no
+            # 0 * inf appears at x = 0 in this derivative or the ones taken of it.
+            constant = lax.compare(y, lax.zeros_like(y), "eq")
+            safe_x = lax.select(constant, lax.full_like(x, 1), x)
+            slope = lax.mul(y, lax.pow(safe_x, lax.sub(y, one)))
+            by_x = lax.mul(dx, lax.select(constant, lax.zeros_like(slope), slope))
         if dy is not None:
             zero = lax.zeros_like(x)
             at_zero = lax.compare(x, zero, "eq")
