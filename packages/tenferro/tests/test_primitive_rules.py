@@ -29,6 +29,7 @@ from tenferro_support import (
 
 import tenferro as tf
 from tenferro import lax
+from tenferro.ops import analytic
 
 Build = Callable[[np.dtype[Any], tuple[int, ...], np.random.Generator], tuple[Any, list[Any]]]
 
@@ -247,6 +248,8 @@ CASES = [
     # ---- analytic
     Case("exp", unary(lax.exp)),
     Case("log", unary(lax.log, positive=True)),
+    Case("log2", unary(analytic.log2, positive=True)),
+    Case("log10", unary(analytic.log10, positive=True)),
     Case("sin", unary(lax.sin)),
     Case("cos", unary(lax.cos)),
     Case("tanh", unary(lax.tanh)),

@@ -1,4 +1,5 @@
-"""Analytic primitives: exp, log, sin, cos, tanh, sqrt, rsqrt, expm1, log1p, pow.
+"""Analytic primitives: exp, log, log2, log10, sin, cos, tanh, sqrt, rsqrt, expm1, log1p,
+pow.
 
 Holomorphic on complex inputs: the JVP multiplies by f'(x) and, through the
 transpose of that multiplication, the VJP by conj(f'(x)). Coefficients are
@@ -7,7 +8,8 @@ computed from the primal input or output, reused rather than recomputed.
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -23,6 +25,8 @@ __all__ = [
     "Expm1",
     "Log",
     "Log1p",
+    "Log2",
+    "Log10",
     "Pow",
     "Rsqrt",
     "Sin",
@@ -33,6 +37,8 @@ __all__ = [
     "expm1",
     "log",
     "log1p",
+    "log2",
+    "log10",
     "pow",
     "rsqrt",
     "sin",
@@ -77,6 +83,34 @@ class Log(Analytic):
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         return [lax.div(ts[0], xs[0])]
+
+
+class _LogBase(Analytic):
+    """A logarithm to a fixed base with numpy's kernel (exact at exact powers of the base:
+    ``log10(1000) == 3``, unlike ``log(x) / log(10)``); derivative ``1 / (x ln base)``."""
+
+    __slots__ = ()
+    base: ClassVar[float]
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        (x,) = xs
+        return [lax.div(ts[0], lax.mul(x, lax.full_like(x, math.log(self.base))))]
+
+
+@primitive
+class Log2(_LogBase):
+    name = "log2"
+    base = 2.0
+
+    ufunc = np.log2
+
+
+@primitive
+class Log10(_LogBase):
+    name = "log10"
+    base = 10.0
+
+    ufunc = np.log10
 
 
 @primitive
@@ -207,6 +241,8 @@ def _unary(cls: type[Analytic]) -> Any:
 
 exp = _unary(Exp)
 log = _unary(Log)
+log2 = _unary(Log2)
+log10 = _unary(Log10)
 sin = _unary(Sin)
 cos = _unary(Cos)
 tanh = _unary(Tanh)

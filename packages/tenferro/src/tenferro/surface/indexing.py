@@ -119,9 +119,7 @@ def getitem(x: Any, index: Any) -> Any:
         expanded.extend(fill)
     if not has_arrays:
         return _basic(a, [item.value for item in expanded])
-    advanced = [
-        i for i, item in enumerate(items) if item.kind in ("array", "mask", "bool0", "int")
-    ]
+    advanced = [i for i, item in enumerate(items) if item.kind in ("array", "mask", "bool0", "int")]
     adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
     return _advanced(a, expanded, adjacent)
 
@@ -216,9 +214,7 @@ def _advanced(a: Any, items: list[_Item], adjacent: bool) -> Any:
     )
     window = [d for d in range(base.meta.ndim) if d not in index_axes]
     before = len([d for d in window if d < index_axes[0]]) if adjacent else 0
-    offset_dims = tuple(range(before)) + tuple(
-        range(before + batch_rank, batch_rank + len(window))
-    )
+    offset_dims = tuple(range(before)) + tuple(range(before + batch_rank, batch_rank + len(window)))
     slice_sizes = tuple(1 if d in index_axes else base.meta.shape[d] for d in range(base.meta.ndim))
     return lax.gather(
         base,
