@@ -14,6 +14,7 @@ bounds-checked when their values are known; traced index tensors are clamped.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -198,13 +199,29 @@ def _advanced(a: Any, items: list[_Item], adjacent: bool) -> Any:
             axis += 1
     base = _basic(a, plain)
     index_axes = [base_axis for base_axis, _ in indexed]
+    # numpy checks bounds only when the broadcast index selects anything.
+    shapes = [_shape_of(entry) for _, entry in indexed]
+    try:
+        selects = math.prod(broadcast_shapes(*shapes, op="getitem")) > 0
+    except ShapeError:
+        raise IndexingError(
+            "getitem",
+            f"shape mismatch: indexing arrays could not be broadcast together with shapes "
+            f"{' '.join(str(shape) for shape in shapes)}",
+        ) from None
     tensors = []
     for base_axis, entry in indexed:
         if isinstance(entry, tuple):
             value, source_axis = entry
-            tensors.append(_index_tensor(value, base.meta.shape[base_axis], source_axis))
+            extent = base.meta.shape[base_axis]
+            tensors.append(_index_tensor(value, extent, source_axis, check=selects))
         else:
             tensors.append(asarray(entry))
+    empty = [d in index_axes and base.meta.shape[d] == 0 for d in range(base.meta.ndim)]
+    if any(empty):
+        # Only empty index arrays fit an empty axis (checked above); a zero row gives
+        # gather a slice to take, which it never does: the batch is empty too.
+        base = lax.pad(base, [0] * len(empty), [int(e) for e in empty], [0] * len(empty))
     base, *indices = lift([base, *tensors])
     batch_shape = broadcast_shapes(*(ix.meta.shape for ix in indices), op="getitem")
     batch_rank = len(batch_shape)
@@ -243,12 +260,19 @@ def _concrete_mask(mask: Any, shape: tuple[int, ...], axis: int) -> Any:
     return values
 
 
+def _shape_of(entry: Any) -> tuple[int, ...]:
+    """The shape of an index entry: ``(values, axis)`` or an index array."""
+    value = entry[0] if isinstance(entry, tuple) else entry
+    return tuple(value.meta.shape) if is_tensor(value) else np.shape(value)
+
+
 def _is_int(item: Any) -> bool:
     return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
 
 
-def _index_tensor(item: Any, extent: int, axis: int) -> Any:
-    """An int64 index tensor with negative entries wrapped (bounds-checked if concrete)."""
+def _index_tensor(item: Any, extent: int, axis: int, check: bool = True) -> Any:
+    """An int64 index tensor with negative entries wrapped (bounds-checked if concrete, arrays
+    only if ``check``: unchecked values are never read, so they become zeros)."""
     if is_tensor(item) and not _is_concrete(item):
         index = item
         if index.meta.dtype.kind != "i":
@@ -266,6 +290,8 @@ def _index_tensor(item: Any, extent: int, axis: int) -> Any:
             raise IndexingError(
                 "getitem", f"arrays used as indices must be integers, got {values.dtype}"
             )
+    if not check and values.ndim:  # numpy checks integers (and 0-d arrays) always
+        return asarray(np.zeros(values.shape, dtype=np.int64))
     if values.size and (values.min() < -extent or values.max() >= extent):
         bad = values[(values < -extent) | (values >= extent)].flat[0]
         raise IndexingError(
