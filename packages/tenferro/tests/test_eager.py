@@ -57,8 +57,6 @@ def test_functional_gradients_leave_grad_untouched():
     x = tape.track([1.0, 2.0])
     loss = tf.sum(tf.exp(x))
     close(tape.grad(loss, x), np.exp([1.0, 2.0]))
-    (g,) = tape.backward(loss, [x])
-    close(g, np.exp([1.0, 2.0]))
     close(tape.vjp(tf.exp(x), x, np.array([1.0, -1.0])), np.exp([1.0, 2.0]) * [1, -1])
     assert x.grad is None
 

@@ -297,7 +297,8 @@ def test_random_index_expressions_differentiate_exactly(problem, traced_arrays):
     np.testing.assert_allclose(np.asarray(tf.grad(loss)(x)), exact, rtol=tol, atol=tol)
     tape = tf.Tape()
     leaf = tape.track(x)
-    (eager,) = tape.grad(eager_loss(leaf), [leaf])
+    (eager,) = tape.grad(eager_loss(leaf), [leaf], allow_unused=True)
+    eager = np.zeros_like(x) if eager is None else eager
     np.testing.assert_allclose(np.asarray(eager), exact, rtol=tol, atol=tol)
 
     def select(v: Any) -> Any:

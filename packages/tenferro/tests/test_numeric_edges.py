@@ -22,7 +22,11 @@ A = np.asarray
 def _eager_grad(f: Any, *args: Any) -> list[np.ndarray[Any, Any]]:
     tape = tf.Tape()
     leaves = [tape.track(np.asarray(a)) for a in args]
-    return [np.asarray(g) for g in tape.grad(f(*leaves), leaves)]
+    gradients = tape.grad(f(*leaves), leaves, allow_unused=True)
+    return [
+        np.zeros_like(a) if g is None else np.asarray(g)
+        for g, a in zip(gradients, args, strict=True)
+    ]
 
 
 def _traced_grad(f: Any, *args: Any) -> list[np.ndarray[Any, Any]]:

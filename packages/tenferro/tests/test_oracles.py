@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from oracle_ops import OPS, SKIPPED_OPS, case_skip_reason
+from oracle_table import OPS, SKIPPED_OPS, case_skip_reason
 
 import tenferro as tf
 

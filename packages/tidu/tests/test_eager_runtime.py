@@ -178,21 +178,41 @@ def test_composite_node_replays_unsaved_intermediates():
     replays = []
 
     class Counting(ProgramExecutor):
+        def execute_forward_subset(self, graph, initial_data, wanted):  # type: ignore[no-untyped-def]
+            replays.append(set(wanted))
+            return super().execute_forward_subset(graph, initial_data, wanted)
+
+    class Plain:  # only the required protocol: the whole graph is replayed
+        def __init__(self) -> None:
+            self.inner = ProgramExecutor(Add)
+
         def execute_forward(self, graph, initial_data):  # type: ignore[no-untyped-def]
-            replays.append(graph)
-            return super().execute_forward(graph, initial_data)
+            replays.append("all")
+            return self.inner.execute_forward(graph, initial_data)
+
+        def run_transposed_linear(self, *args):  # type: ignore[no-untyped-def]
+            return self.inner.run_transposed_linear(*args)
+
+        def add_operands(self, a, b):  # type: ignore[no-untyped-def]
+            return self.inner.add_operands(a, b)
 
     (out,) = Recorder().record_graph(recorded, [EagerInput(Input("x"), None, True, 0.4)], [None])
+    expected = math.cos(0.4) * math.exp(math.sin(0.4))
     result = backward(out.key, out.trace, 1.0, Counting(Add))
-    assert math.isclose(result[Input("x")], math.cos(0.4) * math.exp(math.sin(0.4)))
-    assert len(replays) == 1  # exp's derivative needs sin(x) and exp(sin x): not saved
+    assert math.isclose(result[Input("x")], expected)
+    # exp's derivative reads exp(sin x), which was not saved: only it is replayed
+    assert replays == [{graph.key_of(y)}]
+    replays.clear()
+    result = backward(out.key, out.trace, 1.0, Plain())
+    assert math.isclose(result[Input("x")], expected)
+    assert replays == ["all"]
     # When the node retains what the derivative reads, nothing is replayed.
     retained = {graph.key_of(s): math.sin(0.4), graph.key_of(y): math.exp(math.sin(0.4))}
     (kept,) = Recorder().record_graph(
         recorded, [EagerInput(Input("x"), None, True, 0.4)], [None], retained
     )
     backward(kept.key, kept.trace, 1.0, Counting(Add))
-    assert len(replays) == 1
+    assert replays == ["all"]
 
 
 def test_eager_misuse_is_reported():
@@ -326,3 +346,23 @@ def test_executors_may_supply_primal_values():
     assert math.isclose(cotangents[x.key], math.cos(2.0), rel_tol=1e-15)
     tangents = forward({x.key: 1.0}, [y.trace], executor)
     assert math.isclose(tangents[y.key], math.cos(2.0), rel_tol=1e-15)
+
+
+def test_backward_reports_reached_inputs_and_frees_unkept_cotangents():
+    recorder = Recorder()
+    mul = RecordedGraph.from_primitive(Mul, ["a0", "a1"])
+    neg = RecordedGraph.from_primitive(Neg, ["a0"])
+    x = EagerInput(Input("x"), None, True, 3.0)
+    w = EagerInput(Input("w"), None, True, 2.0)
+    unused = EagerInput(Input("u"), None, True, 5.0)
+    del unused  # never recorded: never reached
+    (h,) = recorder.record_graph(mul, [x, w], [6.0])
+    (y,) = recorder.record_graph(neg, [EagerInput(h.key, h.trace, True, 6.0)], [-6.0])
+    reached: set[ValueKey] = set()
+    everything = backward(y.key, y.trace, 1.0, ProgramExecutor(Add), reached=reached)
+    assert reached == {Input("x"), Input("w"), h.key}
+    assert everything[h.key] == -1.0  # without keep, intermediates are returned too
+    lean = backward(y.key, y.trace, 1.0, ProgramExecutor(Add), keep=())
+    assert lean == {Input("x"): -2.0, Input("w"): -3.0}  # only the inputs remain
+    kept = backward(y.key, y.trace, 1.0, ProgramExecutor(Add), keep={h.key})
+    assert kept[h.key] == -1.0

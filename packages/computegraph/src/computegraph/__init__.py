@@ -13,7 +13,18 @@ Values are identified across graphs by interned structural keys
 dependencies beyond the standard library and no built-in operations.
 """
 
-from computegraph.cache import BoundedCache, CacheStats, ProgramCache, default_program_cache
+from computegraph.cache import (
+    BoundedCache,
+    CacheStats,
+    DictCache,
+    ProgramCache,
+    RegisteredCache,
+    cache_stats,
+    clear_caches,
+    default_program_cache,
+    register_cache,
+    registered_caches,
+)
 from computegraph.errors import (
     BindingError,
     GraphBuildError,
@@ -75,6 +86,7 @@ __all__ = [
     "CacheStats",
     "CompiledProgram",
     "Derived",
+    "DictCache",
     "EvaluableGraphOperation",
     "External",
     "Graph",
@@ -99,6 +111,7 @@ __all__ = [
     "Primary",
     "ProducedDef",
     "ProgramCache",
+    "RegisteredCache",
     "ResolvedView",
     "Resolver",
     "StructuralView",
@@ -110,12 +123,16 @@ __all__ = [
     "ValueKeyInterner",
     "ValueNode",
     "ValueRef",
+    "cache_stats",
+    "clear_caches",
     "compile",
     "default_program_cache",
     "describe_key",
     "gc_paused",
     "interned_key_count",
     "materialize_merge",
+    "register_cache",
+    "registered_caches",
     "resolve",
     "structural_view",
 ]

@@ -1,8 +1,11 @@
-"""Bounded caches, and the cache of compiled programs keyed by graph structure.
+"""Bounded caches, their registry, and the cache of compiled programs keyed by structure.
 
-:class:`BoundedCache` is a small thread-safe LRU map with counters; every cache of
-the stack (compiled programs here, derivative programs in tidu, traced programs in
-tenferro) is one, so all are bounded, clearable and observable the same way.
+:class:`BoundedCache` is a small thread-safe LRU map with counters; :class:`DictCache`
+is a plain dictionary with a bound, for hot paths where an LRU's bookkeeping costs
+too much. Every cache of the stack (compiled programs here, derivative programs in
+tidu, traced programs, plans and instances in tenferro) is one of the two, and each
+registers itself on creation: :func:`cache_stats` reports them all by name and
+:func:`clear_caches` empties them all.
 
 :class:`ProgramCache`: compile once, evaluate many times. Keys are interned and
 structural, so the tuple of requested output keys identifies the whole program:
@@ -14,9 +17,10 @@ resolve, materialise and compile entirely.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
-from typing import Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from computegraph.graph import Graph
 from computegraph.keys import ValueKey
@@ -24,7 +28,18 @@ from computegraph.materialize import materialize_merge
 from computegraph.program import CompiledProgram, compile
 from computegraph.resolve import ResolvedView, resolve
 
-__all__ = ["BoundedCache", "CacheStats", "ProgramCache", "default_program_cache"]
+__all__ = [
+    "BoundedCache",
+    "CacheStats",
+    "DictCache",
+    "ProgramCache",
+    "RegisteredCache",
+    "cache_stats",
+    "clear_caches",
+    "default_program_cache",
+    "register_cache",
+    "registered_caches",
+]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -38,6 +53,51 @@ class CacheStats(NamedTuple):
     evictions: int
     size: int
     maxsize: int
+
+
+class RegisteredCache(Protocol):
+    """What the registry needs of a cache."""
+
+    name: str
+
+    def clear(self) -> None: ...
+
+    def stats(self) -> CacheStats: ...
+
+
+_registry: weakref.WeakSet[Any] = weakref.WeakSet()
+_registry_lock = threading.Lock()
+
+
+def register_cache(cache: RegisteredCache) -> None:
+    """Make ``cache`` reported by :func:`cache_stats` and emptied by :func:`clear_caches`
+    (held weakly: a cache that is garbage collected leaves the registry)."""
+    with _registry_lock:
+        _registry.add(cache)
+
+
+def registered_caches() -> list[RegisteredCache]:
+    """Every live registered cache."""
+    with _registry_lock:
+        return list(_registry)
+
+
+def cache_stats() -> dict[str, CacheStats]:
+    """The counters of every live cache, summed over the caches that share a name."""
+    totals: dict[str, CacheStats] = {}
+    for cache in registered_caches():
+        stats = cache.stats()
+        before = totals.get(cache.name)
+        if before is not None:
+            stats = CacheStats(*(a + b for a, b in zip(before, stats, strict=True)))
+        totals[cache.name] = stats
+    return dict(sorted(totals.items()))
+
+
+def clear_caches() -> None:
+    """Empty every live registered cache."""
+    for cache in registered_caches():
+        cache.clear()
 
 
 class BoundedCache(Generic[K, V]):
@@ -57,6 +117,7 @@ class BoundedCache(Generic[K, V]):
         self._hits = 0
         self._misses = 0
         self._evictions = 0
+        register_cache(self)
 
     def get(self, key: K) -> V | None:
         """The value for ``key`` (made most recently used), or ``None``; counts a hit or miss.
@@ -132,6 +193,44 @@ class BoundedCache(Generic[K, V]):
     def _check_size(self, maxsize: int) -> None:
         if type(maxsize) is not int or maxsize < 0:
             raise ValueError(f"{type(self).__name__}: maxsize must be an int >= 0, got {maxsize!r}")
+
+
+class DictCache(dict[K, V]):
+    """A dictionary holding at most ``maxsize`` entries, emptied whole when full.
+
+    For the hottest lookups (a plain ``dict.get``, no bookkeeping); registered like
+    :class:`BoundedCache`. Store with :meth:`put` so the bound holds.
+    """
+
+    def __init__(self, maxsize: int, name: str) -> None:
+        super().__init__()
+        if type(maxsize) is not int or maxsize < 1:
+            raise ValueError(f"DictCache: maxsize must be an int >= 1, got {maxsize!r}")
+        self.name = name
+        self.maxsize = maxsize
+        self._lock = threading.Lock()
+        self._evictions = 0
+        register_cache(self)
+
+    def put(self, key: K, value: V) -> None:
+        """Store ``value`` under ``key``, emptying the cache first when it is full."""
+        with self._lock:
+            if len(self) >= self.maxsize and key not in self:
+                self._evictions += len(self)
+                super().clear()
+            self[key] = value
+
+    def stats(self) -> CacheStats:
+        """Size, bound and evictions (hits and misses are not counted on this path)."""
+        return CacheStats(0, 0, self._evictions, len(self), self.maxsize)
+
+    __hash__ = object.__hash__  # type: ignore[assignment]  # identity, for the registry
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __repr__(self) -> str:
+        return f"<DictCache {self.name!r}: {self.stats()}>"
 
 
 class ProgramCache(BoundedCache[tuple[ValueKey, ...], CompiledProgram]):

@@ -32,24 +32,25 @@ _FILENAME = "<computegraph program>"
 
 
 class GeneratedRun:
-    """A generated straight-line function and the map from its lines to instructions."""
+    """Generated straight-line functions and the map from their lines to instructions."""
 
-    __slots__ = ("code", "function", "line_to_instruction")
+    __slots__ = ("codes", "function", "line_to_instruction")
 
     def __init__(
         self,
         function: Callable[[Sequence[Any], Any], list[Any]],
+        codes: frozenset[Any],
         line_to_instruction: dict[int, int],
     ) -> None:
         self.function = function
-        self.code = function.__code__
+        self.codes = codes
         self.line_to_instruction = line_to_instruction
 
     def failing_instruction(self, traceback: TracebackType | None) -> int | None:
         """The instruction whose statement raised, from an exception's traceback."""
         found = None
         while traceback is not None:
-            if traceback.tb_frame.f_code is self.code:
+            if traceback.tb_frame.f_code in self.codes:
                 found = self.line_to_instruction.get(traceback.tb_lineno)
             traceback = traceback.tb_next
         return found
@@ -84,6 +85,12 @@ def _wrong_count(position: int, operation: Any, expected: int, results: Any) -> 
     )
 
 
+SEGMENT = 2000
+"""Instructions per generated function: CPython compiles one huge function in time
+that grows faster than its length, so long programs are split into segments that
+pass their live values on (first calls stay linear in the program size)."""
+
+
 def generate(
     steps: Sequence[tuple[Any, Any, tuple[int, ...], Any, tuple[int, ...]]],
     input_slots: Sequence[int],
@@ -100,34 +107,76 @@ def generate(
     def name(slot: int) -> str:
         return f"c{slot}" if slot in constants else f"v{slot}"
 
-    lines = ["def run(inputs, ctx):"]
-    for position, slot in enumerate(input_slots):
-        lines.append(f"    v{slot} = inputs[{position}]")
+    bounds = list(range(0, len(steps), SEGMENT)) or [0]
+    live_after = _live_after_segments(steps, bounds, output_slots, constants)
+    lines: list[str] = []
     line_to_instruction: dict[int, int] = {}
-    for position, (operation, evaluate, args, out, dead) in enumerate(steps):
-        operands = ", ".join(name(slot) for slot in args)
-        kernel = _kernel(operation) if type(out) is int else None
-        if kernel is not None:
-            namespace[f"k{position}"] = kernel
-            statement = f"v{out} = k{position}({operands})"
-        else:
-            namespace[f"e{position}"] = evaluate
-            namespace[f"o{position}"] = operation
-            call = f"e{position}([{operands}], ctx)"
-            if type(out) is int:
-                statement = f"v{out} = _one({call}, {position}, o{position})"
-            elif out:
-                targets = ", ".join(f"v{slot}" for slot in out)
-                statement = f"{targets}, = _many({call}, {len(out)}, {position}, o{position})"
+    carried: list[int] = []
+    for index, start in enumerate(bounds):
+        source = "t" if index else "inputs"
+        lines.append(f"def s{index}({source}, ctx):")
+        names = input_slots if index == 0 else carried
+        if names:
+            lines.append(f"    {', '.join(f'v{slot}' for slot in names)}, = {source}")
+        for position in range(start, min(start + SEGMENT, len(steps))):
+            operation, evaluate, args, out, dead = steps[position]
+            operands = ", ".join(name(slot) for slot in args)
+            kernel = _kernel(operation) if type(out) is int else None
+            if kernel is not None:
+                namespace[f"k{position}"] = kernel
+                statement = f"v{out} = k{position}({operands})"
             else:
-                statement = f"_many({call}, 0, {position}, o{position})"
-        lines.append(f"    {statement}")
-        line_to_instruction[len(lines)] = position
-        if dead:
-            lines.append(f"    del {', '.join(f'v{slot}' for slot in dead)}")
-    lines.append(f"    return [{', '.join(name(slot) for slot in output_slots)}]")
+                namespace[f"e{position}"] = evaluate
+                namespace[f"o{position}"] = operation
+                call = f"e{position}([{operands}], ctx)"
+                if type(out) is int:
+                    statement = f"v{out} = _one({call}, {position}, o{position})"
+                elif out:
+                    targets = ", ".join(f"v{slot}" for slot in out)
+                    statement = f"{targets}, = _many({call}, {len(out)}, {position}, o{position})"
+                else:
+                    statement = f"_many({call}, 0, {position}, o{position})"
+            lines.append(f"    {statement}")
+            line_to_instruction[len(lines)] = position
+            if dead:
+                lines.append(f"    del {', '.join(f'v{slot}' for slot in dead)}")
+        if index == len(bounds) - 1:
+            lines.append(f"    return [{', '.join(name(slot) for slot in output_slots)}]")
+        else:
+            carried = live_after[index]
+            lines.append(f"    return ({''.join(f'v{slot}, ' for slot in carried)})")
+    if len(bounds) == 1:
+        lines.append("run = s0")
+    else:
+        lines.append("def run(inputs, ctx):")
+        lines.append("    t = s0(inputs, ctx)")
+        for index in range(1, len(bounds) - 1):
+            lines.append(f"    t = s{index}(t, ctx)")
+        lines.append(f"    return s{len(bounds) - 1}(t, ctx)")
     exec(compile("\n".join(lines), _FILENAME, "exec"), namespace)  # our own source, no user text
-    return GeneratedRun(namespace["run"], line_to_instruction)
+    codes = frozenset(namespace[f"s{index}"].__code__ for index in range(len(bounds)))
+    return GeneratedRun(namespace["run"], codes, line_to_instruction)
+
+
+def _live_after_segments(
+    steps: Sequence[tuple[Any, Any, tuple[int, ...], Any, tuple[int, ...]]],
+    bounds: list[int],
+    output_slots: Sequence[int],
+    constants: dict[int, Any],
+) -> list[list[int]]:
+    """For each segment boundary, the slots (not constants) read after it, in slot order:
+    the values a segment hands to the next one."""
+    live: set[int] = {slot for slot in output_slots if slot not in constants}
+    result: list[list[int]] = [[] for _ in bounds]
+    for index in range(len(bounds) - 1, -1, -1):
+        result[index] = sorted(live)
+        end = bounds[index + 1] if index + 1 < len(bounds) else len(steps)
+        for position in range(end - 1, bounds[index] - 1, -1):
+            _operation, _evaluate, args, out, _dead = steps[position]
+            produced = (out,) if type(out) is int else out
+            live.difference_update(produced)
+            live.update(slot for slot in args if slot not in constants)
+    return result
 
 
 def _kernel(operation: Any) -> Callable[..., Any] | None:

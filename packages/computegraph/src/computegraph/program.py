@@ -135,7 +135,7 @@ class CompiledProgram:
                 f"({_describe_inputs(self.input_keys)}), got {len(inputs)}"
             )
         if apply is None:
-            if fast is None and self._runs and len(self._plan) <= _GENERATE_LIMIT:
+            if fast is None and self._runs:
                 fast = self._fast = generate(
                     self._plan, self.input_slots, self.output_slots, self.constants
                 )
@@ -233,10 +233,6 @@ class CompiledProgram:
             f"<CompiledProgram: {len(self.input_slots)} input(s), "
             f"{len(self.instructions)} instruction(s), {self.n_slots} slot(s)>"
         )
-
-
-_GENERATE_LIMIT = 20_000
-"""Programs with more instructions keep the loop (generated code compiles slowly)."""
 
 
 def compile(

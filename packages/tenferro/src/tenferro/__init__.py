@@ -19,6 +19,7 @@ Complex derivatives follow the conjugate convention: ``grad(sum(|z|^2)) = 2z``,
 equal to PyTorch's and the conjugate of JAX's.
 """
 
+import computegraph
 from tenferro import extension, lax, ops, testing
 from tenferro.dtypes import (
     DTYPES,
@@ -31,7 +32,15 @@ from tenferro.dtypes import (
     int32,
     int64,
 )
-from tenferro.eager import EagerTensor, Tape, checkpoint, default_tape, is_grad_enabled, no_grad
+from tenferro.eager import (
+    EagerTensor,
+    Tape,
+    checkpoint,
+    composite,
+    default_tape,
+    is_grad_enabled,
+    no_grad,
+)
 from tenferro.errors import (
     AxisError,
     BindingError,
@@ -61,12 +70,14 @@ bool = bool_
 
 
 def clear_caches() -> None:
-    """Drop every cached program (traced evaluation and function transforms)."""
-    from tenferro import transforms
-    from tenferro.traced import program
+    """Empty every cache of the stack: compiled, traced and derivative programs, function
+    transforms, plans, primitive instances, constants (see :func:`cache_stats`)."""
+    computegraph.clear_caches()
 
-    program.clear_caches()
-    transforms.clear_caches()
+
+def cache_stats() -> dict[str, computegraph.CacheStats]:
+    """Hits, misses, evictions, size and bound of every cache of the stack, by name."""
+    return computegraph.cache_stats()
 
 
 __all__ = [
@@ -88,8 +99,10 @@ __all__ = [
     "Tensor",
     "TracedTensor",
     "bool_",
+    "cache_stats",
     "checkpoint",
     "clear_caches",
+    "composite",
     "complex64",
     "complex128",
     "default_tape",

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from computegraph import DictCache
 from tenferro.errors import DTypeError
 
 __all__ = [
@@ -99,14 +100,17 @@ def complex_dtype(dt: np.dtype[Any]) -> np.dtype[Any]:
 _WEAK_SAMPLE = {"b": False, "i": 0, "f": 0.0, "c": 0j}
 
 
-_PROMOTED: dict[tuple[tuple[np.dtype[Any], bool], ...], np.dtype[Any]] = {}
+_PROMOTED: DictCache[tuple[tuple[np.dtype[Any], bool], ...], np.dtype[Any]] = DictCache(
+    4096, "promotions"
+)
 
 
 def promote_types(*operands: tuple[np.dtype[Any], bool], op: str = "promote") -> np.dtype[Any]:
     """numpy's result dtype for ``(dtype, weak)`` operands; weak ones act as Python scalars."""
     found = _PROMOTED.get(operands)
     if found is None:
-        found = _PROMOTED[operands] = _promote(operands, op)
+        found = _promote(operands, op)
+        _PROMOTED.put(operands, found)
     return found
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "ExecutionError",
     "InactiveError",
     "IndexingError",
+    "LinAlgError",
     "NonScalarError",
     "ParameterError",
     "Phase",
@@ -74,3 +75,9 @@ class ExecutionError(TenferroError, ArithmeticError):
 
     def __init__(self, op: str, message: str) -> None:
         super().__init__(op, message, "execution")
+
+
+class LinAlgError(ExecutionError):
+    """A linear-algebra computation failed on its data (singular, not positive definite,
+    no convergence, non-finite input); the message names the shape and, for batches, the
+    first failing batch index."""

@@ -103,7 +103,18 @@ class ExtensionOp(TensorPrimitive):
     def output_count(self) -> int:
         return len(self.outputs)
 
+    def kernel(self) -> Any:
+        """For generated code: the checked evaluation (every path validates results)."""
+        if len(self.outputs) != 1:
+            return None
+        return self._checked_single
+
+    def _checked_single(self, *arrays: Any) -> Any:
+        return self.eval(arrays, None)[0]
+
     def eval(self, inputs: Sequence[Any], ctx: Any) -> Sequence[Any]:
+        """Run ``impl`` and check its results against ``infer()``'s metas: every
+        evaluation path (eager, programs, generated code, backward replay) comes here."""
         result = self.impl(*inputs)
         results = tuple(result) if isinstance(result, (tuple, list)) else (result,)
         if len(results) != len(self.outputs):

@@ -63,6 +63,7 @@ from tenferro.ops.structural import (
     tril,
     triu,
 )
+from tenferro.ops.undefined import no_derivative
 from tidu import RuleContractError
 
 __all__ = [
@@ -100,6 +101,7 @@ __all__ = [
     "min",
     "mul",
     "neg",
+    "no_derivative",
     "not_linear",
     "pad",
     "pad_to_match",

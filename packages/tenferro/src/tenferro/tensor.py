@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from computegraph import DictCache
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import DTypeError
@@ -145,8 +146,7 @@ class Tensor(TensorMethods):
         return (Tensor, (np.asarray(self._value), self.meta.dtype))
 
 
-_FILLED: dict[Any, np.ndarray[Any, Any]] = {}
-_FILLED_LIMIT = 1024
+_FILLED: DictCache[Any, np.ndarray[Any, Any]] = DictCache(1024, "filled constants")
 
 
 def filled(meta: Meta, value: Any) -> np.ndarray[Any, Any]:
@@ -162,9 +162,7 @@ def filled(meta: Meta, value: Any) -> np.ndarray[Any, Any]:
     element = np.asarray(value, dtype=meta.dtype)
     array = np.broadcast_to(element, meta.shape)
     if cacheable:
-        if len(_FILLED) >= _FILLED_LIMIT:
-            _FILLED.clear()
-        _FILLED[key] = array
+        _FILLED.put(key, array)
     return array
 
 

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import threading
 from collections.abc import Sequence
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from computegraph import PRIMARY, External, Linearized, Local, LocalValueId, ValueKey
+from computegraph import PRIMARY, DictCache, External, Linearized, Local, LocalValueId, ValueKey
 from tenferro.errors import DTypeError, ShapeError, TenferroError
 from tenferro.meta import HasMeta, Meta
 from tidu import ADRuleError, RuleContractError
@@ -71,8 +70,7 @@ class TensorPrimitive:
     outputs: tuple[Meta, ...]
     _hash: int
     _field_names: ClassVar[tuple[str, ...]] = ()
-    _instances: ClassVar[dict[Any, Any]] = {}
-    _instances_lock: ClassVar[threading.Lock] = threading.Lock()
+    _instances: ClassVar[DictCache[Any, Any]] = DictCache(_INSTANCE_LIMIT, "primitive instances")
 
     # ------------------------------------------------------------------ construction
 
@@ -93,10 +91,7 @@ class TensorPrimitive:
         if found is not None:
             return found
         instance = cls(inputs=inputs, **params)  # type: ignore[call-arg]
-        with TensorPrimitive._instances_lock:
-            if len(TensorPrimitive._instances) >= _INSTANCE_LIMIT:
-                TensorPrimitive._instances.clear()
-            TensorPrimitive._instances[cache_key] = instance
+        TensorPrimitive._instances.put(cache_key, instance)
         return instance
 
     def __post_init__(self) -> None:

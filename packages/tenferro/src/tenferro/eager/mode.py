@@ -1,4 +1,4 @@
-"""Thread-aware switches of eager execution: recording (``no_grad``) and checkpoint capture.
+"""Thread-aware switches of eager execution: recording (``no_grad``) and composite-node capture.
 
 The hot path (every eager primitive) reads two module-level counters first; only
 while some thread has a ``no_grad`` context or a capture open does it consult the
@@ -17,8 +17,8 @@ grad_state = threading.local()
 no_grad_open = [0]
 """How many ``no_grad`` contexts are open in any thread."""
 capture_state = threading.local()
-"""``capture``: the checkpointed segment being captured in this thread (see
-:mod:`tenferro.eager.checkpoint`), else absent or ``None``."""
+"""``capture``: the composite node being captured in this thread (see
+:mod:`tenferro.eager.composite`), else absent or ``None``."""
 captures_open = [0]
 """How many captures are open in any thread."""
 _lock = threading.Lock()

@@ -15,18 +15,19 @@ can be differentiated again (Hessian-vector products, any order).
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from computegraph import Input, ValueKey
+from computegraph import DictCache, Input, ValueKey
 from tenferro import lax
 from tenferro.core.bind import bind
 from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
 from tenferro.eager.tensor import EagerTensor
-from tenferro.errors import DTypeError, NonScalarError, ShapeError, TenferroError
+from tenferro.errors import DTypeError, InactiveError, NonScalarError, ShapeError, TenferroError
 from tenferro.meta import Meta
 from tenferro.tensor import Tensor
 from tidu import ADRuleError
@@ -42,7 +43,14 @@ from tidu.eager import (
 
 __all__ = ["Tape", "default_tape"]
 
-_CANONICAL = tuple(f"a{i}" for i in range(64))
+_CANONICAL: list[str] = []
+"""Canonical input names of recorded primitives (``a0``, ``a1``, ...), grown on demand."""
+
+
+def _canonical(count: int) -> tuple[str, ...]:
+    while len(_CANONICAL) < count:
+        _CANONICAL.append(f"a{len(_CANONICAL)}")
+    return tuple(_CANONICAL[:count])
 
 
 class _Untracked:
@@ -67,13 +75,14 @@ class Tape:
     """Records operations on tracked tensors and differentiates them.
 
     * ``track(x)``: a tracked leaf holding ``x``;
-    * ``grad(output, wrt)`` / ``backward(output, wrt)``: gradients (VJP with a seed of
-      ones for a scalar output) returned, never accumulated into ``.grad``;
+    * ``grad(output, wrt)``: gradients (VJP with a seed of one for a real scalar
+      output) returned, never accumulated into ``.grad`` (``torch.autograd.grad``);
+    * ``backward(output, seed)``: accumulated into ``.grad`` of the leaves
+      (``torch.autograd.backward``);
     * ``vjp(output, wrt, cotangent)``; ``jvp(f, primals, tangents)`` (forward mode);
       ``hvp(f, primals, tangents)`` (forward over reverse);
     * ``create_graph=True`` records the backward pass itself, for higher order.
 
-    ``EagerTensor.backward()`` accumulates into ``.grad`` of the leaves instead.
     """
 
     def __init__(self) -> None:
@@ -84,8 +93,12 @@ class Tape:
         self._leaves: weakref.WeakValueDictionary[ValueKey, EagerTensor] = (
             weakref.WeakValueDictionary()
         )
+        self._leaves_lock = threading.Lock()
+        """Guards ``_leaves``: threads may track leaves while another zeroes gradients."""
         self._derivatives = default_derivative_cache
-        self._plans: dict[tuple[int, tuple[bool, ...]], _Plan] = {}
+        self._plans: DictCache[tuple[int, tuple[bool, ...]], _Plan] = DictCache(
+            _PLAN_LIMIT, "tape plans"
+        )
         self._plain = ProgramExecutor(ADD_ANY)
         self._recording = _RecordingExecutor(self)
 
@@ -105,11 +118,14 @@ class Tape:
         tensor.key = Input.unique(next(self._counter))
         tensor.tape = self
         tensor.meta = tensor.meta._replace(weak=False)
-        self._leaves[tensor.key] = tensor
+        with self._leaves_lock:
+            self._leaves[tensor.key] = tensor
 
     def zero_grad(self) -> None:
         """Forget the accumulated gradients of every live leaf of this tape."""
-        for leaf in list(self._leaves.values()):
+        with self._leaves_lock:
+            leaves = list(self._leaves.values())
+        for leaf in leaves:
             leaf._grad = None
 
     # ------------------------------------------------------------------ recording
@@ -136,7 +152,7 @@ class Tape:
             if operand.tape is None:
                 edges += (None, _UNTRACKED, False)
             else:
-                edges += (operand.trace, operand.key, True)
+                edges += (operand.node, operand.key, True)
             if keep:
                 saved[key] = operand._value
         for value, key, keep in zip(values, recorded.output_keys, keep_outputs, strict=True):
@@ -157,7 +173,7 @@ class Tape:
     def _plan(self, op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
         """How to record ``op`` with these operands tracked: its recorded graph, which
         inputs and outputs to save (those its derivative reads), the tracked positions."""
-        recorded = RecordedGraph.from_primitive(op, _CANONICAL[: len(flags)])
+        recorded = RecordedGraph.from_primitive(op, _canonical(len(flags)))
         active = tuple(i for i, tracked in enumerate(flags) if tracked)
         needed = self._learn_needed(recorded, active)
         keep_all = needed is _SAVE_ALL
@@ -168,9 +184,7 @@ class Tape:
             tuple(keep_all or key in needed for key in recorded.output_keys),
             active,
         )
-        if len(self._plans) >= _PLAN_LIMIT:
-            self._plans.clear()
-        self._plans[(id(op), flags)] = plan
+        self._plans.put((id(op), flags), plan)
         return plan
 
     def _learn_needed(self, recorded: RecordedGraph, active: tuple[int, ...]) -> Any:
@@ -192,27 +206,39 @@ class Tape:
         seed: Any = None,
         *,
         create_graph: bool = False,
+        allow_unused: bool = False,
     ) -> Any:
-        """The gradient of ``output`` with respect to ``wrt`` (one tensor or a sequence).
+        """The gradient of ``output`` with respect to ``wrt`` (one tensor or a sequence),
+        returned; ``.grad`` is not touched (``torch.autograd.grad``).
 
-        A non-scalar ``output`` needs a ``seed`` (its cotangent). Tensors ``output``
-        does not depend on get zeros (so does everything when ``output`` was computed
-        from no tracked tensor at all). With ``create_graph``, the result is recorded
-        (tracked) and can be differentiated again. ``.grad`` is not touched.
+        A non-scalar or complex ``output`` needs a ``seed`` (its cotangent, of its shape
+        and dtype). A tensor of ``wrt`` that ``output`` does not depend on raises
+        :class:`~tenferro.InactiveError`, or gets ``None`` with ``allow_unused=True``;
+        one it depends on only through operations with a zero derivative (``floor``)
+        gets zeros. With ``create_graph``, the result is recorded (tracked) and can be
+        differentiated again.
         """
         single = isinstance(wrt, Tensor)
         targets: list[EagerTensor] = [wrt] if isinstance(wrt, EagerTensor) else list(wrt)
         self._check_targets("grad", targets)
+        reached: set[Any] = set()
         if isinstance(output, Tensor) and getattr(output, "tape", None) is None:
-            # Computed without tracked tensors (constants, detach, no_grad): zero gradients.
             self._seed("grad", EagerTensor._lift(output), seed, False)  # still validate it
             cotangents: dict[Any, Any] = {}
         else:
-            cotangents = self._reverse("grad", output, seed, create_graph)
-        results = [self._result(cotangents.get(t.key), t, create_graph) for t in targets]
+            keep = {t.key for t in targets}
+            cotangents = self._reverse("grad", output, seed, create_graph, reached, keep)
+        results: list[Any] = []
+        unused: list[int] = []
+        for position, target in enumerate(targets):
+            if target.key in cotangents or target.key in reached:
+                results.append(self._result(cotangents.get(target.key), target, create_graph))
+            else:
+                unused.append(position)
+                results.append(None)
+        if unused and not allow_unused:
+            raise InactiveError("grad", _unused_message(output, unused))
         return results[0] if single else results
-
-    backward = grad
 
     def vjp(
         self,
@@ -221,23 +247,60 @@ class Tape:
         cotangent: Any,
         *,
         create_graph: bool = False,
+        allow_unused: bool = False,
     ) -> Any:
-        """``J^H c`` for each tensor of ``wrt`` (conjugate convention)."""
-        return self.grad(output, wrt, cotangent, create_graph=create_graph)
+        """``J^H c`` for each tensor of ``wrt`` (conjugate convention); as :meth:`grad`."""
+        return self.grad(
+            output, wrt, cotangent, create_graph=create_graph, allow_unused=allow_unused
+        )
 
-    def accumulate(self, output: EagerTensor, seed: Any = None) -> None:
-        """``output.backward(seed)``: add the gradient into ``.grad`` of every tracked leaf
-        that ``output`` depends on."""
-        cotangents = self._reverse("backward", output, seed, False)
-        leaves = self._leaves
-        for key, cotangent in cotangents.items():
-            leaf = leaves.get(key)
-            if leaf is None:
-                continue
-            value = self._result(cotangent, leaf, False)
+    def backward(
+        self,
+        output: EagerTensor,
+        seed: Any = None,
+        *,
+        inputs: EagerTensor | Sequence[EagerTensor] | None = None,
+    ) -> None:
+        """Reverse mode from ``output``, accumulating into ``.grad`` of every tracked leaf
+        it depends on (only of ``inputs`` when given), as ``torch.autograd.backward``.
+        ``EagerTensor.backward(seed)`` calls this. Leaves reached only through operations
+        with a zero derivative accumulate zeros. Use :meth:`grad` for returned gradients.
+        """
+        reached: set[Any] = set()
+        cotangents = self._reverse("backward", output, seed, False, reached, ())
+        if inputs is None:
+            with self._leaves_lock:
+                leaves = [
+                    leaf
+                    for key in reached | cotangents.keys()
+                    if (leaf := self._leaves.get(key)) is not None
+                ]
+        else:
+            leaves = [inputs] if isinstance(inputs, EagerTensor) else list(inputs)
+            self._check_targets("backward", leaves)
+            for position, leaf in enumerate(leaves):
+                if not leaf.is_leaf:
+                    raise TenferroError(
+                        "backward",
+                        f"inputs[{position}] is not a leaf; only leaves accumulate .grad",
+                    )
+                if leaf.key not in reached and leaf.key not in cotangents:
+                    raise InactiveError("backward", _unused_message(output, [position]))
+        for leaf in leaves:
+            value = self._result(cotangents.get(leaf.key), leaf, False)
             leaf._grad = value if leaf._grad is None else lax.add(leaf._grad, value)
 
-    def _reverse(self, op: str, output: Any, seed: Any, create_graph: bool) -> dict[Any, Any]:
+    def _reverse(
+        self,
+        op: str,
+        output: Any,
+        seed: Any,
+        create_graph: bool,
+        reached: set[Any],
+        keep: Any,
+    ) -> dict[Any, Any]:
+        """Cotangents of the tape's inputs and of the keys in ``keep`` (intermediate
+        cotangents are freed after their last use)."""
         if not isinstance(output, EagerTensor) or output.tape is not self:
             raise TenferroError(
                 op,
@@ -247,7 +310,9 @@ class Tape:
         seed_value = self._seed(op, output, seed, create_graph)
         executor = self._recording if create_graph else self._plain
         with np.errstate(all="ignore"):
-            return backward(output.key, output.trace, seed_value, executor)
+            return backward(
+                output.key, output.node, seed_value, executor, reached=reached, keep=keep
+            )
 
     def _seed(self, op: str, output: EagerTensor, seed: Any, create_graph: bool) -> Any:
         meta = output.meta
@@ -257,6 +322,13 @@ class Tape:
                     op,
                     f"the output has shape {meta.shape}; pass a seed (cotangent) of that "
                     f"shape, or reduce it to a scalar",
+                )
+            if meta.dtype.kind != "f":
+                raise DTypeError(
+                    op,
+                    f"an implicit seed of 1 needs a real floating output, got {meta.dtype}; "
+                    f"pass a seed (for a complex loss, differentiate a real function of it "
+                    f"such as its real part or abs)",
                 )
             value: Any = np.ones((), meta.dtype)
         else:
@@ -327,7 +399,7 @@ class Tape:
                     f"(tangents have their primal's dtype)",
                 )
             seeds[source.key] = value if source.key not in seeds else seeds[source.key] + value
-        traces = [o.trace for o in outs if isinstance(o, EagerTensor)]
+        traces = [o.node for o in outs if isinstance(o, EagerTensor)]
         with np.errstate(all="ignore"):
             result = forward(seeds, traces, self._plain)
         tangent_out = [
@@ -346,12 +418,28 @@ class Tape:
         """The Hessian-vector product of a real scalar ``f``: forward mode over a recorded
         reverse pass (one tensor per primal)."""
         leaves = [self.track(p) for p in primals]
-        gradients = self.grad(f(*leaves), leaves, create_graph=True)
+        gradients = self.grad(f(*leaves), leaves, create_graph=True, allow_unused=True)
+        gradients = [  # f does not use a primal: its gradient and HVP are zeros
+            self._result(None, leaf, False) if g is None else g
+            for g, leaf in zip(gradients, leaves, strict=True)
+        ]
         result = self.push_forward(gradients, leaves, list(tangents))
         return result[0] if len(result) == 1 else result
 
     def __repr__(self) -> str:
         return f"<Tape: {len(self._leaves)} live leaves>"
+
+
+def _unused_message(output: Any, positions: list[int]) -> str:
+    which = ", ".join(f"wrt[{p}]" for p in positions)
+    if not isinstance(output, EagerTensor) or output.tape is None:
+        hint = (
+            "the output was computed from no tracked tensor (a gradient computed without "
+            "create_graph=True is detached: pass create_graph=True to differentiate it again)"
+        )
+    else:
+        hint = "the output does not depend on it"
+    return f"{which}: {hint}; pass allow_unused=True to get None instead"
 
 
 class _RecordingExecutor(ProgramExecutor):

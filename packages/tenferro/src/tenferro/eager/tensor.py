@@ -33,11 +33,12 @@ class EagerTensor(Tensor):
     whose gradient :meth:`backward` accumulates into :attr:`grad`.
     """
 
-    __slots__ = ("__weakref__", "_grad", "key", "tape", "trace")
+    __slots__ = ("__weakref__", "_grad", "key", "node", "tape")
     _priority: ClassVar[int] = 1
 
     key: Any
-    trace: Any
+    node: Any
+    """The tape node that produced this tensor (None for leaves and detached tensors)."""
     tape: Any
     _grad: EagerTensor | None
 
@@ -57,7 +58,7 @@ class EagerTensor(Tensor):
         self._value = value
         self.meta = meta
         self.key = None
-        self.trace = None
+        self.node = None
         self.tape = None
         self._grad = None
         if requires_grad:
@@ -68,12 +69,12 @@ class EagerTensor(Tensor):
             raise TenferroError("EagerTensor", "a tape is given but requires_grad is False")
 
     @classmethod
-    def _make(cls, value: Any, meta: Meta, key: Any, trace: Any, tape: Any) -> EagerTensor:
+    def _make(cls, value: Any, meta: Meta, key: Any, node: Any, tape: Any) -> EagerTensor:
         tensor = object.__new__(cls)
         tensor._value = value
         tensor.meta = meta
         tensor.key = key
-        tensor.trace = trace
+        tensor.node = node
         tensor.tape = tape
         tensor._grad = None
         return tensor
@@ -130,7 +131,7 @@ class EagerTensor(Tensor):
         raise TypeError(f"cannot use {type(value).__name__} as an EagerTensor")
 
     def _rewrap(self, meta: Meta) -> EagerTensor:
-        tensor = EagerTensor._make(self._value, meta, self.key, self.trace, self.tape)
+        tensor = EagerTensor._make(self._value, meta, self.key, self.node, self.tape)
         return tensor
 
     # ------------------------------------------------------------------ autograd API
@@ -143,7 +144,7 @@ class EagerTensor(Tensor):
     @property
     def is_leaf(self) -> bool:
         """A tensor no recorded operation produced (tracked leaves and detached tensors)."""
-        return self.trace is None
+        return self.node is None
 
     @property
     def grad(self) -> EagerTensor | None:
@@ -181,7 +182,7 @@ class EagerTensor(Tensor):
                 "backward",
                 "this tensor does not require grad (no tracked tensor was used to compute it)",
             )
-        self.tape.accumulate(self, seed)
+        self.tape.backward(self, seed)
 
     def __repr__(self) -> str:
         body = np.array2string(np.asarray(self._value), separator=", ", prefix="EagerTensor(")

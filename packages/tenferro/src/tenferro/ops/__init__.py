@@ -63,6 +63,7 @@ from tenferro.ops.structural import (
     Tril,
     Triu,
 )
+from tenferro.ops.undefined import NoDerivative
 
 __all__ = [
     "Abs",
@@ -96,6 +97,7 @@ __all__ = [
     "Minimum",
     "Mul",
     "Neg",
+    "NoDerivative",
     "Pad",
     "PadToMatch",
     "Pow",

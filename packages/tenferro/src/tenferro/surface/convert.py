@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from computegraph import DictCache
 from tenferro import lax
 from tenferro.core.bind import lift
 from tenferro.dtypes import dtype as as_dtype
@@ -138,8 +139,7 @@ _SCALAR_DTYPES = {
 }
 
 
-_SCALAR_OPERANDS: dict[Any, Any] = {}
-_SCALAR_OPERANDS_LIMIT = 4096
+_SCALAR_OPERANDS: DictCache[Any, Any] = DictCache(4096, "scalar operands")
 
 
 def _tensor_and_scalar(first: Any, second: Any, kinds: str) -> list[Any] | None:
@@ -167,9 +167,7 @@ def _tensor_and_scalar(first: Any, second: Any, kinds: str) -> list[Any] | None:
             return None
         constant = make_full(Meta(meta.shape, meta.dtype, scalar_dtype == meta.dtype), scalar)
         if cacheable:
-            if len(_SCALAR_OPERANDS) >= _SCALAR_OPERANDS_LIMIT:
-                _SCALAR_OPERANDS.clear()
-            _SCALAR_OPERANDS[key] = constant
+            _SCALAR_OPERANDS.put(key, constant)
     return [constant, tensor] if scalar_first else [tensor, constant]
 
 

@@ -132,7 +132,7 @@ def _finish(op: str, results: list[Any], single: bool, optional: bool, names: st
         if missing:
             raise InactiveError(
                 op,
-                f"the output does not depend on {names} {missing}; use the *_optional variant "
+                f"the output does not depend on {names} {missing}; pass allow_unused=True "
                 f"to get None there",
             )
     return results[0] if single else results
@@ -155,7 +155,9 @@ def jvp(output: TracedTensor, wrt: Any, tangent: Any, optional: bool) -> Any:
         _check_like("jvp", f"tangent {position}", t.meta, leaf.meta)
     (result,) = jvp_tensors([output], leaves, tangents)
     if result is None and not optional:
-        raise InactiveError("jvp", "the output does not depend on the leaves; use jvp_optional")
+        raise InactiveError(
+            "jvp", "the output does not depend on the leaves; pass allow_unused=True to get None"
+        )
     return result
 
 

@@ -87,39 +87,27 @@ class TracedTensor(TensorMethods):
 
     # ------------------------------------------------------------------ AD
 
-    def grad(self, wrt: Any) -> Any:
-        """The gradient of this real scalar with respect to leaf ``wrt`` (or a sequence of them)."""
+    def grad(self, wrt: Any, *, allow_unused: bool = False) -> Any:
+        """The gradient of this real scalar with respect to leaf ``wrt`` (or a sequence of
+        them). A leaf this value does not depend on raises :class:`~tenferro.InactiveError`,
+        or gives ``None`` with ``allow_unused=True``."""
         from tenferro.traced.ad import grad
 
-        return grad(self, wrt, optional=False)
+        return grad(self, wrt, optional=allow_unused)
 
-    def grad_optional(self, wrt: Any) -> Any:
-        """Like :meth:`grad`, with ``None`` where this value does not depend on a leaf."""
-        from tenferro.traced.ad import grad
-
-        return grad(self, wrt, optional=True)
-
-    def vjp(self, wrt: Any, cotangent: Any) -> Any:
-        """The vector-Jacobian product with ``cotangent`` (conjugate convention)."""
+    def vjp(self, wrt: Any, cotangent: Any, *, allow_unused: bool = False) -> Any:
+        """The vector-Jacobian product with ``cotangent`` (conjugate convention);
+        ``allow_unused`` as in :meth:`grad`."""
         from tenferro.traced.ad import vjp
 
-        return vjp(self, wrt, cotangent, optional=False)
+        return vjp(self, wrt, cotangent, optional=allow_unused)
 
-    def vjp_optional(self, wrt: Any, cotangent: Any) -> Any:
-        from tenferro.traced.ad import vjp
-
-        return vjp(self, wrt, cotangent, optional=True)
-
-    def jvp(self, wrt: Any, tangent: Any) -> Any:
-        """The Jacobian-vector product along ``tangent`` (one per leaf in ``wrt``)."""
+    def jvp(self, wrt: Any, tangent: Any, *, allow_unused: bool = False) -> Any:
+        """The Jacobian-vector product along ``tangent`` (one per leaf in ``wrt``);
+        ``allow_unused`` as in :meth:`grad`."""
         from tenferro.traced.ad import jvp
 
-        return jvp(self, wrt, tangent, optional=False)
-
-    def jvp_optional(self, wrt: Any, tangent: Any) -> Any:
-        from tenferro.traced.ad import jvp
-
-        return jvp(self, wrt, tangent, optional=True)
+        return jvp(self, wrt, tangent, optional=allow_unused)
 
     def checkpoint(self) -> TracedTensor:
         """Evaluate now and continue from the stored value; derivatives still flow to the

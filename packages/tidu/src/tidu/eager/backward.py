@@ -13,7 +13,7 @@ that records what it runs makes the backward pass differentiable.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from computegraph import ValueKey
@@ -36,7 +36,9 @@ class BackwardExecutor(Protocol):
 
         Called only when the transpose needs a primal value the node did not save
         (e.g. an intermediate of a composite graph, or anything a checkpointed node
-        dropped).
+        dropped). An executor may also define ``execute_forward_subset(graph,
+        initial_data, wanted)``, returning only the ``wanted`` values; backward then
+        uses it, so a replay keeps alive only what the derivative reads.
         """
         ...
 
@@ -76,6 +78,8 @@ def backward(
     ctx: Any = None,
     *,
     cache: DerivativeCache | None = None,
+    reached: set[ValueKey] | None = None,
+    keep: Collection[ValueKey] | None = None,
 ) -> dict[ValueKey, Any]:
     """Reverse mode from ``output_key`` (produced by ``output_trace``) with cotangent ``seed``.
 
@@ -86,6 +90,15 @@ def backward(
     Rule errors (:class:`~tidu.ADRuleError`) propagate. An executor may define
     ``primal_values(node)`` to supply the primal values of a node itself (see
     :func:`node_values`).
+
+    ``reached``, when given, receives the eager key of every input that requires grad
+    and that ``output_key`` depends on through the recorded graph, whether or not a
+    non-zero cotangent arrived there (a runtime gives those a zero gradient, as PyTorch
+    does after a step function, or tells unused inputs from used ones).
+
+    ``keep``, when given, frees memory: the cotangent of an intermediate value is dropped
+    as soon as its producer has consumed it, unless its key is in ``keep``; the result
+    then holds the inputs' cotangents and those of ``keep`` only.
     """
     if not isinstance(output_key, ValueKey):
         raise TypeError(f"backward: output_key must be a ValueKey, got {output_key!r}")
@@ -105,7 +118,14 @@ def backward(
     local: dict[tuple[Any, ...], Any] = {}
     supply = getattr(executor, "primal_values", None)
     transpose = executor.run_transposed_linear
-    for node in reversed(topological_nodes([output_trace])):
+    nodes = topological_nodes([output_trace])
+    if reached is not None:
+        for node in nodes:
+            edges = node.edges
+            for position in range(0, len(edges), 3):
+                if edges[position + 2]:
+                    reached.add(edges[position + 1])
+    for node in reversed(nodes):
         outputs = node.output_keys
         if len(outputs) == 1:
             only = cotangents.get(outputs[0])
@@ -131,9 +151,13 @@ def backward(
         linear, needed = found
         values = node.saved_data if supply is None else supply(node)
         if not needed <= values.keys():
-            replayed = executor.execute_forward(PrimitiveGraph(recorded.graph), values)
-            values = {**replayed, **values}
+            values = _replay(executor, recorded, values, needed)
         incoming = transpose(linear, seeds, values, ctx)
+        if keep is not None:
+            for key in outputs:
+                if key not in keep:
+                    cotangents.pop(key, None)
+            del seeds, values
         edges = node.edges
         if len(incoming) != len(active):
             raise RuleContractError(
@@ -149,6 +173,22 @@ def backward(
                 cotangent if existing is None else executor.add_operands(existing, cotangent)
             )
     return cotangents
+
+
+def _replay(
+    executor: BackwardExecutor, recorded: Any, values: Mapping[ValueKey, Any], needed: Any
+) -> dict[ValueKey, Any]:
+    """The saved values plus the ``needed`` ones a replay of the recorded graph recovers
+    (nothing else of the replay is kept alive: a checkpointed segment's intermediates
+    exist only while its own derivative runs)."""
+    graph = PrimitiveGraph(recorded.graph)
+    subset = getattr(executor, "execute_forward_subset", None)
+    if subset is not None:  # an optional hook: replay only what is needed
+        replayed = subset(graph, values, [key for key in needed if key not in values])
+    else:
+        replayed = executor.execute_forward(graph, values)
+    recovered = {key: replayed[key] for key in needed if key not in values and key in replayed}
+    return {**values, **recovered}
 
 
 def topological_nodes(roots: Sequence[Trace]) -> list[Trace]:

@@ -13,7 +13,7 @@ backward pass then lands on the tape and can itself be differentiated (HVP).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from computegraph import (
@@ -135,7 +135,7 @@ class ProgramExecutor:
         self._add = add
         self._apply = apply
         self._eval_ctx = eval_ctx
-        self._forward: BoundedCache[Graph, CompiledProgram] = BoundedCache(256, "replays")
+        self._forward: BoundedCache[Any, CompiledProgram] = BoundedCache(256, "replays")
 
     def execute_forward(
         self, graph: PrimitiveGraph, initial_data: Mapping[ValueKey, Any]
@@ -153,6 +153,28 @@ class ProgramExecutor:
             ) from None
         values = program.eval(inputs, self._eval_ctx, apply=self._apply)
         return dict(zip(recorded.value_keys, values, strict=True))
+
+    def execute_forward_subset(
+        self,
+        graph: PrimitiveGraph,
+        initial_data: Mapping[ValueKey, Any],
+        wanted: Collection[ValueKey],
+    ) -> dict[ValueKey, Any]:
+        """Like :meth:`execute_forward`, computing and returning only ``wanted`` (each
+        intermediate is freed after its last use, so a replay's peak stays small)."""
+        recorded = graph.as_graph()
+        keys = tuple(key for key in recorded.value_keys if key in wanted)
+        program = self._forward.get_or_create(
+            (recorded, keys), lambda: compile(materialize_merge(resolve(recorded), keys))
+        )
+        try:
+            inputs = [initial_data[key] for key in program.input_keys]
+        except KeyError as missing:
+            raise TransformError(
+                f"backward: cannot replay {recorded!r}: no saved value for input {missing}"
+            ) from None
+        values = program.eval(inputs, self._eval_ctx, apply=self._apply)
+        return dict(zip(keys, values, strict=True))
 
     def run_transposed_linear(
         self,

@@ -1,0 +1,78 @@
+"""Validation shared by the linear-algebra families, with errors that name the operation."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from tenferro.errors import DTypeError, LinAlgError, ParameterError, ShapeError
+from tenferro.meta import Meta
+
+__all__ = [
+    "check_eps",
+    "check_finite",
+    "check_matrix",
+    "check_square",
+    "failing_batch",
+    "inexact_dtype",
+]
+
+
+def check_matrix(op: str, meta: Meta) -> None:
+    """``meta`` is a (batch of) matrices: at least two axes."""
+    if meta.ndim < 2:
+        raise ShapeError(
+            op, f"needs a matrix or a batch of matrices [..., M, N], got shape {meta.shape}"
+        )
+    if meta.dynamic:
+        raise ShapeError(op, f"needs a static shape, got {meta.describe()}")
+
+
+def check_square(op: str, meta: Meta) -> None:
+    """``meta`` is a (batch of) square matrices."""
+    check_matrix(op, meta)
+    if meta.shape[-1] != meta.shape[-2]:
+        raise ShapeError(op, f"needs square matrices [..., N, N], got shape {meta.shape}")
+
+
+def inexact_dtype(op: str, meta: Meta) -> np.dtype[Any]:
+    """The dtype a decomposition computes in: float/complex as given; integers and bool
+    promote to float64 (numpy.linalg's rule)."""
+    kind = meta.dtype.kind
+    if kind in "fc":
+        return meta.dtype
+    if kind in "biu":
+        return np.dtype(np.float64)
+    raise DTypeError(op, f"dtype {meta.dtype} is not supported")
+
+
+def check_eps(op: str, eps: float) -> float:
+    """The Lorentzian regularisation of spectral gaps: finite and > 0."""
+    try:
+        value = float(eps)
+    except (TypeError, ValueError):
+        raise ParameterError(op, f"eps must be a positive finite number, got {eps!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ParameterError(op, f"eps must be a positive finite number, got {eps!r}")
+    return value
+
+
+def failing_batch(bad: np.ndarray[Any, Any]) -> str:
+    """`` at batch index (i, j)`` for the first True entry of a per-matrix flag array
+    (empty for an unbatched matrix)."""
+    if bad.ndim == 0:
+        return ""
+    index = tuple(int(i) for i in np.argwhere(bad)[0])
+    return f" at batch index {index}"
+
+
+def check_finite(op: str, a: np.ndarray[Any, Any]) -> None:
+    """Raise :class:`LinAlgError` when a decomposition's input holds NaN or Inf."""
+    finite = np.isfinite(a).all(axis=(-2, -1))
+    if not finite.all():
+        raise LinAlgError(
+            op,
+            f"the input of shape {a.shape} holds NaN or Inf{failing_batch(~finite)}",
+        )
