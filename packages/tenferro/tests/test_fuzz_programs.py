@@ -141,6 +141,62 @@ UNARY = [
         needs="rank1",
     ),
     Op("min_all", 1, lambda x: tf.min(x), np.min, real_only=True),
+    Op("rsub", 1, lambda x: 2.0 - x, lambda x: 2.0 - x),
+    Op("rdiv", 1, lambda x: 1.5 / _positive(x), lambda x: 1.5 / _positive(x)),
+    Op("rpow", 1, lambda x: 2.0 ** tf.tanh(x), lambda x: 2.0 ** np.tanh(x)),
+    Op("int_power", 1, lambda x: x**2 * 0.5 + x**1, lambda x: x**2 * 0.5 + x**1),
+    Op("abs_builtin", 1, lambda x: abs(x) + x.conj(), lambda x: abs(x) + np.conj(x)),
+    Op("mean_all", 1, lambda x: x.mean(), np.mean),
+    Op(
+        "remainder",
+        1,
+        lambda x: tf.remainder(x, 1.5),
+        lambda x: np.remainder(x, 1.5),
+        real_only=True,
+    ),
+    Op("fmod", 1, lambda x: tf.fmod(x, 1.5), lambda x: np.fmod(x, 1.5), real_only=True),
+    Op(
+        "where_real",
+        1,
+        lambda x: tf.where(tf.real(x) > 0, x, x * 0.5),
+        lambda x: np.where(np.real(x) > 0, x, x * 0.5),
+    ),
+    Op(
+        "split_join",
+        1,
+        lambda x: tf.concatenate([x[..., 1:], x[..., :1]], axis=-1),
+        lambda x: np.concatenate([x[..., 1:], x[..., :1]], axis=-1),
+        needs="rank1",
+    ),
+    Op(
+        "flat_round_trip",
+        1,
+        lambda x: tf.reshape(tf.reshape(x, (-1,)) * 1.5, x.shape),
+        lambda x: np.reshape(np.reshape(x, (-1,)) * 1.5, np.shape(x)),
+    ),
+    Op(
+        "take",
+        1,
+        lambda x: tf.take(x, [0, -1], axis=0)[:1],
+        lambda x: np.take(x, [0, -1], axis=0)[:1],
+        needs="rank1",
+    ),
+    Op("trace", 1, tf.trace, np.trace, needs="square2"),
+    Op("diagonal", 1, tf.diagonal, np.diagonal, needs="square2"),
+    Op(
+        "swapaxes",
+        1,
+        lambda x: tf.swapaxes(x, 0, 1),
+        lambda x: np.swapaxes(x, 0, 1),
+        needs="square2",
+    ),
+    Op(
+        "triu_k",
+        1,
+        lambda x: tf.triu(x, 1) + tf.tril(x, -1).T,
+        lambda x: np.triu(x, 1) + np.tril(x, -1).T,
+        needs="square2",
+    ),
 ]
 
 BINARY = [
@@ -170,6 +226,17 @@ BINARY = [
         real_only=True,
     ),
     Op("matmul", 2, tf.matmul, np.matmul, needs="square"),
+    Op("matmul_operator", 2, lambda x, y: x @ y, lambda x, y: x @ y, needs="square"),
+    Op("dot", 2, tf.dot, np.dot, needs="square"),
+    Op("vdot", 2, tf.vdot, lambda x, y: np.vdot(x, y), needs="same3"),
+    Op("inner", 2, tf.inner, np.inner, needs="same3"),
+    Op(
+        "stack_sum",
+        2,
+        lambda x, y: tf.sum(tf.stack([x, y * 2.0]), axis=0),
+        lambda x, y: np.sum(np.stack([x, y * 2.0]), axis=0),
+        needs="same",
+    ),
 ]
 
 OPS = {op.name: op for op in UNARY + BINARY}
@@ -218,6 +285,12 @@ def _fits(op: Op, shapes: list[tuple[int, ...]], complex_: bool) -> bool:
         return all(s in ((3, 3), (3,)) for s in shapes) and not (
             op.arity == 2 and shapes[0] == (3,) and shapes[1] == (3,) and False
         )
+    if op.needs == "square2":
+        return all(s == (3, 3) for s in shapes)
+    if op.needs == "same3":
+        return all(s == (3,) for s in shapes)
+    if op.needs == "same":
+        return len(set(shapes)) == 1
     if op.needs == "rank1":
         return all(len(s) >= 1 for s in shapes)
     if op.needs == "many":
