@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pytest
 from fuzz_support import fuzz_settings
-from hypothesis import assume, given, reject
+from hypothesis import assume, given, reject, settings
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -509,3 +509,59 @@ DTYPES = [np.dtype(d) for d in ("float32", "float64", "complex64", "complex128")
 @given(data=st.data())
 def test_random_programs_match_numpy_and_finite_differences(dtype, data):
     check_program(data.draw(programs(dtype)))
+
+
+# ---------------------------------------------------------------------- the check catches bugs
+
+
+def _fixed(dtype: np.dtype[Any], *steps: tuple[str, tuple[int, ...]]) -> Program:
+    rng = np.random.default_rng(7)
+    leaves = []
+    for _ in range(2):
+        values = rng.standard_normal((2, 3))
+        if dtype.kind == "c":
+            values = values + 1j * rng.standard_normal((2, 3))
+        leaves.append(np.asarray(values, dtype=dtype))
+    return Program(dtype, tuple(leaves), steps)
+
+
+def _half_cos(self: Any, x: Any, y: Any) -> Any:
+    return tf.lax.mul(tf.lax.cos(x), tf.lax.full_like(x, 0.5))
+
+
+def _mul_transpose_without_conj(self: Any, cts: Any, xs: Any, active: Any) -> Any:
+    (ct,) = cts
+    x, y = xs
+    return [tf.lax.mul(ct, y) if active[0] else None, tf.lax.mul(x, ct) if active[1] else None]
+
+
+@pytest.mark.parametrize(
+    ("cls", "method", "replacement", "program"),
+    [
+        pytest.param(
+            tf.ops.Sin, "coefficient", _half_cos, _fixed(DTYPES[1], ("sin", (0,))), id="sin-half"
+        ),
+        pytest.param(
+            tf.ops.Mul,
+            "transpose",
+            _mul_transpose_without_conj,
+            _fixed(DTYPES[3], ("multiply", (0, 1))),
+            id="mul-transpose-no-conj",
+        ),
+    ],
+)
+def test_a_broken_rule_fails_the_program_check(cls, method, replacement, program, monkeypatch):
+    @settings(max_examples=1, database=None, deadline=None)
+    @given(st.just(program))
+    def check(p: Program) -> None:
+        check_program(p)
+
+    check()  # sound rules pass
+    tf.clear_caches()
+    monkeypatch.setattr(cls, method, replacement)
+    try:
+        with pytest.raises(AssertionError):
+            check()
+    finally:
+        monkeypatch.undo()
+        tf.clear_caches()
