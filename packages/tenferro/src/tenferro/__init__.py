@@ -41,6 +41,7 @@ from tenferro.eager import (
     is_grad_enabled,
     no_grad,
 )
+from tenferro.einsum import einsum, einsum_path  # the function shadows the subpackage name
 from tenferro.errors import (
     AxisError,
     BindingError,
@@ -107,6 +108,8 @@ __all__ = [
     "complex128",
     "default_tape",
     "dtype",
+    "einsum",
+    "einsum_path",
     "evaluate",
     "extension",
     "float32",

@@ -12,6 +12,7 @@ from typing import Literal
 import computegraph
 
 __all__ = [
+    "ArgumentTypeError",
     "AxisError",
     "BindingError",
     "DTypeError",
@@ -68,6 +69,11 @@ class InactiveError(TenferroError, ValueError):
 
 class BindingError(TenferroError, computegraph.BindingError):
     """A placeholder was bound wrongly or not at all."""
+
+
+class ArgumentTypeError(TenferroError, TypeError):
+    """An argument of the wrong kind: not callable, not a tuple of primals, a traced value
+    where a concrete one is needed."""
 
 
 class ExecutionError(TenferroError, ArithmeticError):

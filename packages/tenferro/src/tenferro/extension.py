@@ -52,7 +52,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from tenferro.core.bind import bind, lift
+from tenferro.core.bind import lift
 from tenferro.core.primitive import RuleValue, TensorPrimitive, primitive
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import ExecutionError, TenferroError
@@ -143,9 +143,7 @@ class ExtensionOp(TensorPrimitive):
         tensors = lift([asarray(v) for v in operands])
         if not tensors:
             raise TenferroError(cls.name, "an extension operation needs at least one operand")
-        op = cls.make(tuple(t.meta for t in tensors), **params)
-        results = bind(op, tensors)
-        return results[0] if len(results) == 1 else results
+        return cls.bind(*tensors, **params)
 
 
 def _is_single_meta(value: Any) -> bool:

@@ -10,60 +10,60 @@ StableHLO.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from tenferro.meta import Meta
-from tenferro.ops.analytic import cos, exp, expm1, log, log1p, pow, rsqrt, sin, sqrt, tanh
-from tenferro.ops.contraction import dot_general
-from tenferro.ops.dynamic import constant, dynamic_truncate, pad_to_match, shape_of
+import numpy as np
+
+from tenferro.dtypes import dtype as as_dtype
+from tenferro.dtypes import is_complex
+from tenferro.meta import Meta, normalize_axes
+from tenferro.ops.analytic import Cos, Exp, Expm1, Log, Log1p, Pow, Rsqrt, Sin, Sqrt, Tanh
+from tenferro.ops.contraction import DotGeneral
+from tenferro.ops.dynamic import Constant, DynamicTruncate, PadToMatch, ShapeOf
 from tenferro.ops.elementwise import (
-    abs,
-    add,
-    clamp,
-    compare,
-    complex,
-    conj,
-    div,
-    imag,
-    max,
-    min,
-    mul,
-    neg,
-    real,
-    rem,
-    round,
-    select,
-    sign,
-    sub,
+    Abs,
+    Add,
+    Clamp,
+    Compare,
+    Complex,
+    Conj,
+    Direction,
+    Div,
+    Imag,
+    Maximum,
+    Minimum,
+    Mul,
+    Neg,
+    Real,
+    Rem,
+    Round,
+    Select,
+    Sign,
+    Sub,
 )
 from tenferro.ops.indexing import (
-    concatenate,
-    dynamic_slice,
-    dynamic_update_slice,
-    gather,
-    pad,
-    scatter_add,
-    slice,
+    Concatenate,
+    DynamicSlice,
+    DynamicUpdateSlice,
+    Gather,
+    Pad,
+    Scatter,
+    Slice,
 )
-from tenferro.ops.reduction import (
-    reduce_max,
-    reduce_min,
-    reduce_prod,
-    reduce_sum,
-    reduce_sum_squares,
-)
+from tenferro.ops.reduction import ReduceMax, ReduceMin, ReduceProd, ReduceSum, ReduceSumSquares
 from tenferro.ops.structural import (
-    broadcast_in_dim,
-    convert_element_type,
-    embed_diag,
-    extract_diag,
-    reshape,
-    rev,
-    transpose,
-    tril,
-    triu,
+    BroadcastInDim,
+    Convert,
+    EmbedDiag,
+    ExtractDiag,
+    Reshape,
+    Reverse,
+    Transpose,
+    Tril,
+    Triu,
 )
-from tenferro.ops.undefined import no_derivative
+from tenferro.ops.undefined import NoDerivative
 from tidu import RuleContractError
 
 __all__ = [
@@ -135,6 +135,421 @@ __all__ = [
 ]
 
 
+# ---------------------------------------------------------------------- arithmetic
+
+
+def add(x: Any, y: Any) -> Any:
+    """``x + y``; ``x`` and ``y`` share shape and dtype (integer, floating or complex)."""
+    return Add.bind(x, y)
+
+
+def sub(x: Any, y: Any) -> Any:
+    """``x - y``; ``x`` and ``y`` share shape and dtype (integer, floating or complex)."""
+    return Sub.bind(x, y)
+
+
+def mul(x: Any, y: Any) -> Any:
+    """``x * y``; ``x`` and ``y`` share shape and dtype (integer, floating or complex)."""
+    return Mul.bind(x, y)
+
+
+def div(x: Any, y: Any) -> Any:
+    """``x / y``; one shape and dtype; integers truncate toward zero, a zero divisor raises."""
+    return Div.bind(x, y)
+
+
+def rem(x: Any, y: Any) -> Any:
+    """``fmod(x, y)``: the remainder with the sign of ``x``; one integer or floating dtype."""
+    return Rem.bind(x, y)
+
+
+def neg(x: Any) -> Any:
+    """``-x``."""
+    return Neg.bind(x)
+
+
+def abs(x: Any) -> Any:
+    """``|x|``; a complex ``x`` gives its real dtype's modulus."""
+    return Abs.bind(x)
+
+
+def sign(x: Any) -> Any:
+    """-1, 0 or 1 by the sign of ``x`` (complex: ``x / |x|``, 0 at 0); zero derivative."""
+    return Sign.bind(x)
+
+
+def round(x: Any, method: str) -> Any:
+    """Floating ``x`` rounded by ``method``: floor, ceil, trunc or nearest_even."""
+    return Round.bind(x, method=method)
+
+
+def max(x: Any, y: Any) -> Any:
+    """Elementwise maximum of real ``x`` and ``y`` (one shape and dtype); ties split the
+    derivative in half."""
+    return Maximum.bind(x, y)
+
+
+def min(x: Any, y: Any) -> Any:
+    """Elementwise minimum of real ``x`` and ``y`` (one shape and dtype); ties split the
+    derivative in half."""
+    return Minimum.bind(x, y)
+
+
+def clamp(x: Any, lower: Any, upper: Any) -> Any:
+    """``min(max(x, lower), upper)`` of three real values of one shape and dtype."""
+    return Clamp.bind(x, lower, upper)
+
+
+# ---------------------------------------------------------------------- analytic functions
+
+
+def exp(x: Any) -> Any:
+    """``e ** x`` of floating or complex ``x``."""
+    return Exp.bind(x)
+
+
+def log(x: Any) -> Any:
+    """The natural logarithm (principal branch for complex) of floating or complex ``x``."""
+    return Log.bind(x)
+
+
+def sin(x: Any) -> Any:
+    """``sin(x)`` of floating or complex ``x``."""
+    return Sin.bind(x)
+
+
+def cos(x: Any) -> Any:
+    """``cos(x)`` of floating or complex ``x``."""
+    return Cos.bind(x)
+
+
+def tanh(x: Any) -> Any:
+    """``tanh(x)`` of floating or complex ``x``."""
+    return Tanh.bind(x)
+
+
+def sqrt(x: Any) -> Any:
+    """The (principal) square root of floating or complex ``x``."""
+    return Sqrt.bind(x)
+
+
+def rsqrt(x: Any) -> Any:
+    """``1 / sqrt(x)`` of floating or complex ``x``."""
+    return Rsqrt.bind(x)
+
+
+def expm1(x: Any) -> Any:
+    """``exp(x) - 1``, accurate near 0, of floating or complex ``x``."""
+    return Expm1.bind(x)
+
+
+def log1p(x: Any) -> Any:
+    """``log(1 + x)``, accurate near 0, of floating or complex ``x``."""
+    return Log1p.bind(x)
+
+
+def pow(x: Any, y: Any) -> Any:
+    """``x ** y`` of one shape and dtype; integers take non-negative exponents only."""
+    return Pow.bind(x, y)
+
+
+# ---------------------------------------------------------------------- comparison and selection
+
+
+def compare(x: Any, y: Any, direction: Direction) -> Any:
+    """Bool ``x <direction> y`` (eq, ne, lt, le, gt, ge) of one shape and dtype; complex
+    values compare only for eq and ne."""
+    return Compare.bind(x, y, direction=direction)
+
+
+def select(pred: Any, on_true: Any, on_false: Any) -> Any:
+    """``on_true`` where the bool ``pred`` holds, else ``on_false`` (all of one shape)."""
+    return Select.bind(pred, on_true, on_false)
+
+
+# ---------------------------------------------------------------------- complex parts
+
+
+def conj(x: Any) -> Any:
+    """The complex conjugate; ``x`` itself (no operation) for real values."""
+    if not is_complex(x.meta.dtype):
+        return x
+    return Conj.bind(x)
+
+
+def real(x: Any) -> Any:
+    """The real part of complex ``x``, in the matching real dtype."""
+    return Real.bind(x)
+
+
+def imag(x: Any) -> Any:
+    """The imaginary part of complex ``x``, in the matching real dtype."""
+    return Imag.bind(x)
+
+
+def complex(re: Any, im: Any) -> Any:
+    """``re + i im`` from two floating values of one shape and dtype."""
+    return Complex.bind(re, im)
+
+
+# ---------------------------------------------------------------------- reductions
+
+
+def _reduced_axes(x: Any, axes: Sequence[int], op: str) -> tuple[int, ...]:
+    return tuple(sorted(normalize_axes(axes, x.meta.ndim, op)))
+
+
+def reduce_sum(x: Any, axes: Sequence[int]) -> Any:
+    """The sum over ``axes`` (unique, negative counted from the end), which are dropped."""
+    return ReduceSum.bind(x, axes=_reduced_axes(x, axes, "reduce_sum"))
+
+
+def reduce_sum_squares(x: Any, axes: Sequence[int]) -> Any:
+    """The sum of squares of floating ``x`` over ``axes``, which are dropped."""
+    return ReduceSumSquares.bind(x, axes=_reduced_axes(x, axes, "reduce_sum_squares"))
+
+
+def reduce_prod(x: Any, axes: Sequence[int]) -> Any:
+    """The product over ``axes``, which are dropped."""
+    return ReduceProd.bind(x, axes=_reduced_axes(x, axes, "reduce_prod"))
+
+
+def reduce_max(x: Any, axes: Sequence[int]) -> Any:
+    """The maximum of real ``x`` over ``axes`` (dropped); ties share the derivative equally."""
+    return ReduceMax.bind(x, axes=_reduced_axes(x, axes, "reduce_max"))
+
+
+def reduce_min(x: Any, axes: Sequence[int]) -> Any:
+    """The minimum of real ``x`` over ``axes`` (dropped); ties share the derivative equally."""
+    return ReduceMin.bind(x, axes=_reduced_axes(x, axes, "reduce_min"))
+
+
+# ---------------------------------------------------------------------- structural
+
+
+def transpose(x: Any, permutation: Sequence[int]) -> Any:
+    """Permute axes: output axis ``i`` is axis ``permutation[i]`` of ``x``."""
+    perm = tuple(int(p) for p in permutation)
+    if perm == tuple(range(len(perm))) and len(perm) == x.meta.ndim:
+        return x
+    return Transpose.bind(x, permutation=perm)
+
+
+def reshape(x: Any, shape: Sequence[int]) -> Any:
+    """The elements of ``x`` in row-major (C) order, in ``shape`` (same size)."""
+    target = tuple(int(n) for n in shape)
+    if target == x.meta.shape and not x.meta.dynamic:
+        return x
+    return Reshape.bind(x, shape=target)
+
+
+def broadcast_in_dim(x: Any, shape: Sequence[int], dims: Sequence[int]) -> Any:
+    """``x`` broadcast to ``shape``: its axis ``j`` becomes axis ``dims[j]`` (extent equal,
+    or 1 to expand), the other axes repeat it."""
+    target = tuple(int(n) for n in shape)
+    positions = tuple(int(d) for d in dims)
+    if target == x.meta.shape and positions == tuple(range(len(target))) and not x.meta.dynamic:
+        return x
+    return BroadcastInDim.bind(x, shape=target, dims=positions)
+
+
+def convert_element_type(x: Any, dtype: Any) -> Any:
+    """``x`` cast to ``dtype`` (complex to real keeps the real part; to bool is ``!= 0``)."""
+    target = as_dtype(dtype, "convert")
+    if target == x.meta.dtype:
+        return x
+    return Convert.bind(x, dtype=target)
+
+
+def extract_diag(x: Any, axis_a: int, axis_b: int) -> Any:
+    """The diagonal between ``axis_a`` and ``axis_b``: ``axis_b`` is dropped and the
+    diagonal (the shorter extent) takes ``axis_a``'s place."""
+    return ExtractDiag.bind(x, axis_a=axis_a, axis_b=axis_b)
+
+
+def embed_diag(x: Any, axis_a: int, axis_b: int) -> Any:
+    """A new output axis ``axis_b`` as long as ``axis_a``, with ``x`` on the diagonal of
+    the two and zeros elsewhere (the inverse of ``extract_diag``)."""
+    return EmbedDiag.bind(x, axis_a=axis_a, axis_b=axis_b)
+
+
+def tril(x: Any, k: int = 0) -> Any:
+    """The lower triangle of the last two axes (column - row <= ``k``), zeros above."""
+    return Tril.bind(x, k=int(k))
+
+
+def triu(x: Any, k: int = 0) -> Any:
+    """The upper triangle of the last two axes (column - row >= ``k``), zeros below."""
+    return Triu.bind(x, k=int(k))
+
+
+def rev(x: Any, axes: Sequence[int]) -> Any:
+    """``x`` with the order of elements along ``axes`` reversed."""
+    normalized = tuple(sorted(int(a) % x.meta.ndim for a in axes)) if x.meta.ndim else ()
+    if not normalized:
+        return x
+    return Reverse.bind(x, axes=normalized)
+
+
+# ---------------------------------------------------------------------- indexing
+
+
+def slice(
+    x: Any, starts: Sequence[int], limits: Sequence[int], strides: Sequence[int] | None = None
+) -> Any:
+    """``x[starts[i]:limits[i]:strides[i]]`` on every axis (static bounds, positive strides)."""
+    starts_t = tuple(int(s) for s in starts)
+    limits_t = tuple(int(s) for s in limits)
+    strides_t = tuple(int(s) for s in strides) if strides is not None else (1,) * len(starts_t)
+    if (
+        starts_t == (0,) * x.meta.ndim
+        and limits_t == x.meta.shape
+        and strides_t == (1,) * x.meta.ndim
+    ):
+        return x
+    return Slice.bind(x, starts=starts_t, limits=limits_t, strides=strides_t)
+
+
+def pad(x: Any, low: Sequence[int], high: Sequence[int], interior: Sequence[int]) -> Any:
+    """Zero padding: ``low`` and ``high`` per axis (negative crops), ``interior`` zeros
+    between neighbouring elements."""
+    config = (
+        tuple(int(v) for v in low),
+        tuple(int(v) for v in high),
+        tuple(int(v) for v in interior),
+    )
+    if all(v == 0 for part in config for v in part):
+        return x
+    return Pad.bind(x, low=config[0], high=config[1], interior=config[2])
+
+
+def concatenate(operands: Sequence[Any], axis: int) -> Any:
+    """The operands joined along ``axis`` (one dtype; other extents equal)."""
+    if len(operands) == 1:
+        return operands[0]
+    return Concatenate.bind(*operands, axis=int(axis))
+
+
+def dynamic_slice(x: Any, starts: Any, sizes: Sequence[int]) -> Any:
+    """The ``sizes`` window of ``x`` at ``starts`` (a rank-1 integer tensor), clamped to fit."""
+    return DynamicSlice.bind(x, starts, sizes=tuple(int(n) for n in sizes))
+
+
+def dynamic_update_slice(x: Any, update: Any, starts: Any) -> Any:
+    """A copy of ``x`` with ``update`` written at ``starts`` (rank-1 integer), clamped to fit."""
+    return DynamicUpdateSlice.bind(x, update, starts)
+
+
+def gather(
+    operand: Any,
+    indices: Any,
+    *,
+    offset_dims: Sequence[int],
+    collapsed_slice_dims: Sequence[int],
+    start_index_map: Sequence[int],
+    index_vector_dim: int,
+    slice_sizes: Sequence[int],
+) -> Any:
+    """StableHLO gather (``jax.lax.gather`` dimension numbers); start indices are clamped
+    so that the slices fit."""
+    return Gather.bind(
+        operand,
+        indices,
+        offset_dims=tuple(offset_dims),
+        collapsed_slice_dims=tuple(collapsed_slice_dims),
+        start_index_map=tuple(start_index_map),
+        index_vector_dim=int(index_vector_dim),
+        slice_sizes=tuple(int(n) for n in slice_sizes),
+    )
+
+
+def scatter_add(
+    operand: Any,
+    indices: Any,
+    updates: Any,
+    *,
+    update_window_dims: Sequence[int],
+    inserted_window_dims: Sequence[int],
+    scatter_dims_to_operand_dims: Sequence[int],
+    index_vector_dim: int,
+) -> Any:
+    """StableHLO scatter with addition: ``operand`` plus ``updates`` added at the windows
+    ``indices`` select (``jax.lax.scatter_add`` dimension numbers); windows out of bounds
+    are dropped."""
+    return Scatter.bind(
+        operand,
+        indices,
+        updates,
+        update_window_dims=tuple(update_window_dims),
+        inserted_window_dims=tuple(inserted_window_dims),
+        scatter_dims_to_operand_dims=tuple(scatter_dims_to_operand_dims),
+        index_vector_dim=int(index_vector_dim),
+    )
+
+
+# ---------------------------------------------------------------------- contraction
+
+
+def dot_general(
+    lhs: Any,
+    rhs: Any,
+    lhs_contracting: Sequence[int],
+    rhs_contracting: Sequence[int],
+    lhs_batch: Sequence[int] = (),
+    rhs_batch: Sequence[int] = (),
+) -> Any:
+    """Contract ``lhs_contracting[i]`` with ``rhs_contracting[i]`` and pair the batch axes
+    (one dtype, no conjugation); the output axes are the batch axes, then the free axes of
+    ``lhs``, then those of ``rhs``."""
+    return DotGeneral.bind(
+        lhs,
+        rhs,
+        lhs_contracting=tuple(int(a) for a in lhs_contracting),
+        rhs_contracting=tuple(int(a) for a in rhs_contracting),
+        lhs_batch=tuple(int(a) for a in lhs_batch),
+        rhs_batch=tuple(int(a) for a in rhs_batch),
+    )
+
+
+# ---------------------------------------------------------------------- constants, dynamic shapes
+
+
+def constant(value: Any, dtype: Any, like: Any) -> Any:
+    """A rank-0 constant of ``dtype``, of the same tensor kind (and rule) as ``like``."""
+    target = as_dtype(dtype, "constant")
+    bits = np.asarray(value, dtype=target).tobytes()
+    return Constant.bind(like=like, dtype=target, bits=bits)
+
+
+def shape_of(x: Any, axis: int) -> Any:
+    """The runtime extent of ``x`` along ``axis`` (non-negative) as a float64 scalar; not
+    differentiable."""
+    return ShapeOf.bind(x, axis=int(axis))
+
+
+def dynamic_truncate(x: Any, size: Any, axis: int) -> Any:
+    """The prefix of length ``size`` (a real scalar, rounded and clamped to the extent)
+    along ``axis``, which becomes data-dependent."""
+    return DynamicTruncate.bind(x, size, axis=int(axis))
+
+
+def pad_to_match(x: Any, reference: Any, axis: int) -> Any:
+    """``x`` zero-padded at the end of ``axis`` to ``reference``'s (static) extent there."""
+    return PadToMatch.bind(x, reference, axis=int(axis))
+
+
+def no_derivative(operation: str, slot: int, tangent: Any, result: Meta, reason: str) -> Any:
+    """In a JVP rule: the tangent of output ``slot`` of ``operation`` (meta ``result``),
+    which has no derivative for ``reason``; ``tangent`` is any tangent of the rule's inputs.
+    Evaluating or transposing it raises :class:`tidu.ADRuleError`."""
+    return NoDerivative.bind(
+        tangent, operation=operation, slot=int(slot), result=result, reason=reason
+    )
+
+
+# ---------------------------------------------------------------------- compositions
+
+
 def full(meta: Meta, value: Any, like: Any) -> Any:
     """A value of ``meta``'s shape and dtype filled with ``value`` (kind taken from ``like``).
 
@@ -152,10 +567,12 @@ def full_like(x: Any, value: Any) -> Any:
 
 
 def zeros(meta: Meta, like: Any) -> Any:
+    """Zeros of ``meta``'s shape and dtype (kind taken from ``like``)."""
     return full(meta, 0, like)
 
 
 def zeros_like(x: Any) -> Any:
+    """Zeros of ``x``'s shape and dtype."""
     return full(x.meta, 0, x)
 
 
@@ -178,14 +595,17 @@ def sub_tangents(a: Any, b: Any) -> Any:
 
 
 def logical_and(a: Any, b: Any) -> Any:
+    """``a and b`` of bool values."""
     return select(a, b, zeros_like(b))
 
 
 def logical_or(a: Any, b: Any) -> Any:
+    """``a or b`` of bool values."""
     return select(a, full_like(a, True), b)
 
 
 def logical_not(a: Any) -> Any:
+    """``not a`` of bool values."""
     return compare(a, zeros_like(a), "eq")
 
 

@@ -15,10 +15,12 @@ tensor used in a traced computation becomes a constant leaf, and so on).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from tenferro.core.primitive import TensorPrimitive
 from tenferro.errors import TenferroError
+
+if TYPE_CHECKING:
+    from tenferro.core.primitive import TensorPrimitive
 
 __all__ = ["TensorKind", "bind", "bind1", "lift"]
 

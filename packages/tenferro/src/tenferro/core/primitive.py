@@ -31,6 +31,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from computegraph import PRIMARY, DictCache, External, Linearized, Local, LocalValueId, ValueKey
+from tenferro.core.bind import bind as _bind_operands
 from tenferro.errors import DTypeError, ShapeError, TenferroError
 from tenferro.meta import HasMeta, Meta
 from tidu import ADRuleError, RuleContractError
@@ -41,6 +42,8 @@ __all__ = [
     "RuleScope",
     "RuleValue",
     "TensorPrimitive",
+    "Ts",
+    "Xs",
     "check_kind",
     "check_same",
     "check_static",
@@ -94,6 +97,32 @@ class TensorPrimitive:
         TensorPrimitive._instances.put(cache_key, instance)
         return instance
 
+    @classmethod
+    def bind(cls, *operands: Any, like: Any = None, **params: Any) -> Any:
+        """Apply this primitive with ``params`` to ``operands`` (tensors of any kind, or
+        rule values inside an AD rule); return its output, or the tuple of its outputs
+        when it has several (as many as its instance declares).
+
+        ``params`` are the primitive's fields, already in canonical hashable form (the
+        :mod:`tenferro.lax` functions normalise what their callers pass); ``like`` gives
+        the tensor kind of a primitive without operands.
+        """
+        metas: tuple[Meta, ...]
+        count = len(operands)  # unrolled for the common arities: this is the hot path
+        if count == 2:
+            metas = (operands[0].meta, operands[1].meta)
+        elif count == 1:
+            metas = (operands[0].meta,)
+        else:
+            metas = tuple([o.meta for o in operands])
+        key = (cls, metas, *params.items()) if params else (cls, metas)
+        try:
+            op = cls._instances[key]
+        except (KeyError, TypeError):  # not built yet, or unhashable parameters
+            op = cls._make_shared(metas, key, params)
+        results = _bind_operands(op, operands, like)
+        return results[0] if len(results) == 1 else results
+
     def __post_init__(self) -> None:
         arity = self.input_count()
         if len(self.inputs) != arity:
@@ -139,6 +168,11 @@ class TensorPrimitive:
 
     def __hash__(self) -> int:
         return self._hash
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt through ``make``: the shared instance, with its cached hash and outputs.
+        params = {f: getattr(self, f) for f in self._field_names if f != "inputs"}
+        return (_remake, (type(self), self.inputs, params))
 
     def __str__(self) -> str:
         params = ", ".join(
@@ -227,6 +261,11 @@ def _show(value: Any) -> str:
     if isinstance(value, np.dtype):
         return str(value)
     return repr(value)
+
+
+def _remake(cls: type[P], inputs: tuple[Meta, ...], params: dict[str, Any]) -> P:
+    """Unpickle a primitive (see ``TensorPrimitive.__reduce__``)."""
+    return cls.make(inputs, **params)
 
 
 def primitive(cls: type[P]) -> type[P]:
@@ -388,6 +427,12 @@ class RuleValue(HasMeta):
     def __repr__(self) -> str:
         kind = "active" if self.active else "fixed"
         return f"<rule value {self.meta.describe()} {kind} {self.ref!r}>"
+
+
+Ts = tuple[RuleValue | None, ...]
+"""Tangents or cotangents in a rule (``None`` = zero)."""
+Xs = tuple[RuleValue, ...]
+"""Primal values in a rule."""
 
 
 def rule_bind(op: TensorPrimitive, operands: Sequence[RuleValue]) -> list[RuleValue]:

@@ -14,8 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tenferro import lax
-from tenferro.core.bind import bind1
-from tenferro.core.primitive import RuleValue, primitive
+from tenferro.core.primitive import RuleValue, Ts, Xs, primitive
 from tenferro.errors import ExecutionError
 from tenferro.ops.elementwise import Elementwise
 
@@ -32,22 +31,7 @@ __all__ = [
     "Sin",
     "Sqrt",
     "Tanh",
-    "cos",
-    "exp",
-    "expm1",
-    "log",
-    "log1p",
-    "log2",
-    "log10",
-    "pow",
-    "rsqrt",
-    "sin",
-    "sqrt",
-    "tanh",
 ]
-
-Ts = tuple[RuleValue | None, ...]
-Xs = tuple[RuleValue, ...]
 
 
 class Analytic(Elementwise):
@@ -228,29 +212,3 @@ class Pow(Elementwise):
             safe_x = lax.select(at_zero, lax.full_like(x, 1), x)  # no log(0) even where unused
             by_y = lax.mul(dy, lax.select(at_zero, zero, lax.mul(lax.log(safe_x), z)))
         return [lax.add_tangents(by_x, by_y)]
-
-
-def _unary(cls: type[Analytic]) -> Any:
-    def apply(x: Any) -> Any:
-        return bind1(cls.make((x.meta,)), (x,))
-
-    apply.__name__ = cls.name
-    apply.__doc__ = f"Elementwise {cls.name} (strict: no broadcasting or promotion)."
-    return apply
-
-
-exp = _unary(Exp)
-log = _unary(Log)
-log2 = _unary(Log2)
-log10 = _unary(Log10)
-sin = _unary(Sin)
-cos = _unary(Cos)
-tanh = _unary(Tanh)
-sqrt = _unary(Sqrt)
-rsqrt = _unary(Rsqrt)
-expm1 = _unary(Expm1)
-log1p = _unary(Log1p)
-
-
-def pow(x: Any, y: Any) -> Any:
-    return bind1(Pow.make((x.meta, y.meta)), (x, y))

@@ -14,16 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from tenferro import lax
-from tenferro.core.bind import bind1
-from tenferro.core.primitive import RuleValue, TensorPrimitive, check_kind, primitive
+from tenferro import algebra, lax
+from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs, check_kind, primitive
 from tenferro.errors import AxisError, DTypeError, ShapeError
 from tenferro.meta import Meta
 
-__all__ = ["DotGeneral", "dot_general"]
-
-Ts = tuple[RuleValue | None, ...]
-Xs = tuple[RuleValue, ...]
+__all__ = ["DotGeneral"]
 
 
 def _free(ndim: int, contracting: Sequence[int], batch: Sequence[int]) -> tuple[int, ...]:
@@ -118,15 +114,13 @@ class DotGeneral(TensorPrimitive):
         return np.matmul(a, b).reshape(batch_shape + lhs_free_shape + rhs_free_shape)
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        lhs, rhs = xs
-        dlhs, drhs = ts
+        (lhs, rhs), (dlhs, drhs) = xs, ts
         numbers = self._numbers()
-        return [
-            lax.add_tangents(
-                None if dlhs is None else lax.dot_general(dlhs, rhs, *numbers),
-                None if drhs is None else lax.dot_general(lhs, drhs, *numbers),
-            )
-        ]
+
+        def product(a: Any, b: Any) -> Any:
+            return lax.dot_general(a, b, *numbers)
+
+        return [algebra.bilinear(product, lhs, rhs, dlhs, drhs)]
 
     def _numbers(self) -> tuple[tuple[int, ...], ...]:
         return (self.lhs_contracting, self.rhs_contracting, self.lhs_batch, self.rhs_batch)
@@ -185,21 +179,3 @@ def _transpose_lhs(
     contracting_by_other = [contracting[i] for i in np.argsort(other_contracting)]
     out_axes = np.argsort([*batch, *kept, *contracting_by_other])
     return lax.transpose(product, tuple(int(a) for a in out_axes))
-
-
-def dot_general(
-    lhs: Any,
-    rhs: Any,
-    lhs_contracting: Sequence[int],
-    rhs_contracting: Sequence[int],
-    lhs_batch: Sequence[int] = (),
-    rhs_batch: Sequence[int] = (),
-) -> Any:
-    op = DotGeneral.make(
-        (lhs.meta, rhs.meta),
-        lhs_contracting=tuple(int(a) for a in lhs_contracting),
-        rhs_contracting=tuple(int(a) for a in rhs_contracting),
-        lhs_batch=tuple(int(a) for a in lhs_batch),
-        rhs_batch=tuple(int(a) for a in rhs_batch),
-    )
-    return bind1(op, (lhs, rhs))

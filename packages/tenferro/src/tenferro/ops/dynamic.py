@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 
 from tenferro import lax
-from tenferro.core.bind import bind1
-from tenferro.core.primitive import RuleValue, TensorPrimitive, check_kind, primitive
+from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs, check_kind, primitive
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64
 from tenferro.errors import ShapeError
@@ -31,14 +30,7 @@ __all__ = [
     "DynamicTruncate",
     "PadToMatch",
     "ShapeOf",
-    "constant",
-    "dynamic_truncate",
-    "pad_to_match",
-    "shape_of",
 ]
-
-Ts = tuple[RuleValue | None, ...]
-Xs = tuple[RuleValue, ...]
 
 
 @primitive
@@ -191,35 +183,10 @@ class PadToMatch(TensorPrimitive):
 
 
 def _pad_to_match(x: Any, reference: Any, axis: int, source: Any) -> Any:
-    op = PadToMatch.make((x.meta, reference.meta, source.meta), axis=axis, with_source=True)
-    return bind1(op, (x, reference, source))
+    return PadToMatch.bind(x, reference, source, axis=axis, with_source=True)
 
 
 def _truncate(x: Any, size: Any, axis: int, source: Any) -> Any:
     if source is None:
-        op = DynamicTruncate.make((x.meta, size.meta), axis=axis)
-        return bind1(op, (x, size))
-    op = DynamicTruncate.make((x.meta, size.meta, source.meta), axis=axis, with_source=True)
-    return bind1(op, (x, size, source))
-
-
-# ---------------------------------------------------------------------- lax functions
-
-
-def constant(value: Any, dtype: Any, like: Any) -> Any:
-    """A rank-0 constant of ``dtype``, of the same tensor kind (and rule) as ``like``."""
-    target = as_dtype(dtype, "constant")
-    bits = np.asarray(value, dtype=target).tobytes()
-    return bind1(Constant.make((), dtype=target, bits=bits), (), like=like)
-
-
-def shape_of(x: Any, axis: int) -> Any:
-    return bind1(ShapeOf.make((x.meta,), axis=int(axis)), (x,))
-
-
-def dynamic_truncate(x: Any, size: Any, axis: int) -> Any:
-    return _truncate(x, size, int(axis), source=None)
-
-
-def pad_to_match(x: Any, reference: Any, axis: int) -> Any:
-    return bind1(PadToMatch.make((x.meta, reference.meta), axis=int(axis)), (x, reference))
+        return DynamicTruncate.bind(x, size, axis=axis)
+    return DynamicTruncate.bind(x, size, source, axis=axis, with_source=True)

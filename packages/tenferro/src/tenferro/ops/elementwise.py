@@ -12,11 +12,12 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from tenferro import lax
-from tenferro.core.bind import bind1
+from tenferro import algebra, lax
 from tenferro.core.primitive import (
     RuleValue,
     TensorPrimitive,
+    Ts,
+    Xs,
     check_kind,
     check_same,
     primitive,
@@ -43,28 +44,7 @@ __all__ = [
     "Select",
     "Sign",
     "Sub",
-    "abs",
-    "add",
-    "clamp",
-    "compare",
-    "complex",
-    "conj",
-    "div",
-    "imag",
-    "max",
-    "min",
-    "mul",
-    "neg",
-    "real",
-    "rem",
-    "round",
-    "select",
-    "sign",
-    "sub",
 ]
-
-Ts = tuple[RuleValue | None, ...]
-Xs = tuple[RuleValue, ...]
 
 
 class Elementwise(TensorPrimitive):
@@ -126,14 +106,8 @@ class Mul(Elementwise):
     ufunc = np.multiply
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        x, y = xs
-        dx, dy = ts
-        return [
-            lax.add_tangents(
-                None if dx is None else lax.mul(dx, y),
-                None if dy is None else lax.mul(x, dy),
-            )
-        ]
+        (x, y), (dx, dy) = xs, ts
+        return [algebra.bilinear(lax.mul, x, y, dx, dy)]
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         (ct,) = cts
@@ -536,81 +510,3 @@ class Complex(Elementwise):
         (ct,) = cts
         assert ct is not None
         return [lax.real(ct) if active[0] else None, lax.imag(ct) if active[1] else None]
-
-
-# ---------------------------------------------------------------------- lax functions
-
-
-def add(x: Any, y: Any) -> Any:
-    return bind1(Add.make((x.meta, y.meta)), (x, y))
-
-
-def sub(x: Any, y: Any) -> Any:
-    return bind1(Sub.make((x.meta, y.meta)), (x, y))
-
-
-def mul(x: Any, y: Any) -> Any:
-    return bind1(Mul.make((x.meta, y.meta)), (x, y))
-
-
-def neg(x: Any) -> Any:
-    return bind1(Neg.make((x.meta,)), (x,))
-
-
-def conj(x: Any) -> Any:
-    """Complex conjugate; the identity (no operation) on real values."""
-    if not is_complex(x.meta.dtype):
-        return x
-    return bind1(Conj.make((x.meta,)), (x,))
-
-
-def div(x: Any, y: Any) -> Any:
-    return bind1(Div.make((x.meta, y.meta)), (x, y))
-
-
-def rem(x: Any, y: Any) -> Any:
-    return bind1(Rem.make((x.meta, y.meta)), (x, y))
-
-
-def abs(x: Any) -> Any:
-    return bind1(Abs.make((x.meta,)), (x,))
-
-
-def round(x: Any, method: str) -> Any:
-    return bind1(Round.make((x.meta,), method=method), (x,))
-
-
-def sign(x: Any) -> Any:
-    return bind1(Sign.make((x.meta,)), (x,))
-
-
-def max(x: Any, y: Any) -> Any:
-    return bind1(Maximum.make((x.meta, y.meta)), (x, y))
-
-
-def min(x: Any, y: Any) -> Any:
-    return bind1(Minimum.make((x.meta, y.meta)), (x, y))
-
-
-def compare(x: Any, y: Any, direction: Direction) -> Any:
-    return bind1(Compare.make((x.meta, y.meta), direction=direction), (x, y))
-
-
-def select(pred: Any, on_true: Any, on_false: Any) -> Any:
-    return bind1(Select.make((pred.meta, on_true.meta, on_false.meta)), (pred, on_true, on_false))
-
-
-def clamp(x: Any, lower: Any, upper: Any) -> Any:
-    return bind1(Clamp.make((x.meta, lower.meta, upper.meta)), (x, lower, upper))
-
-
-def real(x: Any) -> Any:
-    return bind1(Real.make((x.meta,)), (x,))
-
-
-def imag(x: Any) -> Any:
-    return bind1(Imag.make((x.meta,)), (x,))
-
-
-def complex(re: Any, im: Any) -> Any:
-    return bind1(Complex.make((re.meta, im.meta)), (re, im))

@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 
 from tenferro import lax
-from tenferro.core.bind import bind, bind1
-from tenferro.core.primitive import RuleValue, TensorPrimitive, check_static, primitive
+from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs, check_static, primitive
 from tenferro.errors import AxisError, DTypeError, ShapeError
 from tenferro.meta import Meta, normalize_axis
 
@@ -31,17 +30,8 @@ __all__ = [
     "Pad",
     "Scatter",
     "Slice",
-    "concatenate",
-    "dynamic_slice",
-    "dynamic_update_slice",
-    "gather",
-    "pad",
-    "scatter_add",
-    "slice",
 ]
 
-Ts = tuple[RuleValue | None, ...]
-Xs = tuple[RuleValue, ...]
 _slice = builtins.slice  # this module defines lax.slice
 
 
@@ -560,90 +550,3 @@ class Scatter(TensorPrimitive):
                 slice_sizes=slice_sizes,
             )
         return [ct if active[0] else None, None, gathered]
-
-
-# ---------------------------------------------------------------------- lax functions
-
-
-def slice(
-    x: Any, starts: Sequence[int], limits: Sequence[int], strides: Sequence[int] | None = None
-) -> Any:
-    starts_t = tuple(int(s) for s in starts)
-    limits_t = tuple(int(s) for s in limits)
-    strides_t = tuple(int(s) for s in strides) if strides is not None else (1,) * len(starts_t)
-    if (
-        starts_t == (0,) * x.meta.ndim
-        and limits_t == x.meta.shape
-        and strides_t == (1,) * x.meta.ndim
-    ):
-        return x
-    return bind1(Slice.make((x.meta,), starts=starts_t, limits=limits_t, strides=strides_t), (x,))
-
-
-def pad(x: Any, low: Sequence[int], high: Sequence[int], interior: Sequence[int]) -> Any:
-    config = (
-        tuple(int(v) for v in low),
-        tuple(int(v) for v in high),
-        tuple(int(v) for v in interior),
-    )
-    if all(v == 0 for part in config for v in part):
-        return x
-    op = Pad.make((x.meta,), low=config[0], high=config[1], interior=config[2])
-    return bind1(op, (x,))
-
-
-def concatenate(operands: Sequence[Any], axis: int) -> Any:
-    if len(operands) == 1:
-        return operands[0]
-    return bind1(Concatenate.make(tuple(o.meta for o in operands), axis=int(axis)), tuple(operands))
-
-
-def dynamic_slice(x: Any, starts: Any, sizes: Sequence[int]) -> Any:
-    return bind1(
-        DynamicSlice.make((x.meta, starts.meta), sizes=tuple(int(n) for n in sizes)), (x, starts)
-    )
-
-
-def dynamic_update_slice(x: Any, update: Any, starts: Any) -> Any:
-    return bind1(DynamicUpdateSlice.make((x.meta, update.meta, starts.meta)), (x, update, starts))
-
-
-def gather(
-    operand: Any,
-    indices: Any,
-    *,
-    offset_dims: Sequence[int],
-    collapsed_slice_dims: Sequence[int],
-    start_index_map: Sequence[int],
-    index_vector_dim: int,
-    slice_sizes: Sequence[int],
-) -> Any:
-    op = Gather.make(
-        (operand.meta, indices.meta),
-        offset_dims=tuple(offset_dims),
-        collapsed_slice_dims=tuple(collapsed_slice_dims),
-        start_index_map=tuple(start_index_map),
-        index_vector_dim=int(index_vector_dim),
-        slice_sizes=tuple(int(n) for n in slice_sizes),
-    )
-    return bind1(op, (operand, indices))
-
-
-def scatter_add(
-    operand: Any,
-    indices: Any,
-    updates: Any,
-    *,
-    update_window_dims: Sequence[int],
-    inserted_window_dims: Sequence[int],
-    scatter_dims_to_operand_dims: Sequence[int],
-    index_vector_dim: int,
-) -> Any:
-    op = Scatter.make(
-        (operand.meta, indices.meta, updates.meta),
-        update_window_dims=tuple(update_window_dims),
-        inserted_window_dims=tuple(inserted_window_dims),
-        scatter_dims_to_operand_dims=tuple(scatter_dims_to_operand_dims),
-        index_vector_dim=int(index_vector_dim),
-    )
-    return bind(op, (operand, indices, updates))[0]

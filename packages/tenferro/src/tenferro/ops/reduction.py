@@ -7,14 +7,20 @@ reduce_min share the derivative equally among tied extremal entries.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from tenferro import lax
-from tenferro.core.bind import bind1
-from tenferro.core.primitive import RuleValue, TensorPrimitive, check_kind, check_static, primitive
+from tenferro.core.primitive import (
+    RuleValue,
+    TensorPrimitive,
+    Ts,
+    Xs,
+    check_kind,
+    check_static,
+    primitive,
+)
 from tenferro.errors import AxisError, ShapeError
 from tenferro.meta import Meta, normalize_axes
 
@@ -24,15 +30,7 @@ __all__ = [
     "ReduceProd",
     "ReduceSum",
     "ReduceSumSquares",
-    "reduce_max",
-    "reduce_min",
-    "reduce_prod",
-    "reduce_sum",
-    "reduce_sum_squares",
 ]
-
-Ts = tuple[RuleValue | None, ...]
-Xs = tuple[RuleValue, ...]
 
 
 class Reduction(TensorPrimitive):
@@ -159,20 +157,3 @@ class ReduceMin(_Extremum):
 
     def impl(self, x: Any) -> Any:
         return np.min(x, axis=self.axes) if self.axes else x
-
-
-def _reducer(cls: type[Reduction]) -> Any:
-    def apply(x: Any, axes: Sequence[int]) -> Any:
-        normalized = tuple(sorted(normalize_axes(axes, x.meta.ndim, cls.name)))
-        return bind1(cls.make((x.meta,), axes=normalized), (x,))
-
-    apply.__name__ = cls.name
-    apply.__doc__ = f"{cls.name} over ``axes`` (dropped from the shape)."
-    return apply
-
-
-reduce_sum = _reducer(ReduceSum)
-reduce_sum_squares = _reducer(ReduceSumSquares)
-reduce_prod = _reducer(ReduceProd)
-reduce_max = _reducer(ReduceMax)
-reduce_min = _reducer(ReduceMin)

@@ -17,7 +17,7 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.core.bind import bind1
-from tenferro.core.primitive import RuleValue, TensorPrimitive, check_static, primitive
+from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs, check_static, primitive
 from tenferro.dtypes import bool_, is_inexact
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import AxisError, ShapeError
@@ -33,19 +33,7 @@ __all__ = [
     "Transpose",
     "Tril",
     "Triu",
-    "broadcast_in_dim",
-    "convert_element_type",
-    "embed_diag",
-    "extract_diag",
-    "reshape",
-    "rev",
-    "transpose",
-    "tril",
-    "triu",
 ]
-
-Ts = tuple[RuleValue | None, ...]
-Xs = tuple[RuleValue, ...]
 
 
 def _inverse(perm: Sequence[int]) -> tuple[int, ...]:
@@ -336,58 +324,3 @@ class Reverse(TensorPrimitive):
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         return [lax.rev(cts[0], self.axes)]
-
-
-# ---------------------------------------------------------------------- lax functions
-
-
-def transpose(x: Any, permutation: Sequence[int]) -> Any:
-    perm = tuple(int(p) for p in permutation)
-    if perm == tuple(range(len(perm))) and len(perm) == x.meta.ndim:
-        return x
-    return bind1(Transpose.make((x.meta,), permutation=perm), (x,))
-
-
-def reshape(x: Any, shape: Sequence[int]) -> Any:
-    target = tuple(int(n) for n in shape)
-    if target == x.meta.shape and not x.meta.dynamic:
-        return x
-    return bind1(Reshape.make((x.meta,), shape=target), (x,))
-
-
-def broadcast_in_dim(x: Any, shape: Sequence[int], dims: Sequence[int]) -> Any:
-    target = tuple(int(n) for n in shape)
-    positions = tuple(int(d) for d in dims)
-    if target == x.meta.shape and positions == tuple(range(len(target))) and not x.meta.dynamic:
-        return x
-    return bind1(BroadcastInDim.make((x.meta,), shape=target, dims=positions), (x,))
-
-
-def convert_element_type(x: Any, dtype: Any) -> Any:
-    target = as_dtype(dtype, "convert")
-    if target == x.meta.dtype:
-        return x
-    return bind1(Convert.make((x.meta,), dtype=target), (x,))
-
-
-def extract_diag(x: Any, axis_a: int, axis_b: int) -> Any:
-    return bind1(ExtractDiag.make((x.meta,), axis_a=axis_a, axis_b=axis_b), (x,))
-
-
-def embed_diag(x: Any, axis_a: int, axis_b: int) -> Any:
-    return bind1(EmbedDiag.make((x.meta,), axis_a=axis_a, axis_b=axis_b), (x,))
-
-
-def tril(x: Any, k: int = 0) -> Any:
-    return bind1(Tril.make((x.meta,), k=int(k)), (x,))
-
-
-def triu(x: Any, k: int = 0) -> Any:
-    return bind1(Triu.make((x.meta,), k=int(k)), (x,))
-
-
-def rev(x: Any, axes: Sequence[int]) -> Any:
-    normalized = tuple(sorted(int(a) % x.meta.ndim for a in axes)) if x.meta.ndim else ()
-    if not normalized:
-        return x
-    return bind1(Reverse.make((x.meta,), axes=normalized), (x,))

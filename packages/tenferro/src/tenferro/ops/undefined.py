@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenferro.core.bind import bind1
 from tenferro.core.primitive import RuleValue, TensorPrimitive, primitive
 from tenferro.meta import Meta
 from tidu import ADRuleError
 
-__all__ = ["NoDerivative", "no_derivative"]
+__all__ = ["NoDerivative"]
 
 
 @primitive
@@ -60,13 +59,3 @@ class NoDerivative(TensorPrimitive):
         active: tuple[bool, ...],
     ) -> list[RuleValue | None]:
         raise self._error("transpose")
-
-
-def no_derivative(operation: str, slot: int, tangent: Any, result: Meta, reason: str) -> Any:
-    """In a JVP rule: the tangent of output ``slot`` of ``operation`` (meta ``result``),
-    which has no derivative for ``reason``; ``tangent`` is any tangent of the rule's inputs.
-    """
-    op = NoDerivative.make(
-        (tangent.meta,), operation=operation, slot=int(slot), result=result, reason=reason
-    )
-    return bind1(op, (tangent,))

@@ -343,8 +343,8 @@ def _half_exp(a: Any) -> Any:
 sinh = _analytic("sinh", _sinh)
 cosh = _analytic("cosh", _cosh)
 exp2 = _analytic("exp2", lambda a: lax.pow(lax.full_like(a, 2), a))
-log2 = _analytic("log2", analytic.log2)
-log10 = _analytic("log10", analytic.log10)
+log2 = _analytic("log2", analytic.Log2.bind)
+log10 = _analytic("log10", analytic.Log10.bind)
 
 
 def sigmoid(x: Any) -> Any:
