@@ -21,7 +21,7 @@ Axis = int | Sequence[int] | None
 def _axes(x: Any, axis: Axis, op: str) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(x.meta.ndim))
-    listed = (axis,) if isinstance(axis, int) else tuple(axis)
+    listed = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     return tuple(sorted(normalize_axes(listed, x.meta.ndim, op)))
 
 

@@ -36,7 +36,7 @@ from tenferro.core.keys import (
     SlotCheckpointKey,
     SlotKey,
 )
-from tenferro.errors import BindingError
+from tenferro.errors import AllocationError, BindingError
 from tenferro.meta import Meta
 from tenferro.traced.structure import structure
 
@@ -187,7 +187,10 @@ def evaluate(tensors: Sequence[Any], bindings: Mapping[Any, Any] | None = None) 
             "bind",
         )
     _check_placeholder_names(shape.slots)
-    values = program.run((), shape.slots, bindings)
+    try:
+        values = program.run((), shape.slots, bindings)
+    except MemoryError as error:
+        raise AllocationError("evaluate", str(error)) from None
     return [Tensor._wrap(_array(v), t.meta.weak) for v, t in zip(values, tensors, strict=True)]
 
 
