@@ -11,7 +11,6 @@ from tenferro.core.bind import lift
 from tenferro.dtypes import float64, is_complex
 from tenferro.errors import DTypeError
 from tenferro.meta import broadcast_shapes
-from tenferro.ops import analytic
 from tenferro.surface.convert import asarray, broadcast_to, prepare
 
 __all__ = [
@@ -343,8 +342,8 @@ def _half_exp(a: Any) -> Any:
 sinh = _analytic("sinh", _sinh)
 cosh = _analytic("cosh", _cosh)
 exp2 = _analytic("exp2", lambda a: lax.pow(lax.full_like(a, 2), a))
-log2 = _analytic("log2", analytic.Log2.bind)
-log10 = _analytic("log10", analytic.Log10.bind)
+log2 = _analytic("log2", lax.log2)
+log10 = _analytic("log10", lax.log10)
 
 
 def sigmoid(x: Any) -> Any:
