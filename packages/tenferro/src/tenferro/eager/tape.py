@@ -412,7 +412,8 @@ class Tape:
             seeds[source.key] = value if source.key not in seeds else seeds[source.key] + value
         traces = [o.node for o in outs if isinstance(o, EagerTensor)]
         with np.errstate(all="ignore"):
-            result = forward(seeds, traces, self._plain)
+            wanted = {o.key for o in outs if isinstance(o, EagerTensor)}
+            result = forward(seeds, traces, self._plain, wanted=wanted)
         tangent_out = [
             self._result(result.get(o.key) if isinstance(o, EagerTensor) else None, o, False)
             for o in outs
