@@ -8,6 +8,11 @@ SHELL := /bin/bash
 
 PYTHON ?= python3
 PACKAGES := computegraph tidu tenferro
+# Distribution names (the directory and import names are the package names above; the
+# name `computegraph` on the package index belongs to an unrelated project).
+DIST_computegraph := tenferro-computegraph
+DIST_tidu := tidu
+DIST_tenferro := tenferro
 PYTEST_ARGS ?= -q
 
 export UV_PYTHON_DOWNLOADS := never
@@ -34,7 +39,8 @@ help:
 	@echo "make test   - every package's suite in isolation, then the integration suite"
 	@echo "make lint   - ruff check, ruff format --check, mypy"
 	@echo "make bench  - benchmarks (not tests)"
-	@echo "make dist   - build wheels and sdists, install each wheel alone and import it"
+	@echo "make dist   - build wheels and sdists, install each wheel alone and import it,"
+	@echo "              then pip install tenferro from dist/ with the package index reachable"
 
 $(CURDIR)/.tools/bin/uv:
 	$(PYTHON) -m venv $(CURDIR)/.tools
@@ -49,7 +55,7 @@ test: test-computegraph test-tidu test-tenferro test-integration
 # Each package's suite runs in an environment holding only that package, its declared
 # dependencies and the test tools: importing a higher layer there fails.
 test-computegraph test-tidu test-tenferro: test-%: | $(UV)
-	UV_PROJECT_ENVIRONMENT=$(CURDIR)/.venvs/$* $(UV) sync --locked --package $* \
+	UV_PROJECT_ENVIRONMENT=$(CURDIR)/.venvs/$* $(UV) sync --locked --package $(DIST_$*) \
 	    --no-default-groups --group test --exact --quiet
 	cd packages/$* && $(CURDIR)/.venvs/$*/bin/python -m pytest $(PYTEST_ARGS) tests
 
@@ -72,10 +78,11 @@ bench: sync
 	$(RUN) tests/benchmarks/run_all.py
 
 # Wheels needed to install each package from dist/ alone (its workspace dependencies are
-# installed from the local wheels by path, never from an index).
-DIST_WHEELS_computegraph := computegraph
-DIST_WHEELS_tidu := tidu computegraph
-DIST_WHEELS_tenferro := tenferro tidu computegraph
+# installed from the local wheels by path, never from an index). Wheel file names use the
+# distribution name with `-` as `_`.
+DIST_WHEELS_computegraph := tenferro_computegraph
+DIST_WHEELS_tidu := tidu tenferro_computegraph
+DIST_WHEELS_tenferro := tenferro tidu tenferro_computegraph
 
 define dist_check
 	rm -rf $(CURDIR)/.venvs/dist-$(1)
@@ -87,11 +94,28 @@ define dist_check
 
 endef
 
+# What a user gets from `pip install --find-links dist tenferro` with the package index
+# reachable: every requirement is resolved by name, so a sibling whose name or version
+# the index would answer instead of dist/ (a name collision, a loose pin) is caught.
+define index_check
+	rm -rf $(CURDIR)/.venvs/dist-index
+	$(PYTHON) -m venv $(CURDIR)/.venvs/dist-index
+	$(CURDIR)/.venvs/dist-index/bin/python -m pip install --quiet --disable-pip-version-check \
+	    --no-cache-dir --find-links dist tenferro
+	cd /tmp && $(CURDIR)/.venvs/dist-index/bin/python -c \
+	    "import tenferro as tf, tidu, computegraph, importlib.metadata as m; \
+	    assert tf.__version__ == tidu.__version__ == computegraph.__version__, 'versions'; \
+	    assert m.version('tenferro-computegraph') == computegraph.__version__; \
+	    print('tenferro', tf.__version__, 'from the index + dist/:', tf.grad(lambda x: tf.sum(x * x))(tf.asarray([1.0, 2.0])))"
+
+endef
+
 dist: | $(UV)
 	rm -rf dist
 	$(UV) build --all-packages --out-dir dist --quiet
 	ls dist
 	$(foreach p,$(PACKAGES),$(call dist_check,$(p)))
+	$(call index_check)
 
 clean:
 	rm -rf .venv .venvs .tools dist .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -22,10 +22,11 @@ FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 
 def pages() -> list[Path]:
-    return [*sorted(DOCS.glob("*.md")), DOCS.parent / "README.md"]
+    packages = sorted((DOCS.parent / "packages").glob("*/README.md"))
+    return [*sorted(DOCS.glob("*.md")), DOCS.parent / "README.md", *packages]
 
 
-@pytest.mark.parametrize("page", pages(), ids=lambda p: p.name)
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(DOCS.parent)))
 def test_page_examples_run(page: Path):
     module = types.ModuleType(f"docs_{page.stem}")
     sys.modules[module.__name__] = module  # dataclasses look their module up

@@ -11,9 +11,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {
     "computegraph": set(),
-    "tidu": {"computegraph"},
-    "tenferro": {"computegraph", "tidu", "numpy", "scipy"},
+    "tidu": {"tenferro-computegraph"},
+    "tenferro": {"tenferro-computegraph", "tidu", "numpy", "scipy"},
 }
+DISTRIBUTIONS = {"computegraph": "tenferro-computegraph", "tidu": "tidu", "tenferro": "tenferro"}
+"""Import name -> distribution name (the index's `computegraph` is another project)."""
 
 
 def project(name: str) -> dict:
@@ -41,7 +43,8 @@ def test_versions_agree_with_metadata(name: str):
     from importlib.metadata import version
 
     module = __import__(name)
-    assert module.__version__ == version(name) == project(name)["version"]
+    assert module.__version__ == version(DISTRIBUTIONS[name]) == project(name)["version"]
+    assert project(name)["name"] == DISTRIBUTIONS[name]
 
 
 def test_ci_entry_point_runs_the_readme_command():

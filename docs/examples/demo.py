@@ -152,7 +152,7 @@ def eager_ad() -> dict[str, float]:
     )
     check("eager backward (data-dependent slices, checkpoint) vs FD", ours, reference, 1e-6)
     tape = tf.Tape()
-    hv = tape.hvp(lambda x: truncated_iteration(tf.asarray(a0), x), [v0], [direction_v])
+    hv = np.asarray(tape.hvp(lambda x: truncated_iteration(tf.asarray(a0), x), [v0], [direction_v]))
     print(
         f"  |grad a| = {np.linalg.norm(np.asarray(a.grad)):.4f}, |H v| = {np.linalg.norm(hv):.4f}"
     )

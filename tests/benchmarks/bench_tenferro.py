@@ -3,9 +3,11 @@
 Peers (PyTorch, JAX, HIPS autograd) run side by side when installed, single-threaded,
 inputs built outside the timed region. Figures are medians; ratios are peer / tenferro
 (above 1: tenferro is faster). Targets (design.md §5, issues 4 and 5): W3 traced steady
-state <= 2 us per primitive op; W8 cache-hit call overhead <= 30 us; first tf.grad call
-of W3 at least 10x faster than JAX's first jit(grad) call; W3 eager <= 10 us per op, at
-most 2.5x PyTorch's eager tape and faster than HIPS autograd.
+state <= 2 us per primitive op (``tf.grad`` retraces the function at every call, as
+``jax.grad`` does, so it reads captured values at call time; ``tf.jit(tf.grad(f))``
+freezes them and only runs the cached program); W8 cache-hit call overhead <= 30 us;
+first tf.grad call of W3 at least 10x faster than JAX's first jit(grad) call; W3 eager
+<= 10 us per op, at most 2.5x PyTorch's eager tape and faster than HIPS autograd.
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ def bench_w3(report: Report) -> None:
     steady = median(timings(lambda: grad(x), 30))
 
     def fresh() -> Callable[[], Any]:
+        tf.clear_caches()  # derivative programs are shared by structure: measure a cold start
         new_grad = tf.grad(lambda v: chain(tf, v))
         return lambda: new_grad(x)
 
@@ -82,6 +85,14 @@ def bench_w3(report: Report) -> None:
         ops=ops,
         steady_us_per_op=steady / ops * 1e6,
         first_call_ms=first * 1e3,
+    )
+    frozen = tf.jit(tf.grad(lambda v: chain(tf, v)))
+    frozen(x)
+    frozen_steady = median(timings(lambda: frozen(x), 30))
+    report.add(
+        workload="W3 traced tf.jit(tf.grad) (freezes captures)",
+        ops=ops,
+        steady_us_per_op=frozen_steady / ops * 1e6,
     )
     rows = {"tenferro_first_ms": first * 1e3, "tenferro_steady_us_per_op": steady / ops * 1e6}
     if have("jax"):
@@ -219,6 +230,7 @@ def bench_w2(report: Report, n: int = 256) -> None:
     ours = median(timings(lambda: tf.hvp(loss, (x,), (v,)), 50))
 
     def fresh() -> Callable[[], Any]:
+        tf.clear_caches()  # derivative programs are shared by structure: measure a cold start
         new_loss = tanh_loss(tf, tf.asarray(w))
         return lambda: tf.hvp(new_loss, (x,), (v,))
 

@@ -552,7 +552,6 @@ def case_skip_reason(case: dict[str, Any], arrays: dict[str, np.ndarray[Any, Any
     """Why one case of a replayed op is not replayed (``None``: replay it)."""
     op = case["op"]
     kwargs = case.get("op_kwargs") or {}
-    args = case.get("op_args") or []
     if op == "sgn" and case["dtype"].startswith("complex"):
         return (
             "seed 001 fixes Sign's derivative to zero for complex inputs too (operation "
@@ -569,20 +568,8 @@ def case_skip_reason(case: dict[str, Any], arrays: dict[str, np.ndarray[Any, Any
         return "relu at exactly 0: tenferro's maximum splits the tie, PyTorch takes 0"
     if op == "nn_functional_rrelu" and kwargs.get("training"):
         return "rrelu in training mode draws random slopes"
-    if op == "norm":
-        order = args[0] if args else kwargs.get("ord")
-        matrix = kwargs.get("dim") is None and arrays["a"].ndim == 2
-        if order == "nuc" or (matrix and order in (2, -2)):
-            return "spectral and nuclear norms need tf.linalg.svd (a later issue)"
-    if op in ("norm", "vector_norm") and not np.any(arrays["a"]):
-        return (
-            "norm of a zero (or empty) vector: not differentiable; PyTorch's norm picks the "
-            "subgradient 0, the composite sqrt(sum |x|^2) gives NaN (tf.linalg.norm comes later)"
-        )
     if op in INVERSE_FUNCTIONS and case["dtype"].startswith("complex"):
         return "complex inverse functions: the composite's branch cuts are not PyTorch's"
-    if op == "matrix_norm" and args[0] not in ("fro", 1, -1, math.inf, -math.inf):
-        return "spectral and nuclear matrix norms need tf.linalg.svd (a later issue)"
     if op == "copysign" and "b" in arrays and np.any(arrays["b"] == 0):
         return "copysign by a zero: the sign of -0.0 is not a value tenferro compares"
     if op in ("fmax", "fmin") and any(np.isnan(v).any() for v in arrays.values()):

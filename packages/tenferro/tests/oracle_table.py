@@ -2,7 +2,8 @@
 
 ``OPS`` maps a database op name to its tenferro formulation, ``SKIPPED_OPS`` gives the
 reason for each op that is not replayed, and ``case_skip_reason`` the reason for a single
-case of a replayed op (``None``: replay it).
+case of a replayed op (``None``: replay it); ``OBSERVABLES`` the gauge-invariant
+functions of decompositions that non-identity cases differentiate.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ _PARTS = (oracle_linalg_spectral, oracle_linalg_solvers)
 OPS = {**oracle_ops.OPS}
 for _part in _PARTS:
     OPS.update(_part.OPS)
+
+OBSERVABLES: dict[str, Any] = {}
+for _part in _PARTS:
+    OBSERVABLES.update(getattr(_part, "OBSERVABLES", {}))
 
 SKIPPED_OPS = {op: why for op, why in oracle_ops.SKIPPED_OPS.items() if op not in OPS}
 

@@ -235,6 +235,8 @@ CASES = [
     # ---- analytic
     Case("exp", unary(lax.exp)),
     Case("log", unary(lax.log, positive=True)),
+    Case("log2", unary(lax.log2, positive=True)),
+    Case("log10", unary(lax.log10, positive=True)),
     Case("sin", unary(lax.sin)),
     Case("cos", unary(lax.cos)),
     Case("tanh", unary(lax.tanh)),

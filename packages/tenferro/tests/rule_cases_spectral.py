@@ -1,8 +1,201 @@
 """Rule-test cases of the tf.linalg spectral families (joined to the core table by
-test_primitive_rules.py)."""
+test_primitive_rules.py).
+
+Losses on singular/eigen vectors are gauge-invariant (``|U|**2``, ``U diag(f(S)) Vh``,
+projectors) unless the canonical gauge fixes the phases; inputs are random Gaussian
+matrices (distinct, well-separated spectra for the seeds used)."""
 
 from __future__ import annotations
 
-from rule_cases import Case
+import math
+from typing import Any
 
-CASES: list[Case] = []
+import numpy as np
+from rule_cases import Case
+from tenferro_support import sample
+
+import tenferro as tf
+from tenferro.algebra import adjoint, scale_columns
+
+MATRICES = ((3, 3), (4, 2), (2, 4), (2, 3, 3))
+SQUARE = ((3, 3), (2, 3, 3))
+
+
+def _abs2(x: Any) -> Any:
+    return tf.real(x * tf.conj(x))
+
+
+def _weighted(u: Any, s: Any, vh: Any) -> Any:
+    """``U diag(S**3) Vh``: gauge-invariant in every dtype."""
+    f = (s * s * s).astype(u.dtype)
+    return tf.matmul(scale_columns(u, f), vh)
+
+
+def _gaps(values: np.ndarray[Any, Any]) -> float:
+    ordered = np.sort(values, axis=-1)
+    return float(np.min(np.diff(ordered, axis=-1), initial=np.inf))
+
+
+def _pivot_margin(vectors: np.ndarray[Any, Any]) -> float:
+    """How far each column's largest magnitude is above its second largest."""
+    top = np.sort(np.abs(vectors), axis=-2)
+    return float(np.min(top[..., -1, :] - top[..., -2, :], initial=np.inf))
+
+
+def _well_conditioned(a: np.ndarray[Any, Any]) -> bool:
+    """Singular values, eigenvalues (of the lower triangle), abs row/column sums and
+    canonical pivots all well separated: every loss of these cases is smooth near ``a``."""
+    u, s, vh = np.linalg.svd(a)
+    checks = [
+        float(np.min(s, initial=np.inf)) > 0.1,
+        _gaps(s) > 0.1,
+        _gaps(np.abs(a).sum(axis=-2)) > 0.1,
+        _gaps(np.abs(a).sum(axis=-1)) > 0.1,
+        _pivot_margin(u) > 0.02,
+        _pivot_margin(np.conj(np.swapaxes(vh, -1, -2))) > 0.02,
+    ]
+    if a.shape[-1] == a.shape[-2]:
+        for uplo in ("L", "U"):
+            w, v = np.linalg.eigh(a, UPLO=uplo)
+            checks += [_gaps(w) > 0.1, _pivot_margin(v) > 0.02]
+    return all(checks)
+
+
+def _matrix(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+    """A random matrix (or batch) drawn until it is well conditioned for these losses."""
+    for _ in range(2000):
+        a = sample(shape, dt, rng)
+        if len(shape) < 2 or _well_conditioned(a.astype(np.complex128)):
+            return a
+    raise AssertionError(f"no well-conditioned {shape} sample")
+
+
+def _svd_thin(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+    def f(a: Any) -> Any:
+        u, s, vh = tf.linalg.svd(a, full_matrices=False)
+        return s, _weighted(u, s, vh), _abs2(u), _abs2(vh)
+
+    return f, [_matrix(dt, shape, rng)]
+
+
+def _svd_full(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+    """Full non-square SVD: S and the factor without extra vectors are differentiable."""
+
+    def f(a: Any) -> Any:
+        u, s, vh = tf.linalg.svd(a)
+        square = vh if a.shape[-2] >= a.shape[-1] else u
+        return s, _abs2(square)
+
+    return f, [_matrix(dt, shape, rng)]
+
+
+def _svd_canonical(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+    """The canonical gauge makes the vectors themselves differentiable functions."""
+
+    def f(a: Any) -> Any:
+        u, s, vh = tf.linalg.svd(a, full_matrices=False, gauge="canonical")
+        return u, s, vh
+
+    return f, [_matrix(dt, shape, rng)]
+
+
+def _eigh(uplo: str, gauge: str) -> Any:
+    def build(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+        def f(a: Any) -> Any:
+            w, v = tf.linalg.eigh(a, uplo, gauge=gauge)
+            f_w = (tf.tanh(w) + 2).astype(v.dtype)
+            projected = tf.matmul(v * tf.expand_dims(f_w, -2), tf.conj(tf.swapaxes(v, -1, -2)))
+            vectors = v if gauge == "canonical" else _abs2(v)
+            return w, projected, vectors
+
+        # Not Hermitian: eigh reads one triangle, so the derivative is that function's.
+        return f, [_matrix(dt, shape, rng)]
+
+    return build
+
+
+def _eig(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+    def f(a: Any) -> Any:
+        w, v = tf.linalg.eig(a)
+        return w, _abs2(v)
+
+    return f, [_matrix(dt, shape, rng)]
+
+
+def _pinv(hermitian: bool) -> Any:
+    def build(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+        a = _matrix(dt, shape, rng)
+        if hermitian:
+            a = (a + np.conj(np.swapaxes(a, -1, -2))).astype(dt)
+            return (lambda x: tf.linalg.pinv(x, hermitian=True)), [a]
+        return tf.linalg.pinv, [a]
+
+    return build
+
+
+def _orthonormal(n: int, dt: np.dtype[Any], rng: np.random.Generator) -> np.ndarray[Any, Any]:
+    q, _ = np.linalg.qr(sample((n, n), dt, rng).astype(np.complex128 if dt.kind == "c" else float))
+    return q
+
+
+def _truncated(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+    """Singular values (3, 2, 0.05, 0.02) and rtol 0.05: the data decide to keep two
+    triplets, with a margin wider than the finite-difference step."""
+    s = np.diag([3.0, 2.0, 0.05, 0.02])
+    a = (_orthonormal(5, dt, rng)[:, :4] @ s @ _orthonormal(4, dt, rng)).astype(dt)
+
+    def f(x: Any) -> Any:
+        # Traced, the kept extent is data-dependent: contractions, elementwise ops and
+        # transposes accept it (broadcasts would need pad_to_match first).
+        u, s, _vh = tf.linalg.truncated_svd(x, rtol=0.05)
+        return s * s * s, tf.matmul(u, tf.matmul(adjoint(u), x))
+
+    return f, [a]
+
+
+def _norm(fn: Any) -> Any:
+    def build(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+        return fn, [_matrix(dt, shape, rng)]
+
+    return build
+
+
+CASES: list[Case] = [
+    Case("linalg_svd_thin", _svd_thin, shapes=MATRICES),
+    # Non-square last: the completeness gate runs the last shape (the complement family).
+    Case("linalg_svd_full", _svd_full, shapes=((3, 3), (2, 3, 3), (4, 2), (2, 4))),
+    Case("linalg_svd_canonical", _svd_canonical, shapes=((3, 3), (4, 2), (2, 4))),
+    Case("linalg_eigh_lower", _eigh("L", "raw"), shapes=SQUARE),
+    Case("linalg_eigh_upper", _eigh("U", "raw"), shapes=((3, 3),)),
+    Case("linalg_eigh_canonical", _eigh("L", "canonical"), shapes=((3, 3),)),
+    Case("linalg_eig", _eig, shapes=SQUARE),
+    Case("linalg_pinv", _pinv(False), shapes=((3, 3), (4, 2), (2, 4))),
+    Case("linalg_pinv_hermitian", _pinv(True), shapes=((3, 3),)),
+    Case("linalg_truncated_svd", _truncated, shapes=((),), static_output=False),
+    *(
+        Case(
+            f"linalg_matrix_norm_{name}",
+            _norm(lambda a, o=order: tf.linalg.matrix_norm(a, o)),
+            shapes=((3, 3), (2, 4, 3)),
+        )
+        for name, order in (
+            ("fro", "fro"),
+            ("nuc", "nuc"),
+            ("2", 2),
+            ("m2", -2),
+            ("1", 1),
+            ("m1", -1),
+            ("inf", math.inf),
+            ("minf", -math.inf),
+        )
+    ),
+    *(
+        Case(
+            f"linalg_vector_norm_{name}",
+            _norm(lambda a, o=order: tf.linalg.vector_norm(a, o, axis=-1)),
+            shapes=((4,), (2, 3)),
+        )
+        for name, order in (("2", 2), ("1", 1), ("3", 3), ("half", 0.5), ("inf", math.inf))
+    ),
+    Case("linalg_norm", _norm(tf.linalg.norm), shapes=((4,), (2, 3))),
+]

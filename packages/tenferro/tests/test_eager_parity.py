@@ -15,14 +15,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from oracle_table import OPS
+from oracle_table import OBSERVABLES, OPS
 from tenferro_support import output_weights, real_loss, sample
 from test_oracles import CASES as ORACLE_CASES
-from test_oracles import _array, _output_keys, skip_reason
+from test_oracles import _array, output_keys, skip_reason
 from test_primitive_rules import CASES, dtype_id
 
 import tenferro as tf
-from tidu import ADRuleError
 
 
 def _tolerance(dtype: np.dtype[Any]) -> float:
@@ -74,23 +73,8 @@ def _check_parity(f: Any, args: list[Any], seed: int) -> None:
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=tol * scale)
 
 
-# The eager tape's forward mode (tidu.eager.forward) evaluates every output tangent of a
-# node, so an output without a derivative (lax.no_derivative) raises there even when the
-# function does not use it (LU's P, a complete QR's Q); traced modes prune it.
-EAGER_FORWARD_GAP = pytest.mark.xfail(
-    raises=ADRuleError,
-    strict=True,
-    reason="eager forward mode evaluates unused no_derivative tangents (tidu eager gap)",
-)
-_GAP_CASES = {"linalg_lu_square", "linalg_lu_tall", "linalg_lu_wide", "linalg_qr_complete_tall_r"}
-
 PRIMITIVE_PARAMS = [
-    pytest.param(
-        case,
-        dt,
-        id=f"{case.name}-{dtype_id(dt)}",
-        marks=[EAGER_FORWARD_GAP] if case.name in _GAP_CASES else [],
-    )
+    pytest.param(case, dt, id=f"{case.name}-{dtype_id(dt)}")
     for case in CASES
     if case.static_output  # data-dependent extents are compared via truncate_then_pad
     for dt in case.dtypes
@@ -114,10 +98,7 @@ def _surface_cases() -> list[Any]:
         if any(0 in shape for shape in shapes):
             continue  # prefer a case with data
         chosen[key] = case
-    return [
-        pytest.param(case, id=f"{op}-{dtype}", marks=[EAGER_FORWARD_GAP] if op == "lu" else [])
-        for (op, dtype), case in sorted(chosen.items())
-    ]
+    return [pytest.param(case, id=f"{op}-{dtype}") for (op, dtype), case in sorted(chosen.items())]
 
 
 @pytest.mark.parametrize("case", _surface_cases())
@@ -126,17 +107,18 @@ def test_surface_eager_equals_traced(case):
     names = sorted(case["inputs"])
     arrays = [_array(case["inputs"][name]) for name in names]
     op_args, kwargs = case.get("op_args") or [], case.get("op_kwargs") or {}
-    # Several outputs: compare the ones the case differentiates (as the oracle replay).
-    keys = _output_keys(case["probes"][0]["cotangent"])
+    observable = OBSERVABLES.get(case["observable"]["kind"])
+
+    # Several outputs of an identity case: the ones it differentiates (output_0, ...).
+    keys = output_keys(case["probes"][0]["cotangent"])
 
     def f(*xs: Any) -> Any:
         result = op(list(xs), op_args, kwargs)
-        if keys is None:
+        if observable is None and keys is not None:
+            return tuple(result[int(k.removeprefix("output_"))] for k in keys)
+        if observable is None:
             return result
-        return tuple(result[int(k.removeprefix("output_"))] for k in keys)
+        named = observable(result)  # the gauge-invariant outputs the case differentiates
+        return tuple(named[name] for name in sorted(named))
 
-    _check_parity(
-        f,
-        arrays,
-        zlib.crc32(case["case_id"].encode()),
-    )
+    _check_parity(f, arrays, zlib.crc32(case["case_id"].encode()))

@@ -31,7 +31,9 @@ def test_import_pulls_in_only_declared_layers():
 
 def test_declared_dependencies():
     names = [re.split(r"[ ;<>=!~\[]", requirement)[0] for requirement in requires("tenferro") or []]
-    assert sorted(names) == sorted(["computegraph", "tidu", "numpy", "scipy"])
+    assert sorted(names) == sorted(["tenferro-computegraph", "tidu", "numpy", "scipy"])
+    pins = [r for r in requires("tenferro") or [] if r.startswith(("tidu", "tenferro-"))]
+    assert sorted(pins) == ["tenferro-computegraph==0.1.0", "tidu==0.1.0"]  # exact siblings
 
 
 def test_version():

@@ -105,3 +105,17 @@ def test_eager_leaf_grad_is_untouched_when_backward_raises():
     with pytest.raises(ADRuleError):
         _through_second(t).backward()
     np.testing.assert_array_equal(np.asarray(t.grad), before)
+
+
+def test_eager_forward_mode_through_the_other_output_works():
+    """Forward mode pushes tangents through every output of a node: the output without
+    a derivative must not stop a JVP that only needs the other one."""
+    tape = tf.Tape()
+    t = tape.track(X)
+    a, b = split(t)
+    tangent = tape.push_forward(tf.sin(a), t, np.ones_like(X))
+    np.testing.assert_allclose(np.asarray(tangent), np.cos(3.0 * X) * 3.0, rtol=1e-12)
+    _, forward_tangent = tape.jvp(lambda v: tf.sum(split(v)[0] ** 2), [X], [np.ones_like(X)])
+    np.testing.assert_allclose(np.asarray(forward_tangent), np.sum(18.0 * X), rtol=1e-12)
+    with pytest.raises(ADRuleError, match="output 1 has no derivative"):
+        tape.push_forward(tf.sin(a) * b, t, np.ones_like(X))

@@ -96,6 +96,8 @@ NOT_OPERATIONS = {
     "__array_function__": "numpy's protocol (tested with the numpy functions it dispatches)",
     "__setitem__": "tensors are immutable: raises (tests/test_errors.py)",
     "__hash__": "identity hash, as PyTorch's tensors",
+    "backward": "tape AD: only a tracked EagerTensor has it, other kinds raise a TenferroError "
+    "saying so (tests/test_bad_input_properties.py)",
 }
 
 

@@ -161,7 +161,10 @@ def test_complex_transforms():
 # ---------------------------------------------------------------------- caching
 
 
-def test_programs_are_cached_by_shape_and_dtype():
+def test_derivative_programs_are_cached_by_structure():
+    from tenferro import transforms
+
+    cache = transforms._GRAD_PROGRAMS
     traces = []
 
     def counted(x: Any) -> Any:
@@ -169,17 +172,22 @@ def test_programs_are_cached_by_shape_and_dtype():
         return tf.sum(x * x)
 
     g = tf.grad(counted)
+    tf.clear_caches()
+    misses = cache.stats().misses
     for _ in range(3):
         close(g(X), 2 * X)
-    assert len(traces) == 1
+    assert len(traces) == 3  # traced at every call: it reads its inputs at call time
+    assert cache.stats().misses == misses + 1  # derived and compiled once
     g(np.ones(4))
     g(np.ones(3, np.float32))
-    assert len(traces) == 3
-    g(X * 2)  # new data, same signature: no retrace
-    assert len(traces) == 3
+    assert cache.stats().misses == misses + 3
+    close(g(X * 2), 4 * X)  # new data, same structure: no new program
+    close(tf.grad(lambda x: tf.sum(x * x))(X), 2 * X)  # another function, same structure
+    assert cache.stats().misses == misses + 3
     tf.clear_caches()
+    assert len(cache) == 0
     g(X)
-    assert len(traces) == 4
+    assert len(cache) == 1
 
 
 def test_jit_cache_is_bounded_and_inspectable():

@@ -32,7 +32,8 @@ def test_import_pulls_in_only_declared_layers():
 
 def test_declared_dependencies():
     names = [re.split(r"[ ;<>=!~\[]", requirement)[0] for requirement in requires("tidu") or []]
-    assert sorted(names) == sorted(["computegraph"])
+    assert sorted(names) == sorted(["tenferro-computegraph"])
+    assert requires("tidu") == ["tenferro-computegraph==0.1.0"]  # siblings pin exactly
 
 
 def test_version():

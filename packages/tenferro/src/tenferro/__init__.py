@@ -41,17 +41,23 @@ from tenferro.eager import (
     is_grad_enabled,
     no_grad,
 )
+from tenferro.einsum import einsum, einsum_path  # the function shadows the subpackage name
 from tenferro.errors import (
+    AllocationError,
+    ArgumentTypeError,
     AxisError,
     BindingError,
     DTypeError,
     ExecutionError,
     InactiveError,
     IndexingError,
+    LinAlgError,
     NonScalarError,
     ParameterError,
+    ScalarOverflowError,
     ShapeError,
     TenferroError,
+    UnsupportedError,
 )
 from tenferro.meta import Meta
 from tenferro.surface import *  # noqa: F403
@@ -63,6 +69,8 @@ from tenferro.traced.tensor import TracedTensor, placeholder, traced
 from tenferro.transforms import grad, hvp, jit, jvp, linearize, value_and_grad, vjp
 
 _register_concrete(Tensor)
+
+from tenferro import linalg  # noqa: E402  (uses the surface registered above)
 
 __version__ = "0.1.0"
 
@@ -84,20 +92,25 @@ __all__ = [
     *_surface_names,
     "DTYPES",
     "EagerTensor",
+    "AllocationError",
+    "ArgumentTypeError",
     "AxisError",
     "BindingError",
     "DTypeError",
     "ExecutionError",
     "InactiveError",
     "IndexingError",
+    "LinAlgError",
     "Meta",
     "NonScalarError",
     "ParameterError",
+    "ScalarOverflowError",
     "ShapeError",
     "Tape",
     "TenferroError",
     "Tensor",
     "TracedTensor",
+    "UnsupportedError",
     "bool_",
     "cache_stats",
     "checkpoint",
@@ -107,8 +120,11 @@ __all__ = [
     "complex128",
     "default_tape",
     "dtype",
+    "einsum",
+    "einsum_path",
     "evaluate",
     "extension",
+    "linalg",
     "float32",
     "float64",
     "format_graph",

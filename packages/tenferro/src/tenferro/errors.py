@@ -12,6 +12,8 @@ from typing import Literal
 import computegraph
 
 __all__ = [
+    "AllocationError",
+    "ArgumentTypeError",
     "AxisError",
     "BindingError",
     "DTypeError",
@@ -22,8 +24,10 @@ __all__ = [
     "NonScalarError",
     "ParameterError",
     "Phase",
+    "ScalarOverflowError",
     "ShapeError",
     "TenferroError",
+    "UnsupportedError",
 ]
 
 Phase = Literal["build", "bind", "execution"]
@@ -70,6 +74,11 @@ class BindingError(TenferroError, computegraph.BindingError):
     """A placeholder was bound wrongly or not at all."""
 
 
+class ArgumentTypeError(TenferroError, TypeError):
+    """An argument of the wrong kind: not callable, not a tuple of primals, a traced value
+    where a concrete one is needed."""
+
+
 class ExecutionError(TenferroError, ArithmeticError):
     """A computation that has no value (integer division by zero, ...)."""
 
@@ -81,3 +90,19 @@ class LinAlgError(ExecutionError):
     """A linear-algebra computation failed on its data (singular, not positive definite,
     no convergence, non-finite input); the message names the shape and, for batches, the
     first failing batch index."""
+
+
+class UnsupportedError(TenferroError, TypeError):
+    """An operation tenferro does not provide for tensors (a numpy function without a
+    tenferro counterpart, or an option of one that tenferro does not implement)."""
+
+
+class ScalarOverflowError(TenferroError, OverflowError):
+    """A Python scalar that does not fit the dtype it must take (``int32 + 2**40``)."""
+
+
+class AllocationError(TenferroError, MemoryError):
+    """A result too large to allocate."""
+
+    def __init__(self, op: str, message: str, phase: Phase = "execution") -> None:
+        super().__init__(op, message, phase)

@@ -18,7 +18,20 @@ import numpy as np
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import is_complex
 from tenferro.meta import Meta, normalize_axes
-from tenferro.ops.analytic import Cos, Exp, Expm1, Log, Log1p, Pow, Rsqrt, Sin, Sqrt, Tanh
+from tenferro.ops.analytic import (
+    Cos,
+    Exp,
+    Expm1,
+    Log,
+    Log1p,
+    Log2,
+    Log10,
+    Pow,
+    Rsqrt,
+    Sin,
+    Sqrt,
+    Tanh,
+)
 from tenferro.ops.contraction import DotGeneral
 from tenferro.ops.dynamic import Constant, DynamicTruncate, PadToMatch, ShapeOf
 from tenferro.ops.elementwise import (
@@ -94,6 +107,8 @@ __all__ = [
     "imag",
     "log",
     "log1p",
+    "log2",
+    "log10",
     "logical_and",
     "logical_not",
     "logical_or",
@@ -246,6 +261,16 @@ def expm1(x: Any) -> Any:
 def log1p(x: Any) -> Any:
     """``log(1 + x)``, accurate near 0, of floating or complex ``x``."""
     return Log1p.bind(x)
+
+
+def log2(x: Any) -> Any:
+    """The base-2 logarithm of floating or complex ``x`` (exact at powers of two)."""
+    return Log2.bind(x)
+
+
+def log10(x: Any) -> Any:
+    """The base-10 logarithm of floating or complex ``x`` (exact at powers of ten)."""
+    return Log10.bind(x)
 
 
 def pow(x: Any, y: Any) -> Any:

@@ -10,7 +10,7 @@ import numpy as np
 from computegraph import DictCache
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.dtypes import dtype as as_dtype
-from tenferro.errors import DTypeError
+from tenferro.errors import AllocationError, DTypeError, ScalarOverflowError
 from tenferro.ieee import quiet, restore
 from tenferro.meta import Meta
 from tenferro.surface.methods import TensorMethods
@@ -35,8 +35,12 @@ def to_array(data: Any, dtype: Any = None, op: str = "tensor") -> tuple[np.ndarr
         weak = True
     try:
         array = np.array(data, dtype=target, copy=True)
-    except (TypeError, ValueError, OverflowError) as error:
+    except OverflowError as error:
+        raise ScalarOverflowError(op, f"{data!r} does not fit {target}: {error}") from None
+    except (TypeError, ValueError) as error:
         raise DTypeError(op, f"cannot make a tensor of {type(data).__name__}: {error}") from None
+    except MemoryError as error:
+        raise AllocationError(op, str(error)) from None
     as_dtype(array.dtype, op)
     array.flags.writeable = False
     return array, weak
@@ -65,6 +69,12 @@ class Tensor(TensorMethods):
         self.meta = Meta(array.shape, array.dtype, weak)
 
     @classmethod
+    def _convert(cls, data: Any, dtype: Any, op: str) -> Tensor:
+        """``Tensor(data, dtype)``, with conversion errors naming ``op``."""
+        array, weak = to_array(data, dtype, op)
+        return cls._wrap(array, weak)
+
+    @classmethod
     def _wrap(cls, value: Any, weak: bool = False) -> Tensor:
         tensor = object.__new__(cls)
         tensor._value = value
@@ -78,6 +88,8 @@ class Tensor(TensorMethods):
         token = quiet()
         try:
             values = op.eval([o._value for o in operands], None)
+        except MemoryError as error:
+            raise AllocationError(op.name, str(error)) from None
         finally:
             restore(token)
         return tuple(cls._wrap(v, m.weak) for v, m in zip(values, op.outputs, strict=True))
@@ -159,7 +171,8 @@ def filled(meta: Meta, value: Any) -> np.ndarray[Any, Any]:
         found = _FILLED.get(key)
         if found is not None:
             return found
-    element = np.asarray(value, dtype=meta.dtype)
+    with np.errstate(over="ignore"):  # a Python float beyond float32 becomes inf: data
+        element = np.asarray(value, dtype=meta.dtype)
     array = np.broadcast_to(element, meta.shape)
     if cacheable:
         _FILLED.put(key, array)

@@ -2,16 +2,24 @@
 ``linearize``, ``hvp`` and ``jit``.
 
 Called with concrete arguments (arrays, ``Tensor``s, Python scalars, or pytrees of
-them), a transform traces the function once per argument signature (shapes,
-dtypes, weak typing, structure), derives and compiles one program, caches it
-(bounded, clearable) and runs it; results are ``Tensor``s. Called with traced
-arguments (inside another transform), it differentiates symbolically and returns
-traced values, so transforms compose to any order: ``grad(grad(f))``,
-``jit(grad(f))``, ``jvp(grad(f), ...)`` (the HVP) and so on.
+them), ``grad``, ``value_and_grad``, ``vjp``, ``jvp``, ``linearize`` and ``hvp``
+trace the function at every call, so they compute with the values it reads at
+call time (closures, globals), as ``jax.grad`` does. What they cache is
+*structure*: the derivative program of a traced computation is compiled once
+per graph structure (arrays the function captured are program inputs, supplied
+at each call) and reused by every later call, of any function, with the same
+structure; the caches hold no user data. Scalars the function captures are
+part of the structure (a changed scalar compiles a new program).
 
-Inside a transform, arguments are fresh leaves standing for the values passed
-(aliases), so a transform differentiates with respect to its own arguments only,
-as in JAX.
+``jit`` traces once per argument signature and freezes what the function
+captured, as ``jax.jit`` does (see :func:`jit`).
+
+Called with traced arguments (inside another transform), a transform
+differentiates symbolically and returns traced values, so transforms compose to
+any order: ``grad(grad(f))``, ``jit(grad(f))``, ``jvp(grad(f), ...)`` (the HVP)
+and so on. Inside a transform, arguments are fresh leaves standing for the
+values passed (aliases), so a transform differentiates with respect to its own
+arguments only, as in JAX.
 """
 
 from __future__ import annotations
@@ -19,17 +27,29 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable, Hashable, Sequence
+from contextvars import ContextVar
 from typing import Any
+
+import numpy as np
 
 from computegraph import BoundedCache, Input
 from tenferro import lax
 from tenferro.core.keys import AliasKey, ArgKey
 from tenferro.core.pytree import TreeDef, flatten, unflatten
-from tenferro.errors import DTypeError, NonScalarError, ParameterError, ShapeError, TenferroError
+from tenferro.errors import (
+    ArgumentTypeError,
+    DTypeError,
+    NonScalarError,
+    ParameterError,
+    ShapeError,
+    TenferroError,
+)
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
 from tenferro.traced.ad import jvp_tensors, vjp_tensors
+from tenferro.traced.linear_split import LinearSplit
 from tenferro.traced.program import TracedProgram
+from tenferro.traced.structure import Structure, structure
 from tenferro.traced.tensor import TracedTensor
 
 __all__ = [
@@ -46,10 +66,18 @@ __all__ = [
 _caches: weakref.WeakSet[BoundedCache[Any, Any]] = weakref.WeakSet()
 
 
-def _cache(name: str) -> BoundedCache[Any, Any]:
-    cache: BoundedCache[Any, Any] = BoundedCache(128, name)
+def _cache(name: str, maxsize: int = 128) -> BoundedCache[Any, Any]:
+    cache: BoundedCache[Any, Any] = BoundedCache(maxsize, name)
     _caches.add(cache)
     return cache
+
+
+_GRAD_PROGRAMS = _cache("value_and_grad programs", 256)
+_JVP_PROGRAMS = _cache("jvp programs", 256)
+_VJP_PROGRAMS = _cache("vjp programs", 256)
+_FORWARD_PROGRAMS = _cache("forward programs", 256)
+_LINEARIZE_PROGRAMS = _cache("linearize programs", 256)
+"""Derivative (and forward) programs by traced structure, shared by every function."""
 
 
 def clear_caches() -> None:
@@ -58,7 +86,67 @@ def clear_caches() -> None:
         cache.clear()
 
 
+# ---------------------------------------------------------------------- validation
+
+
+def _callable(fun: Any, op: str) -> None:
+    if not callable(fun):
+        raise ArgumentTypeError(op, f"expected a callable function, got {fun!r}")
+
+
+def _check_argnums(argnums: Any, op: str) -> None:
+    listed = argnums if isinstance(argnums, (tuple, list)) else (argnums,)
+    if isinstance(argnums, (tuple, list)) and not argnums:
+        raise ParameterError(op, "argnums must not be empty")
+    for position in listed:
+        if isinstance(position, bool) or not isinstance(position, int):
+            raise ArgumentTypeError(
+                op, f"argnums must be an int or a tuple of ints, got {argnums!r}"
+            )
+
+
+def _check_has_aux(has_aux: Any, op: str) -> None:
+    if not isinstance(has_aux, bool):
+        raise ArgumentTypeError(op, f"has_aux must be True or False, got {has_aux!r}")
+
+
+def _aux_pair(result: Any, op: str) -> tuple[Any, Any]:
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        shown = (
+            f"a {len(result)}-element {type(result).__name__}"
+            if isinstance(result, (tuple, list))
+            else type(result).__name__
+        )
+        raise ArgumentTypeError(
+            op, f"with has_aux=True the function must return a pair (output, aux), got {shown}"
+        )
+    return result[0], result[1]
+
+
+def _sequence(values: Any, op: str, what: str) -> tuple[Any, ...]:
+    if not isinstance(values, (tuple, list)):
+        raise ArgumentTypeError(
+            op,
+            f"{what} must be a tuple or list (one entry per argument), got {type(values).__name__}",
+        )
+    return tuple(values)
+
+
 # ---------------------------------------------------------------------- arguments
+
+_DEPTH: ContextVar[int] = ContextVar("tenferro_transform_trace_depth", default=0)
+"""How many transform traces enclose the running code. Inside one, every transform is
+symbolic (its results are traced values of the enclosing trace), so a function that
+captures a value of an enclosing trace is differentiated correctly, as in JAX."""
+
+
+def _call(fun: Callable[..., Any], args: Sequence[Any]) -> Any:
+    """``fun(*args)`` as a trace (see ``_DEPTH``)."""
+    token = _DEPTH.set(_DEPTH.get() + 1)
+    try:
+        return fun(*args)
+    finally:
+        _DEPTH.reset(token)
 
 
 class _Args:
@@ -76,7 +164,7 @@ class _Args:
                     "a tracked EagerTensor was passed to a traced transform, which would "
                     "drop its tape gradient; detach() it, or differentiate with the tape",
                 )
-        self.traced = any(isinstance(t, TracedTensor) for t in tensors)
+        self.traced = _DEPTH.get() > 0 or any(isinstance(t, TracedTensor) for t in tensors)
         self.metas = tuple(t.meta for t in tensors)
         self.values = tensors
 
@@ -154,11 +242,11 @@ class _Plan:
         self.metas = [o.meta for o in outputs]
         self.out_treedef = out_treedef
 
-    def __call__(self, arrays: Sequence[Any]) -> Any:
+    def __call__(self, arrays: Sequence[Any], slots: Sequence[Any] = ()) -> Any:
         from tenferro.tensor import Tensor
         from tenferro.traced.program import _array
 
-        values = self.program.run(arrays)
+        values = self.program.run(arrays, slots)
         tensors = [Tensor._wrap(_array(v), m.weak) for v, m in zip(values, self.metas, strict=True)]
         return unflatten(self.out_treedef, tensors)
 
@@ -168,11 +256,47 @@ def _traced_outputs(result: Any) -> tuple[list[TracedTensor], TreeDef]:
     return [_as_traced(leaf) for leaf in leaves], treedef
 
 
+class _Trace:
+    """One call-time trace of a function: its outputs rewritten over slots (``outputs``,
+    of tree structure ``treedef``), the structure (``shape``: its ``slots`` are this
+    call's captured inputs) and the cache key part it gives (``key``: structure only)."""
+
+    __slots__ = ("key", "outputs", "shape", "treedef")
+
+    def __init__(self, outputs: list[TracedTensor], treedef: TreeDef) -> None:
+        self.shape: Structure = structure([o.key for o in outputs])
+        self.outputs = [
+            TracedTensor(k, o.meta) for k, o in zip(self.shape.keys, outputs, strict=True)
+        ]
+        self.treedef = treedef
+        self.key: Hashable = (treedef, self.shape.keys, tuple([o.meta for o in outputs]))
+
+
+def _trace_call(fun: Callable[..., Any], call: _Args) -> _Trace:
+    outputs, treedef = _traced_outputs(_call(fun, _split(call.treedef, _arg_leaves(call.metas))))
+    return _Trace(outputs, treedef)
+
+
+def _forward_plan(call: _Args, trace: _Trace) -> _Plan:
+    return _FORWARD_PROGRAMS.get_or_create(
+        (call.signature(), trace.key), lambda: _Plan(trace.outputs, trace.treedef)
+    )
+
+
 # ---------------------------------------------------------------------- jit
 
 
 def jit(fun: Callable[..., Any]) -> Callable[..., Any]:
-    """Trace ``fun`` once per argument signature, compile, and run the cached program."""
+    """Trace ``fun`` once per argument signature, compile, and run the cached program.
+
+    Like ``jax.jit``, the trace is cached by the arguments' tree structure, shapes,
+    dtypes and weak typing, so ``jit`` *freezes* what ``fun`` reads from its closure
+    or globals at that first trace: arrays and scalars captured there are constants
+    of the compiled program, and later changes to them are not seen. Pass data that
+    changes as arguments (or call ``tf.clear_caches()``). The other transforms
+    (``grad``, ``vjp``, ``jvp``, ...) never freeze captured values.
+    """
+    _callable(fun, "jit")
     cache = _cache(f"jit({getattr(fun, '__name__', 'fun')})")
 
     @functools.wraps(fun, updated=())
@@ -183,7 +307,7 @@ def jit(fun: Callable[..., Any]) -> Callable[..., Any]:
 
         def trace() -> _Plan:
             traced_args = _split(call.treedef, _arg_leaves(call.metas))
-            outputs, out_treedef = _traced_outputs(fun(*traced_args))
+            outputs, out_treedef = _traced_outputs(_call(fun, traced_args))
             return _Plan(outputs, out_treedef)
 
         return cache.get_or_create(call.signature(), trace)(call.arrays())
@@ -203,48 +327,81 @@ def value_and_grad(
     The gradient has the structure of the selected arguments (a tuple when
     ``argnums`` is a tuple); complex arguments get the conjugate-Wirtinger gradient
     (PyTorch's; the conjugate of JAX's). With ``has_aux``, ``fun`` returns
-    ``(value, aux)`` and the result is ``((value, aux), gradient)``.
+    ``(value, aux)`` and the result is ``((value, aux), gradient)``. Every call
+    computes with the values ``fun`` reads at that time (see the module notes).
     """
-    cache = _cache(f"value_and_grad({getattr(fun, '__name__', 'fun')})")
+    return _value_and_grad_transform(fun, argnums, has_aux, "value_and_grad")
+
+
+def _value_and_grad_transform(
+    fun: Callable[..., Any], argnums: int | Sequence[int], has_aux: bool, op: str
+) -> Callable[..., Any]:
+    _callable(fun, op)
+    _check_argnums(argnums, op)
+    _check_has_aux(has_aux, op)
+    single = isinstance(argnums, int)
 
     @functools.wraps(fun, updated=())
     def transformed(*args: Any) -> Any:
         call = _Args(args)
-        positions = _positions(argnums, len(args), "grad")
+        positions = _positions(argnums, len(args), op)
         if call.traced:
             leaves = _alias_leaves(call.values)
-            return _value_and_grad(fun, call.treedef, leaves, positions, argnums, has_aux)
+            value, aux, aux_def = _call_value(fun, call.treedef, leaves, has_aux, op)
+            return _gradient_tree(
+                value, aux, aux_def, call.treedef, leaves, positions, single, has_aux, op
+            )
+        leaves = _arg_leaves(call.metas)
+        value, aux, aux_def = _call_value(fun, call.treedef, leaves, has_aux, op)
+        trace = _Trace([value, *aux], aux_def)
 
-        def trace() -> _Plan:
-            leaves = _arg_leaves(call.metas)
-            result = _value_and_grad(fun, call.treedef, leaves, positions, argnums, has_aux)
-            outputs, out_treedef = _traced_outputs(result)
-            return _Plan(outputs, out_treedef)
+        def derive() -> _Plan:
+            traced_value, *traced_aux = trace.outputs
+            result = _gradient_tree(
+                traced_value,
+                traced_aux,
+                aux_def,
+                call.treedef,
+                leaves,
+                positions,
+                single,
+                has_aux,
+                op,
+            )
+            return _Plan(*_traced_outputs(result))
 
-        return cache.get_or_create((call.signature(), positions, has_aux), trace)(call.arrays())
+        key = (call.signature(), positions, single, has_aux, trace.key)
+        return _GRAD_PROGRAMS.get_or_create(key, derive)(call.arrays(), trace.shape.slots)
 
     return transformed
 
 
-def _value_and_grad(
-    fun: Callable[..., Any],
+def _call_value(
+    fun: Callable[..., Any], treedef: TreeDef, leaves: list[TracedTensor], has_aux: bool, op: str
+) -> tuple[TracedTensor, list[TracedTensor], TreeDef]:
+    """Call ``fun`` on traced arguments: its value and its aux outputs (flattened)."""
+    result = _call(fun, _split(treedef, leaves))
+    value, aux = _aux_pair(result, op) if has_aux else (result, None)
+    aux_outputs, aux_def = _traced_outputs(aux)
+    return _as_traced(value), aux_outputs, aux_def
+
+
+def _gradient_tree(
+    value: TracedTensor,
+    aux_outputs: list[TracedTensor],
+    aux_def: TreeDef,
     treedef: TreeDef,
     leaves: list[TracedTensor],
     positions: tuple[int, ...],
-    argnums: int | Sequence[int],
+    single: bool,
     has_aux: bool,
+    op: str,
 ) -> Any:
-    args = _split(treedef, leaves)
-    result = fun(*args)
-    value, aux = result if has_aux else (result, None)
-    value = _as_traced(value)
     if value.meta.shape != ():
-        raise NonScalarError(
-            "grad", f"the function must return a scalar, got shape {value.meta.shape}"
-        )
+        raise NonScalarError(op, f"the function must return a scalar, got shape {value.meta.shape}")
     if value.meta.dtype.kind != "f":
         raise DTypeError(
-            "grad", f"the function must return a real floating scalar, got {value.meta.dtype}"
+            op, f"the function must return a real floating scalar, got {value.meta.dtype}"
         )
     ranges = _leaf_ranges(treedef, len(leaves))
     selected = [i for p in positions for i in ranges[p]]
@@ -252,7 +409,7 @@ def _value_and_grad(
     for leaf in wrt:
         if leaf.meta.dtype.kind not in "fc":
             raise DTypeError(
-                "grad", f"cannot differentiate with respect to a {leaf.meta.dtype} argument"
+                op, f"cannot differentiate with respect to a {leaf.meta.dtype} argument"
             )
     grads = vjp_tensors([value], wrt, [lax.full_like(value, 1)])
     filled = [lax.zeros_like(w) if g is None else g for g, w in zip(grads, wrt, strict=True)]
@@ -261,8 +418,10 @@ def _value_and_grad(
         unflatten(treedef[1][p], [next(iterator) for _ in ranges[p]])  # type: ignore[index]
         for p in positions
     ]
-    gradient = per_argument[0] if isinstance(argnums, int) else tuple(per_argument)
-    return ((value, aux), gradient) if has_aux else (value, gradient)
+    gradient = per_argument[0] if single else tuple(per_argument)
+    if not has_aux:
+        return (value, gradient)
+    return ((value, unflatten(aux_def, aux_outputs)), gradient)
 
 
 def grad(
@@ -270,7 +429,7 @@ def grad(
 ) -> Callable[..., Any]:
     """The gradient of a real scalar ``fun`` with respect to ``args[argnums]``
     (see :func:`value_and_grad`); with ``has_aux``, ``(gradient, aux)``."""
-    both = value_and_grad(fun, argnums, has_aux)
+    both = _value_and_grad_transform(fun, argnums, has_aux, "grad")
 
     @functools.wraps(fun, updated=())
     def gradient(*args: Any) -> Any:
@@ -286,8 +445,11 @@ def grad(
 def jvp(
     fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
 ) -> tuple[Any, Any]:
-    """``(fun(*primals), J(primals) · tangents)`` (one tangent per primal, same structure)."""
-    primals, tangents = tuple(primals), tuple(tangents)
+    """``(fun(*primals), J(primals) · tangents)`` (one tangent per primal, same structure;
+    ``primals`` and ``tangents`` are tuples or lists, as in JAX)."""
+    _callable(fun, "jvp")
+    primals = _sequence(primals, "jvp", "primals")
+    tangents = _sequence(tangents, "jvp", "tangents")
     if len(primals) != len(tangents):
         raise ShapeError("jvp", f"{len(tangents)} tangent(s) for {len(primals)} primal(s)")
     primal_call, tangent_call = _Args(primals), _Args(tangents)
@@ -299,21 +461,23 @@ def jvp(
             _alias_leaves(primal_call.values),
             _tangent_leaves(tangent_call.values),
         )
-    cache = _function_cache(fun, "jvp")
+    trace = _trace_call(fun, primal_call)
+    plan = _jvp_plan(primal_call, tangent_call, trace)
+    return plan(primal_call.arrays() + tangent_call.arrays(), trace.shape.slots)
 
-    def trace() -> _Plan:
-        n = len(primal_call.metas)
-        result = _jvp(
-            fun,
-            primal_call.treedef,
+
+def _jvp_plan(primal_call: _Args, tangent_call: _Args, trace: _Trace) -> _Plan:
+    def derive() -> _Plan:
+        result = _jvp_outputs(
+            trace.outputs,
+            trace.treedef,
             _arg_leaves(primal_call.metas),
-            _arg_leaves(tangent_call.metas, n),
+            _arg_leaves(tangent_call.metas, len(primal_call.metas)),
         )
-        outputs, out_treedef = _traced_outputs(result)
-        return _Plan(outputs, out_treedef)
+        return _Plan(*_traced_outputs(result))
 
-    plan = cache.get_or_create((primal_call.signature(), tangent_call.signature()), trace)
-    return plan(primal_call.arrays() + tangent_call.arrays())
+    key = (primal_call.signature(), tangent_call.signature(), trace.key)
+    return _JVP_PROGRAMS.get_or_create(key, derive)
 
 
 def _tangent_leaves(values: Sequence[Any]) -> list[TracedTensor]:
@@ -336,8 +500,16 @@ def _jvp(
     leaves: list[TracedTensor],
     tangents: list[TracedTensor],
 ) -> tuple[Any, Any]:
-    out = fun(*_split(treedef, leaves))
-    outputs, out_treedef = _traced_outputs(out)
+    outputs, out_treedef = _traced_outputs(_call(fun, _split(treedef, leaves)))
+    return _jvp_outputs(outputs, out_treedef, leaves, tangents)
+
+
+def _jvp_outputs(
+    outputs: list[TracedTensor],
+    out_treedef: TreeDef,
+    leaves: list[TracedTensor],
+    tangents: list[TracedTensor],
+) -> tuple[Any, Any]:
     active = [i for i, leaf in enumerate(leaves) if leaf.meta.dtype.kind in "fc"]
     results = jvp_tensors(
         outputs, [leaves[i] for i in active], [_cast(tangents[i], leaves[i]) for i in active]
@@ -356,44 +528,123 @@ def _cast(tangent: TracedTensor, leaf: TracedTensor) -> TracedTensor:
 
 
 def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
-    """``(fun(*primals), jvp_fn)`` where ``jvp_fn(*tangents)`` is the JVP at ``primals``."""
-    out = _memo_on(fun, "jit", lambda: jit(fun))(*primals)
+    """``(fun(*primals), jvp_fn)`` where ``jvp_fn(*tangents)`` is the JVP at ``primals``,
+    with the values ``fun`` read when ``linearize`` was called (``fun`` is traced once).
+
+    As ``jax.linearize`` promises, the primal outputs and every primal value the JVP
+    reads (the residuals) are computed here, once; ``jvp_fn`` evaluates only the linear
+    map (its program is cached by the traced structure)."""
+    _callable(fun, "linearize")
+    call = _Args(primals)
+    if call.traced:
+
+        def symbolic_jvp_fn(*tangents: Any) -> Any:
+            return jvp(fun, primals, tangents)[1]
+
+        return fun(*primals), symbolic_jvp_fn
+    trace = _trace_call(fun, call)
+    plan = _linearize_plan(call, trace)
+    outputs, residual_values = plan.split.primal_values(call.arrays(), trace.shape.slots)
+    out = plan.wrap(outputs, plan.primal_metas, plan.out_treedef)
 
     def jvp_fn(*tangents: Any) -> Any:
-        return jvp(fun, primals, tangents)[1]
+        if len(tangents) != len(primals):
+            raise ShapeError(
+                "linearize", f"{len(tangents)} tangent(s) for {len(primals)} primal(s)"
+            )
+        tangent_call = _Args(tangents)
+        _check_tangents("linearize", call, tangent_call)
+        if tangent_call.traced:
+            return jvp(fun, primals, tangents)[1]
+        arrays = [
+            np.asarray(t, p.dtype) if p.dtype.kind in "fc" else t
+            for t, p in zip(tangent_call.arrays(), call.metas, strict=True)
+        ]
+        values = plan.split.apply(residual_values, arrays)
+        return plan.wrap(values, plan.tangent_metas, plan.out_treedef)
 
     return out, jvp_fn
+
+
+class _LinearizePlan:
+    """The primal/residual program and the linear program of one traced structure."""
+
+    __slots__ = ("out_treedef", "primal_metas", "split", "tangent_metas")
+
+    def __init__(self, call: _Args, trace: _Trace) -> None:
+        count = len(call.metas)
+        tangent_leaves = _arg_leaves(call.metas, count)
+        primal_tree, tangent_tree = _jvp_outputs(
+            trace.outputs, trace.treedef, _arg_leaves(call.metas), tangent_leaves
+        )
+        primal_out, self.out_treedef = _traced_outputs(primal_tree)
+        tangent_out, _ = _traced_outputs(tangent_tree)
+        self.primal_metas = [o.meta for o in primal_out]
+        self.tangent_metas = [o.meta for o in tangent_out]
+
+        def is_tangent(key: Any) -> bool:
+            name = getattr(key, "key", None)
+            return type(name) is ArgKey and name.position >= count
+
+        def tangent_position(key: Any) -> int:
+            return int(key.key.position) - count
+
+        self.split = LinearSplit(
+            [o.key for o in primal_out], [o.key for o in tangent_out], is_tangent, tangent_position
+        )
+
+    @staticmethod
+    def wrap(values: Sequence[Any], metas: Sequence[Meta], treedef: TreeDef) -> Any:
+        from tenferro.tensor import Tensor
+        from tenferro.traced.program import _array
+
+        tensors = [Tensor._wrap(_array(v), m.weak) for v, m in zip(values, metas, strict=True)]
+        return unflatten(treedef, tensors)
+
+
+def _linearize_plan(call: _Args, trace: _Trace) -> _LinearizePlan:
+    return _LINEARIZE_PROGRAMS.get_or_create(
+        (call.signature(), trace.key), lambda: _LinearizePlan(call, trace)
+    )
 
 
 def hvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
     """The Hessian-vector product of a real scalar ``fun`` (forward over reverse):
     the derivative of ``grad(fun)`` along ``tangents`` (a tuple when there are several
-    primals)."""
-    primals, tangents = tuple(primals), tuple(tangents)
+    primals). ``fun`` is traced once per call (values read at call time); the HVP
+    program is cached by the structure of that trace."""
+    _callable(fun, "hvp")
+    primals = _sequence(primals, "hvp", "primals")
+    tangents = _sequence(tangents, "hvp", "tangents")
     count = len(primals)
-    gradient = _memo_on(fun, f"grad{count}", lambda: grad(fun, argnums=tuple(range(count))))
-    result = jvp(gradient, primals, tangents)[1]
+    if count == 0:
+        raise ParameterError("hvp", "needs at least one primal")
+    if len(tangents) != count:
+        raise ShapeError("hvp", f"{len(tangents)} tangent(s) for {count} primal(s)")
+    primal_call, tangent_call = _Args(primals), _Args(tangents)
+    _check_tangents("hvp", primal_call, tangent_call)
+    positions = tuple(range(count))
+    if primal_call.traced or tangent_call.traced:
+        result = jvp(grad(fun, argnums=positions), primals, tangents)[1]
+        return result[0] if count == 1 else result
+    leaves = _arg_leaves(primal_call.metas)
+    value, _, none_def = _call_value(fun, primal_call.treedef, leaves, False, "hvp")
+    trace = _Trace([value], none_def)
+
+    def derive() -> _Plan:
+        (traced_value,) = trace.outputs
+        _, gradient = _gradient_tree(
+            traced_value, [], none_def, primal_call.treedef, leaves, positions, False, False, "hvp"
+        )
+        grad_leaves, grad_def = _traced_outputs(gradient)
+        tangent_leaves = _arg_leaves(tangent_call.metas, len(leaves))
+        _, tangent_out = _jvp_outputs(grad_leaves, grad_def, leaves, tangent_leaves)
+        return _Plan(*_traced_outputs(tangent_out))
+
+    key = ("hvp", primal_call.signature(), tangent_call.signature(), trace.key)
+    plan = _JVP_PROGRAMS.get_or_create(key, derive)
+    result = plan(primal_call.arrays() + tangent_call.arrays(), trace.shape.slots)
     return result[0] if count == 1 else result
-
-
-_MEMO = "__tenferro_memo__"
-
-
-def _memo_on(fun: Callable[..., Any], name: str, make: Callable[[], Any]) -> Any:
-    """A derived transform of ``fun``, kept on ``fun`` (so its program cache is reused by
-    later calls with the same function). The memo records its owner: a copy made by
-    ``functools.wraps`` on another function is recognised as foreign and ignored."""
-    memo: tuple[weakref.ref[Any], dict[str, Any]] | None = getattr(fun, _MEMO, None)
-    if memo is None or memo[0]() is not fun:
-        try:
-            memo = (weakref.ref(fun), {})
-            setattr(fun, _MEMO, memo)
-        except (AttributeError, TypeError):  # builtins, bound methods: no memo
-            return make()
-    found = memo[1].get(name)
-    if found is None:
-        found = memo[1][name] = make()
-    return found
 
 
 # ---------------------------------------------------------------------- vjp
@@ -401,43 +652,28 @@ def _memo_on(fun: Callable[..., Any], name: str, make: Callable[[], Any]) -> Any
 
 def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """``(fun(*primals), vjp_fn)`` where ``vjp_fn(cotangent)`` returns one cotangent per
-    primal (conjugate convention); with ``has_aux``, ``(out, vjp_fn, aux)``."""
+    primal (conjugate convention); with ``has_aux``, ``(out, vjp_fn, aux)``. ``fun`` is
+    traced once, with the values it reads when ``vjp`` is called."""
+    _callable(fun, "vjp")
+    _check_has_aux(has_aux, "vjp")
     call = _Args(primals)
     if call.traced:
-        leaves = _alias_leaves(call.values)
-        result = fun(*_split(call.treedef, leaves))
-        out, aux = result if has_aux else (result, None)
-        outputs, out_treedef = _traced_outputs(out)
-
-        def symbolic_vjp(cotangent: Any) -> tuple[Any, ...]:
-            cts, ct_treedef = flatten(cotangent)
-            if ct_treedef != out_treedef:
-                raise ShapeError("vjp", "the cotangent must have the structure of the output")
-            return _vjp_result(call.treedef, leaves, outputs, [_as_traced(c) for c in cts])
-
-        packed = (unflatten(out_treedef, outputs), symbolic_vjp)
-        return (*packed, aux) if has_aux else packed
-
-    cache = _function_cache(fun, "vjp")
-
-    def forward() -> _Plan:
-        result = fun(*_split(call.treedef, _arg_leaves(call.metas)))
-        out, aux = result if has_aux else (result, None)
-        outputs, out_treedef = _traced_outputs((out, aux) if has_aux else out)
-        return _Plan(outputs, out_treedef)
-
-    forward_plan = cache.get_or_create(("forward", call.signature(), has_aux), forward)
-    result = forward_plan(call.arrays())
-    out, aux = result if has_aux else (result, None)
-    out_leaves, out_treedef = flatten(out)
-    out_metas = [asarray(o).meta for o in out_leaves]
+        return _symbolic_vjp(fun, call, has_aux)
+    result = _call(fun, _split(call.treedef, _arg_leaves(call.metas)))
+    out, aux = _aux_pair(result, "vjp") if has_aux else (result, None)
+    count = len(flatten(out)[0])
+    packed, packed_def = _traced_outputs((out, aux) if has_aux else out)
+    trace = _Trace(packed, packed_def)
+    forward = _forward_plan(call, trace)(call.arrays(), trace.shape.slots)
+    out, aux = forward if has_aux else (forward, None)
+    out_metas = [asarray(o).meta for o in flatten(out)[0]]
 
     def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
         ct_call = _Args((cotangent,))
         if ct_call.traced:
             leaves = _alias_leaves(call.values)
-            traced_out = fun(*_split(call.treedef, leaves))
-            traced_out = traced_out[0] if has_aux else traced_out
+            traced_out = _call(fun, _split(call.treedef, leaves))
+            traced_out = _aux_pair(traced_out, "vjp")[0] if has_aux else traced_out
             outputs, _ = _traced_outputs(traced_out)
             return _vjp_result(
                 call.treedef, leaves, outputs, [_as_traced(c) for c in ct_call.values]
@@ -449,22 +685,33 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[
                 f"the output {[m.shape for m in out_metas]}",
             )
 
-        def backward() -> _Plan:
+        def derive() -> _Plan:
             leaves = _arg_leaves(call.metas)
-            traced_out = fun(*_split(call.treedef, leaves))
-            traced_out = traced_out[0] if has_aux else traced_out
-            outputs, _ = _traced_outputs(traced_out)
             cts = _arg_leaves(ct_call.metas, len(call.metas))
-            result = _vjp_result(call.treedef, leaves, outputs, cts)
-            flat, treedef = _traced_outputs(result)
-            return _Plan(flat, treedef)
+            result = _vjp_result(call.treedef, leaves, trace.outputs[:count], cts)
+            return _Plan(*_traced_outputs(result))
 
-        plan = cache.get_or_create(
-            ("backward", call.signature(), ct_call.signature(), has_aux), backward
-        )
-        return plan(call.arrays() + ct_call.arrays())
+        key = (call.signature(), ct_call.signature(), count, trace.key)
+        plan = _VJP_PROGRAMS.get_or_create(key, derive)
+        return plan(call.arrays() + ct_call.arrays(), trace.shape.slots)
 
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
+def _symbolic_vjp(fun: Callable[..., Any], call: _Args, has_aux: bool) -> tuple[Any, ...]:
+    leaves = _alias_leaves(call.values)
+    result = _call(fun, _split(call.treedef, leaves))
+    out, aux = _aux_pair(result, "vjp") if has_aux else (result, None)
+    outputs, out_treedef = _traced_outputs(out)
+
+    def symbolic_vjp(cotangent: Any) -> tuple[Any, ...]:
+        cts, ct_treedef = flatten(cotangent)
+        if ct_treedef != out_treedef:
+            raise ShapeError("vjp", "the cotangent must have the structure of the output")
+        return _vjp_result(call.treedef, leaves, outputs, [_as_traced(c) for c in cts])
+
+    packed = (unflatten(out_treedef, outputs), symbolic_vjp)
+    return (*packed, aux) if has_aux else packed
 
 
 def _vjp_result(
@@ -514,11 +761,4 @@ def _fits(value: Meta, output: Meta) -> bool:
     return all(
         n <= bound if axis in output.dynamic else n == bound
         for axis, (n, bound) in enumerate(zip(value.shape, output.shape, strict=True))
-    )
-
-
-def _function_cache(fun: Callable[..., Any], kind: str) -> BoundedCache[Any, Any]:
-    """One program cache per (function, transform), kept on the function when possible."""
-    return _memo_on(
-        fun, f"{kind}_cache", lambda: _cache(f"{kind}({getattr(fun, '__name__', 'fun')})")
     )

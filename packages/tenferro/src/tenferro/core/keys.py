@@ -4,6 +4,11 @@ Most keys are compared by identity (each leaf, placeholder or alias is its own
 input); :class:`ArgKey` is compared by value, so retracing a function with
 arguments of the same shapes and dtypes gives the same structure and hits the
 program caches.
+
+The ``Slot*`` keys are compared by value too: they replace identity leaves
+(data, placeholders, checkpoints, aliases) in the *structure* of a computation
+(see :mod:`tenferro.traced.structure`), so caches keyed by structure hold no
+user data and a retraced computation that reads new data finds its program.
 """
 
 from __future__ import annotations
@@ -14,7 +19,16 @@ from typing import Any
 from computegraph import ValueKey
 from tenferro.meta import Meta
 
-__all__ = ["AliasKey", "ArgKey", "CheckpointKey", "LeafKey", "PlaceholderKey"]
+__all__ = [
+    "AliasKey",
+    "ArgKey",
+    "CheckpointKey",
+    "LeafKey",
+    "PlaceholderKey",
+    "SlotAliasKey",
+    "SlotCheckpointKey",
+    "SlotKey",
+]
 
 
 class LeafKey:
@@ -85,3 +99,41 @@ class AliasKey:
 
     def __repr__(self) -> str:
         return f"alias:{self.meta.describe()}#{id(self) & 0xFFFF:04x}"
+
+
+@dataclass(frozen=True, slots=True)
+class SlotKey:
+    """Input slot ``index`` of a computation's structure: a leaf's data or a placeholder's
+    binding, supplied when the program runs."""
+
+    index: int
+    meta: Meta
+
+    def __repr__(self) -> str:
+        return f"slot{self.index}:{self.meta.describe()}"
+
+
+@dataclass(frozen=True, slots=True)
+class SlotCheckpointKey:
+    """A checkpoint in a computation's structure: its stored value is supplied in slot
+    ``index``; derivatives flow through ``origin`` (a structural key)."""
+
+    index: int
+    meta: Meta
+    origin: ValueKey
+
+    def __repr__(self) -> str:
+        return f"checkpoint{self.index}:{self.meta.describe()}"
+
+
+@dataclass(frozen=True, slots=True)
+class SlotAliasKey:
+    """An alias in a computation's structure (``index`` tells distinct aliases of one
+    origin apart)."""
+
+    index: int
+    meta: Meta
+    origin: ValueKey
+
+    def __repr__(self) -> str:
+        return f"alias{self.index}:{self.meta.describe()}"

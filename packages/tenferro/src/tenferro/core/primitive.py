@@ -169,6 +169,11 @@ class TensorPrimitive:
     def __hash__(self) -> int:
         return self._hash
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt through ``make``: the shared instance, with its cached hash and outputs.
+        params = {f: getattr(self, f) for f in self._field_names if f != "inputs"}
+        return (_remake, (type(self), self.inputs, params))
+
     def __str__(self) -> str:
         params = ", ".join(
             f"{f}={_show(getattr(self, f))}" for f in self._field_names if f != "inputs"
@@ -256,6 +261,11 @@ def _show(value: Any) -> str:
     if isinstance(value, np.dtype):
         return str(value)
     return repr(value)
+
+
+def _remake(cls: type[P], inputs: tuple[Meta, ...], params: dict[str, Any]) -> P:
+    """Unpickle a primitive (see ``TensorPrimitive.__reduce__``)."""
+    return cls.make(inputs, **params)
 
 
 def primitive(cls: type[P]) -> type[P]:

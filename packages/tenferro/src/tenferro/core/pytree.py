@@ -1,4 +1,4 @@
-"""Minimal pytrees: nested tuples (named tuples too), lists and dicts of leaves (like
+"""Minimal pytrees: nested tuples, namedtuples, lists and dicts of leaves (like
 ``jax.tree_util``)."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def flatten(tree: Any) -> tuple[list[Any], TreeDef]:
         if type(node) is tuple:
             return ("tuple", tuple(walk(child) for child in node))
         if isinstance(node, tuple) and hasattr(type(node), "_fields"):
-            return ("namedtuple", type(node), tuple(walk(child) for child in node))
+            return ("namedtuple", tuple(walk(child) for child in node), type(node))
         if type(node) is list:
             return ("list", tuple(walk(child) for child in node))
         if type(node) is dict:
@@ -48,10 +48,10 @@ def unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
             return None
         if kind == "tuple":
             return tuple(build(child) for child in node[1])
+        if kind == "namedtuple":
+            return node[2](*(build(child) for child in node[1]))
         if kind == "list":
             return [build(child) for child in node[1]]
-        if kind == "namedtuple":
-            return node[1](*(build(child) for child in node[2]))
         return {key: build(child) for key, child in zip(node[1], node[2], strict=True)}
 
     return build(treedef)

@@ -53,6 +53,15 @@ def _canonical(count: int) -> tuple[str, ...]:
     return tuple(_CANONICAL[:count])
 
 
+def _refuse_tracked(data: Any) -> None:
+    """Tracking a tracked tensor would silently cut it from the tape it belongs to."""
+    if isinstance(data, EagerTensor) and data.tape is not None:
+        raise TenferroError(
+            "track",
+            f"{data!r} is already tracked; track data.detach() to start a new leaf from its value",
+        )
+
+
 class _Untracked:
     __slots__ = ()
 
@@ -105,7 +114,9 @@ class Tape:
     # ------------------------------------------------------------------ leaves
 
     def track(self, data: Any, dtype: Any = None) -> EagerTensor:
-        """A tracked leaf of this tape holding ``data`` (copied unless it is a tensor)."""
+        """A tracked leaf of this tape holding ``data`` (copied unless it is a tensor).
+        A tensor that is already tracked is refused: track ``x.detach()`` instead."""
+        _refuse_tracked(data)
         tensor = EagerTensor(data, dtype)
         self.adopt_leaf(tensor)
         return tensor
@@ -401,7 +412,8 @@ class Tape:
             seeds[source.key] = value if source.key not in seeds else seeds[source.key] + value
         traces = [o.node for o in outs if isinstance(o, EagerTensor)]
         with np.errstate(all="ignore"):
-            result = forward(seeds, traces, self._plain)
+            wanted = {o.key for o in outs if isinstance(o, EagerTensor)}
+            result = forward(seeds, traces, self._plain, wanted=wanted)
         tangent_out = [
             self._result(result.get(o.key) if isinstance(o, EagerTensor) else None, o, False)
             for o in outs

@@ -17,7 +17,7 @@ import numpy as np
 
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.eager.mode import capture_state, captures_open, grad_state, no_grad_open
-from tenferro.errors import DTypeError, TenferroError
+from tenferro.errors import AllocationError, DTypeError, TenferroError
 from tenferro.ieee import IGNORE, error_state
 from tenferro.meta import Meta
 from tenferro.tensor import Tensor, filled, to_array
@@ -62,8 +62,9 @@ class EagerTensor(Tensor):
         self.tape = None
         self._grad = None
         if requires_grad:
-            from tenferro.eager.tape import default_tape
+            from tenferro.eager.tape import _refuse_tracked, default_tape
 
+            _refuse_tracked(data)
             (tape if tape is not None else default_tape()).adopt_leaf(self)
         elif tape is not None:
             raise TenferroError("EagerTensor", "a tape is given but requires_grad is False")
@@ -93,6 +94,8 @@ class EagerTensor(Tensor):
                 values: Sequence[Any] = (ufunc(*arrays),)
             else:
                 values = op.eval(arrays, None)
+        except MemoryError as error:
+            raise AllocationError(op.name, str(error)) from None
         finally:
             error_state.reset(token)
         if captures_open[0]:

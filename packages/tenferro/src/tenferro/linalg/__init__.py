@@ -8,6 +8,9 @@ LAPACK kernel and JVP side by side, so it works on every tensor kind and in ever
 transform; the families' modules are:
 
 * :mod:`tenferro.linalg.checks`: shared validation (square, finite, eps) and errors.
+* :mod:`tenferro.linalg.spectral`: svd, svdvals, truncated_svd, eigh, eigvalsh, eig,
+  eigvals, pinv (Lorentzian-regularised spectral derivatives, gauges).
+* :mod:`tenferro.linalg.norms`: norm, vector_norm, matrix_norm.
 * :mod:`tenferro.linalg.solvers`: solve, solve_triangular, inv, det, slogdet.
 * :mod:`tenferro.linalg.factorizations`: qr, cholesky, lu, lu_factor, lu_solve.
 * :mod:`tenferro.linalg.functions`: matrix_exp, matrix_power, multi_dot, tensorinv,
@@ -27,9 +30,38 @@ from tenferro.linalg.factorizations import (
     qr,
 )
 from tenferro.linalg.functions import matrix_exp, matrix_power, multi_dot, tensorinv, tensorsolve
+from tenferro.linalg.norms import matrix_norm, norm, vector_norm
 from tenferro.linalg.solvers import SlogdetResult, det, inv, slogdet, solve, solve_triangular
+from tenferro.linalg.spectral import (
+    EighResult,
+    EigResult,
+    SVDResult,
+    eig,
+    eigh,
+    eigvals,
+    eigvalsh,
+    pinv,
+    svd,
+    svdvals,
+    truncated_svd,
+)
 
-__all__: list[str] = []
+__all__: list[str] = [
+    "EigResult",
+    "EighResult",
+    "SVDResult",
+    "eig",
+    "eigh",
+    "eigvals",
+    "eigvalsh",
+    "matrix_norm",
+    "norm",
+    "pinv",
+    "svd",
+    "svdvals",
+    "truncated_svd",
+    "vector_norm",
+]
 __all__ += [  # solvers
     "LUFactorResult",
     "LUResult",

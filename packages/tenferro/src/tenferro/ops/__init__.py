@@ -6,7 +6,20 @@ transpose rules. See :mod:`tenferro.lax` for the functions that apply them.
 """
 
 from tenferro.core.primitive import AddAny, TensorPrimitive
-from tenferro.ops.analytic import Cos, Exp, Expm1, Log, Log1p, Pow, Rsqrt, Sin, Sqrt, Tanh
+from tenferro.ops.analytic import (
+    Cos,
+    Exp,
+    Expm1,
+    Log,
+    Log1p,
+    Log2,
+    Log10,
+    Pow,
+    Rsqrt,
+    Sin,
+    Sqrt,
+    Tanh,
+)
 from tenferro.ops.contraction import DotGeneral
 from tenferro.ops.dynamic import Constant, DynamicTruncate, PadToMatch, ShapeOf
 from tenferro.ops.elementwise import (
@@ -78,6 +91,8 @@ __all__ = [
     "Imag",
     "Log",
     "Log1p",
+    "Log2",
+    "Log10",
     "Maximum",
     "Minimum",
     "Mul",

@@ -1,4 +1,5 @@
-"""Analytic primitives: exp, log, sin, cos, tanh, sqrt, rsqrt, expm1, log1p, pow.
+"""Analytic primitives: exp, log, log2, log10, sin, cos, tanh, sqrt, rsqrt, expm1, log1p,
+pow.
 
 Holomorphic on complex inputs: the JVP multiplies by f'(x) and, through the
 transpose of that multiplication, the VJP by conj(f'(x)). Coefficients are
@@ -7,7 +8,8 @@ computed from the primal input or output, reused rather than recomputed.
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -22,6 +24,8 @@ __all__ = [
     "Expm1",
     "Log",
     "Log1p",
+    "Log2",
+    "Log10",
     "Pow",
     "Rsqrt",
     "Sin",
@@ -63,6 +67,34 @@ class Log(Analytic):
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         return [lax.div(ts[0], xs[0])]
+
+
+class _LogBase(Analytic):
+    """A logarithm to a fixed base with numpy's kernel (exact at exact powers of the base:
+    ``log10(1000) == 3``, unlike ``log(x) / log(10)``); derivative ``1 / (x ln base)``."""
+
+    __slots__ = ()
+    base: ClassVar[float]
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        (x,) = xs
+        return [lax.div(ts[0], lax.mul(x, lax.full_like(x, math.log(self.base))))]
+
+
+@primitive
+class Log2(_LogBase):
+    name = "log2"
+    base = 2.0
+
+    ufunc = np.log2
+
+
+@primitive
+class Log10(_LogBase):
+    name = "log10"
+    base = 10.0
+
+    ufunc = np.log10
 
 
 @primitive
@@ -144,7 +176,8 @@ class Log1p(Analytic):
 class Pow(Elementwise):
     """``x ** y``. Integers: non-negative exponents only (primal only).
 
-    ``d/dx = y x^(y-1)`` (finite at x = 0 for integer exponents >= 1) and
+    ``d/dx = y x^(y-1)`` (0 for y = 0; finite at x = 0 for integer exponents >= 1, to
+    every order, like a polynomial) and
     ``d/dy = log(x) x^y``, taken as 0 where x = 0 (where x^y is 0 for y > 0).
     """
 
@@ -167,7 +200,12 @@ class Pow(Elementwise):
         by_x = by_y = None
         if dx is not None:
             one = lax.full_like(y, 1)
-            by_x = lax.mul(dx, lax.mul(y, lax.pow(x, lax.sub(y, one))))
+            # y == 0 has derivative 0 everywhere; its unused lane reads x = 1 so that no
+            # 0 * inf appears at x = 0 in this derivative or the ones taken of it.
+            constant = lax.compare(y, lax.zeros_like(y), "eq")
+            safe_x = lax.select(constant, lax.full_like(x, 1), x)
+            slope = lax.mul(y, lax.pow(safe_x, lax.sub(y, one)))
+            by_x = lax.mul(dx, lax.select(constant, lax.zeros_like(slope), slope))
         if dy is not None:
             zero = lax.zeros_like(x)
             at_zero = lax.compare(x, zero, "eq")

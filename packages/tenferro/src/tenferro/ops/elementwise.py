@@ -411,7 +411,8 @@ class Clamp(TensorPrimitive):
     """``min(max(x, lower), upper)`` with strict masks (seed 001):
 
     x active iff lower < x < upper; lower iff lower > x and lower < upper;
-    upper iff upper < x. Exact ties give no derivative to anyone.
+    upper iff upper < max(x, lower) (so with lower > upper the result, upper, gets it, as
+    in jax's ``clip``). Exact ties give no derivative to anyone.
     """
 
     name = "clamp"
@@ -429,7 +430,7 @@ class Clamp(TensorPrimitive):
         masks = (
             lax.logical_and(lax.compare(lower, x, "lt"), lax.compare(x, upper, "lt")),
             lax.logical_and(lax.compare(lower, x, "gt"), lax.compare(lower, upper, "lt")),
-            lax.compare(upper, x, "lt"),
+            lax.logical_or(lax.compare(upper, x, "lt"), lax.compare(upper, lower, "lt")),
         )
         total: RuleValue | None = None
         for mask, tangent in zip(masks, ts, strict=True):

@@ -1,7 +1,7 @@
 """Reductions over listed axes (unique, in range; the reduced axes are dropped).
 
 reduce_sum is linear; reduce_sum_squares is real-only; reduce_prod's derivative is
-zero-safe (one zero: the product of the others; two or more: 0); reduce_max and
+built from multiplications only (exact at zeros, to every order); reduce_max and
 reduce_min share the derivative equally among tied extremal entries.
 """
 
@@ -91,24 +91,39 @@ class ReduceProd(Reduction):
         return np.prod(x, axis=self.axes, dtype=self.inputs[0].dtype)
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        (x,), (y,), (dx,) = xs, ys, ts
-        zero, one = lax.zeros_like(x), lax.full_like(x, 1)
-        is_zero = lax.compare(x, zero, "eq")
-        zeros = lax.reduce_sum(lax.convert_element_type(is_zero, x.dtype), self.axes)
-        # Division only by non-zeros, so no inf/nan appears even in unused lanes.
-        without_zeros = lax.reduce_prod(lax.select(is_zero, one, x), self.axes)
-        none_zero = lax.compare(zeros, lax.zeros_like(zeros), "eq")
-        one_zero = lax.compare(zeros, lax.full_like(zeros, 1), "eq")
-        others = lax.select(
-            self.broadcast_back(none_zero),
-            lax.div(self.broadcast_back(y), lax.select(is_zero, one, x)),
-            lax.select(
-                lax.logical_and(self.broadcast_back(one_zero), is_zero),
-                self.broadcast_back(without_zeros),
-                zero,
-            ),
-        )
-        return [lax.reduce_sum(lax.mul(dx, others), self.axes)]
+        (x,), (dx,) = xs, ts
+        assert dx is not None
+        kept = self.kept()
+        flat = (*(x.shape[i] for i in kept), int(np.prod([x.shape[a] for a in self.axes])))
+        x_flat = lax.reshape(lax.transpose(x, (*kept, *self.axes)), flat)
+        dx_flat = lax.reshape(lax.transpose(dx, (*kept, *self.axes)), flat)
+        last = len(flat) - 1
+        # The product of the other entries, from multiplications only: exact at zeros
+        # (any number of them) and differentiable again to every order.
+        before = _exclusive_products(x_flat)
+        after = lax.rev(_exclusive_products(lax.rev(x_flat, (last,))), (last,))
+        return [lax.reduce_sum(lax.mul(dx_flat, lax.mul(before, after)), (last,))]
+
+
+def _exclusive_products(x: RuleValue) -> RuleValue:
+    """Along the last axis, the product of the entries before each entry (1 for the first):
+    a Hillis-Steele scan, log2(n) shifted multiplications."""
+    n = x.shape[-1]
+    inclusive, distance = x, 1
+    while distance < n:
+        inclusive = lax.mul(inclusive, _shifted(inclusive, distance))
+        distance *= 2
+    return _shifted(inclusive, 1)
+
+
+def _shifted(x: RuleValue, distance: int) -> RuleValue:
+    """``x`` moved ``distance`` places along the last axis, ones filling in."""
+    n, lead = x.shape[-1], x.shape[:-1]
+    if distance >= n:
+        return lax.full_like(x, 1)
+    ones = lax.full(x.meta._replace(shape=(*lead, distance)), 1, x)
+    kept = lax.slice(x, [0] * x.ndim, (*lead, n - distance))
+    return lax.concatenate([ones, kept], x.ndim - 1)
 
 
 class _Extremum(Reduction):

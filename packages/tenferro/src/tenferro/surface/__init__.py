@@ -1,5 +1,7 @@
 """The numpy-style surface, written once for every tensor kind."""
 
+import inspect as _inspect
+
 from tenferro.surface.contraction import dot, inner, matmul, outer, tensordot, vdot, vecdot
 from tenferro.surface.convert import asarray, astype, broadcast_to
 from tenferro.surface.creation import (
@@ -17,6 +19,7 @@ from tenferro.surface.creation import (
 from tenferro.surface.indexing import getitem, take
 from tenferro.surface.math import *  # noqa: F403
 from tenferro.surface.math import __all__ as _math_names
+from tenferro.surface.predicates import isfinite, isinf, isnan
 from tenferro.surface.reductions import all, amax, amin, any, max, mean, min, prod, std, sum, var
 from tenferro.surface.shapes import (
     concatenate,
@@ -61,6 +64,9 @@ __all__ = [
     "full_like",
     "getitem",
     "inner",
+    "isfinite",
+    "isinf",
+    "isnan",
     "linspace",
     "matmul",
     "max",
@@ -93,3 +99,16 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+
+def _name_factory_functions() -> None:
+    """Functions made by factories (``exp = _analytic("exp", ...)``) take their public
+    name as ``__qualname__`` too, so Python's own argument errors name them:
+    ``tf.add(x)`` raises ``TypeError: add() missing 1 required positional argument``."""
+    for name in __all__:
+        function = globals()[name]
+        if _inspect.isfunction(function) and "<locals>" in function.__qualname__:
+            function.__qualname__ = function.__name__
+
+
+_name_factory_functions()

@@ -10,6 +10,9 @@ explicit ``broadcast_in_dim``.
 
 from __future__ import annotations
 
+import math
+import operator
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,17 +23,23 @@ from tenferro import lax
 from tenferro.core.bind import lift
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import promote_types
-from tenferro.errors import DTypeError
+from tenferro.errors import DTypeError, ScalarOverflowError, ShapeError
 from tenferro.meta import Meta, broadcast_shapes
 
 __all__ = [
+    "MAX_RANK",
+    "as_shape",
     "asarray",
     "astype",
     "broadcast_to",
+    "check_int_fits",
     "is_tensor",
     "prepare",
     "register_concrete",
 ]
+
+MAX_RANK = 64
+"""The largest rank numpy supports (tenferro tensors are numpy arrays underneath)."""
 
 _concrete: Any = None
 
@@ -51,12 +60,79 @@ def is_tensor(value: Any) -> bool:
     return getattr(type(value), "_priority", None) is not None
 
 
-def asarray(value: Any, dtype: Any = None) -> Any:
+def asarray(value: Any, dtype: Any = None, op: str = "asarray") -> Any:
     """``value`` as a tensor: tensors pass through (converted if ``dtype`` is given);
-    arrays, sequences and scalars become concrete tensors."""
+    arrays, sequences and scalars become concrete tensors (a ``DTypeError`` naming
+    ``op`` for anything that is not numeric data)."""
     if is_tensor(value):
         return value if dtype is None else astype(value, dtype)
-    return _concrete(value, dtype)
+    return _concrete._convert(value, dtype, op)
+
+
+def as_shape(shape: Any, op: str, *, allow_unknown: bool = False) -> tuple[int, ...]:
+    """``shape`` (an integer or a sequence of integers) as a tuple of extents.
+
+    Rejects, with a ``ShapeError`` naming ``op`` and the shape: non-integer extents
+    (``2.5``, strings), negative extents (``-1`` is allowed once when
+    ``allow_unknown``), ranks above :data:`MAX_RANK`, and sizes no array can have.
+    """
+    if type(shape) is tuple and len(shape) <= MAX_RANK:  # the common case, checked fast
+        for n in shape:
+            if type(n) is not int or n < 0:
+                break
+        else:
+            if math.prod(shape) <= sys.maxsize // 16:
+                return shape
+    items = (shape,) if _is_integer(shape) else shape
+    try:
+        extents = tuple(operator.index(n) for n in items)
+    except TypeError:
+        raise ShapeError(
+            op, f"a shape needs integer extents, got {_describe_shape(shape)}"
+        ) from None
+    if len(extents) > MAX_RANK:
+        raise ShapeError(op, f"rank {len(extents)} exceeds the maximum rank {MAX_RANK}")
+    lowest = -1 if allow_unknown else 0
+    if any(n < lowest for n in extents) or (allow_unknown and extents.count(-1) > 1):
+        raise ShapeError(op, f"invalid shape {extents}: extents must be non-negative")
+    if math.prod(n for n in extents if n > 0) > sys.maxsize // 16:
+        raise ShapeError(op, f"shape {extents} is too large for any array")
+    return extents
+
+
+def _is_integer(value: Any) -> bool:
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _describe_shape(shape: Any) -> str:
+    try:
+        return repr(tuple(shape))
+    except TypeError:
+        return repr(shape)
+
+
+def check_int_fits(op: str, value: Any, target: np.dtype[Any]) -> None:
+    """Raise ``ScalarOverflowError`` when the Python integer ``value`` does not fit the
+    dtype ``target``: out of range of an integer dtype (numpy 2 raises ``OverflowError``;
+    numpy 1 wrapped around), or beyond every finite float64 for an inexact one. (A value
+    that fits float64 but not float32 becomes inf, as in numpy: IEEE values are data.)"""
+    if type(value) is not int:
+        return
+    if target.kind == "i":
+        info = np.iinfo(target)
+        if not info.min <= value <= info.max:
+            raise ScalarOverflowError(op, f"Python integer {value} is out of bounds for {target}")
+    elif target.kind in "fc":
+        try:
+            float(value)
+        except OverflowError:
+            raise ScalarOverflowError(
+                op, f"Python integer {value} is too large to convert to {target}"
+            ) from None
 
 
 def astype(x: Any, dtype: Any) -> Any:
@@ -69,15 +145,23 @@ def astype(x: Any, dtype: Any) -> Any:
 
 def broadcast_to(x: Any, shape: Sequence[int]) -> Any:
     """numpy broadcasting of ``x`` to ``shape`` (right-aligned, extents equal or 1)."""
-    target = tuple(int(n) for n in shape)
-    if x.meta.shape == target:
+    meta = getattr(x, "meta", None)
+    if meta is None:
+        x = asarray(x, op="broadcast_to")
+        meta = x.meta
+    if meta.shape == shape:  # the common internal call: nothing to check or do
         return x
-    broadcast_shapes(x.meta.shape, target, op="broadcast_to")
-    if len(target) < x.meta.ndim or broadcast_shapes(x.meta.shape, target) != target:
-        from tenferro.errors import ShapeError
+    return _broadcast(x, as_shape(shape, "broadcast_to"))
 
-        raise ShapeError("broadcast_to", f"cannot broadcast {x.meta.shape} to {target}")
-    offset = len(target) - x.meta.ndim
+
+def _broadcast(x: Any, target: tuple[int, ...]) -> Any:
+    """``broadcast_to`` for a validated target shape."""
+    shape = x.meta.shape
+    if shape == target:
+        return x
+    if len(target) < len(shape) or broadcast_shapes(shape, target, op="broadcast_to") != target:
+        raise ShapeError("broadcast_to", f"cannot broadcast {shape} to {target}")
+    offset = len(target) - len(shape)
     return lax.broadcast_in_dim(x, target, range(offset, len(target)))
 
 
@@ -109,10 +193,10 @@ def prepare(
                 _reject(op, meta.dtype, [v.meta for v in values], kinds)
             return list(values)
     if len(values) == 2 and dtype is None and broadcast:
-        quick = _tensor_and_scalar(values[0], values[1], kinds)
+        quick = _tensor_and_scalar(op, values[0], values[1], kinds)
         if quick is not None:
             return quick
-    operands = lift([asarray(v) for v in values])
+    operands = lift([asarray(v, op=op) for v in values])
     metas = [o.meta for o in operands]
     target = (
         as_dtype(dtype, op)
@@ -121,12 +205,16 @@ def prepare(
     )
     if target.kind not in kinds:
         _reject(op, target, metas, kinds)
+    if target.kind != "b":
+        for value in values:
+            if type(value) is int:
+                check_int_fits(op, value, target)
     operands = [
         o if o.meta.dtype == target else lax.convert_element_type(o, target) for o in operands
     ]
     if broadcast and len(operands) > 1:
         shape = broadcast_shapes(*(o.meta.shape for o in operands), op=op)
-        operands = [broadcast_to(o, shape) for o in operands]
+        operands = [_broadcast(o, shape) for o in operands]
     return operands
 
 
@@ -142,7 +230,7 @@ _SCALAR_DTYPES = {
 _SCALAR_OPERANDS: DictCache[Any, Any] = DictCache(4096, "scalar operands")
 
 
-def _tensor_and_scalar(first: Any, second: Any, kinds: str) -> list[Any] | None:
+def _tensor_and_scalar(op: str, first: Any, second: Any, kinds: str) -> list[Any] | None:
     """The common ``tensor op scalar`` (either order) for concrete tensor kinds, when the
     scalar adopts the tensor's dtype: the scalar's constant is cached, keyed by the
     tensor's meta (a hit means every check below passed before). ``None`` otherwise."""
@@ -153,7 +241,10 @@ def _tensor_and_scalar(first: Any, second: Any, kinds: str) -> list[Any] | None:
     else:
         return None
     kind = type(tensor)
-    meta = tensor.meta
+    try:
+        meta = tensor.meta
+    except AttributeError:  # an array, a list or another scalar: the general path converts it
+        return None
     # ``0.0 == -0.0`` and ``nan != nan`` as keys: only finite non-zero values are cached.
     cacheable = scalar == scalar and scalar != 0
     key = (kind, meta, kinds, type(scalar), scalar)
@@ -165,6 +256,7 @@ def _tensor_and_scalar(first: Any, second: Any, kinds: str) -> list[Any] | None:
         scalar_dtype = _SCALAR_DTYPES[type(scalar)]
         if promote_types((meta.dtype, False), (scalar_dtype, True)) != meta.dtype:
             return None
+        check_int_fits(op, scalar, meta.dtype)
         constant = make_full(Meta(meta.shape, meta.dtype, scalar_dtype == meta.dtype), scalar)
         if cacheable:
             _SCALAR_OPERANDS.put(key, constant)

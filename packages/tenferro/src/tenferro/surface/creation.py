@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import operator
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,7 +13,8 @@ import numpy as np
 from tenferro import lax
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64
-from tenferro.surface.convert import _concrete_class, asarray
+from tenferro.errors import AllocationError, DTypeError, ParameterError, ShapeError
+from tenferro.surface.convert import _concrete_class, as_shape, asarray, check_int_fits
 
 __all__ = [
     "arange",
@@ -28,49 +32,136 @@ __all__ = [
 
 def array(data: Any, dtype: Any = None) -> Any:
     """A concrete tensor holding a copy of ``data``."""
-    return _concrete_class()(data, dtype)
+    return _concrete_class()._convert(data, dtype, "array")
 
 
-def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
-    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+def _physical_memory() -> int | None:
+    """This machine's physical memory in bytes (None where the platform does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _allocate(op: str, shape: tuple[int, ...], dtype: Any, make: Any) -> Any:
+    """``make()``, with allocation failures reported as tenferro errors. An array larger
+    than the physical memory is refused up front: where the system overcommits memory,
+    trying would not fail but get the process killed while the array is filled."""
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    message = f"cannot allocate {nbytes} bytes for a {np.dtype(dtype)} array of shape {shape}"
+    memory = _physical_memory()
+    if memory is not None and nbytes > memory:
+        raise AllocationError(op, f"{message} (the machine has {memory} bytes)")
+    try:
+        return make()
+    except MemoryError:
+        raise AllocationError(op, message) from None
 
 
 def full(shape: int | Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
     """A concrete tensor of ``shape`` filled with ``fill_value``."""
-    target = as_dtype(dtype, "full") if dtype is not None else np.asarray(fill_value).dtype
-    return array(np.full(_shape(shape), fill_value, dtype=as_dtype(target, "full")))
+    return _full("full", shape, fill_value, dtype)
+
+
+def _full(op: str, shape: Any, fill_value: Any, dtype: Any) -> Any:
+    extents = as_shape(shape, op)
+    fill = np.asarray(fill_value._value if hasattr(fill_value, "_value") else fill_value)
+    target = as_dtype(dtype if dtype is not None else fill.dtype, op)
+    _check_fill(op, fill_value, fill, target)
+    values = _allocate(op, extents, target, lambda: np.full(extents, fill, dtype=target))
+    return _concrete_class()._convert(values, None, op)
+
+
+def _check_fill(op: str, value: Any, fill: np.ndarray[Any, Any], target: np.dtype[Any]) -> None:
+    """Refuse fill values the target dtype cannot hold (numpy would wrap, warn or drop)."""
+    check_int_fits(op, value, target)
+    if fill.dtype.kind == "c" and target.kind != "c":
+        raise DTypeError(op, f"a complex fill value {value!r} does not fit {target}")
+    if fill.dtype.kind in "fc" and target.kind in "bi" and not np.all(np.isfinite(fill)):
+        raise ParameterError(op, f"{target} cannot hold the fill value {value!r}")
 
 
 def zeros(shape: int | Sequence[int], dtype: Any = float64) -> Any:
-    return full(shape, 0, dtype)
+    return _full("zeros", shape, 0, dtype)
 
 
 def ones(shape: int | Sequence[int], dtype: Any = float64) -> Any:
-    return full(shape, 1, dtype)
+    return _full("ones", shape, 1, dtype)
+
+
+def _count(op: str, name: str, value: Any) -> int:
+    """A non-negative integer argument of a creation function."""
+    try:
+        count = operator.index(value)
+    except TypeError:
+        raise ShapeError(op, f"{name} must be an integer, got {value!r}") from None
+    if count < 0:
+        raise ShapeError(op, f"{name} must be non-negative, got {count}")
+    return count
 
 
 def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = float64) -> Any:
-    return array(np.eye(n, m, k, dtype=as_dtype(dtype, "eye")))
+    """The ``n x m`` matrix with ones on diagonal ``k``."""
+    rows = _count("eye", "n", n)
+    columns = rows if m is None else _count("eye", "m", m)
+    try:
+        offset = operator.index(k)
+    except TypeError:
+        raise ParameterError("eye", f"k must be an integer, got {k!r}") from None
+    as_shape((rows, columns), "eye")
+    target = as_dtype(dtype, "eye")
+    values = _allocate(
+        "eye", (rows, columns), target, lambda: np.eye(rows, columns, offset, dtype=target)
+    )
+    return array(values)
 
 
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Any:
-    values = np.arange(start, stop, step) if stop is not None else np.arange(start)
+    """``[start, stop)`` in steps of ``step`` (numpy's ``arange``; integers give int64)."""
+    bounds = (start, stop, step)
+    for value in bounds:
+        if value is not None and not isinstance(value, (int, float, np.integer, np.floating)):
+            raise ParameterError("arange", f"bounds and step must be real numbers, got {value!r}")
+    if step == 0:
+        raise ParameterError("arange", f"step must not be zero (start={start}, stop={stop})")
+    if not all(value is None or math.isfinite(value) for value in bounds):
+        raise ParameterError(
+            "arange", f"bounds and step must be finite, got {start}, {stop}, {step}"
+        )
+    low, high = (0, start) if stop is None else (start, stop)
+    length = max(math.ceil((high - low) / step), 0)
+    as_shape((length,), "arange")
+    values = _allocate(
+        "arange",
+        (length,),
+        np.float64,
+        lambda: np.arange(start, stop, step) if stop is not None else np.arange(start),
+    )
     if dtype is None and values.dtype.kind == "i":
         values = values.astype(np.int64)
-    return array(values, dtype)
+    return _concrete_class()._convert(values, dtype, "arange")
 
 
 def linspace(
     start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = float64
 ) -> Any:
-    return array(np.linspace(start, stop, num, endpoint=endpoint), dtype)
+    """``num`` evenly spaced values from ``start`` to ``stop``."""
+    count = _count("linspace", "num", num)
+    as_shape((count,), "linspace")
+    try:
+        values = np.linspace(start, stop, count, endpoint=endpoint)
+    except (TypeError, ValueError) as error:
+        raise ParameterError("linspace", f"{error} (start={start!r}, stop={stop!r})") from None
+    return _concrete_class()._convert(values, dtype, "linspace")
 
 
 def full_like(x: Any, fill_value: Any, dtype: Any = None) -> Any:
     """``x``'s shape filled with ``fill_value`` (the same tensor kind as ``x``)."""
-    a = asarray(x)
+    a = asarray(x, op="full_like")
     if dtype is not None:
-        a = lax.convert_element_type(a, dtype)
+        a = lax.convert_element_type(a, as_dtype(dtype, "full_like"))
+    if type(fill_value) in (bool, int, float, complex):
+        _check_fill("full_like", fill_value, np.asarray(fill_value), a.meta.dtype)
     return lax.full_like(a, fill_value)
 
 

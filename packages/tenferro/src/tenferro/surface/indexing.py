@@ -1,14 +1,21 @@
 """numpy indexing: ``x[...]`` and ``take``.
 
 Basic indexing (integers, slices with any step, ``None``, ``...``) lowers to
-``slice``, ``rev`` and ``reshape``; integer-array indexing to ``gather`` with
-numpy's placement of the broadcast index dimensions. Boolean masks have
-data-dependent shapes, so only concrete tensors accept them. Integer indices are
+``slice``, ``rev`` and ``reshape``. Advanced indexing (integer arrays, boolean
+masks, Python/numpy ``bool`` scalars) lowers to one ``gather`` on the basic-indexed
+tensor, with numpy's placement of the broadcast index dimensions: where the first
+advanced index stood when all advanced indices are adjacent in the index, first
+otherwise (``None`` and ``...`` separate them, and integers count as advanced once an
+array is present). A scalar ``bool`` is a 0-d mask: a new axis of length 1 (``True``)
+or 0 (``False``). Boolean masks have data-dependent shapes, so only concrete masks are
+accepted, and their shape must equal the axes they index. Integer indices are
 bounds-checked when their values are known; traced index tensors are clamped.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,76 +36,97 @@ def _is_concrete(value: Any) -> bool:
     return isinstance(value, _concrete_class())
 
 
-def _expand(index: Any, ndim: int) -> list[Any]:
-    """The index as a list with ``...`` expanded to slices."""
-    items = list(index) if isinstance(index, tuple) else [index]
-    ellipses = [i for i, item in enumerate(items) if item is Ellipsis]
-    if len(ellipses) > 1:
-        raise IndexingError("getitem", "an index can only have a single ellipsis ('...')")
-    used = sum(
-        1 for item in items if item is not None and item is not Ellipsis and not _is_bool_mask(item)
-    )
-    used += sum(_mask_ndim(item) for item in items if _is_bool_mask(item))
-    if used > ndim:
-        raise IndexingError("getitem", f"too many indices for a tensor of rank {ndim}: {index!r}")
-    fill = [_SLICE(None)] * (ndim - used)
-    if ellipses:
-        position = ellipses[0]
-        items[position : position + 1] = fill
-    else:
-        items.extend(fill)
-    return items
+@dataclass(frozen=True)
+class _Item:
+    """One entry of an index expression, classified.
+
+    ``kind`` is one of ``new`` (None), ``ellipsis``, ``slice``, ``int``, ``array``
+    (integer array), ``mask`` (boolean array of rank >= 1) or ``bool0`` (a scalar or
+    0-d boolean)."""
+
+    kind: str
+    value: Any
+
+    @property
+    def consumed(self) -> int:
+        """How many axes of the indexed tensor this entry indexes."""
+        if self.kind in ("slice", "int", "array"):
+            return 1
+        if self.kind == "mask":
+            return int(np.ndim(self.value)) if not is_tensor(self.value) else self.value.meta.ndim
+        return 0
 
 
-def _is_bool_mask(item: Any) -> bool:
+def _dtype_of(item: Any) -> np.dtype[Any] | None:
+    if is_tensor(item):
+        return np.dtype(item.meta.dtype)
+    if isinstance(item, np.ndarray):
+        return item.dtype
+    if isinstance(item, list):
+        return np.asarray(item).dtype
+    return None
+
+
+def _classify(item: Any) -> _Item:
+    if item is None:
+        return _Item("new", None)
+    if item is Ellipsis:
+        return _Item("ellipsis", None)
+    if isinstance(item, _SLICE):
+        return _Item("slice", item)
     if isinstance(item, (bool, np.bool_)):
-        return False
-    dtype = getattr(item, "dtype", None)
-    if dtype is None and isinstance(item, (list, tuple)):
-        dtype = np.asarray(item).dtype
-    return dtype is not None and np.dtype(dtype) == np.bool_
+        return _Item("bool0", bool(item))
+    dtype = _dtype_of(item)
+    if dtype is not None:
+        ndim = item.meta.ndim if is_tensor(item) else np.ndim(item)
+        if dtype == np.bool_:
+            if ndim == 0:
+                if is_tensor(item) and not _is_concrete(item):
+                    raise ShapeError("getitem", _DATA_DEPENDENT)
+                return _Item("bool0", bool(np.asarray(item)))
+            return _Item("mask", item)
+        return _Item("array", item)
+    if hasattr(item, "__index__"):
+        return _Item("int", item)
+    raise IndexingError(
+        "getitem",
+        f"only integers, slices, ..., None and integer or boolean arrays are valid indices, "
+        f"got {item!r}",
+    )
 
 
-def _mask_ndim(item: Any) -> int:
-    return int(getattr(item, "ndim", np.ndim(item)))
-
-
-def _is_advanced(item: Any) -> bool:
-    if isinstance(item, (list, np.ndarray)):
-        return True
-    return is_tensor(item)
+_DATA_DEPENDENT = (
+    "a boolean mask of a traced tensor has a data-dependent shape; use tf.where, or the "
+    "eager surface"
+)
 
 
 def getitem(x: Any, index: Any) -> Any:
-    """``x[index]`` with numpy semantics."""
+    """``x[index]`` with numpy semantics (see the module docstring)."""
     a = asarray(x)
-    items = _expand(index, a.meta.ndim)
-    items = _masks_to_indices(a, items)
-    advanced = [i for i, item in enumerate(items) if _is_advanced(item)]
-    if advanced:
-        return _advanced(a, items, advanced)
-    return _basic(a, items)
-
-
-def _masks_to_indices(a: Any, items: list[Any]) -> list[Any]:
-    """Boolean masks become integer index arrays (their nonzero positions)."""
-    out: list[Any] = []
+    items = [_classify(item) for item in (index if isinstance(index, tuple) else (index,))]
+    if sum(1 for item in items if item.kind == "ellipsis") > 1:
+        raise IndexingError("getitem", "an index can only have a single ellipsis ('...')")
+    ndim = a.meta.ndim
+    used = sum(item.consumed for item in items)
+    if used > ndim:
+        raise IndexingError("getitem", f"too many indices for a tensor of rank {ndim}: {index!r}")
+    has_arrays = any(item.kind in ("array", "mask", "bool0") for item in items)
+    fill = [_Item("slice", _SLICE(None))] * (ndim - used)
+    expanded: list[_Item] = []
     for item in items:
-        if not _is_bool_mask(item):
-            out.append(item)
-            continue
-        if is_tensor(item) and not _is_concrete(item):
-            raise ShapeError(
-                "getitem",
-                "a boolean mask of a traced tensor has a data-dependent shape; use tf.where, or "
-                "the eager surface",
-            )
-        out.extend(np.nonzero(np.asarray(item)))
-    return out
+        expanded.extend(fill if item.kind == "ellipsis" else [item])
+    if not any(item.kind == "ellipsis" for item in items):
+        expanded.extend(fill)
+    if not has_arrays:
+        return _basic(a, [item.value for item in expanded])
+    advanced = [i for i, item in enumerate(items) if item.kind in ("array", "mask", "bool0", "int")]
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    return _advanced(a, expanded, adjacent)
 
 
 def _basic(a: Any, items: list[Any]) -> Any:
-    """Integers, slices and ``None`` only."""
+    """Integers, slices and ``None`` only, one entry per axis (``None`` aside)."""
     starts, limits, strides, reversed_axes = [], [], [], []
     shape: list[int] = []
     axis = 0
@@ -145,58 +173,67 @@ def _integer(item: Any, extent: int, axis: int) -> int:
     return value % extent
 
 
-def _advanced(a: Any, items: list[Any], advanced: list[int]) -> Any:
-    """Integer-array indexing (with slices, integers and ``None`` around it)."""
-    # Integers count as advanced indices when arrays are present (numpy broadcasts them).
-    positions = [i for i, item in enumerate(items) if _is_advanced(item) or _is_int(item)]
-    adjacent = positions == list(range(positions[0], positions[-1] + 1))
-    # 1. Apply the slices first, keeping indexed axes whole; remember where None goes.
+def _advanced(a: Any, items: list[_Item], adjacent: bool) -> Any:
+    """Advanced indexing: basic-index every other entry (``None`` and scalar bools become
+    length-1 axes), then gather the advanced axes of that base in one go."""
     plain: list[Any] = []
-    new_axes: list[int] = []
-    for i, item in enumerate(items):
-        if item is None:
-            new_axes.append(i)
-            continue
-        plain.append(_SLICE(None) if i in positions else item)
+    indexed: list[tuple[int, Any]] = []  # (base axis, index values or tensor)
+    axis = 0  # axis of ``a``
+    for item in items:
+        base_axis = len(plain)
+        if item.kind in ("new", "slice"):
+            plain.append(item.value)
+            axis += item.kind == "slice"
+        elif item.kind == "bool0":
+            plain.append(None)
+            indexed.append((base_axis, np.zeros(1 if item.value else 0, dtype=np.int64)))
+        elif item.kind == "mask":
+            mask = _concrete_mask(item.value, a.meta.shape, axis)
+            for offset, positions in enumerate(np.nonzero(mask)):
+                plain.append(_SLICE(None))
+                indexed.append((base_axis + offset, (positions, axis + offset)))
+            axis += mask.ndim
+        else:
+            plain.append(_SLICE(None))
+            indexed.append((base_axis, (item.value, axis)))
+            axis += 1
     base = _basic(a, plain)
-    # Axes of ``base``: one per non-None item.
-    axis_of = {}
-    counter = 0
-    for i, item in enumerate(items):
-        if item is None:
-            continue
-        axis_of[i] = counter
-        counter += 1
-    index_axes = [axis_of[i] for i in positions]
-    index_arrays = lift(
-        [base]
-        + [
-            _index_tensor(items[i], base.meta.shape[axis_of[i]], axis_of[i], base)
-            for i in positions
-        ]
-    )
-    base, indices = index_arrays[0], index_arrays[1:]
+    index_axes = [base_axis for base_axis, _ in indexed]
+    # numpy checks bounds only when the broadcast index selects anything.
+    shapes = [_shape_of(entry) for _, entry in indexed]
+    try:
+        selects = math.prod(broadcast_shapes(*shapes, op="getitem")) > 0
+    except ShapeError:
+        raise IndexingError(
+            "getitem",
+            f"shape mismatch: indexing arrays could not be broadcast together with shapes "
+            f"{' '.join(str(shape) for shape in shapes)}",
+        ) from None
+    tensors = []
+    for base_axis, entry in indexed:
+        if isinstance(entry, tuple):
+            value, source_axis = entry
+            extent = base.meta.shape[base_axis]
+            tensors.append(_index_tensor(value, extent, source_axis, check=selects))
+        else:
+            tensors.append(asarray(entry))
+    empty = [d in index_axes and base.meta.shape[d] == 0 for d in range(base.meta.ndim)]
+    if any(empty):
+        # Only empty index arrays fit an empty axis (checked above); a zero row gives
+        # gather a slice to take, which it never does: the batch is empty too.
+        base = lax.pad(base, [0] * len(empty), [int(e) for e in empty], [0] * len(empty))
+    base, *indices = lift([base, *tensors])
     batch_shape = broadcast_shapes(*(ix.meta.shape for ix in indices), op="getitem")
-    stacked = (
-        lax.concatenate(
-            [lax.reshape(broadcast_to(ix, batch_shape), (*batch_shape, 1)) for ix in indices],
-            len(batch_shape),
-        )
-        if indices
-        else None
+    batch_rank = len(batch_shape)
+    stacked = lax.concatenate(
+        [lax.reshape(broadcast_to(ix, batch_shape), (*batch_shape, 1)) for ix in indices],
+        batch_rank,
     )
     window = [d for d in range(base.meta.ndim) if d not in index_axes]
-    batch_rank = len(batch_shape)
-    if adjacent:
-        first = min(index_axes)
-        before = [d for d in window if d < first]
-        offset_dims = tuple(range(len(before))) + tuple(
-            range(len(before) + batch_rank, batch_rank + len(window))
-        )
-    else:
-        offset_dims = tuple(range(batch_rank, batch_rank + len(window)))
+    before = len([d for d in window if d < index_axes[0]]) if adjacent else 0
+    offset_dims = tuple(range(before)) + tuple(range(before + batch_rank, batch_rank + len(window)))
     slice_sizes = tuple(1 if d in index_axes else base.meta.shape[d] for d in range(base.meta.ndim))
-    gathered = lax.gather(
+    return lax.gather(
         base,
         stacked,
         offset_dims=offset_dims,
@@ -205,20 +242,37 @@ def _advanced(a: Any, items: list[Any], advanced: list[int]) -> Any:
         index_vector_dim=batch_rank,
         slice_sizes=slice_sizes,
     )
-    if new_axes:
-        shape = list(gathered.meta.shape)
-        for position in new_axes:
-            shape.insert(min(position, len(shape)), 1)
-        gathered = lax.reshape(gathered, shape)
-    return gathered
+
+
+def _concrete_mask(mask: Any, shape: tuple[int, ...], axis: int) -> Any:
+    """The mask's values, checked against the axes it indexes (as numpy and JAX check)."""
+    if is_tensor(mask) and not _is_concrete(mask):
+        raise ShapeError("getitem", _DATA_DEPENDENT)
+    values = np.asarray(mask)
+    for offset, length in enumerate(values.shape):
+        extent = shape[axis + offset]
+        if length != extent:
+            raise IndexingError(
+                "getitem",
+                f"boolean index did not match indexed tensor along axis {axis + offset}; size "
+                f"of axis is {extent} but size of corresponding boolean axis is {length}",
+            )
+    return values
+
+
+def _shape_of(entry: Any) -> tuple[int, ...]:
+    """The shape of an index entry: ``(values, axis)`` or an index array."""
+    value = entry[0] if isinstance(entry, tuple) else entry
+    return tuple(value.meta.shape) if is_tensor(value) else np.shape(value)
 
 
 def _is_int(item: Any) -> bool:
     return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
 
 
-def _index_tensor(item: Any, extent: int, axis: int, like: Any) -> Any:
-    """An int64 index tensor with negative entries wrapped (bounds-checked if concrete)."""
+def _index_tensor(item: Any, extent: int, axis: int, check: bool = True) -> Any:
+    """An int64 index tensor with negative entries wrapped (bounds-checked if concrete, arrays
+    only if ``check``: unchecked values are never read, so they become zeros)."""
     if is_tensor(item) and not _is_concrete(item):
         index = item
         if index.meta.dtype.kind != "i":
@@ -226,6 +280,8 @@ def _index_tensor(item: Any, extent: int, axis: int, like: Any) -> Any:
         index = lax.convert_element_type(index, np.int64)
         wrapped = lax.add(index, lax.full_like(index, extent))
         return lax.select(lax.compare(index, lax.zeros_like(index), "lt"), wrapped, index)
+    if _is_int(item) or (not isinstance(item, (list, np.ndarray)) and not is_tensor(item)):
+        item = _integer(item, extent, axis)
     values = np.asarray(item)
     if values.dtype.kind not in "iu":
         if values.size == 0:
@@ -234,6 +290,8 @@ def _index_tensor(item: Any, extent: int, axis: int, like: Any) -> Any:
             raise IndexingError(
                 "getitem", f"arrays used as indices must be integers, got {values.dtype}"
             )
+    if not check and values.ndim:  # numpy checks integers (and 0-d arrays) always
+        return asarray(np.zeros(values.shape, dtype=np.int64))
     if values.size and (values.min() < -extent or values.max() >= extent):
         bad = values[(values < -extent) | (values >= extent)].flat[0]
         raise IndexingError(

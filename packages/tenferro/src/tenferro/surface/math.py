@@ -137,9 +137,13 @@ def floor_divide(x: Any, y: Any) -> Any:
         quotient = lax.div(a, b)
     else:  # (a - fmod(a, b)) / b is an integer up to rounding: make it exact
         quotient = lax.round(lax.div(lax.sub(a, truncated_remainder), b), "nearest_even")
-    return lax.sub(
+    floored = lax.sub(
         quotient, lax.convert_element_type(_sign_fix(truncated_remainder, b), a.meta.dtype)
     )
+    if a.meta.dtype.kind == "i":
+        return floored
+    # numpy: division by zero gives a / b (inf with the sign, or nan for 0 / 0).
+    return lax.select(lax.compare(b, lax.zeros_like(b), "eq"), lax.div(a, b), floored)
 
 
 def _sign_fix(remainder: Any, divisor: Any) -> Any:
@@ -202,7 +206,12 @@ def round(x: Any, decimals: int = 0) -> Any:
 
 
 def power(x: Any, y: Any) -> Any:
-    """``x ** y``."""
+    """``x ** y``; a Python exponent 2 is ``x * x`` (numpy's value, exactly, and a cheaper
+    derivative than the general power's)."""
+    meta = getattr(x, "meta", None)
+    if type(y) in (int, float) and y == 2 and meta is not None and meta.dtype.kind in NUMERIC:
+        (a,) = prepare("power", (x,), kinds=NUMERIC)
+        return lax.mul(a, a)
     return lax.pow(*_binary("power", x, y))
 
 
@@ -282,40 +291,119 @@ rsqrt = _analytic("rsqrt", lax.rsqrt)
 expm1 = _analytic("expm1", lax.expm1)
 log1p = _analytic("log1p", lax.log1p)
 tan = _analytic("tan", lambda a: lax.div(lax.sin(a), lax.cos(a)))
-sinh = _analytic(
-    "sinh", lambda a: lax.mul(lax.sub(lax.exp(a), lax.exp(lax.neg(a))), lax.full_like(a, 0.5))
-)
-cosh = _analytic(
-    "cosh", lambda a: lax.mul(lax.add(lax.exp(a), lax.exp(lax.neg(a))), lax.full_like(a, 0.5))
-)
+
+
+def _sinh(a: Any) -> Any:
+    if is_complex(a.meta.dtype):
+        return lax.mul(lax.sub(lax.expm1(a), lax.expm1(lax.neg(a))), lax.full_like(a, 0.5))
+    small, large = _split_magnitude(a)
+    # expm1 keeps the relative accuracy near 0 that exp(a) - exp(-a) loses.
+    near = lax.mul(lax.sub(lax.expm1(small), lax.expm1(lax.neg(small))), lax.full_like(a, 0.5))
+    positive = lax.compare(a, lax.zeros_like(a), "gt")
+    half = _half_exp(large)
+    far = lax.select(positive, half, lax.neg(_half_exp(lax.neg(large))))
+    return lax.select(_is_large(a), far, near)
+
+
+def _cosh(a: Any) -> Any:
+    if is_complex(a.meta.dtype):
+        return lax.mul(lax.add(lax.exp(a), lax.exp(lax.neg(a))), lax.full_like(a, 0.5))
+    small, large = _split_magnitude(a)
+    near = lax.mul(lax.add(lax.exp(small), lax.exp(lax.neg(small))), lax.full_like(a, 0.5))
+    positive = lax.compare(a, lax.zeros_like(a), "gt")
+    far = lax.select(positive, _half_exp(large), _half_exp(lax.neg(large)))
+    return lax.select(_is_large(a), far, near)
+
+
+_HYPERBOLIC_SPLIT = 20.0  # beyond it exp(-|x|) is below the rounding of exp(|x|) / 2
+
+
+def _is_large(a: Any) -> Any:
+    return lax.compare(lax.abs(a), lax.full_like(a, _HYPERBOLIC_SPLIT), "gt")
+
+
+def _split_magnitude(a: Any) -> tuple[Any, Any]:
+    """``a`` where ``|a|`` is at most the split (else 0), and where it exceeds it (else the
+    split): each branch only ever sees values it computes finitely, so no 0 * inf reaches
+    a derivative through the branch a select drops."""
+    large = _is_large(a)
+    small = lax.select(large, lax.zeros_like(a), a)
+    big = lax.select(large, a, lax.full_like(a, _HYPERBOLIC_SPLIT))
+    return small, big
+
+
+def _half_exp(a: Any) -> Any:
+    """``exp(a) / 2`` without overflow below ``a`` = 2 log(max float): exp(a/2) * exp(a/2) / 2
+    (a/2 is exact in binary)."""
+    root = lax.exp(lax.mul(a, lax.full_like(a, 0.5)))
+    return lax.mul(root, lax.mul(root, lax.full_like(a, 0.5)))
+
+
+sinh = _analytic("sinh", _sinh)
+cosh = _analytic("cosh", _cosh)
 exp2 = _analytic("exp2", lambda a: lax.pow(lax.full_like(a, 2), a))
-log2 = _analytic("log2", lambda a: lax.div(lax.log(a), lax.log(lax.full_like(a, 2))))
-log10 = _analytic("log10", lambda a: lax.div(lax.log(a), lax.log(lax.full_like(a, 10))))
+log2 = _analytic("log2", lax.log2)
+log10 = _analytic("log10", lax.log10)
 
 
 def sigmoid(x: Any) -> Any:
-    """``1 / (1 + exp(-x))``."""
+    """``1 / (1 + exp(-x))``, for real x as ``1 / (1 + e)`` or ``e / (1 + e)`` with
+    ``e = exp(-|x|)``: accurate, and with finite derivatives, for every x."""
     (a,) = _inexact("sigmoid", x)
     one = lax.full_like(a, 1)
-    return lax.div(one, lax.add(one, lax.exp(lax.neg(a))))
+    if is_complex(a.meta.dtype):
+        return lax.div(one, lax.add(one, lax.exp(lax.neg(a))))
+    non_negative = lax.compare(a, lax.zeros_like(a), "ge")
+    e = lax.exp(lax.select(non_negative, lax.neg(a), a))
+    denominator = lax.add(one, e)
+    return lax.select(non_negative, lax.div(one, denominator), lax.div(e, denominator))
 
 
 def logaddexp(x: Any, y: Any) -> Any:
     """``log(exp(x) + exp(y))`` computed stably (complex: principal branch, factoring
-    out the operand of larger real part)."""
+    out the operand of larger real part). Each side of the comparison is a smooth
+    expression, so derivatives of every order are exact at ties; equal infinities give
+    that infinity (numpy) with the derivative split in half (the limit along x = y)."""
     a, b = _inexact("logaddexp", x, y)
     if is_complex(a.meta.dtype):
         first = lax.compare(lax.real(a), lax.real(b), "ge")
         top, other = lax.select(first, a, b), lax.select(first, b, a)
         return lax.add(top, lax.log1p(lax.exp(lax.sub(other, top))))
-    top = lax.max(a, b)
-    return lax.add(top, lax.log1p(lax.exp(lax.neg(lax.abs(lax.sub(a, b))))))
+    first = lax.compare(a, b, "ge")
+    infinite = lax.compare(lax.abs(a), lax.full_like(a, float("inf")), "eq")
+    same_infinity = lax.logical_and(lax.compare(a, b, "eq"), infinite)
+    gap = lax.select(first, lax.sub(b, a), lax.sub(a, b))  # -|a - b|
+    gap = lax.select(same_infinity, lax.zeros_like(gap), gap)
+    top = lax.select(first, a, b)
+    top = lax.select(same_infinity, lax.mul(lax.add(a, b), lax.full_like(a, 0.5)), top)
+    return lax.add(top, lax.log1p(lax.exp(gap)))
 
 
 def hypot(x: Any, y: Any) -> Any:
-    """``sqrt(x**2 + y**2)`` (real inputs)."""
+    """``sqrt(x**2 + y**2)`` (real inputs) without overflow or underflow: both are divided
+    by a power of two near the larger magnitude (a constant to differentiation, so every
+    derivative is that of the plain formula); 0 at (0, 0) with derivative 0; inf when
+    either is infinite."""
     a, b = _inexact("hypot", x, y)
-    return lax.sqrt(lax.add(lax.mul(a, a), lax.mul(b, b)))
+    if is_complex(a.meta.dtype):
+        raise DTypeError("hypot", f"needs real operands, got {a.meta.dtype}")
+    zero, one = lax.zeros_like(a), lax.full_like(a, 1)
+    inf = lax.full_like(a, float("inf"))
+    magnitude = lax.max(lax.abs(a), lax.abs(b))
+    origin = lax.compare(magnitude, zero, "eq")
+    infinite = lax.logical_or(
+        lax.compare(lax.abs(a), inf, "eq"), lax.compare(lax.abs(b), inf, "eq")
+    )
+    ordinary = lax.logical_not(lax.logical_or(origin, infinite))
+    # NaN magnitudes stay NaN through the scale (log of NaN), as numpy's result does.
+    safe_magnitude = lax.select(ordinary, magnitude, one)
+    exponent = lax.round(lax.div(lax.log(safe_magnitude), lax.log(lax.full_like(a, 2))), "floor")
+    scale = lax.pow(lax.full_like(a, 2), exponent)
+    safe_a = lax.select(ordinary, a, one)
+    safe_b = lax.select(ordinary, b, one)
+    sa, sb = lax.div(safe_a, scale), lax.div(safe_b, scale)
+    scaled = lax.mul(scale, lax.sqrt(lax.add(lax.mul(sa, sa), lax.mul(sb, sb))))
+    return lax.select(infinite, inf, lax.select(origin, zero, scaled))
 
 
 # ---------------------------------------------------------------------- complex parts

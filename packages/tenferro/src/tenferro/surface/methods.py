@@ -16,6 +16,7 @@ from tenferro.surface import contraction as _contraction
 from tenferro.surface import convert as _convert
 from tenferro.surface import indexing as _indexing
 from tenferro.surface import math as _math
+from tenferro.surface import numpy_api as _numpy_api
 from tenferro.surface import reductions as _reductions
 from tenferro.surface import shapes as _shapes
 
@@ -30,11 +31,26 @@ class TensorMethods(HasMeta):
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """numpy ufuncs on tensors run as tenferro functions (``np.exp(t)``, and
-        ``ndarray + t``); ufuncs without a tenferro counterpart raise ``TypeError``."""
-        function = _UFUNCS.get(ufunc.__name__)
-        if method != "__call__" or kwargs or function is None:
-            return NotImplemented
-        return function(*inputs)
+        ``ndarray + t``); a ufunc without a tenferro counterpart raises
+        ``UnsupportedError`` (see :mod:`tenferro.surface.numpy_api`)."""
+        return _numpy_api.array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """numpy functions on tensors (``np.sum(t)``, ``np.dot(x, y)``) run as tenferro
+        functions on the tensors' kind (tape and graph kept); a function without a
+        tenferro counterpart raises ``UnsupportedError``."""
+        return _numpy_api.array_function(func, types, args, kwargs)
+
+    def backward(self, seed: Any = None) -> None:
+        """Reverse mode into ``.grad``: only tracked ``EagerTensor`` values have it."""
+        from tenferro.errors import TenferroError
+
+        raise TenferroError(
+            "backward",
+            f"a {type(self).__name__} records no operations, so it has no backward(); use "
+            f"tf.EagerTensor(data, requires_grad=True) (or tape.track) for tape AD, or "
+            f"tf.grad / TracedTensor.grad for traced AD",
+        )
 
     # ------------------------------------------------------------------ metadata
 
@@ -187,7 +203,7 @@ class TensorMethods(HasMeta):
     conjugate = conj
 
     def reshape(self, *shape: Any) -> Any:
-        target = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        target = shape[0] if len(shape) == 1 and not _convert._is_integer(shape[0]) else shape
         return _shapes.reshape(self, target)
 
     def transpose(self, *axes: Any) -> Any:
@@ -247,58 +263,3 @@ class TensorMethods(HasMeta):
 
     def take(self, indices: Any, axis: int | None = None) -> Any:
         return _indexing.take(self, indices, axis)
-
-
-_UFUNC_NAMES = [
-    "add",
-    "subtract",
-    "multiply",
-    "divide",
-    "true_divide",
-    "floor_divide",
-    "remainder",
-    "fmod",
-    "power",
-    "negative",
-    "positive",
-    "absolute",
-    "sign",
-    "conjugate",
-    "exp",
-    "exp2",
-    "expm1",
-    "log",
-    "log2",
-    "log10",
-    "log1p",
-    "sqrt",
-    "square",
-    "reciprocal",
-    "sin",
-    "cos",
-    "tan",
-    "sinh",
-    "cosh",
-    "tanh",
-    "hypot",
-    "logaddexp",
-    "maximum",
-    "minimum",
-    "equal",
-    "not_equal",
-    "less",
-    "less_equal",
-    "greater",
-    "greater_equal",
-    "logical_and",
-    "logical_or",
-    "logical_xor",
-    "logical_not",
-    "floor",
-    "ceil",
-    "trunc",
-    "rint",
-]
-_UFUNCS: dict[str, Any] = {name: getattr(_math, name) for name in _UFUNC_NAMES}
-_UFUNCS["conjugate"] = _math.conj
-_UFUNCS["matmul"] = _contraction.matmul

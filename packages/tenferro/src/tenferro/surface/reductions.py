@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -20,7 +21,7 @@ Axis = int | Sequence[int] | None
 def _axes(x: Any, axis: Axis, op: str) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(x.meta.ndim))
-    listed = (axis,) if isinstance(axis, int) else tuple(axis)
+    listed = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     return tuple(sorted(normalize_axes(listed, x.meta.ndim, op)))
 
 
@@ -80,7 +81,8 @@ def var(x: Any, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Any
         squared = lax.mul(centered, centered)
     total = lax.reduce_sum(squared, axes)
     count = math.prod(a.meta.shape[i] for i in axes)
-    result = lax.div(total, lax.full_like(total, count - ddof))
+    # numpy divides by max(n - ddof, 0): nan (or inf) when ddof leaves no degrees of freedom.
+    result = lax.div(total, lax.full_like(total, builtins.max(count - ddof, 0)))
     return _keep(a, result, axes, keepdims)
 
 

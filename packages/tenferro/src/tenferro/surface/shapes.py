@@ -10,7 +10,7 @@ from tenferro import lax
 from tenferro.core.bind import lift
 from tenferro.errors import AxisError, ShapeError
 from tenferro.meta import normalize_axes, normalize_axis
-from tenferro.surface.convert import asarray, broadcast_to, prepare
+from tenferro.surface.convert import as_shape, asarray, broadcast_to, prepare
 
 __all__ = [
     "broadcast_to",
@@ -35,13 +35,16 @@ __all__ = [
 ]
 
 
+def _listed(axis: Any) -> list[Any]:
+    """One axis or a sequence of them, as a list (each is validated by the caller)."""
+    return list(axis) if isinstance(axis, (tuple, list)) else [axis]
+
+
 def reshape(x: Any, shape: int | Sequence[int]) -> Any:
     """Same elements in a new shape (row-major); one extent may be -1."""
-    a = asarray(x)
-    target = [shape] if isinstance(shape, int) else [int(n) for n in shape]
+    a = asarray(x, op="reshape")
+    target = list(as_shape(shape, "reshape", allow_unknown=True))
     unknown = [i for i, n in enumerate(target) if n == -1]
-    if len(unknown) > 1 or any(n < -1 for n in target):
-        raise ShapeError("reshape", f"invalid target shape {tuple(target)}")
     if unknown:
         known = math.prod(n for n in target if n != -1)
         if known == 0 or a.meta.size % known:
@@ -76,10 +79,8 @@ def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
 def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
     a = asarray(x)
     ndim = a.meta.ndim
-    sources = normalize_axes([source] if isinstance(source, int) else source, ndim, "moveaxis")
-    targets = normalize_axes(
-        [destination] if isinstance(destination, int) else destination, ndim, "moveaxis"
-    )
+    sources = normalize_axes(_listed(source), ndim, "moveaxis")
+    targets = normalize_axes(_listed(destination), ndim, "moveaxis")
     if len(sources) != len(targets):
         raise AxisError("moveaxis", "source and destination must have the same number of axes")
     order = [n for n in range(ndim) if n not in sources]
@@ -89,9 +90,10 @@ def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[in
 
 
 def expand_dims(x: Any, axis: int | Sequence[int]) -> Any:
-    a = asarray(x)
-    axes = [axis] if isinstance(axis, int) else list(axis)
+    a = asarray(x, op="expand_dims")
+    axes = _listed(axis)
     ndim = a.meta.ndim + len(axes)
+    as_shape((1,) * ndim, "expand_dims")
     positions = set(normalize_axes(axes, ndim, "expand_dims"))
     extents = iter(a.meta.shape)
     return lax.reshape(a, [1 if i in positions else next(extents) for i in range(ndim)])
@@ -103,7 +105,7 @@ def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
     if axis is None:
         axes = {i for i, n in enumerate(shape) if n == 1}
     else:
-        axes = set(normalize_axes([axis] if isinstance(axis, int) else axis, len(shape), "squeeze"))
+        axes = set(normalize_axes(_listed(axis), len(shape), "squeeze"))
         for i in axes:
             if shape[i] != 1:
                 raise ShapeError("squeeze", f"axis {i} of {shape} has extent {shape[i]}, not 1")
@@ -140,7 +142,7 @@ def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
 
 def flip(x: Any, axis: int | Sequence[int] | None = None) -> Any:
     a = asarray(x)
-    axes = range(a.meta.ndim) if axis is None else ([axis] if isinstance(axis, int) else axis)
+    axes = range(a.meta.ndim) if axis is None else _listed(axis)
     return lax.rev(a, normalize_axes(axes, a.meta.ndim, "flip"))
 
 

@@ -1,11 +1,13 @@
 """Evaluating traced values: one compiled program per structure, cached.
 
-The tuple of output keys identifies a computation completely (keys are
-structural), so ``evaluate`` looks its program up by them; on a miss it
+``evaluate`` looks a program up by the *structure* of the outputs' computation
+(:mod:`tenferro.traced.structure`: leaves with data, placeholders, checkpoints
+and aliases replaced by numbered slots), so the cache holds no user data and
+the same computation over new data reuses its program. On a miss it
 materialises the computation from the structural view (substituting alias
 inputs by the values they stand for), compiles it and prepares how each input
-is bound: leaves and checkpoints from their data, function arguments by
-position, placeholders from the caller's bindings.
+is bound: slots from the data of the leaves they stand for or from the caller's
+bindings (placeholders), function arguments by position.
 """
 
 from __future__ import annotations
@@ -24,9 +26,19 @@ from computegraph import (
     materialize_merge,
     structural_view,
 )
-from tenferro.core.keys import AliasKey, ArgKey, CheckpointKey, LeafKey, PlaceholderKey
-from tenferro.errors import BindingError
+from tenferro.core.keys import (
+    AliasKey,
+    ArgKey,
+    CheckpointKey,
+    LeafKey,
+    PlaceholderKey,
+    SlotAliasKey,
+    SlotCheckpointKey,
+    SlotKey,
+)
+from tenferro.errors import AllocationError, BindingError
 from tenferro.meta import Meta
+from tenferro.traced.structure import structure
 
 __all__ = [
     "ALIASES",
@@ -43,14 +55,18 @@ class _Substitutions:
     """For ``materialize_merge``: an alias input stands for its origin's value."""
 
     def get(self, key: Hashable, default: Any = None) -> ValueKey | None:
-        return key.origin if type(key) is AliasKey else default
+        kind = type(key)
+        return key.origin if kind is AliasKey or kind is SlotAliasKey else default  # type: ignore[attr-defined]
+
+
+_CARRIERS = (AliasKey, CheckpointKey, SlotAliasKey, SlotCheckpointKey)
 
 
 class _Aliases:
     """For ``tidu.linearize``: aliases and checkpoints carry their origin's tangent."""
 
     def get(self, key: Hashable, default: Any = None) -> ValueKey | None:
-        if isinstance(key, (AliasKey, CheckpointKey)):
+        if isinstance(key, _CARRIERS):
             return key.origin
         return default
 
@@ -58,32 +74,39 @@ class _Aliases:
 SUBSTITUTIONS = _Substitutions()
 ALIASES = _Aliases()
 
-# A binding source: ("data", array) | ("arg", position) | ("placeholder", key).
+# A binding source: ("data", array) | ("arg", position) | ("slot", index) | ("placeholder", key).
 _Source = tuple[str, Any]
 
 
 class TracedProgram:
     """A compiled computation of some traced outputs, with its input binding plan."""
 
-    __slots__ = ("program", "sources")
+    __slots__ = ("program", "sources", "takes_arguments")
 
     def __init__(self, outputs: tuple[ValueKey, ...]) -> None:
         materialized = materialize_merge(structural_view(), outputs, substitute=SUBSTITUTIONS)
         with np.errstate(all="ignore"):
             self.program: CompiledProgram = compile(materialized, fold_constants=True)
         self.sources: tuple[_Source, ...] = tuple(_source(key) for key in self.program.input_keys)
+        self.takes_arguments = any(kind == "arg" for kind, _ in self.sources)
 
     def run(
         self,
         args: Sequence[Any] = (),
+        slots: Sequence[Any] = (),
         bindings: Mapping[Any, Any] | None = None,
     ) -> list[Any]:
+        """Run on the function arguments ``args`` and, per slot of the structure the
+        program was compiled from, the input it stands for (``Structure.slots``)."""
         inputs = []
         for kind, what in self.sources:
-            if kind == "data":
-                inputs.append(what)
-            elif kind == "arg":
+            if kind == "arg":
                 inputs.append(args[what])
+            elif kind == "slot":
+                name = slots[what]
+                inputs.append(_bound(name, bindings) if type(name) is PlaceholderKey else name.data)
+            elif kind == "data":
+                inputs.append(what)
             else:
                 inputs.append(_bound(what, bindings))
         with np.errstate(all="ignore"):
@@ -95,6 +118,8 @@ def _source(key: ValueKey) -> _Source:
         raise BindingError("evaluate", f"cannot bind the derived value {key!r}")
     name = key.key
     kind = type(name)
+    if kind is SlotKey or kind is SlotCheckpointKey:
+        return ("slot", name.index)  # type: ignore[attr-defined]
     if kind is LeafKey or kind is CheckpointKey:
         return ("data", name.data)  # type: ignore[attr-defined]
     if kind is ArgKey:
@@ -144,17 +169,43 @@ def _lookup(key: PlaceholderKey, bindings: Mapping[Any, Any] | None) -> Any:
 
 
 programs: BoundedCache[tuple[ValueKey, ...], TracedProgram] = BoundedCache(512, "traced programs")
-"""Compiled traced programs by output keys (bounded, clearable)."""
+"""Compiled traced programs by computation structure (bounded, clearable, no user data)."""
 
 
 def evaluate(tensors: Sequence[Any], bindings: Mapping[Any, Any] | None = None) -> list[Any]:
     """Evaluate traced tensors together (one program); return concrete ``Tensor``s."""
     from tenferro.tensor import Tensor
 
-    keys = tuple(t.key for t in tensors)
+    shape = structure([t.key for t in tensors])
+    keys = shape.keys
     program = programs.get_or_create(keys, lambda: TracedProgram(keys))
-    values = program.run((), bindings)
+    if program.takes_arguments:
+        raise BindingError(
+            "evaluate",
+            "the value depends on the arguments of a function being traced by a transform; "
+            "it has no value until the transformed function is called",
+            "bind",
+        )
+    _check_placeholder_names(shape.slots)
+    try:
+        values = program.run((), shape.slots, bindings)
+    except MemoryError as error:
+        raise AllocationError("evaluate", str(error)) from None
     return [Tensor._wrap(_array(v), t.meta.weak) for v, t in zip(values, tensors, strict=True)]
+
+
+def _check_placeholder_names(slots: Sequence[Any]) -> None:
+    named: dict[str, PlaceholderKey] = {}
+    for name in slots:
+        if type(name) is PlaceholderKey and name.name is not None:
+            other = named.setdefault(name.name, name)
+            if other is not name:
+                raise BindingError(
+                    "evaluate",
+                    f"two different placeholders are named {name.name!r} in one computation "
+                    f"({other!r} and {name!r}); give them distinct names",
+                    "bind",
+                )
 
 
 def format_graph(*tensors: Any) -> str:
@@ -175,5 +226,9 @@ def _array(value: Any) -> Any:
 
 
 def clear_caches() -> None:
-    """Drop every cached traced program."""
+    """Drop every cached traced program (and the traced scalar constants)."""
+    from tenferro.traced import structure, tensor
+
     programs.clear()
+    tensor.clear_caches()
+    structure.clear_caches()

@@ -15,12 +15,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from computegraph import Derived, Input, OperationKey, ValueKey
+from computegraph import BoundedCache, Derived, Input, OperationKey, ValueKey
 from tenferro import lax
-from tenferro.core.keys import LeafKey, PlaceholderKey
+from tenferro.core.keys import AliasKey, CheckpointKey, LeafKey, PlaceholderKey
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.dtypes import dtype as as_dtype
-from tenferro.errors import TenferroError
+from tenferro.errors import ArgumentTypeError, ShapeError, TenferroError
 from tenferro.meta import Meta
 from tenferro.surface.methods import TensorMethods
 
@@ -68,6 +68,16 @@ class TracedTensor(TensorMethods):
             (constant,) = _constant_like(data, meta)
             return constant
         return cls(Input(LeafKey(meta, data, "const")), meta)
+
+    @classmethod
+    def _full(cls, meta: Meta, value: Any) -> TracedTensor:
+        """A structural constant of ``meta`` holding the Python scalar ``value``
+        (the numpy-style surface caches these per meta and scalar: they hold no data)."""
+        scalar_meta = Meta((), meta.dtype, meta.weak)
+        (scalar,) = _constant_like(np.asarray(value, meta.dtype), scalar_meta)
+        if meta.shape == ():
+            return scalar
+        return lax.broadcast_in_dim(scalar, meta.shape, ())._rewrap(meta)
 
     def _rewrap(self, meta: Meta) -> TracedTensor:
         return TracedTensor(self.key, meta)
@@ -119,6 +129,25 @@ class TracedTensor(TensorMethods):
     def __repr__(self) -> str:
         return f"TracedTensor({self.meta.describe()}, key={self.key!r})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The computation as a flat record list (pickling nested keys would recurse once
+        # per operation). Leaves come back as new leaves holding the same data.
+        return (_unpickle, (_records(self.key), self.meta))
+
+    def item(self) -> Any:
+        raise ArgumentTypeError(
+            "item",
+            f"a TracedTensor ({self.meta.describe()}) has no concrete value while it is traced; "
+            f"use .eval().item() outside a transform",
+        )
+
+    def tolist(self) -> Any:
+        raise ArgumentTypeError(
+            "tolist",
+            f"a TracedTensor ({self.meta.describe()}) has no concrete value while it is traced; "
+            f"use .eval().tolist() outside a transform",
+        )
+
     def __bool__(self) -> bool:
         raise TypeError(
             "the truth value of a TracedTensor is not known while tracing; evaluate it first, "
@@ -132,8 +161,23 @@ class TracedTensor(TensorMethods):
 
 
 def _constant_like(data: Any, meta: Meta) -> tuple[TracedTensor]:
-    constant = lax.constant(data, meta.dtype, _ANCHOR)
-    return (constant._rewrap(meta),)
+    key = (meta, data.tobytes())
+    found = _SCALARS.get(key)
+    if found is None:
+        found = lax.constant(data, meta.dtype, _ANCHOR)._rewrap(meta)
+        _SCALARS.put(key, found)
+    return (found,)
+
+
+_SCALARS: BoundedCache[tuple[Meta, bytes], TracedTensor] = BoundedCache(
+    4096, "traced scalar constants"
+)
+"""Scalar constants by meta and bits (structure: retraces reuse them)."""
+
+
+def clear_caches() -> None:
+    """Drop the cached scalar constants."""
+    _SCALARS.clear()
 
 
 class _Anchor:
@@ -154,8 +198,27 @@ def placeholder(
     shape: Sequence[int], dtype: Any = "float64", name: str | None = None
 ) -> TracedTensor:
     """A traced input without data, bound when evaluated: ``y.eval({x: value})``."""
-    meta = Meta(tuple(int(n) for n in shape), as_dtype(dtype, "placeholder"))
+    meta = Meta(_shape(shape), as_dtype(dtype, "placeholder"))
     return TracedTensor(Input(PlaceholderKey(meta, name)), meta)
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
+        shape = (shape,)
+    try:
+        extents = tuple(shape)
+    except TypeError:
+        raise ShapeError(
+            "placeholder", f"the shape must be a sequence of ints, got {shape!r}"
+        ) from None
+    checked = []
+    for n in extents:
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ShapeError(
+                "placeholder", f"the shape must hold non-negative ints, got {n!r} in {shape!r}"
+            )
+        checked.append(int(n))
+    return tuple(checked)
 
 
 def traced(data: Any, dtype: Any = None, name: str = "leaf") -> TracedTensor:
@@ -166,3 +229,61 @@ def traced(data: Any, dtype: Any = None, name: str = "leaf") -> TracedTensor:
     tensor = data if isinstance(data, Tensor) and dtype is None else Tensor(data, dtype)
     meta = tensor.meta._replace(weak=False)
     return TracedTensor(Input(LeafKey(meta, np.asarray(tensor._value), name)), meta)
+
+
+def _records(root: ValueKey) -> list[tuple[Any, ...]]:
+    """The computation of ``root`` as records in dependency order (iterative)."""
+    index: dict[int, int] = {}
+    records: list[tuple[Any, ...]] = []
+    stack: list[Any] = [root]
+    while stack:
+        node = stack[-1]
+        if id(node) in index:
+            stack.pop()
+            continue
+        if type(node) is Derived:
+            operation = node.operation_key
+            if id(operation) not in index:
+                stack.append(operation)
+                continue
+            record: tuple[Any, ...] = ("out", index[id(operation)], node.output_slot)
+        elif type(node) is OperationKey:
+            pending = [k for k in node.inputs if id(k) not in index]
+            if pending:
+                stack.extend(reversed(pending))
+                continue
+            inputs = tuple([index[id(k)] for k in node.inputs])
+            record = ("op", node.operation, node.role, inputs)
+        elif type(node) is Input and isinstance(node.key, (AliasKey, CheckpointKey)):
+            name = node.key
+            if id(name.origin) not in index:
+                stack.append(name.origin)
+                continue
+            origin = index[id(name.origin)]
+            if isinstance(name, CheckpointKey):
+                record = ("checkpoint", name.meta, name.data, origin)
+            else:
+                record = ("alias", name.meta, origin)
+        else:
+            record = ("key", node)
+        index[id(node)] = len(records)
+        records.append(record)
+        stack.pop()
+    return records
+
+
+def _unpickle(records: list[tuple[Any, ...]], meta: Meta) -> TracedTensor:
+    built: list[Any] = []
+    for record in records:
+        kind = record[0]
+        if kind == "out":
+            built.append(Derived(built[record[1]], record[2]))
+        elif kind == "op":
+            built.append(OperationKey(record[1], [built[i] for i in record[3]], record[2]))
+        elif kind == "alias":
+            built.append(Input(AliasKey(record[1], built[record[2]])))
+        elif kind == "checkpoint":
+            built.append(Input(CheckpointKey(record[1], record[2], built[record[3]])))
+        else:
+            built.append(record[1])
+    return TracedTensor(built[-1], meta)

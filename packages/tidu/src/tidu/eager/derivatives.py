@@ -55,29 +55,38 @@ class DerivativeCache(BoundedCache[tuple[RecordedGraph, Hashable], NodeDerivativ
         return found
 
     def forward_derivative(
-        self, recorded: RecordedGraph, active: tuple[int, ...], ctx: Any
+        self,
+        recorded: RecordedGraph,
+        active: tuple[int, ...],
+        ctx: Any,
+        slot: int | None = None,
     ) -> NodeDerivative:
-        """The JVP of all outputs of ``recorded`` with respect to the inputs at the
-        positions in ``active`` (forward mode), computed on a miss."""
-        key = (recorded, ("forward", active))
+        """The JVP of all outputs of ``recorded`` (of output ``slot`` only, when given)
+        with respect to the inputs at the positions in ``active`` (forward mode),
+        computed on a miss."""
+        key = (recorded, ("forward", active, slot))
         found = self.get(key)
         if found is None:
-            found = derive_forward(recorded, active, ctx)
+            found = derive_forward(recorded, active, ctx, slot)
             self.put(key, found)
         return found
 
 
-def derive_forward(recorded: RecordedGraph, active: tuple[int, ...], ctx: Any) -> NodeDerivative:
-    """Linearise every output of ``recorded`` with respect to the inputs in ``active``."""
+def derive_forward(
+    recorded: RecordedGraph, active: tuple[int, ...], ctx: Any, slot: int | None = None
+) -> NodeDerivative:
+    """Linearise every output of ``recorded`` (output ``slot`` only, when given) with
+    respect to the inputs in ``active``."""
     count = len(recorded.input_keys)
     for position in active:
         if not 0 <= position < count:
             raise IndexError(f"input position {position} out of range for {recorded!r}")
     wrt = [recorded.input_keys[position] for position in active]
+    outputs = recorded.output_keys if slot is None else [recorded.output_keys[slot]]
     try:
-        linear = linearize(recorded.view(), recorded.output_keys, wrt, EAGER_PASS, ctx)
+        linear = linearize(recorded.view(), outputs, wrt, EAGER_PASS, ctx)
     except PassReuseError:
-        linear = linearize(recorded.view(), recorded.output_keys, wrt, None, ctx)
+        linear = linearize(recorded.view(), outputs, wrt, None, ctx)
     return NodeDerivative(linear, external_keys(linear.graph))
 
 

@@ -1,0 +1,8 @@
+"""Einsum: notation (:mod:`.parse`), contraction planning (:mod:`.planners`), plan
+reports (:mod:`.path_info`), lowering to primitives (:mod:`.lowering`) and the public
+functions (:mod:`.api`)."""
+
+from tenferro.einsum.api import clear_caches, einsum, einsum_path
+from tenferro.einsum.path_info import PathInfo
+
+__all__ = ["PathInfo", "clear_caches", "einsum", "einsum_path"]

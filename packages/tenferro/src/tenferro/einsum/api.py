@@ -1,0 +1,165 @@
+"""``tf.einsum`` and ``tf.einsum_path``: parse, plan (cached), lower, run.
+
+Plans are cached by structure: ``(subscripts, shapes, optimize, memory_limit)`` for
+paths and, with the operands' metas (shapes, dtypes), for lowered programs. Both caches
+are bounded and emptied by :func:`tenferro.clear_caches`. An eager call with a known
+structure only binds the cached primitives; a traced call emits them into the graph,
+so every AD mode differentiates einsum through the primitives' own rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from computegraph import DictCache
+from tenferro.einsum.lowering import Program, lower
+from tenferro.einsum.parse import OP, Equation, parse, parse_interleaved
+from tenferro.einsum.path_info import PathInfo, describe
+from tenferro.einsum.planners import Network, Pair, plan
+from tenferro.errors import DTypeError, ParameterError
+from tenferro.meta import Meta
+from tenferro.surface.convert import asarray, prepare
+
+__all__ = ["clear_caches", "einsum", "einsum_path"]
+
+CACHE_LIMIT = 1024
+_plans: DictCache[Hashable, tuple[Equation, Network, list[Pair]]] = DictCache(
+    CACHE_LIMIT, "einsum plans"
+)
+_programs: DictCache[Hashable, Program] = DictCache(CACHE_LIMIT, "einsum programs")
+
+
+def clear_caches() -> None:
+    """Drop every cached einsum plan and lowered program (``tf.clear_caches`` does too:
+    both caches are registered)."""
+    _plans.clear()
+    _programs.clear()
+
+
+def einsum(*args: Any, optimize: Any = "auto", memory_limit: Any = None) -> Any:
+    """numpy's ``einsum`` for every tensor kind, planned pairwise.
+
+    ``einsum("ij,jk->ik", a, b)`` or numpy's interleaved ``einsum(a, [0, 1], b, [1, 2],
+    [0, 2])``. ``optimize``: ``"auto"`` (default), ``"greedy"``, ``"optimal"``, ``"dp"``,
+    ``False`` (left to right), an explicit pair path (opt_einsum's form), a nested tuple
+    tree of operand positions, or any opt_einsum-style ``PathOptimizer``.
+    ``memory_limit`` (elements, or ``"max_input"``) caps the largest intermediate.
+    The result has the operands' kind and numpy's promoted dtype.
+    """
+    if not args:
+        raise ParameterError(OP, "needs subscripts and operands")
+    if isinstance(args[0], str):
+        subscripts, operands = args[0], list(args[1:])
+    else:
+        subscripts, operands = parse_interleaved(args)
+    tensors = _operands(operands)
+    metas = tuple(t.meta for t in tensors)
+    key = (subscripts, metas, _optimize_key(optimize, subscripts), _limit_key(memory_limit))
+    program = _programs.get(key)
+    if program is None:
+        for meta in metas:
+            if meta.dtype.kind not in "ifc":
+                raise DTypeError(
+                    OP, f"operands must be numeric, got {meta.dtype} in subscripts {subscripts!r}"
+                )
+        equation, _, ssa = _plan(subscripts, [m.shape for m in metas], optimize, memory_limit)
+        program = lower(equation, metas, ssa)
+        _programs.put(key, program)
+    if not program.instructions:
+        return tensors[program.result]
+    return program.run(tensors)
+
+
+def einsum_path(
+    *args: Any, optimize: Any = "auto", shapes: bool = False, memory_limit: Any = None
+) -> tuple[list[Pair], PathInfo]:
+    """``(path, info)``: the pair path ``einsum`` would follow (opt_einsum's form) and a
+    :class:`~tenferro.einsum.path_info.PathInfo` (costs, largest intermediate, a
+    printable table). With ``shapes=True`` the operands are shapes."""
+    if not args:
+        raise ParameterError(OP, "needs subscripts and operands")
+    if isinstance(args[0], str):
+        subscripts, operands = args[0], list(args[1:])
+    else:
+        subscripts, operands = parse_interleaved(args)
+    if shapes:
+        shape_list = [tuple(int(n) for n in s) for s in operands]
+    else:
+        shape_list = [tuple(asarray(o).meta.shape) for o in operands]
+    equation, network, ssa = _plan(subscripts, shape_list, optimize, memory_limit)
+    info = describe(equation, network, ssa)
+    return info.path, info
+
+
+def _operands(operands: Sequence[Any]) -> list[Any]:
+    if not operands:
+        raise ParameterError(OP, "needs at least one operand")
+    first = type(operands[0])
+    if getattr(first, "_priority", None) is not None:
+        dtype = operands[0].meta.dtype
+        if all(type(o) is first and o.meta.dtype == dtype for o in operands):
+            return list(operands)
+    return prepare(OP, operands, kinds="ifc", broadcast=False)
+
+
+def _plan(
+    subscripts: str,
+    shapes: Sequence[tuple[int, ...]],
+    optimize: Any,
+    memory_limit: Any,
+) -> tuple[Equation, Network, list[Pair]]:
+    key = (subscripts, tuple(shapes), _optimize_key(optimize, subscripts), _limit_key(memory_limit))
+    cached = _plans.get(key)
+    if cached is not None:
+        return cached
+    equation = parse(subscripts, shapes)
+    network = Network(
+        tuple(frozenset(t) for t in equation.inputs), frozenset(equation.output), equation.sizes
+    )
+    limit = _limit(memory_limit, shapes, subscripts)
+
+    def fail(message: str) -> Exception:
+        return ParameterError(OP, f"{message} in subscripts {subscripts!r}")
+
+    ssa = plan(network, optimize, limit, fail)
+    entry = (equation, network, ssa)
+    _plans.put(key, entry)
+    return entry
+
+
+def _limit(memory_limit: Any, shapes: Sequence[tuple[int, ...]], subscripts: str) -> int | None:
+    if memory_limit is None:
+        return None
+    if memory_limit == "max_input":
+        sizes = [Meta(s, None).size for s in shapes]  # type: ignore[arg-type]
+        return max(sizes, default=1)
+    if isinstance(memory_limit, bool) or not isinstance(memory_limit, int) or memory_limit < 1:
+        raise ParameterError(
+            OP,
+            f"memory_limit must be a positive integer or 'max_input', got {memory_limit!r} "
+            f"in subscripts {subscripts!r}",
+        )
+    return memory_limit
+
+
+def _limit_key(memory_limit: Any) -> Hashable:
+    return memory_limit if isinstance(memory_limit, (int, str, type(None))) else repr(memory_limit)
+
+
+def _optimize_key(optimize: Any, subscripts: str) -> Hashable:
+    if isinstance(optimize, (list, tuple)):
+        return (type(optimize).__name__, _freeze(optimize))
+    try:
+        hash(optimize)
+    except TypeError:
+        raise ParameterError(
+            OP, f"optimize {optimize!r} is not hashable in subscripts {subscripts!r}"
+        ) from None
+    return optimize
+
+
+def _freeze(value: Any) -> Hashable:
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    return value

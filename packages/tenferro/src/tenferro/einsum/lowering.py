@@ -1,0 +1,227 @@
+"""Lowering a planned einsum to a straight-line program of existing primitives.
+
+Per operand: squeeze broadcast size-1 ellipsis axes, take diagonals of repeated labels
+(``extract_diag``), sum labels no other term needs (``reduce_sum``). Per pairwise step:
+``mul`` when nothing is summed (Hadamard products after a ``transpose``, outer and
+batched outer products after ``broadcast_in_dim``), else ``dot_general`` with batch
+(shared, kept), contracted (shared, not kept) and free labels. Finally ``transpose``
+to the output order and ``embed_diag`` for repeated output labels. The primitive
+instances are made once from the operands' metas, so running a cached program only
+binds them (no planning, no validation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tenferro.core.bind import bind1
+from tenferro.core.primitive import TensorPrimitive
+from tenferro.einsum.parse import Equation
+from tenferro.einsum.planners.network import Pair
+from tenferro.meta import Meta
+from tenferro.ops.contraction import DotGeneral
+from tenferro.ops.elementwise import Mul
+from tenferro.ops.reduction import ReduceSum
+from tenferro.ops.structural import BroadcastInDim, EmbedDiag, ExtractDiag, Reshape, Transpose
+
+__all__ = ["Program", "lower"]
+
+Instruction = tuple[TensorPrimitive, tuple[int, ...], tuple[int, ...]]
+"""``(primitive, argument slots, slots to free afterwards)``; the result takes the next slot."""
+
+
+class Program:
+    """A lowered einsum: run it on operands whose metas match those it was lowered for."""
+
+    __slots__ = ("instructions", "result")
+
+    def __init__(self, instructions: tuple[Instruction, ...], result: int) -> None:
+        self.instructions = instructions
+        self.result = result
+
+    def run(self, operands: Sequence[Any]) -> Any:
+        values: list[Any] = list(operands)
+        for op, args, free in self.instructions:
+            values.append(bind1(op, [values[a] for a in args]))
+            for slot in free:
+                values[slot] = None
+        return values[self.result]
+
+
+class _Builder:
+    def __init__(self, metas: Sequence[Meta], sizes: dict[str, int]) -> None:
+        self.metas: list[Meta] = list(metas)
+        self.code: list[tuple[TensorPrimitive, tuple[int, ...]]] = []
+        self.sizes = sizes
+
+    def extent(self, label: str) -> int:
+        return self.sizes[label]
+
+    def emit(self, cls: Any, args: tuple[int, ...], **params: Any) -> int:
+        op = cls.make(tuple(self.metas[a] for a in args), **params)
+        self.code.append((op, args))
+        self.metas.append(op.outputs[0])
+        return len(self.metas) - 1
+
+    def finish(self, result: int, keep: int) -> Program:
+        last_use: dict[int, int] = {}
+        for position, (_, args) in enumerate(self.code):
+            for a in args:
+                last_use[a] = position
+        instructions = []
+        for position, (op, args) in enumerate(self.code):
+            free = tuple(
+                sorted({a for a in args if last_use[a] == position and a != result and a >= keep})
+            )
+            instructions.append((op, args, free))
+        return Program(tuple(instructions), result)
+
+
+def lower(equation: Equation, metas: Sequence[Meta], ssa: Sequence[Pair]) -> Program:
+    """The program computing ``equation`` for operands of ``metas`` along ``ssa``."""
+    builder = _Builder(metas, equation.sizes)
+    output = equation.output
+    count = len(metas)
+    needed: dict[str, int] = {}
+    for labels in equation.inputs:
+        for label in set(labels):
+            needed[label] = needed.get(label, 0) + 1
+    slots: list[int] = []
+    terms: list[str] = []
+    for i, labels in enumerate(equation.inputs):
+        slot, labels = _single(builder, i, labels, equation.broadcast[i], needed, output)
+        slots.append(slot)
+        terms.append(labels)
+    for a, b in ssa:
+        left, right = terms[a], terms[b]
+        for label in set(left):
+            needed[label] -= 1
+        for label in set(right):
+            needed[label] -= 1
+        slot, labels = _pair(builder, slots[a], left, slots[b], right, needed, output)
+        for label in set(labels):
+            needed[label] = needed.get(label, 0) + 1
+        slots.append(slot)
+        terms.append(labels)
+    slot, labels = slots[-1], terms[-1]
+    slot = _finish(builder, slot, labels, output, needed)
+    return builder.finish(slot, count)
+
+
+def _single(
+    builder: _Builder,
+    slot: int,
+    labels: str,
+    broadcast: frozenset[int],
+    needed: dict[str, int],
+    output: str,
+) -> tuple[int, str]:
+    if broadcast:
+        meta = builder.metas[slot]
+        shape = tuple(n for axis, n in enumerate(meta.shape) if axis not in broadcast)
+        slot = builder.emit(Reshape, (slot,), shape=shape)
+        for label in {labels[axis] for axis in broadcast}:
+            needed[label] -= 1
+        labels = "".join(c for axis, c in enumerate(labels) if axis not in broadcast)
+    while len(set(labels)) != len(labels):
+        seen: dict[str, int] = {}
+        for axis, label in enumerate(labels):
+            if label in seen:
+                slot = builder.emit(ExtractDiag, (slot,), axis_a=seen[label], axis_b=axis)
+                labels = labels[:axis] + labels[axis + 1 :]
+                break
+            seen[label] = axis
+    alone = tuple(axis for axis, c in enumerate(labels) if needed[c] == 1 and c not in output)
+    if alone:
+        slot = builder.emit(ReduceSum, (slot,), axes=alone)
+        for axis in alone:
+            needed[labels[axis]] -= 1
+        labels = "".join(c for axis, c in enumerate(labels) if axis not in alone)
+    return slot, labels
+
+
+def _pair(
+    builder: _Builder,
+    a: int,
+    left: str,
+    b: int,
+    right: str,
+    needed: dict[str, int],
+    output: str,
+) -> tuple[int, str]:
+    def kept(label: str) -> bool:
+        return label in output or needed[label] > 0
+
+    # Labels only one side has and nobody needs are summed first (rare after preprocessing).
+    a, left = _sum_unneeded(builder, a, left, right, kept)
+    b, right = _sum_unneeded(builder, b, right, left, kept)
+    shared = [c for c in left if c in right]
+    batch = [c for c in shared if kept(c)]
+    contracted = [c for c in shared if not kept(c)]
+    if not contracted:  # Hadamard, outer and batched outer products: a broadcast mul
+        labels = (
+            "".join(batch)
+            + "".join(c for c in left if c not in shared)
+            + "".join(c for c in right if c not in shared)
+        )
+        if set(left) == set(right):
+            labels = left
+        a = _arrange(builder, a, left, labels)
+        b = _arrange(builder, b, right, labels)
+        return builder.emit(Mul, (a, b)), labels
+    slot = builder.emit(
+        DotGeneral,
+        (a, b),
+        lhs_contracting=tuple(left.index(c) for c in contracted),
+        rhs_contracting=tuple(right.index(c) for c in contracted),
+        lhs_batch=tuple(left.index(c) for c in batch),
+        rhs_batch=tuple(right.index(c) for c in batch),
+    )
+    labels = (
+        "".join(batch)
+        + "".join(c for c in left if c not in shared)
+        + "".join(c for c in right if c not in shared)
+    )
+    return slot, labels
+
+
+def _arrange(builder: _Builder, slot: int, labels: str, target: str) -> int:
+    """``slot`` (axes ``labels``) laid out as ``target``: a transpose when it has every
+    label, else a ``broadcast_in_dim`` to the full shape."""
+    if labels == target:
+        return slot
+    if len(labels) == len(target):
+        return builder.emit(Transpose, (slot,), permutation=tuple(labels.index(c) for c in target))
+    shape = tuple(builder.extent(c) for c in target)
+    return builder.emit(
+        BroadcastInDim, (slot,), shape=shape, dims=tuple(target.index(c) for c in labels)
+    )
+
+
+def _sum_unneeded(
+    builder: _Builder, slot: int, labels: str, other: str, kept: Any
+) -> tuple[int, str]:
+    axes = tuple(axis for axis, c in enumerate(labels) if c not in other and not kept(c))
+    if not axes:
+        return slot, labels
+    slot = builder.emit(ReduceSum, (slot,), axes=axes)
+    return slot, "".join(c for axis, c in enumerate(labels) if axis not in axes)
+
+
+def _finish(builder: _Builder, slot: int, labels: str, output: str, needed: dict[str, int]) -> int:
+    unique = "".join(dict.fromkeys(output))
+    extra = tuple(axis for axis, c in enumerate(labels) if c not in unique)
+    if extra:
+        slot = builder.emit(ReduceSum, (slot,), axes=extra)
+        labels = "".join(c for c in labels if c in unique)
+    if labels != unique:
+        slot = builder.emit(Transpose, (slot,), permutation=tuple(labels.index(c) for c in unique))
+    current = list(unique)
+    for position, label in enumerate(output):
+        if position < len(current) and current[position] == label:
+            continue
+        first = output.index(label)
+        slot = builder.emit(EmbedDiag, (slot,), axis_a=first, axis_b=position)
+        current.insert(position, label)
+    return slot

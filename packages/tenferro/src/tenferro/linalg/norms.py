@@ -1,0 +1,158 @@
+"""Vector and matrix norms (numpy.linalg.norm semantics) with AD.
+
+Norms are compositions of differentiable operations (the spectral ones of
+:func:`tenferro.linalg.svdvals`). At a zero vector or matrix a norm is not
+differentiable; like torch we return the subgradient 0 there, not NaN (the root is
+taken on a guarded value, so its derivative never divides by zero).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tenferro import lax
+from tenferro.errors import ParameterError, ShapeError
+from tenferro.linalg.checks import inexact_dtype
+from tenferro.meta import normalize_axis
+from tenferro.surface.convert import asarray
+from tenferro.surface.math import abs as abs_
+from tenferro.surface.math import conj, real, where
+from tenferro.surface.reductions import amax, amin, sum
+from tenferro.surface.shapes import expand_dims, moveaxis
+
+__all__ = ["matrix_norm", "norm", "vector_norm"]
+
+Axis = int | Sequence[int] | None
+
+
+def _operand(op: str, x: Any) -> Any:
+    x = asarray(x)
+    target = inexact_dtype(op, x.meta)
+    return x if x.meta.dtype == target else lax.convert_element_type(x, target)
+
+
+def _axes(op: str, x: Any, axis: Axis) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(x.meta.ndim))
+    raw = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = tuple(normalize_axis(int(a), x.meta.ndim, op) for a in raw)
+    if len(set(axes)) != len(axes):
+        raise ParameterError(op, f"repeated axis in {axis!r}")
+    return axes
+
+
+def _root(total: Any, order: float) -> Any:
+    """``total ** (1 / order)`` with derivative 0 (not inf) where ``total`` is 0."""
+    zero = total == 0
+    safe = where(zero, 1, total)
+    root = lax.sqrt(safe) if order == 2 else safe ** (1.0 / order)
+    return where(zero, 0, root)
+
+
+def _vector_norm(x: Any, order: float, axes: tuple[int, ...], keepdims: bool) -> Any:
+    if order == 2:
+        return _root(sum(real(x * conj(x)), axis=axes, keepdims=keepdims), 2)
+    magnitude = abs_(x)
+    if order == math.inf:
+        return amax(magnitude, axis=axes, keepdims=keepdims)
+    if order == -math.inf:
+        return amin(magnitude, axis=axes, keepdims=keepdims)
+    if order == 0:
+        nonzero = lax.convert_element_type(magnitude != 0, magnitude.meta.dtype)
+        return sum(nonzero, axis=axes, keepdims=keepdims)
+    if order == 1:
+        return sum(magnitude, axis=axes, keepdims=keepdims)
+    return _root(sum(magnitude**order, axis=axes, keepdims=keepdims), order)
+
+
+def vector_norm(
+    x: Any,
+    ord: Any = 2,  # noqa: A002  (numpy.linalg name)
+    axis: Axis = None,
+    keepdims: bool = False,
+) -> Any:
+    """The vector ``ord``-norm over ``axis`` (all axes when None): ``(sum |x|**ord) **
+    (1/ord)``; ``inf``/``-inf`` the largest/smallest ``|x|``, 0 the count of nonzeros.
+    Real result (numpy.linalg.vector_norm)."""
+    op = "linalg.vector_norm"
+    x = _operand(op, x)
+    if isinstance(ord, str) or ord is None:
+        raise ParameterError(op, f"ord must be a number, got {ord!r}")
+    return _vector_norm(x, float(ord), _axes(op, x, axis), keepdims)
+
+
+_MATRIX_ORDERS = ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf)
+
+
+def matrix_norm(
+    x: Any,
+    ord: Any = "fro",  # noqa: A002  (numpy.linalg name)
+    axis: tuple[int, int] = (-2, -1),
+    keepdims: bool = False,
+) -> Any:
+    """The matrix norm over the two axes ``axis`` (numpy.linalg.matrix_norm): ``"fro"``
+    (Frobenius), ``"nuc"`` (sum of singular values), ``2``/``-2`` (largest/smallest
+    singular value), ``1``/``-1`` (largest/smallest column sum of ``|x|``),
+    ``inf``/``-inf`` (largest/smallest row sum). Real result."""
+    op = "linalg.matrix_norm"
+    x = _operand(op, x)
+    if ord not in _MATRIX_ORDERS or isinstance(ord, bool):
+        raise ParameterError(op, f"ord must be one of {_MATRIX_ORDERS}, got {ord!r}")
+    axes = _axes(op, x, axis)
+    if len(axes) != 2:
+        raise ShapeError(op, f"needs two axes, got {axis!r}")
+    rows, cols = axes
+    if ord == "fro":
+        return _vector_norm(x, 2, axes, keepdims)
+    if ord in (1, -1, math.inf, -math.inf):
+        summed, other = (rows, cols) if abs(ord) == 1 else (cols, rows)
+        sums = sum(abs_(x), axis=summed, keepdims=True)
+        pick = amax if ord > 0 else amin
+        result = pick(sums, axis=other, keepdims=True)
+        return result if keepdims else lax.reshape(result, _dropped(result.meta.shape, axes))
+    from tenferro.linalg.spectral import svdvals
+
+    s = svdvals(moveaxis(x, (rows, cols), (-2, -1)))
+    if ord == "nuc":
+        result = sum(s, axis=-1)
+    else:
+        result = (amax if ord == 2 else amin)(s, axis=-1)
+    if keepdims:
+        for a in sorted(axes):
+            result = expand_dims(result, a)
+    return result
+
+
+def _dropped(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(n for i, n in enumerate(shape) if i not in axes)
+
+
+def norm(x: Any, ord: Any = None, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A002  (numpy.linalg name)
+    """numpy.linalg.norm: with ``axis=None``, the 2-norm of all entries when ``ord`` is
+    None, else the vector norm of a 1-D or the matrix norm of a 2-D ``x``; an integer
+    ``axis`` gives vector norms, a pair of axes matrix norms."""
+    op = "linalg.norm"
+    x = _operand(op, x)
+    if axis is None:
+        if ord is None:
+            return _vector_norm(x, 2, _axes(op, x, None), keepdims)
+        if x.meta.ndim == 1:
+            axis = 0
+        elif x.meta.ndim == 2:
+            axis = (0, 1)
+        else:
+            raise ShapeError(
+                op, f"an ord needs a 1-D or 2-D input or an explicit axis, got shape {x.meta.shape}"
+            )
+    axes = _axes(op, x, axis)
+    if len(axes) == 1:
+        if isinstance(ord, str):
+            raise ParameterError(op, f"ord {ord!r} is not a vector norm")
+        return _vector_norm(x, 2.0 if ord is None else float(ord), axes, keepdims)
+    if len(axes) == 2:
+        return matrix_norm(x, "fro" if ord is None else ord, axes, keepdims)
+    raise ShapeError(op, f"axis must name one or two axes, got {axis!r}")

@@ -1,0 +1,649 @@
+"""Spectral decompositions with AD: svd, svdvals, truncated_svd, eigh, eigvalsh, eig,
+eigvals, pinv.
+
+Three extension families carry the kernels and the JVP rules (``linalg.svd``,
+``linalg.eigh``, ``linalg.eig``); everything else composes them with differentiable
+operations. Conventions (numpy.linalg / torch.linalg):
+
+* leading batch axes, ``[..., M, N]``; singular values real and descending,
+  ``eigh`` eigenvalues real and ascending, ``eig`` outputs complex;
+* derivatives regularise spectral gaps with the Lorentzian ``F = g / (g**2 + eps**2)``
+  (``eps`` > 0, default 1e-12; it is not a solver tolerance and leaves values
+  unchanged). At an exactly degenerate spectrum the rotations inside a degenerate
+  subspace get no derivative (``F = 0`` there) while every gauge-invariant quantity
+  (singular/eigen values, projectors onto complete degenerate subspaces,
+  ``U diag(f(S)) Vh``) keeps its exact, finite derivative;
+* gauges: ``gauge="raw"`` returns LAPACK's vectors; their complex phase derivative
+  follows the convention ``diag(V^H dV) = 0`` with the phase carried by ``U`` (SVD)
+  and ``diag(V^H dV) = 0`` (eigh). ``gauge="canonical"`` makes the largest-magnitude
+  entry of each singular/eigen vector real and positive (compensating the partner
+  vector of an SVD), which makes phase-dependent functions of the vectors
+  well-defined and differentiable;
+* ``eig`` eigenvectors have unit norm (LAPACK's scaling, as numpy and torch); their
+  derivative is torch's: ``dV = V (F o (V^-1 dA V))`` with ``Re diag(V^H dV) = 0``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from tenferro import lax
+from tenferro.algebra import adjoint, diag_embed, diagonal, eye_like, matmul, scale_columns
+from tenferro.core.bind import bind
+from tenferro.core.primitive import RuleValue
+from tenferro.errors import LinAlgError, ParameterError
+from tenferro.extension import ExtensionOp, register
+from tenferro.linalg.checks import (
+    check_eps,
+    check_finite,
+    check_matrix,
+    check_square,
+    failing_batch,
+    inexact_dtype,
+)
+from tenferro.meta import Meta
+from tenferro.surface.convert import asarray
+
+__all__ = [
+    "EigResult",
+    "EighResult",
+    "SVDResult",
+    "eig",
+    "eigh",
+    "eigvals",
+    "eigvalsh",
+    "pinv",
+    "svd",
+    "svdvals",
+    "truncated_svd",
+]
+
+DEFAULT_EPS = 1e-12
+GAUGES = ("raw", "canonical")
+
+Ts = tuple[RuleValue | None, ...]
+Xs = tuple[RuleValue, ...]
+
+
+class SVDResult(NamedTuple):
+    U: Any
+    S: Any
+    Vh: Any
+
+
+class EighResult(NamedTuple):
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+class EigResult(NamedTuple):
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+# ---------------------------------------------------------------------- kernel helpers
+
+
+def _real_dtype(dt: np.dtype[Any]) -> np.dtype[Any]:
+    return np.empty(0, dt).real.dtype
+
+
+def _complex_dtype(dt: np.dtype[Any]) -> np.dtype[Any]:
+    return np.result_type(dt, np.complex64)
+
+
+def _first_failure(op: str, a: np.ndarray[Any, Any], kernel: Any) -> str:
+    """Where a batched LAPACK call failed: re-run matrix by matrix (error path only)."""
+    batch = a.shape[:-2]
+    bad = np.zeros(batch, dtype=bool)
+    for index in np.ndindex(*batch):
+        try:
+            kernel(a[index])
+        except np.linalg.LinAlgError:
+            bad[index] = True
+            break
+    return failing_batch(bad)
+
+
+def _canonicalize(
+    vectors: np.ndarray[Any, Any], partner_rows: np.ndarray[Any, Any] | None
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any] | None, np.ndarray[Any, Any]]:
+    """Make each column's largest-magnitude entry (the first, on ties) real positive;
+    multiply the matching rows of ``partner_rows`` by the inverse phase. Returns the new
+    arrays and the one-hot pivot mask (bool, the shape of ``vectors``)."""
+    if vectors.shape[-2] == 0:  # no entries to pivot on
+        return vectors, partner_rows, np.zeros(vectors.shape, dtype=bool)
+    pivot = np.argmax(np.abs(vectors), axis=-2)[..., None, :]
+    mask = np.zeros(vectors.shape, dtype=bool)
+    if vectors.size:
+        np.put_along_axis(mask, pivot, True, axis=-2)
+    value = np.take_along_axis(vectors, pivot, axis=-2)[..., 0, :]
+    magnitude = np.abs(value)
+    phase = np.where(magnitude == 0, 1, value / np.where(magnitude == 0, 1, magnitude))
+    vectors = (vectors * np.conj(phase)[..., None, :]).astype(vectors.dtype, copy=False)
+    if partner_rows is not None:
+        k = min(partner_rows.shape[-2], phase.shape[-1])
+        partner_rows = partner_rows.copy()
+        partner_rows[..., :k, :] *= phase[..., :k, None]
+    return vectors, partner_rows, mask
+
+
+# ---------------------------------------------------------------------- rule helpers
+
+
+def _to(x: Any, dt: np.dtype[Any]) -> Any:
+    return x if x.meta.dtype == dt else lax.convert_element_type(x, dt)
+
+
+def _grid(v: Any, axis: int) -> Any:
+    """``[..., K] -> [..., K, K]``: entry ``(i, j)`` is ``v[j]`` (axis -1) or ``v[i]`` (-2)."""
+    ndim = v.meta.ndim + 1
+    shape = (*v.meta.shape, v.meta.shape[-1])
+    keep = ndim - 1 if axis == -1 else ndim - 2
+    return lax.broadcast_in_dim(v, shape, (*range(ndim - 2), keep))
+
+
+def _lorentzian(g: Any, eps: float) -> Any:
+    """``g / (g**2 + eps**2)`` for real ``g``: ``1/g`` away from 0, 0 at 0."""
+    return lax.div(g, lax.add(lax.mul(g, g), lax.full_like(g, eps * eps)))
+
+
+def _gap_inverse(g: Any, eps: float) -> Any:
+    """The Lorentzian of a real gap matrix with its diagonal set to exactly 0.
+
+    The diagonal gap is identically 0, where the Lorentzian's slope is ``1/eps**2``;
+    masking it (rather than relying on ``0 * 1/eps**2`` cancelling between the two
+    grid terms) keeps reverse-over-reverse derivatives free of rounding blow-up."""
+    off_diagonal = lax.sub(lax.full_like(g, 1), eye_like(g))
+    return lax.mul(_lorentzian(g, eps), off_diagonal)
+
+
+def _regularised_inverse(s: Any, eps: float) -> Any:
+    return _lorentzian(s, eps)
+
+
+def _pick(mask: Any, x: Any) -> Any:
+    """``[..., M, K] -> [..., K]``: the entry of each column where ``mask`` is set."""
+    picked = lax.select(mask, x, lax.zeros_like(x))
+    return lax.reduce_sum(picked, (x.meta.ndim - 2,))
+
+
+def _phase_correction(mask: Any, vectors: Any, tangent: Any) -> Any:
+    """``i * Im(dv_p) / v_p`` per column (``p`` the pivot, where ``v_p`` is real > 0):
+    subtracting ``vectors * that`` from a tangent keeps the pivot entries real."""
+    pivot = lax.real(_pick(mask, vectors))
+    rate = lax.div(lax.imag(_pick(mask, tangent)), pivot)
+    return lax.complex(lax.zeros_like(rate), rate)
+
+
+def _svd_tangents(u: Any, s: Any, vh: Any, da: Any, eps: float, mask: Any) -> tuple[Any, Any, Any]:
+    """JVP of the thin SVD (spec section 4.5), in the gauge ``diag(V^H dV) = 0`` with the
+    phase in ``U`` (complex), or the canonical gauge when ``mask`` marks the pivots."""
+    dt = u.meta.dtype
+    complex_ = dt.kind == "c"
+    m, n = da.meta.shape[-2], da.meta.shape[-1]
+    k = s.meta.shape[-1]
+    v = adjoint(vh)
+    dav = matmul(da, v)
+    dp = matmul(adjoint(u), dav)
+    dpd = diagonal(dp)
+    ds = lax.real(dpd) if complex_ else dpd
+    gap = lax.sub(lax.mul(_grid(s, -1), _grid(s, -1)), lax.mul(_grid(s, -2), _grid(s, -2)))
+    f = _to(_gap_inverse(gap, eps), dt)
+    sc = _to(s, dt)
+    dps = scale_columns(dp, sc)
+    sdp = adjoint(scale_columns(adjoint(dp), sc))  # S dP
+    inner_u = lax.mul(f, lax.add(dps, adjoint(dps)))
+    inner_v = lax.mul(f, lax.add(sdp, adjoint(sdp)))
+    sinv = _to(_regularised_inverse(s, eps), dt)
+    if complex_:
+        gauge = lax.mul(lax.sub(dpd, lax.conj(dpd)), lax.full_like(dpd, 0.5))  # i Im diag dP
+        inner_u = lax.add(inner_u, diag_embed(lax.mul(gauge, sinv)))
+    du = matmul(u, inner_u)
+    dv = matmul(v, inner_v)
+    if m > k:
+        du = lax.add(du, scale_columns(lax.sub(dav, matmul(u, dp)), sinv))
+    if n > k:
+        dahu = matmul(adjoint(da), u)
+        dv = lax.add(dv, scale_columns(lax.sub(dahu, matmul(v, matmul(vh, dahu))), sinv))
+    if mask is not None and complex_:
+        rotation = _phase_correction(mask, u, du)
+        du = lax.sub(du, scale_columns(u, rotation))
+        dv = lax.sub(dv, scale_columns(v, rotation))
+    return du, ds, adjoint(dv)
+
+
+def _hermitian_tangent(da: Any, uplo: str) -> Any:
+    """The tangent of the Hermitian matrix an ``eigh`` reads from one triangle of ``a``."""
+    part = lax.tril(da, -1) if uplo == "L" else lax.triu(da, 1)
+    d = diagonal(da)
+    if da.meta.dtype.kind == "c":
+        d = _to(lax.real(d), da.meta.dtype)
+    return lax.add(lax.add(part, adjoint(part)), diag_embed(d))
+
+
+# ---------------------------------------------------------------------- families
+
+
+@register("linalg.svd")
+class Svd(ExtensionOp):
+    """The thin ``A = U diag(S) Vh``; outputs ``U, S, Vh`` and, with the canonical
+    gauge, the pivot mask of ``U``'s columns (bool, internal)."""
+
+    eps: float
+    gauge: str
+
+    def infer(self) -> list[Meta]:
+        (a,) = self.inputs
+        check_matrix(self.name, a)
+        *batch, m, n = a.shape
+        k = min(m, n)
+        dt = a.dtype
+        u = Meta((*batch, m, k), dt)
+        outs = [u, Meta((*batch, k), _real_dtype(dt)), Meta((*batch, k, n), dt)]
+        if self.gauge == "canonical":
+            outs.append(Meta(u.shape, np.dtype(bool)))
+        return outs
+
+    def impl(self, a: Any) -> Any:
+        check_finite(self.name, a)
+        try:
+            u, s, vh = np.linalg.svd(a, full_matrices=False)
+        except np.linalg.LinAlgError:
+            where = _first_failure(self.name, a, np.linalg.svd)
+            raise LinAlgError(
+                self.name, f"the SVD did not converge for the input of shape {a.shape}{where}"
+            ) from None
+        if self.gauge != "canonical":
+            return u, s, vh
+        u, partner, mask = _canonicalize(u, vh)
+        return u, s, partner, mask
+
+    def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
+        (da,) = ts
+        count = len(self.outputs)
+        if da is None:
+            return [None] * count
+        u, s, vh = ys[0], ys[1], ys[2]
+        assert u is not None
+        assert s is not None
+        assert vh is not None
+        mask = ys[3] if count == 4 else None
+        du, ds, dvh = _svd_tangents(u, s, vh, da, self.eps, mask)
+        return [du, ds, dvh] + [None] * (count - 3)
+
+
+@register("linalg.svd_complement")
+class SvdComplement(ExtensionOp):
+    """The extra singular vectors of a full non-square SVD: the last ``M - K`` columns
+    of the full ``U`` (``side="left"``) or last ``N - K`` rows of the full ``Vh``
+    (``"right"``). They are any orthonormal basis of a null space, so they have no
+    derivative (it raises, pointing to ``full_matrices=False``)."""
+
+    side: str
+    gauge: str
+
+    def infer(self) -> list[Meta]:
+        (a,) = self.inputs
+        check_matrix(self.name, a)
+        *batch, m, n = a.shape
+        k = min(m, n)
+        shape = (*batch, m, m - k) if self.side == "left" else (*batch, n - k, n)
+        return [Meta(shape, a.dtype)]
+
+    def impl(self, a: Any) -> Any:
+        check_finite(self.name, a)
+        k = min(a.shape[-2:])
+        try:
+            u, _, vh = np.linalg.svd(a, full_matrices=True)
+        except np.linalg.LinAlgError:
+            where = _first_failure(self.name, a, np.linalg.svd)
+            raise LinAlgError(
+                self.name, f"the SVD did not converge for the input of shape {a.shape}{where}"
+            ) from None
+        if self.side == "left":
+            extra = u[..., :, k:]
+            return _canonicalize(extra, None)[0] if self.gauge == "canonical" else extra
+        extra = np.swapaxes(vh[..., k:, :], -1, -2).conj()
+        if self.gauge == "canonical":
+            extra = _canonicalize(extra, None)[0]
+        return np.swapaxes(extra, -1, -2).conj()
+
+    def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
+        (da,) = ts
+        if da is None:
+            return [None]
+        reason = "the extra singular vectors of a full non-square SVD; use full_matrices=False"
+        return [
+            lax.no_derivative(
+                "linalg.svd", 0 if self.side == "left" else 2, da, self.outputs[0], reason
+            )
+        ]
+
+
+@register("linalg.eigh")
+class Eigh(ExtensionOp):
+    """``A = V diag(w) V^H`` from the ``uplo`` triangle of ``A``; outputs ``w``
+    (ascending, real), ``V`` and, with the canonical gauge, the pivot mask (internal)."""
+
+    uplo: str
+    eps: float
+    gauge: str
+
+    def infer(self) -> list[Meta]:
+        (a,) = self.inputs
+        check_square(self.name, a)
+        outs = [Meta(a.shape[:-1], _real_dtype(a.dtype)), Meta(a.shape, a.dtype)]
+        if self.gauge == "canonical":
+            outs.append(Meta(a.shape, np.dtype(bool)))
+        return outs
+
+    def impl(self, a: Any) -> Any:
+        check_finite(self.name, a)
+        try:
+            w, v = np.linalg.eigh(a, UPLO=self.uplo)  # type: ignore[call-overload]
+        except np.linalg.LinAlgError:
+            where = _first_failure(self.name, a, np.linalg.eigh)
+            raise LinAlgError(
+                self.name,
+                f"the eigensolver did not converge for the input of shape {a.shape}{where}",
+            ) from None
+        if self.gauge != "canonical":
+            return w, v
+        v, _, mask = _canonicalize(v, None)
+        return w, v, mask
+
+    def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
+        (da,) = ts
+        count = len(self.outputs)
+        if da is None:
+            return [None] * count
+        w, v = ys[0], ys[1]
+        assert w is not None
+        assert v is not None
+        dt = v.meta.dtype
+        dp = matmul(adjoint(v), matmul(_hermitian_tangent(da, self.uplo), v))
+        dpd = diagonal(dp)
+        dw = lax.real(dpd) if dt.kind == "c" else dpd
+        f = _to(_gap_inverse(lax.sub(_grid(w, -1), _grid(w, -2)), self.eps), dt)
+        dv = matmul(v, lax.mul(f, dp))
+        if count == 3 and dt.kind == "c":
+            dv = lax.sub(dv, scale_columns(v, _phase_correction(ys[2], v, dv)))
+        return [dw, dv] + [None] * (count - 2)
+
+
+@register("linalg.eig")
+class Eig(ExtensionOp):
+    """``A V = V diag(w)``, complex outputs ``w, V`` (unit-norm columns) and ``V^-1``
+    (internal: the eigenvalue derivative needs it; NaN when ``V`` is singular)."""
+
+    eps: float
+
+    def infer(self) -> list[Meta]:
+        (a,) = self.inputs
+        check_square(self.name, a)
+        dt = _complex_dtype(a.dtype)
+        return [Meta(a.shape[:-1], dt), Meta(a.shape, dt), Meta(a.shape, dt)]
+
+    def impl(self, a: Any) -> Any:
+        check_finite(self.name, a)
+        dt = _complex_dtype(a.dtype)
+        try:
+            w, v = np.linalg.eig(a)
+        except np.linalg.LinAlgError:
+            where = _first_failure(self.name, a, np.linalg.eig)
+            raise LinAlgError(
+                self.name,
+                f"the eigensolver did not converge for the input of shape {a.shape}{where}",
+            ) from None
+        v = v.astype(dt, copy=False)
+        try:
+            vinv = np.linalg.inv(v)
+        except np.linalg.LinAlgError:  # defective: eigenvalue derivatives do not exist
+            vinv = np.full(v.shape, np.nan, dtype=dt)
+        return w.astype(dt, copy=False), v, vinv
+
+    def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
+        (da,) = ts
+        if da is None:
+            return [None, None, None]
+        w, v, vinv = ys
+        assert w is not None
+        assert v is not None
+        assert vinv is not None
+        dt = v.meta.dtype
+        dp = matmul(vinv, matmul(_to(da, dt), v))
+        dw = diagonal(dp)
+        gap = lax.sub(_grid(w, -1), _grid(w, -2))
+        size = lax.real(lax.mul(gap, lax.conj(gap)))
+        denominator = lax.add(size, lax.full_like(size, self.eps * self.eps))
+        off_diagonal = lax.sub(lax.full_like(denominator, 1), eye_like(denominator))
+        f = lax.div(lax.mul(lax.conj(gap), _to(off_diagonal, dt)), _to(denominator, dt))
+        dv = matmul(v, lax.mul(f, dp))
+        norm_rate = lax.real(diagonal(matmul(adjoint(v), dv)))
+        dv = lax.sub(dv, scale_columns(v, _to(norm_rate, dt)))
+        dvinv = lax.neg(matmul(vinv, matmul(dv, vinv)))
+        return [dw, dv, dvinv]
+
+
+# ---------------------------------------------------------------------- public functions
+
+
+def _operand(op: str, a: Any) -> Any:
+    """``a`` as a tensor of an inexact dtype (integers and bool promote to float64)."""
+    x = asarray(a)
+    target = inexact_dtype(op, x.meta)
+    if x.meta.dtype != target:
+        x = lax.convert_element_type(x, target)
+    check_matrix(op, x.meta)
+    return x
+
+
+def _check_gauge(op: str, gauge: str) -> str:
+    if gauge not in GAUGES:
+        raise ParameterError(op, f"gauge must be one of {GAUGES}, got {gauge!r}")
+    return gauge
+
+
+def svd(
+    a: Any, full_matrices: bool = True, *, eps: float = DEFAULT_EPS, gauge: str = "raw"
+) -> SVDResult:
+    """Singular value decomposition ``a = U @ diag(S) @ Vh`` (numpy.linalg.svd).
+
+    ``full_matrices=True`` (numpy's default) gives square ``U`` (``[..., M, M]``) and
+    ``Vh`` (``[..., N, N]``); ``False`` the thin factors with ``K = min(M, N)``
+    columns/rows. ``S`` is real and descending. Derivatives: every output of the thin
+    SVD; for a full non-square SVD, ``S`` and the square-sized partner, while a
+    derivative through the factor with extra vectors raises :class:`tidu.ADRuleError`
+    (those vectors are arbitrary; use ``full_matrices=False``). ``eps`` regularises
+    the spectral gaps of the derivative (module documentation); ``gauge`` is
+    ``"raw"`` or ``"canonical"``.
+    """
+    x = _operand("linalg.svd", a)
+    eps = check_eps("linalg.svd", eps)
+    gauge = _check_gauge("linalg.svd", gauge)
+    m, n = x.meta.shape[-2:]
+    outs = bind(Svd.make((x.meta,), eps=eps, gauge=gauge), [x])
+    u, s, vh = outs[0], outs[1], outs[2]
+    if full_matrices and m != n:
+        side = "left" if m > n else "right"
+        (extra,) = bind(SvdComplement.make((x.meta,), side=side, gauge=gauge), [x])
+        if side == "left":
+            u = lax.concatenate([u, extra], u.meta.ndim - 1)
+        else:
+            vh = lax.concatenate([vh, extra], vh.meta.ndim - 2)
+    return SVDResult(u, s, vh)
+
+
+def svdvals(a: Any, *, eps: float = DEFAULT_EPS) -> Any:
+    """The singular values of ``a``, real and descending (``[..., K]``)."""
+    return svd(a, full_matrices=False, eps=eps).S
+
+
+def _rank_threshold(
+    s: np.ndarray[Any, Any], shape: tuple[int, ...], rtol: float | None, atol: float | None
+) -> np.ndarray[Any, Any]:
+    """numpy/torch ``matrix_rank`` tolerance: ``max(atol, rtol * S_max)``; without both,
+    ``rtol = eps(dtype) * max(M, N)``."""
+    if rtol is None:
+        rtol = 0.0 if atol is not None and atol > 0 else float(np.finfo(s.dtype).eps) * max(shape)
+    top = s[..., :1] if s.shape[-1] else np.zeros((*s.shape[:-1], 1), s.dtype)
+    return np.maximum(0.0 if atol is None else atol, rtol * top)
+
+
+def truncated_svd(
+    a: Any,
+    *,
+    max_rank: int | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    eps: float = DEFAULT_EPS,
+) -> SVDResult:
+    """The thin SVD keeping the singular values above ``max(atol, rtol * S_max)`` (at
+    most ``max_rank`` of them): the truncation of tensor-network sweeps.
+
+    Without ``rtol`` and ``atol`` the tolerance is numpy's ``matrix_rank`` default
+    (``eps(dtype) * max(M, N) * S_max``). The rank is read from the data: concrete
+    (an ordinary shape) for ``Tensor``/``EagerTensor``, a data-dependent extent
+    (``dynamic_truncate``) in traced code. For a batch, every matrix keeps the largest
+    rank over the batch. Derivatives are those of the kept singular triplets (the
+    truncation point is locally constant).
+    """
+    op = "linalg.truncated_svd"
+    if max_rank is not None and (int(max_rank) != max_rank or max_rank < 0):
+        raise ParameterError(op, f"max_rank must be a non-negative integer, got {max_rank!r}")
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if value is not None and not (np.isfinite(value) and value >= 0):
+            raise ParameterError(op, f"{name} must be a non-negative finite number, got {value!r}")
+    u, s, vh = svd(a, full_matrices=False, eps=eps)
+    m, n = u.meta.shape[-2], vh.meta.shape[-1]
+    k = s.meta.shape[-1]
+    cap = k if max_rank is None else min(k, int(max_rank))
+    values = _concrete(s)
+    if values is not None:
+        threshold = _rank_threshold(values, (m, n), rtol, atol)
+        counts = (values > threshold).sum(axis=-1)
+        rank = min(cap, int(counts.max(initial=0)))
+        batch = s.meta.shape[:-1]
+        zeros = [0] * (len(batch) + 2)
+        return SVDResult(
+            lax.slice(u, zeros, (*batch, m, rank)),
+            lax.slice(s, zeros[:-1], (*batch, rank)),
+            lax.slice(vh, zeros, (*batch, rank, n)),
+        )
+    rank_value = _traced_rank(s, (m, n), rtol, atol, cap)
+    batch = s.meta.ndim - 1
+    return SVDResult(
+        lax.dynamic_truncate(u, rank_value, batch + 1),
+        lax.dynamic_truncate(s, rank_value, batch),
+        lax.dynamic_truncate(vh, rank_value, batch),
+    )
+
+
+def _concrete(x: Any) -> np.ndarray[Any, Any] | None:
+    """The values of a concrete (``Tensor``/``EagerTensor``) tensor, else None."""
+    from tenferro.tensor import Tensor
+
+    return x.numpy() if isinstance(x, Tensor) else None
+
+
+def _traced_rank(
+    s: Any, shape: tuple[int, int], rtol: float | None, atol: float | None, cap: int
+) -> Any:
+    """The truncation rank as a float64 scalar tensor computed from ``s`` in the graph."""
+    real = s.meta.dtype
+    if rtol is None:
+        rtol = 0.0 if atol is not None and atol > 0 else float(np.finfo(real).eps) * max(shape)
+    k = s.meta.shape[-1]
+    last = s.meta.ndim - 1
+    if k == 0:
+        return lax.full(Meta((), np.dtype(np.float64)), 0, s)
+    top = lax.slice(s, [0] * s.meta.ndim, (*s.meta.shape[:-1], 1))
+    threshold = lax.mul(lax.full_like(top, rtol), top)
+    if atol is not None:
+        threshold = lax.max(threshold, lax.full_like(top, atol))
+    threshold = lax.broadcast_in_dim(threshold, s.meta.shape, tuple(range(s.meta.ndim)))
+    kept = lax.convert_element_type(lax.compare(s, threshold, "gt"), np.dtype(np.float64))
+    counts = lax.reduce_sum(kept, (last,))
+    if counts.meta.ndim:
+        counts = lax.reduce_max(counts, tuple(range(counts.meta.ndim)))
+    return lax.min(counts, lax.full_like(counts, cap))
+
+
+def eigh(a: Any, UPLO: str = "L", *, eps: float = DEFAULT_EPS, gauge: str = "raw") -> EighResult:  # noqa: N803  (numpy.linalg name)
+    """Eigen-decomposition of a Hermitian (real symmetric) matrix, read from the lower
+    (``UPLO="L"``) or upper triangle: ``(eigenvalues, eigenvectors)``, eigenvalues real
+    ascending. The derivative is that of the function of the read triangle (the
+    tangent is made Hermitian from it, as LAPACK reads it); ``eps`` regularises the
+    gaps, ``gauge`` is ``"raw"`` or ``"canonical"``.
+    """
+    op = "linalg.eigh"
+    x = _operand(op, a)
+    check_square(op, x.meta)
+    if UPLO not in ("L", "U"):
+        raise ParameterError(op, f"UPLO must be 'L' or 'U', got {UPLO!r}")
+    family = Eigh.make((x.meta,), uplo=UPLO, eps=check_eps(op, eps), gauge=_check_gauge(op, gauge))
+    outs = bind(family, [x])
+    return EighResult(outs[0], outs[1])
+
+
+def eigvalsh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803  (numpy.linalg name)
+    """The eigenvalues of a Hermitian matrix, real ascending (see :func:`eigh`)."""
+    return eigh(a, UPLO).eigenvalues
+
+
+def eig(a: Any, *, eps: float = DEFAULT_EPS) -> EigResult:
+    """Eigen-decomposition of a general square matrix: complex ``(eigenvalues,
+    eigenvectors)``, eigenvectors of unit norm (numpy's/LAPACK's scaling). Both are
+    differentiable (torch's convention for the eigenvectors: ``Re diag(V^H dV) = 0``);
+    a defective matrix gives NaN derivatives.
+    """
+    op = "linalg.eig"
+    x = _operand(op, a)
+    check_square(op, x.meta)
+    outs = bind(Eig.make((x.meta,), eps=check_eps(op, eps)), [x])
+    return EigResult(outs[0], outs[1])
+
+
+def eigvals(a: Any) -> Any:
+    """The (complex) eigenvalues of a general square matrix (see :func:`eig`)."""
+    return eig(a).eigenvalues
+
+
+def pinv(a: Any, rtol: float | None = None, hermitian: bool = False) -> Any:
+    """Moore-Penrose pseudo-inverse ``[..., N, M]`` of ``a`` (``[..., M, N]``).
+
+    Singular values (eigenvalue magnitudes with ``hermitian=True``) at or below
+    ``rtol * S_max`` are treated as zero; ``rtol`` defaults to ``eps(dtype) * max(M,
+    N)`` (numpy 2 / torch). The derivative is that of the kept part (constant rank).
+    """
+    from tenferro.surface.math import abs as abs_
+    from tenferro.surface.math import where
+    from tenferro.surface.reductions import amax
+
+    op = "linalg.pinv"
+    x = _operand(op, a)
+    *batch, m, n = x.meta.shape
+    real = _real_dtype(x.meta.dtype)
+    if rtol is None:
+        rtol = float(np.finfo(real).eps) * max(m, n, 1)
+    elif not (np.isfinite(rtol) and rtol >= 0):
+        raise ParameterError(op, f"rtol must be a non-negative finite number, got {rtol!r}")
+    if min(m, n) == 0:
+        return lax.zeros(Meta((*batch, n, m), x.meta.dtype), x)
+    if hermitian:
+        check_square(op, x.meta)
+        w, v = eigh(x)
+        values, left, right = w, v, adjoint(v)
+        magnitude = abs_(w)
+    else:
+        u, s, vh = svd(x, full_matrices=False)
+        values, left, right = s, adjoint(vh), adjoint(u)
+        magnitude = s
+    cutoff = amax(magnitude, axis=-1, keepdims=True) * rtol
+    keep = magnitude > cutoff
+    safe = where(keep, values, 1)
+    inverse = where(keep, 1 / safe, 0)
+    return matmul(scale_columns(left, _to(inverse, x.meta.dtype)), right)

@@ -1,0 +1,50 @@
+"""Elementwise tests of IEEE special values: ``isnan``, ``isinf``, ``isfinite`` (numpy's).
+
+They give bool tensors of the operand's kind (so they work on traced values too);
+integers and bools are never NaN or infinite. A complex value is NaN when either
+part is, infinite when either part is infinite (and neither is NaN).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tenferro import lax
+from tenferro.surface.convert import asarray
+
+__all__ = ["isfinite", "isinf", "isnan"]
+
+
+def isnan(x: Any) -> Any:
+    """Where ``x`` is NaN (``x != x``)."""
+    a = asarray(x, op="isnan")
+    return lax.compare(a, a, "ne")
+
+
+def isinf(x: Any) -> Any:
+    """Where ``x`` is +inf or -inf (for complex: either part)."""
+    a = asarray(x, op="isinf")
+    if a.meta.dtype.kind in "bi":
+        return lax.compare(a, a, "ne")
+    if a.meta.dtype.kind == "c":
+        return lax.logical_or(_infinite(lax.real(a)), _infinite(lax.imag(a)))
+    return _infinite(a)
+
+
+def isfinite(x: Any) -> Any:
+    """Where ``x`` is neither NaN nor infinite (for complex: both parts)."""
+    a = asarray(x, op="isfinite")
+    if a.meta.dtype.kind in "bi":
+        return lax.compare(a, a, "eq")
+    if a.meta.dtype.kind == "c":
+        return lax.logical_and(_finite(lax.real(a)), _finite(lax.imag(a)))
+    return _finite(a)
+
+
+def _infinite(a: Any) -> Any:
+    return lax.compare(lax.abs(a), lax.full_like(a, float("inf")), "eq")
+
+
+def _finite(a: Any) -> Any:
+    # |a| < inf is false for NaN and for both infinities.
+    return lax.compare(lax.abs(a), lax.full_like(a, float("inf")), "lt")
