@@ -22,6 +22,7 @@ __all__ = [
     "raise_per_matrix",
     "require_inexact",
     "same_batch",
+    "scipy_linalg",
 ]
 
 
@@ -87,3 +88,11 @@ def raise_per_matrix(
             bad[index] = True
             break
     raise LinAlgError(op, f"the matrix of shape {a.shape} is {what}{failing_batch(bad)}")
+
+
+def scipy_linalg() -> Any:
+    """``scipy.linalg``, imported on first use (``import tenferro`` stays light: scipy's
+    compiled modules load only when a kernel runs)."""
+    import scipy.linalg  # type: ignore[import-untyped]
+
+    return scipy.linalg

@@ -20,7 +20,6 @@ from collections import namedtuple
 from typing import Any
 
 import numpy as np
-import scipy.linalg  # type: ignore[import-untyped]
 
 from tenferro import lax
 from tenferro.algebra import adjoint, diag_embed, diagonal, eye_like, matmul, matrix_transpose
@@ -34,6 +33,7 @@ from tenferro.linalg._common import (
     matrix_slice,
     raise_per_matrix,
     require_inexact,
+    scipy_linalg,
 )
 from tenferro.linalg.checks import check_finite, check_matrix, check_square
 from tenferro.linalg.solvers import triangular_solve
@@ -263,7 +263,7 @@ def _lu_tangents(ptda: Any, lower: Any, upper: Any) -> tuple[Any, Any]:
 
 @register("linalg.lu")
 class LU(ExtensionOp):
-    """A = P L U with partial pivoting (scipy.linalg.lu): P MxM permutation (in A's
+    """A = P L U with partial pivoting (scipy_linalg().lu): P MxM permutation (in A's
     dtype), L MxK unit lower, U KxN upper; a fourth output holds the pivots (int32, as
     lu_factor's), which the JVP uses instead of P (so no derivative flows through P)."""
 
@@ -310,7 +310,7 @@ class LU(ExtensionOp):
 
 def lu(a: Any) -> Any:
     """LU decomposition with partial pivoting: ``LUResult(P, L, U)`` with
-    **a = P @ L @ U** (scipy.linalg.lu's and torch.linalg.lu's convention).
+    **a = P @ L @ U** (scipy_linalg().lu's and torch.linalg.lu's convention).
 
     For ``[..., M, N]``: P ``[..., M, M]`` (a permutation matrix in a's dtype), L
     ``[..., M, K]`` unit lower triangular, U ``[..., K, N]`` upper, K = min(M, N).
@@ -393,7 +393,7 @@ def pivot_rows(b: Any, pivots: Any, *, inverse: bool) -> Any:
 
 @register("linalg.lu_factor")
 class LUFactor(ExtensionOp):
-    """scipy.linalg.lu_factor: packed LU (L strictly below the diagonal, U on and above)
+    """scipy_linalg().lu_factor: packed LU (L strictly below the diagonal, U on and above)
     and 0-based int32 pivots (row i interchanged with row pivots[i])."""
 
     def infer(self) -> list[Meta]:
@@ -409,8 +409,8 @@ class LUFactor(ExtensionOp):
             return np.zeros(a.shape, a.dtype), np.zeros((*a.shape[:-2], min(m, n)), np.int32)
         check_finite("lu_factor", a)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
-            packed, pivots = scipy.linalg.lu_factor(a, check_finite=False)
+            warnings.simplefilter("ignore", scipy_linalg().LinAlgWarning)
+            packed, pivots = scipy_linalg().lu_factor(a, check_finite=False)
         return packed.astype(a.dtype), pivots.astype(np.int32)
 
     def jvp(
@@ -445,7 +445,7 @@ def _eye_rows(square: Any, m: int) -> Any:
 
 
 def lu_factor(a: Any) -> Any:
-    """``LUFactorResult(LU, pivots)`` as scipy.linalg.lu_factor (batched): L (unit
+    """``LUFactorResult(LU, pivots)`` as scipy_linalg().lu_factor (batched): L (unit
     diagonal not stored) below the diagonal of LU and U on and above it; pivots are
     0-based LAPACK row interchanges (int32; torch's are 1-based). LU is differentiable;
     pivots are integers (no tangent). A singular matrix is factored without error (its
@@ -456,7 +456,7 @@ def lu_factor(a: Any) -> Any:
 
 
 def lu_solve(lu_and_piv: Any, b: Any, trans: int = 0) -> Any:
-    """Solve with a factorization from :func:`lu_factor` (scipy.linalg.lu_solve's
+    """Solve with a factorization from :func:`lu_factor` (scipy_linalg().lu_solve's
     signature): ``trans=0`` solves ``A x = b``, ``1`` solves ``A^T x = b``, ``2`` solves
     ``A^H x = b``. ``b`` is ``[..., N]`` (one axis: a vector) or ``[..., N, K]``.
     Differentiable in LU (hence in A through lu_factor) and b; a zero on U's diagonal

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import scipy.linalg  # type: ignore[import-untyped]
 
 import tenferro
 from tenferro import lax
@@ -25,7 +24,13 @@ from tenferro.core.bind import bind1
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import ParameterError, ShapeError
 from tenferro.extension import ExtensionOp, register
-from tenferro.linalg._common import inexact_operands, matrix_slice, require_inexact, same_batch
+from tenferro.linalg._common import (
+    inexact_operands,
+    matrix_slice,
+    require_inexact,
+    same_batch,
+    scipy_linalg,
+)
 from tenferro.linalg.checks import check_finite, check_square
 from tenferro.linalg.solvers import inv, solve
 from tenferro.meta import Meta
@@ -43,7 +48,7 @@ def _blocks(a: Any, e: Any, zeros: Any) -> Any:
 
 @register("linalg.matrix_exp")
 class MatrixExp(ExtensionOp):
-    """The matrix exponential of square matrices (scipy.linalg.expm, batched)."""
+    """The matrix exponential of square matrices (scipy_linalg().expm, batched)."""
 
     def infer(self) -> list[Meta]:
         (a,) = self.inputs
@@ -55,7 +60,7 @@ class MatrixExp(ExtensionOp):
         if a.size == 0:
             return np.zeros(a.shape, a.dtype)
         check_finite("matrix_exp", a)
-        return np.asarray(scipy.linalg.expm(a), dtype=a.dtype)
+        return np.asarray(scipy_linalg().expm(a), dtype=a.dtype)
 
     def jvp(
         self,
@@ -87,7 +92,7 @@ class ExpmFrechet(ExtensionOp):
         block[..., :n, :n] = a
         block[..., n:, n:] = a
         block[..., :n, n:] = e
-        return np.ascontiguousarray(scipy.linalg.expm(block)[..., :n, n:], dtype=a.dtype)
+        return np.ascontiguousarray(scipy_linalg().expm(block)[..., :n, n:], dtype=a.dtype)
 
     def jvp(
         self,
@@ -124,7 +129,7 @@ def expm_frechet(a: Any, e: Any) -> Any:
 
 def matrix_exp(a: Any) -> Any:
     """The matrix exponential ``[..., N, N]`` (torch.linalg.matrix_exp,
-    scipy.linalg.expm). Differentiable to any order (Fréchet derivative);
+    scipy_linalg().expm). Differentiable to any order (Fréchet derivative);
     NaN/Inf input raises :class:`~tenferro.errors.LinAlgError`."""
     (a,) = inexact_operands("matrix_exp", a)
     check_square("matrix_exp", a.meta)

@@ -21,7 +21,6 @@ from collections import namedtuple
 from typing import Any
 
 import numpy as np
-import scipy.linalg  # type: ignore[import-untyped]
 
 from tenferro import lax
 from tenferro.algebra import adjoint, matmul, trace
@@ -35,6 +34,7 @@ from tenferro.linalg._common import (
     raise_per_matrix,
     require_inexact,
     same_batch,
+    scipy_linalg,
 )
 from tenferro.linalg.checks import check_finite, check_matrix, check_square, failing_batch
 from tenferro.meta import Meta
@@ -85,10 +85,10 @@ class TriangularSolve(ExtensionOp):
                     f"diagonal){failing_batch(singular)}",
                 )
         if self.left:
-            return scipy.linalg.solve_triangular(
+            return scipy_linalg().solve_triangular(
                 a, b, lower=not self.upper, unit_diagonal=self.unitriangular, check_finite=False
             )
-        x = scipy.linalg.solve_triangular(
+        x = scipy_linalg().solve_triangular(
             a,
             np.swapaxes(b, -1, -2),
             trans=1,
@@ -186,7 +186,7 @@ def _check_nonsingular(op: str, a: np.ndarray[Any, Any]) -> None:
     def singular(m: np.ndarray[Any, Any]) -> bool:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            lu, _ = scipy.linalg.lu_factor(m, check_finite=False)
+            lu, _ = scipy_linalg().lu_factor(m, check_finite=False)
         return bool((np.diagonal(lu) == 0).any())
 
     raise_per_matrix(op, a, singular, "singular")
