@@ -88,9 +88,11 @@ def bench_w4(report: Report) -> None:
             sweep(torch, torch_svd, tracked).backward()
             return [t.grad for t in tracked]
 
+        # The last core does not reach the loss: both leave its gradient None.
         diff = max(
             float(np.max(np.abs(np.asarray(a) - b.numpy())))
             for a, b in zip(ours(), theirs(), strict=True)
+            if a is not None and b is not None
         )
         t = median(timings(theirs, 30))
         report.add(
