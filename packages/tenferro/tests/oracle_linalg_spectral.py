@@ -57,6 +57,7 @@ def _matrix_norm(xs: list[Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
 OPS: dict[str, Op] = {
     "svd": _svd,
     "svdvals": lambda xs, args, kwargs: tf.linalg.svdvals(xs[0]),
+    "cond": lambda xs, args, kwargs: tf.linalg.cond(xs[0], args[0] if args else kwargs.get("p")),
     "eigh": lambda xs, args, kwargs: tf.linalg.eigh(_hermitian(xs[0]), kwargs.get("UPLO", "L")),
     "eigvalsh": lambda xs, args, kwargs: tf.linalg.eigvalsh(
         _hermitian(xs[0]), kwargs.get("UPLO", "L")

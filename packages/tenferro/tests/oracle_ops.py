@@ -487,7 +487,6 @@ SKIPPED_OPS: dict[str, str] = {
         [
             "cholesky",
             "cholesky_ex",
-            "cond",
             "det",
             "eig",
             "eigh",

@@ -398,3 +398,14 @@ def test_bad_input_raises_tenferro_errors_naming_the_operation():
         with pytest.raises(error, match=fragment) as info:
             call()
         assert "linalg" in str(info.value) or error is tf.TenferroError
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, "fro", "nuc", 1, -1, np.inf, -np.inf])
+def test_cond_matches_numpy_and_differentiates(p):
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((2, 4, 4)) + 3 * np.eye(4)
+    np.testing.assert_allclose(np.asarray(tf.linalg.cond(a, p)), np.linalg.cond(a, p), rtol=1e-10)
+    if p in (None, 2, -2, "fro"):  # smooth at this generic point
+        tf.testing.check_grads(lambda x: tf.linalg.cond(x, p), [a[0]], order=2)
+    with pytest.raises(tf.ParameterError, match=r"linalg\.cond"):
+        tf.linalg.cond(a, 3)

@@ -30,7 +30,7 @@ from tenferro.linalg.factorizations import (
     qr,
 )
 from tenferro.linalg.functions import matrix_exp, matrix_power, multi_dot, tensorinv, tensorsolve
-from tenferro.linalg.norms import matrix_norm, norm, vector_norm
+from tenferro.linalg.norms import cond, matrix_norm, norm, vector_norm
 from tenferro.linalg.solvers import SlogdetResult, det, inv, slogdet, solve, solve_triangular
 from tenferro.linalg.spectral import (
     EighResult,
@@ -50,6 +50,7 @@ __all__: list[str] = [
     "EigResult",
     "EighResult",
     "SVDResult",
+    "cond",
     "eig",
     "eigh",
     "eigvals",

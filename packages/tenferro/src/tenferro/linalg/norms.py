@@ -24,7 +24,7 @@ from tenferro.surface.math import conj, real, where
 from tenferro.surface.reductions import amax, amin, sum
 from tenferro.surface.shapes import expand_dims, moveaxis
 
-__all__ = ["matrix_norm", "norm", "vector_norm"]
+__all__ = ["cond", "matrix_norm", "norm", "vector_norm"]
 
 Axis = int | Sequence[int] | None
 
@@ -125,6 +125,28 @@ def matrix_norm(
         for a in sorted(axes):
             result = expand_dims(result, a)
     return result
+
+
+def cond(x: Any, p: Any = None) -> Any:
+    """The condition number of (a batch of) matrices (numpy.linalg.cond): with ``p`` None,
+    2 or -2 the ratio of extreme singular values (largest over smallest; -2 inverts it,
+    any shape), otherwise ``matrix_norm(x, p) * matrix_norm(inv(x), p)`` (square
+    matrices). Real result; differentiable wherever the matrix is non-singular."""
+    op = "linalg.cond"
+    x = _operand(op, x)
+    if x.meta.ndim < 2:
+        raise ShapeError(op, f"needs a matrix or a batch of matrices, got shape {x.meta.shape}")
+    if p is None or (p in (2, -2) and not isinstance(p, bool)):
+        from tenferro.linalg.spectral import svdvals
+
+        s = svdvals(x)
+        largest, smallest = amax(s, axis=-1), amin(s, axis=-1)
+        return smallest / largest if p == -2 else largest / smallest
+    if p not in _MATRIX_ORDERS or isinstance(p, bool):
+        raise ParameterError(op, f"p must be None or one of {_MATRIX_ORDERS}, got {p!r}")
+    from tenferro.linalg.solvers import inv
+
+    return matrix_norm(x, p) * matrix_norm(inv(x), p)
 
 
 def _dropped(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
