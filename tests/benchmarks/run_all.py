@@ -15,6 +15,13 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 
+# One thread each, set before any benchmark imports numpy (a variable set later is ignored).
+for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+os.environ.setdefault(
+    "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+)
+
 if __name__ == "__main__":
     sys.path.insert(0, str(HERE))
     import report

@@ -64,7 +64,7 @@ from tenferro.surface import *  # noqa: F403
 from tenferro.surface import __all__ as _surface_names
 from tenferro.surface.convert import register_concrete as _register_concrete
 from tenferro.tensor import Tensor
-from tenferro.traced.program import evaluate, format_graph
+from tenferro.traced.program import evaluate, format_graph, graph_to_dot
 from tenferro.traced.tensor import TracedTensor, placeholder, traced
 from tenferro.transforms import grad, hvp, jit, jvp, linearize, value_and_grad, vjp
 
@@ -129,6 +129,7 @@ __all__ = [
     "float64",
     "format_graph",
     "grad",
+    "graph_to_dot",
     "hvp",
     "is_grad_enabled",
     "int32",
