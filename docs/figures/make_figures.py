@@ -9,6 +9,8 @@
   the .dot with Graphviz instead: ``dot -Tsvg traced-program.dot -o traced-program.svg``).
 """
 
+# ruff: noqa: B023 (closures run within the loop iteration that defines them)
+
 from __future__ import annotations
 
 import re
@@ -124,7 +126,7 @@ def draw_dot(dot: str, path: Path) -> None:
         if "filled" in attributes:
             linear.add(node)
     edges = re.findall(r"^\s*(\w+) -> (\w+)", dot, re.MULTILINE)
-    depth = {node: 0 for node in labels}
+    depth = dict.fromkeys(labels, 0)
     for _ in labels:  # longest path from a source (the graph is small and acyclic)
         for source, target in edges:
             depth[target] = max(depth[target], depth[source] + 1)

@@ -403,7 +403,8 @@ def test_graph_to_dot_draws_what_format_graph_lists():
     x = tf.traced(np.array([0.5, 1.0]), name="x")
     y = tf.sum(tf.sin(x) * x)
     dot = tf.graph_to_dot(y, y.grad(x))
-    assert dot.startswith("digraph") and dot.rstrip().endswith("}")
+    assert dot.startswith("digraph")
+    assert dot.rstrip().endswith("}")
     for line in tf.format_graph(y, y.grad(x)).splitlines():
         if " = " in line and "(" in line:  # an operation: its name is a node of the drawing
             operation = line.split(" = ", 1)[1].split("(", 1)[0].split("[", 1)[0]
