@@ -64,12 +64,17 @@ SECTIONS: dict[str, tuple[str, str]] = {
         "stops mattering.",
     ),
     "small": ("Small einsum overhead", "`ij,jk->ik` at 2x2 and 8x8 on the eager tape."),
+    "computegraph": (
+        "computegraph",
+        "Building, resolving, materializing, compiling and evaluating large graphs.",
+    ),
+    "tidu": ("tidu", "Linearize and transpose on the tidu test primitives."),
 }
 OTHER = ("Other measurements", "Rows of workloads without a registered section.")
 
 
 def section_of(row: dict[str, Any]) -> str:
-    workload = str(row.get("workload", ""))
+    workload = str(row.get("workload", row.get("report", "")))
     for key in SECTIONS:
         if workload == key or workload.startswith((key + " ", key + ":")):
             return key
@@ -109,6 +114,182 @@ def tables(rows: list[dict[str, Any]]) -> list[str]:
             flush()
         group.append(row)
     flush()
+    return out
+
+
+# ---------------------------------------------------------------------- headline ratios
+
+
+def _column(name: str, invert: bool = False) -> Callable[[dict[str, Any]], float | None]:
+    def value(row: dict[str, Any]) -> float | None:
+        x = row.get(name)
+        if not isinstance(x, (int, float)) or isinstance(x, bool) or x == 0:
+            return None
+        return 1.0 / x if invert else float(x)
+
+    return value
+
+
+def _min_n(n: int) -> Callable[[dict[str, Any]], bool]:
+    return lambda row: int(row.get("n", 0)) >= n
+
+
+# (label, workload prefix, row filter, tenferro time / peer time of a row). A new
+# benchmark adds a line here to appear in the headline table.
+HEADLINES: list[
+    tuple[
+        str, str, Callable[[dict[str, Any]], bool] | None, Callable[[dict[str, Any]], float | None]
+    ]
+] = [
+    (
+        "W1 MPS norm grad: tf.grad / torch eager",
+        "W1 MPS norm grad, every peer",
+        None,
+        _column("tf.grad_over_torch"),
+    ),
+    (
+        "W1 MPS norm grad: tf eager tape / torch eager",
+        "W1 MPS norm grad, every peer",
+        None,
+        _column("tf_eager_over_torch"),
+    ),
+    (
+        "W1 MPS norm grad: tf.grad / jax.jit steady state",
+        "W1 MPS norm grad, every peer",
+        None,
+        _column("tf.grad_over_jax.jit"),
+    ),
+    (
+        "W1 MPS norm grad: tf.grad / jax un-jitted",
+        "W1 MPS norm grad, every peer",
+        None,
+        _column("tf.grad_over_jax"),
+    ),
+    (
+        "W1 MPS norm grad: tf.grad / HIPS autograd",
+        "W1 MPS norm grad, every peer",
+        None,
+        _column("tf.grad_over_autograd"),
+    ),
+    (
+        "W1 first call: tf.grad / jax.jit(grad) (new function)",
+        "W1 MPS norm grad, every peer",
+        None,
+        lambda r: (
+            r["tf.grad_first_call_ms"] / r["jax.jit_first_call_ms"]
+            if "jax.jit_first_call_ms" in r
+            else None
+        ),
+    ),
+    (
+        "W2 HVP: tf.hvp / torch double backward",
+        "W2 torch double backward",
+        None,
+        _column("ratio_torch_over_tenferro", invert=True),
+    ),
+    (
+        "W2 HVP: tf.hvp / jax.jit(jvp(grad))",
+        "W2 jax jit(jvp(grad))",
+        None,
+        _column("ratio_jax_over_tenferro", invert=True),
+    ),
+    (
+        "W3 1000-op chain: eager tape / torch (per op)",
+        "W3 eager vs torch",
+        None,
+        _column("ratio_tenferro_over_peer"),
+    ),
+    (
+        "W3 1000-op chain: eager tape / autograd (per op)",
+        "W3 eager vs autograd",
+        None,
+        _column("ratio_tenferro_over_peer"),
+    ),
+    (
+        "W3 1000-op chain: tf.grad steady / torch eager",
+        "W3 torch eager fwd+bwd",
+        None,
+        _column("ratio_torch_over_tenferro_steady", invert=True),
+    ),
+    (
+        "W3 first call: tf.grad / jax.jit(grad)",
+        "W3 jax jit(grad)",
+        None,
+        _column("first_call_ratio_jax_over_tenferro", invert=True),
+    ),
+    (
+        "W4 truncated-SVD sweep grad: eager / torch",
+        "W4 torch eager",
+        None,
+        _column("ratio_torch_over_tenferro", invert=True),
+    ),
+    (
+        "W5 cached contraction / opt_einsum.contract_expression",
+        "W5 cached contraction",
+        None,
+        _column("ratio"),
+    ),
+    (
+        "W6 linalg grads, n >= 256: tf.grad / torch",
+        "W6 grad",
+        _min_n(256),
+        lambda r: (
+            _column("ratio_torch_over_traced", True)(r)
+            or _column("ratio_torch_over_tf_grad", True)(r)
+        ),
+    ),
+    (
+        "W6 linalg grads, n <= 8: tf.grad / torch",
+        "W6 grad",
+        lambda r: int(r.get("n", 99)) <= 8,
+        lambda r: (
+            _column("ratio_torch_over_traced", True)(r)
+            or _column("ratio_torch_over_tf_grad", True)(r)
+        ),
+    ),
+    (
+        "W7 complex MPS energy grad: tf.value_and_grad / torch",
+        "W7",
+        None,
+        lambda r: _column("tf.value_and_grad_over_torch")(r) or _column("ratio_vs_torch")(r),
+    ),
+    (
+        "W7 complex MPS energy grad: tf.value_and_grad / jax.jit",
+        "W7 Ising MPO energy grad vs chi",
+        None,
+        _column("tf.value_and_grad_over_jax.jit"),
+    ),
+    (
+        "W8 first call: tf.jit / jax.jit (new function)",
+        "W8 jax.jit",
+        None,
+        _column("first_ratio_jax_over_tenferro", invert=True),
+    ),
+]
+
+
+def headline(rows: list[dict[str, Any]]) -> list[str]:
+    out = [
+        "| comparison | tenferro time / peer time: median (min .. max) over rows | rows |",
+        "|---|---|---|",
+    ]
+    for label, prefix, keep, value in HEADLINES:
+        values = []
+        for row in rows:
+            if not str(row.get("workload", "")).startswith(prefix):
+                continue
+            if keep is not None and not keep(row):
+                continue
+            x = value(row)
+            if x is not None and math.isfinite(x):
+                values.append(x)
+        if values:
+            values.sort()
+            middle = values[len(values) // 2]
+            out.append(
+                f"| {label} | {middle:.2f} ({values[0]:.2f} .. {values[-1]:.2f}) | {len(values)} |"
+            )
+    out.append("")
     return out
 
 
@@ -266,6 +447,14 @@ def render(
         "them: `PYTHONPATH=packages/computegraph/src:packages/tidu/src:packages/tenferro/src "
         "python tests/benchmarks/run_all.py`. Absent peers' columns are simply missing.",
         "",
+    ]
+    lines += [
+        "## Headline",
+        "",
+        "Each figure is tenferro's time divided by the peer's, measured side by side in this "
+        "run: below 1, tenferro is faster; above 1, it is behind.",
+        "",
+        *headline(rows),
     ]
     plotted = _plots(rows)
     by_section: dict[str, list[dict[str, Any]]] = {}
