@@ -286,9 +286,8 @@ def headline(rows: list[dict[str, Any]]) -> list[str]:
         if values:
             values.sort()
             middle = values[len(values) // 2]
-            out.append(
-                f"| {label} | {middle:.2f} ({values[0]:.2f} .. {values[-1]:.2f}) | {len(values)} |"
-            )
+            spread = f"({fmt(values[0])} .. {fmt(values[-1])})"
+            out.append(f"| {label} | {fmt(middle)} {spread} | {len(values)} |")
     out.append("")
     return out
 
