@@ -3,6 +3,8 @@
 * W1 with every peer: the MPS-norm gradient (L=32) of ``bench_einsum`` against PyTorch
   eager, JAX un-jitted, JAX jitted (steady state and the first call of a genuinely new
   function) and HIPS autograd, interleaved round by round.
+* W4 with every peer: the truncated-SVD sweep of ``bench_linalg`` (eager tape) against
+  PyTorch, JAX (un-jitted and jitted) and HIPS autograd.
 * W7 vs chi: the gradient of the Ising energy Re<psi|H|psi>/<psi|psi> of
   ``docs/examples/mps.py`` (L=12, MPO bond 3) for growing chi, ours (``tf.value_and_grad``
   and the eager tape) against the same contraction in each peer.
@@ -39,6 +41,8 @@ import numpy as np  # noqa: E402
 from bench_common import QUICK, Report, have, header, median, timings  # noqa: E402
 from bench_einsum import mps as random_cores  # noqa: E402
 from bench_einsum import mps_norm  # noqa: E402
+from bench_linalg import CHI_OUT, sweep  # noqa: E402
+from bench_linalg import mps as sweep_cores  # noqa: E402
 
 import tenferro as tf  # noqa: E402
 
@@ -174,6 +178,74 @@ def bench_w1_peers(report: Report, length: int = 32) -> None:
                 row["jax.jit_first_call_ms"] = first_call_ms(fresh_jax, 2)
                 row["tf.grad_first_call_ms"] = first_call_ms(fresh_ours, 2)
             report.add(**row)
+
+
+# ---------------------------------------------------------------------- W4 with every peer
+
+
+def bench_w4_peers(report: Report) -> None:
+    """The truncated-SVD sweep of ``bench_linalg`` (chi 32 -> 8) against every peer."""
+    found = peers()
+    cores = sweep_cores(np.random.default_rng(0))
+
+    def ours() -> Any:
+        leaves = [tf.EagerTensor(c, requires_grad=True) for c in cores]
+        sweep(tf, lambda a: tf.linalg.truncated_svd(a, max_rank=CHI_OUT), leaves).backward()
+        return [t.grad for t in leaves]
+
+    runs: dict[str, Callable[[], Any]] = {"tf eager": ours}
+    if "torch" in found:
+        torch = found["torch"]
+
+        def torch_svd(a: Any) -> Any:
+            u, s, vh = torch.linalg.svd(a, full_matrices=False)
+            return u[:, :CHI_OUT], s[:CHI_OUT], vh[:CHI_OUT]
+
+        def torch_run() -> Any:
+            leaves = [torch.tensor(c, requires_grad=True) for c in cores]
+            sweep(torch, torch_svd, leaves).backward()
+            return [t.grad for t in leaves]
+
+        runs["torch"] = torch_run
+    if "jax" in found:
+        jax, jnp = found["jax"], found["jax"].numpy
+
+        def jax_svd(a: Any) -> Any:
+            u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+            return u[:, :CHI_OUT], s[:CHI_OUT], vh[:CHI_OUT]
+
+        argnums = tuple(range(len(cores) - 1))  # the last core never reaches the loss
+        jcores = [jnp.asarray(c) for c in cores]
+        jgrad = jax.grad(lambda *cs: sweep(jnp, jax_svd, list(cs)), argnums=argnums)
+        jjit = jax.jit(jgrad)
+        jax.block_until_ready(jjit(*jcores))
+        runs["jax"] = lambda: jax.block_until_ready(jgrad(*jcores))
+        runs["jax.jit"] = lambda: jax.block_until_ready(jjit(*jcores))
+    if "autograd" in found:
+        import autograd.numpy as anp
+
+        def autograd_svd(a: Any) -> Any:
+            u, s, vh = anp.linalg.svd(a, full_matrices=False)
+            return u[:, :CHI_OUT], s[:CHI_OUT], vh[:CHI_OUT]
+
+        argnums = tuple(range(len(cores) - 1))
+        agrad = found["autograd"].grad(
+            lambda *cs: sweep(anp, autograd_svd, list(cs)), argnum=argnums
+        )
+        try:
+            agrad(*cores)
+            runs["autograd"] = lambda: agrad(*cores)
+        except Exception as error:  # an SVD gradient autograd lacks: say so in the row
+            report.add(workload="W4 autograd", skipped=f"{type(error).__name__}: {error}"[:80])
+    ours()
+    samples = interleaved(runs, rounds=3 if QUICK else 5, repeat=10)
+    row: dict[str, Any] = {"workload": "W4 truncated-SVD sweep grad, every peer"}
+    for name in runs:
+        row[f"{name}_ms"] = median(samples[name]) * 1e3
+    for peer in runs:
+        if peer != "tf eager":
+            row[f"tf_eager_over_{peer}"] = ratio(samples, "tf eager", peer)
+    report.add(**row)
 
 
 # ---------------------------------------------------------------------- W7 vs chi
@@ -323,6 +395,7 @@ if __name__ == "__main__":
     header("tensor networks against every peer (W1, W7 vs chi) and overhead vs size")
     report = Report("tn")
     bench_w1_peers(report)
+    bench_w4_peers(report)
     bench_w7_chi(report)
     bench_overhead(report)
     print(f"   saved {report.save()}")

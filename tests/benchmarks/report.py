@@ -224,6 +224,18 @@ HEADLINES: list[
         _column("ratio_torch_over_tenferro", invert=True),
     ),
     (
+        "W4 truncated-SVD sweep grad: eager / jax.jit",
+        "W4 truncated-SVD sweep grad, every peer",
+        None,
+        _column("tf_eager_over_jax.jit"),
+    ),
+    (
+        "W4 truncated-SVD sweep grad: eager / HIPS autograd",
+        "W4 truncated-SVD sweep grad, every peer",
+        None,
+        _column("tf_eager_over_autograd"),
+    ),
+    (
         "W5 cached contraction / opt_einsum.contract_expression",
         "W5 cached contraction",
         None,
