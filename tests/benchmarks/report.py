@@ -409,7 +409,11 @@ def load(names: list[str] | None = None) -> tuple[dict[str, Any], list[dict[str,
 
 
 def render(
-    machine: dict[str, Any], rows: list[dict[str, Any]], loads: list[Any], seconds: float
+    machine: dict[str, Any],
+    rows: list[dict[str, Any]],
+    loads: list[Any],
+    seconds: float,
+    note: str = "",
 ) -> str:
     import tenferro
 
@@ -441,6 +445,7 @@ def render(
         f"- versions: tenferro {tenferro.__version__}, "
         + ", ".join(f"{k} {v}" for k, v in peers.items()),
         f"- peers present: {', '.join(present) or 'none'}; absent: {', '.join(absent) or 'none'}",
+        *([f"- {note}"] if note else []),
         "",
     ]
     if loads[0] and loads[0][0] > (machine.get("cores") or 1):
@@ -504,8 +509,10 @@ def _plots(rows: list[dict[str, Any]]) -> dict[str, list[tuple[str, str]]]:
     return done
 
 
-def write(names: list[str] | None, loads: list[Any], seconds: float) -> Path:
+def write(names: list[str] | None, loads: list[Any], seconds: float, note: str = "") -> Path:
+    """Render the saved rows of ``names`` (every saved report when None) into the page;
+    ``note`` adds a line to the description of the run."""
     machine, rows = load(names)
     page = DOCS / "benchmarks.md"
-    page.write_text(render(machine, rows, loads, seconds))
+    page.write_text(render(machine, rows, loads, seconds, note))
     return page
