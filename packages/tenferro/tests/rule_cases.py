@@ -326,5 +326,7 @@ EXEMPT: dict[str, str] = {
     "constant": "has no operands: nothing to differentiate",
     "add_any": "tidu's internal cotangent accumulation; every reverse-mode case runs it",
     "no_derivative": "stands for an absent derivative; test_no_derivative checks it raises",
+    "stop_gradient": "its derivative is zero by contract (finite differences see the identity); "
+    "test_jax_habits checks the zero in every mode and order",
 }
 """Primitives without a rule test, each with the reason (by primitive name)."""

@@ -20,7 +20,8 @@ equal to PyTorch's and the conjugate of JAX's.
 """
 
 import computegraph
-from tenferro import extension, lax, ops, testing
+from tenferro import extension, lax, ops, testing, tree_util
+from tenferro.custom_rules import stop_gradient
 from tenferro.dtypes import (
     DTYPES,
     bool_,
@@ -140,8 +141,10 @@ __all__ = [
     "linearize",
     "ops",
     "placeholder",
+    "stop_gradient",
     "testing",
     "traced",
+    "tree_util",
     "value_and_grad",
     "vjp",
 ]

@@ -65,6 +65,7 @@ from tenferro.ops.indexing import (
     Slice,
 )
 from tenferro.ops.reduction import ReduceMax, ReduceMin, ReduceProd, ReduceSum, ReduceSumSquares
+from tenferro.ops.stop_gradient import StopGradient
 from tenferro.ops.structural import (
     BroadcastInDim,
     Convert,
@@ -139,6 +140,7 @@ __all__ = [
     "sin",
     "slice",
     "sqrt",
+    "stop_gradient",
     "sub",
     "sub_tangents",
     "tanh",
@@ -196,6 +198,11 @@ def sign(x: Any) -> Any:
 def round(x: Any, method: str) -> Any:
     """Floating ``x`` rounded by ``method``: floor, ceil, trunc or nearest_even."""
     return Round.bind(x, method=method)
+
+
+def stop_gradient(x: Any) -> Any:
+    """``x``, with a zero derivative by contract (every mode, every order)."""
+    return StopGradient.bind(x)
 
 
 def max(x: Any, y: Any) -> Any:

@@ -52,6 +52,7 @@ from tenferro.ops.indexing import (
     Slice,
 )
 from tenferro.ops.reduction import ReduceMax, ReduceMin, ReduceProd, ReduceSum, ReduceSumSquares
+from tenferro.ops.stop_gradient import StopGradient
 from tenferro.ops.structural import (
     BroadcastInDim,
     Convert,
@@ -119,6 +120,7 @@ __all__ = [
     "Sin",
     "Slice",
     "Sqrt",
+    "StopGradient",
     "Sub",
     "Tanh",
     "TensorPrimitive",
