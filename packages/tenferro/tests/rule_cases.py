@@ -328,5 +328,10 @@ EXEMPT: dict[str, str] = {
     "no_derivative": "stands for an absent derivative; test_no_derivative checks it raises",
     "stop_gradient": "its derivative is zero by contract (finite differences see the identity); "
     "test_jax_habits checks the zero in every mode and order",
+    "tenferro.custom_jvp": "users' rules; test_custom_rules checks them three ways to second order",
+    "tenferro.custom_vjp": "users' rules, reverse mode only by contract; test_custom_rules checks "
+    "them against finite differences to second order and the forward-mode error",
+    "tenferro.custom_vjp_linear": "the linear map of a custom_vjp (its transpose is the user's "
+    "bwd); test_custom_rules covers it",
 }
 """Primitives without a rule test, each with the reason (by primitive name)."""

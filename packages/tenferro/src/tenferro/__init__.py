@@ -21,7 +21,7 @@ equal to PyTorch's and the conjugate of JAX's.
 
 import computegraph
 from tenferro import extension, lax, ops, testing, tree_util
-from tenferro.custom_rules import stop_gradient
+from tenferro.custom_rules import custom_jvp, custom_vjp, stop_gradient
 from tenferro.dtypes import (
     DTYPES,
     bool_,
@@ -118,6 +118,8 @@ __all__ = [
     "clear_caches",
     "composite",
     "complex64",
+    "custom_jvp",
+    "custom_vjp",
     "complex128",
     "default_tape",
     "dtype",
