@@ -279,6 +279,8 @@ def test_non_tensor_aux_values_are_returned_as_they_are(aux):
     assert got == aux
     _, _, got = tf.jvp(lambda v: (v * 2, aux), (x,), (x,), has_aux=True)
     assert got == aux
+    _, _, got = tf.linearize(lambda v: (v * 2, aux), x, has_aux=True)
+    assert got == aux
 
 
 def test_mixed_aux_keeps_tensors_and_values_and_each_call_its_own_values():
@@ -311,6 +313,20 @@ def test_jvp_with_aux_in_every_nesting():
     np.testing.assert_allclose(g.numpy(), -np.sin(x) * t)
     with pytest.raises(ArgumentTypeError, match="jvp: with has_aux=True"):
         tf.jvp(lambda v: v, (x,), (t,), has_aux=True)
+
+
+def test_linearize_with_aux_evaluates_aux_once_and_never_differentiates_it():
+    x, t = vec(), vec()
+    out, jvp_fn, aux = tf.linearize(
+        lambda v: (tf.sin(v), {"c": tf.cos(v), "label": "l"}), x, has_aux=True
+    )
+    np.testing.assert_allclose(out.numpy(), np.sin(x))
+    np.testing.assert_allclose(jvp_fn(t).numpy(), np.cos(x) * t)
+    np.testing.assert_allclose(aux["c"].numpy(), np.cos(x))
+    assert aux["label"] == "l"
+    # symbolic (inside grad): d/dv sum(jvp_fn(v)) = d/dv sum(cos(v) v)
+    g = tf.grad(lambda v: tf.sum(tf.linearize(lambda u: (tf.sin(u), u), v, has_aux=True)[1](v)))(x)
+    np.testing.assert_allclose(g.numpy(), np.cos(x) - x * np.sin(x))
 
 
 # ---------------------------------------------------------------------- jit static arguments

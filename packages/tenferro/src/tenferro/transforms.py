@@ -742,14 +742,20 @@ def _cast(tangent: TracedTensor, leaf: TracedTensor) -> TracedTensor:
     return lax.convert_element_type(tangent, leaf.meta.dtype)
 
 
-def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
+def linearize(
+    fun: Callable[..., Any], *primals: Any, has_aux: bool = False
+) -> tuple[Any, ...]:
     """``(fun(*primals), jvp_fn)`` where ``jvp_fn(*tangents)`` is the JVP at ``primals``,
     with the values ``fun`` read when ``linearize`` was called (``fun`` is traced once).
 
     As ``jax.linearize`` promises, the primal outputs and every primal value the JVP
     reads (the residuals) are computed here, once; ``jvp_fn`` evaluates only the linear
-    map (its program is cached by the traced structure)."""
+    map (its program is cached by the traced structure). With ``has_aux``, ``fun``
+    returns ``(output, aux)`` and the result is ``(output, jvp_fn, aux)``."""
     _callable(fun, "linearize")
+    _check_has_aux(has_aux, "linearize")
+    if has_aux:
+        return _linearize_with_aux(fun, primals)
     call = _Args(primals)
     if call.traced:
 
@@ -779,6 +785,26 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...
         return plan.wrap(values, plan.tangent_metas, plan.out_treedef)
 
     return out, jvp_fn
+
+
+def _linearize_with_aux(fun: Callable[..., Any], primals: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``linearize(..., has_aux=True)``: the aux output is evaluated by its own forward
+    program (cached by structure), never differentiated."""
+    found: list[Any] = []
+
+    def main(*args: Any) -> Any:
+        out, aux = _aux_pair(fun(*args), "linearize")
+        found[:] = [aux]
+        return out
+
+    out, jvp_fn = linearize(main, *primals)
+    call = _Args(primals)
+    if call.traced:
+        return out, jvp_fn, found[0]
+    aux = _Aux(found[0])
+    trace = _Trace(aux.traced, _flat_list(len(aux.positions)))
+    values = _forward_plan(call, trace)(call.arrays(), trace.shape.slots)
+    return out, jvp_fn, aux.rebuild(values)
 
 
 class _LinearizePlan:
