@@ -742,9 +742,7 @@ def _cast(tangent: TracedTensor, leaf: TracedTensor) -> TracedTensor:
     return lax.convert_element_type(tangent, leaf.meta.dtype)
 
 
-def linearize(
-    fun: Callable[..., Any], *primals: Any, has_aux: bool = False
-) -> tuple[Any, ...]:
+def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """``(fun(*primals), jvp_fn)`` where ``jvp_fn(*tangents)`` is the JVP at ``primals``,
     with the values ``fun`` read when ``linearize`` was called (``fun`` is traced once).
 
