@@ -355,3 +355,17 @@ def test_defjvps_one_rule_per_argument():
     gx, gy = tf.grad(lambda a, b: tf.sum(mul(a, b)), argnums=(0, 1))(x, y)
     np.testing.assert_allclose(gx.numpy(), 2 * y)
     np.testing.assert_array_equal(gy.numpy(), np.zeros(3))
+
+
+def test_custom_functions_inside_checkpoint_and_jit_and_the_caches_clear():
+    f, x = scaled_sin_jvp(4.0), sample((3,))
+    tape = tf.Tape()
+    v = tape.track(x)
+    segment = tf.checkpoint(lambda u: f(u) * 2.0)
+    np.testing.assert_allclose(tape.grad(tf.sum(segment(v)), v).numpy(), 8.0 * np.cos(x))
+    jitted = tf.jit(lambda u: f(u) * 2.0)
+    np.testing.assert_allclose(jitted(x).numpy(), 2.0 * np.sin(x))
+    assert tf.cache_stats()["custom rule signatures"].size > 0
+    tf.clear_caches()
+    assert tf.cache_stats()["custom rule signatures"].size == 0
+    np.testing.assert_allclose(tf.grad(lambda u: tf.sum(f(u)))(x).numpy(), 4.0 * np.cos(x))

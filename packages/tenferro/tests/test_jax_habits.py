@@ -65,6 +65,36 @@ def test_stop_gradient_on_the_tape_and_traced_values():
     np.testing.assert_allclose(tape.grad(tf.sum(w * w.detach()), w).numpy(), x)
 
 
+@settings(max_examples=15)
+@given(
+    st.sampled_from([-1.5, 0.5, 2.0]),
+    st.sampled_from([-1.0, 0.25, 3.0]),
+    st.integers(1, 4),
+    st.sampled_from([np.float64, np.complex128]),
+)
+def test_stop_gradient_keeps_exactly_the_unstopped_part_of_the_derivative(a, b, n, dtype):
+    # f(x) = sum(a x sg(x) + b x^2): the derivative sees sg(x) as a constant.
+    x = RNG.standard_normal(n) + (1j * RNG.standard_normal(n) if dtype is np.complex128 else 0)
+    x = x.astype(dtype)
+    t = np.ones(n, dtype)
+
+    def f(v: Any) -> Any:
+        return a * v * tf.stop_gradient(v) + b * v * v
+
+    jvp_expected = a * x * t + 2 * b * x * t
+    np.testing.assert_allclose(tf.jvp(f, (x,), (t,))[1].numpy(), jvp_expected)
+    (pulled,) = tf.vjp(f, x)[1](t)
+    np.testing.assert_allclose(pulled.numpy(), np.conj(a * x + 2 * b * x) * t)
+    tape = tf.Tape()
+    _, tape_tangent = tape.jvp(f, (x,), (t,))
+    np.testing.assert_allclose(tape_tangent.numpy(), jvp_expected)
+    v = tape.track(x)
+    np.testing.assert_allclose(tape.vjp(f(v), v, t).numpy(), np.conj(a * x + 2 * b * x) * t)
+    # second order: only b's term has one
+    second = tf.jvp(lambda u: tf.vjp(f, u)[1](t)[0], (x,), (t,))[1]
+    np.testing.assert_allclose(second.numpy(), np.conj(2 * b * np.ones(n)) * t * t)
+
+
 def test_stop_gradient_maps_over_pytrees():
     x = vec()
     out = tf.stop_gradient({"a": x, "b": (x, [x])})
@@ -252,6 +282,10 @@ def test_keyword_arguments_to_jit_are_traced_unless_static():
     np.testing.assert_allclose(jitted(x, scale=s).numpy(), x * s)
     np.testing.assert_allclose(jitted(x, scale=2 * s).numpy(), 2 * x * s)
     assert len(jitted.cache) == 2
+    # positional containers never share a trace with keywords of the same structure
+    both = tf.jit(lambda *args, **kwargs: (len(args), len(kwargs)))
+    assert both((x,), {"k": s}) == (2, 0)
+    assert both(x, k=s) == (1, 1)
     with pytest.raises(ArgumentTypeError, match=r"jit.*static_argnames"):
         tf.jit(lambda x, mode="a": x)(x, mode="b")
 

@@ -360,7 +360,8 @@ def jit(
                 outputs, out_treedef = _traced_outputs(_call(fun, traced))
             return _Plan(outputs, out_treedef)
 
-        return cache.get_or_create(call.signature(), trace)(call.arrays())
+        key = ("keywords", call.signature()) if kwargs else call.signature()
+        return cache.get_or_create(key, trace)(call.arrays())
 
     compiled.cache = cache  # type: ignore[attr-defined]
     return compiled
