@@ -216,7 +216,7 @@ def split(x: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> li
     else:
         try:
             cuts = [int(i) for i in indices_or_sections]
-        except TypeError:
+        except (TypeError, ValueError):
             raise ParameterError(
                 "split",
                 f"indices_or_sections must be an int or integers, got {indices_or_sections!r}",
