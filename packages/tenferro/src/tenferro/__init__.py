@@ -21,7 +21,7 @@ equal to PyTorch's and the conjugate of JAX's.
 """
 
 import computegraph
-from tenferro import extension, lax, ops, testing, tree_util
+from tenferro import extension, lax, ops, random, testing, tree_util
 from tenferro.custom_rules import custom_jvp, custom_vjp, stop_gradient
 from tenferro.dtypes import (
     DTYPES,
@@ -144,6 +144,7 @@ __all__ = [
     "linearize",
     "ops",
     "placeholder",
+    "random",
     "stop_gradient",
     "testing",
     "traced",
