@@ -75,9 +75,46 @@ _UNTRACKED = Input(_Untracked())
 _SAVE_ALL = "save all"
 """Marks a recorded structure whose derivative is unknown (a rule is missing)."""
 
-_Plan = tuple[Any, RecordedGraph, tuple[bool, ...], tuple[bool, ...], tuple[int, ...]]
-_PLAN_LIMIT = 4096
+_Plan = tuple[
+    Any, RecordedGraph, tuple[tuple[int, ValueKey], ...], tuple[tuple[int, ValueKey], ...], Any
+]
+_PLANS: DictCache[tuple[int, tuple[bool, ...]], _Plan] = DictCache(4096, "tape plans")
+"""How to record a primitive with some operands tracked (see :func:`_plan`); shared by
+every tape (a plan depends only on the primitive instance)."""
 _ONE_TRACKED = (True,)
+_new_eager = object.__new__
+
+
+def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
+    """How to record ``op`` with these operands tracked: its recorded graph, which inputs
+    and outputs to save (by position and recorded key: those its derivative reads), and
+    the tracked positions."""
+    recorded = RecordedGraph.from_primitive(op, _canonical(len(flags)))
+    active = tuple(i for i, tracked in enumerate(flags) if tracked)
+    needed = _learn_needed(recorded, active)
+    keep_all = needed is _SAVE_ALL
+    plan = (
+        op,  # kept alive with its plan, so its id is not reused meanwhile
+        recorded,
+        tuple(
+            (i, key) for i, key in enumerate(recorded.input_value_keys) if keep_all or key in needed
+        ),
+        tuple((i, key) for i, key in enumerate(recorded.output_keys) if keep_all or key in needed),
+        active,
+    )
+    _PLANS.put((id(op), flags), plan)
+    return plan
+
+
+def _learn_needed(recorded: RecordedGraph, active: tuple[int, ...]) -> Any:
+    """The primal values the derivatives of ``recorded`` with respect to its tracked
+    inputs (``active``) read: only those are saved. When a rule is missing everything
+    is saved; the error belongs to the backward pass."""
+    try:
+        slots = tuple(range(len(recorded.output_keys)))
+        return default_derivative_cache.derivative(recorded, slots, None, active).needed
+    except ADRuleError:
+        return _SAVE_ALL
 
 
 class Tape:
@@ -105,9 +142,6 @@ class Tape:
         self._leaves_lock = threading.Lock()
         """Guards ``_leaves``: threads may track leaves while another zeroes gradients."""
         self._derivatives = default_derivative_cache
-        self._plans: DictCache[tuple[int, tuple[bool, ...]], _Plan] = DictCache(
-            _PLAN_LIMIT, "tape plans"
-        )
         self._plain = ProgramExecutor(ADD_ANY)
         self._recording = _RecordingExecutor(self)
 
@@ -146,67 +180,53 @@ class Tape:
     ) -> tuple[EagerTensor, ...]:
         """Record ``op`` applied to ``operands`` (at least one tracked, all of this tape)
         with results ``values``; return the tracked results."""
-        if len(operands) == 1:
+        count = len(operands)
+        if count == 1:
             flags: tuple[bool, ...] = _ONE_TRACKED  # record() is only called when tracked
+            (operand,) = operands
+            edges: tuple[Any, ...] = (operand.node, operand.key, True)
+        elif count == 2:
+            first, second = operands
+            first_tracked, second_tracked = first.tape is not None, second.tape is not None
+            flags = (first_tracked, second_tracked)
+            edges = (
+                (first.node, first.key, True) if first_tracked else (None, _UNTRACKED, False)
+            ) + ((second.node, second.key, True) if second_tracked else (None, _UNTRACKED, False))
         else:
             flags = tuple([o.tape is not None for o in operands])
+            flat: list[Any] = []
+            for operand in operands:
+                if operand.tape is None:
+                    flat += (None, _UNTRACKED, False)
+                else:
+                    flat += (operand.node, operand.key, True)
+            edges = tuple(flat)
         # By identity: primitives are shared instances, and their __hash__ is Python code.
-        plan = self._plans.get((id(op), flags))
+        plan = _PLANS.get((id(op), flags))
         if plan is None or plan[0] is not op:
-            plan = self._plan(op, flags)
-        _, recorded, keep_inputs, keep_outputs, active = plan
-        saved: dict[ValueKey, Any] = {}
-        edges: list[Any] = []
-        for operand, key, keep in zip(
-            operands, recorded.input_value_keys, keep_inputs, strict=True
-        ):
-            if operand.tape is None:
-                edges += (None, _UNTRACKED, False)
-            else:
-                edges += (operand.node, operand.key, True)
-            if keep:
-                saved[key] = operand._value
-        for value, key, keep in zip(values, recorded.output_keys, keep_outputs, strict=True):
-            if keep:
-                saved[key] = value
-        counter, unique, make = self._counter, Input.unique, EagerTensor._make
+            plan = _plan(op, flags)
+        _, recorded, save_inputs, save_outputs, active = plan
+        saved: dict[ValueKey, Any] = {key: operands[i]._value for i, key in save_inputs}
+        for slot, key in save_outputs:
+            saved[key] = values[slot]
         if len(values) == 1:
-            key = unique(next(counter))
-            node = Trace(recorded, (key,), saved, tuple(edges), active)
-            return (make(values[0], op.outputs[0], key, node, self),)
+            key = Input.unique(next(self._counter))
+            node = Trace(recorded, (key,), saved, edges, active)
+            tensor = _new_eager(EagerTensor)
+            tensor._value = values[0]
+            tensor.meta = op.outputs[0]
+            tensor.key = key
+            tensor.node = node
+            tensor.tape = self
+            tensor._grad = None
+            return (tensor,)
+        counter, unique, make = self._counter, Input.unique, EagerTensor._make
         keys = tuple([unique(next(counter)) for _ in values])
-        node = Trace(recorded, keys, saved, tuple(edges), active)
+        node = Trace(recorded, keys, saved, edges, active)
         return tuple(
             make(value, meta, key, node, self)
             for value, meta, key in zip(values, op.outputs, keys, strict=True)
         )
-
-    def _plan(self, op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
-        """How to record ``op`` with these operands tracked: its recorded graph, which
-        inputs and outputs to save (those its derivative reads), the tracked positions."""
-        recorded = RecordedGraph.from_primitive(op, _canonical(len(flags)))
-        active = tuple(i for i, tracked in enumerate(flags) if tracked)
-        needed = self._learn_needed(recorded, active)
-        keep_all = needed is _SAVE_ALL
-        plan = (
-            op,  # kept alive with its plan, so its id is not reused meanwhile
-            recorded,
-            tuple(keep_all or key in needed for key in recorded.input_value_keys),
-            tuple(keep_all or key in needed for key in recorded.output_keys),
-            active,
-        )
-        self._plans.put((id(op), flags), plan)
-        return plan
-
-    def _learn_needed(self, recorded: RecordedGraph, active: tuple[int, ...]) -> Any:
-        """The primal values the derivatives of ``recorded`` with respect to its tracked
-        inputs (``active``) read: only those are saved. When a rule is missing everything
-        is saved; the error belongs to the backward pass."""
-        try:
-            slots = tuple(range(len(recorded.output_keys)))
-            return self._derivatives.derivative(recorded, slots, None, active).needed
-        except ADRuleError:
-            return _SAVE_ALL
 
     # ------------------------------------------------------------------ reverse mode
 

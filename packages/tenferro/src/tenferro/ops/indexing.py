@@ -76,9 +76,13 @@ class Slice(TensorPrimitive):
         return (Meta(tuple(shape), x.dtype, x.weak),)
 
     def impl(self, x: Any) -> Any:
-        index = tuple(
-            _slice(s, e, t) for s, e, t in zip(self.starts, self.limits, self.strides, strict=True)
-        )
+        index = self._prepared
+        if index is None:
+            index = tuple(
+                _slice(s, e, t)
+                for s, e, t in zip(self.starts, self.limits, self.strides, strict=True)
+            )
+            object.__setattr__(self, "_prepared", index)
         return np.asarray(x)[index]
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
