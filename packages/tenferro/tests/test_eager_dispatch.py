@@ -376,3 +376,72 @@ def test_eager_gradients_of_random_chains_equal_traced_ones(steps: list[str]) ->
     x = tape.track(data)
     got = np.asarray(tape.grad(program(x), x))
     np.testing.assert_allclose(got, tf.grad(program)(data), rtol=1e-12)
+
+
+# ---------------------------------------------------------------------- shape-generic derivatives
+
+_ELEMENTWISE = {
+    "sin": tf.sin,
+    "tanh": tf.tanh,
+    "exp": tf.exp,
+    "mul": lambda v: v * v,
+    "add": lambda v: v + v,
+    "scale": lambda v: v * 0.75,
+    "sub": lambda v: 1.0 - v,
+    "abs": tf.abs,
+    "real": lambda v: tf.real(v * v),
+    "conj": lambda v: tf.real(tf.conj(v) * v),
+}
+
+
+@settings(max_examples=40)
+@given(
+    st.lists(st.sampled_from(sorted(_ELEMENTWISE)), min_size=1, max_size=5),
+    st.lists(
+        st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple), min_size=2, max_size=3
+    ),
+    st.sampled_from([np.float64, np.complex128]),
+)
+def test_shape_generic_derivatives_agree_at_every_shape(
+    names: list[str], shapes_: list[tuple[int, ...]], dtype: Any
+) -> None:
+    """Elementwise nodes of any shape share one rank-0 derivative: gradients, forward-mode
+    tangents and Hessian-vector products (create_graph) equal traced mode's at each shape."""
+
+    def program(v: Any) -> Any:
+        for name in names:
+            v = _ELEMENTWISE[name](v)
+        return tf.sum(tf.real(v * tf.conj(v)))
+
+    for shape in shapes_:
+        data = _array(shape, dtype, 8) * 0.3
+        tape = tf.Tape()
+        x = tape.track(data)
+        got = np.asarray(tape.grad(program(x), x))
+        np.testing.assert_allclose(got, tf.grad(program)(data), rtol=1e-10, atol=1e-12)
+        direction = _array(shape, dtype, 9)
+        _, tangent = tf.Tape().jvp(program, [data], [direction])
+        _, expected_tangent = tf.jvp(program, (data,), (direction,))
+        np.testing.assert_allclose(np.asarray(tangent), expected_tangent, rtol=1e-10, atol=1e-12)
+        if dtype == np.float64:
+            hvp = tf.Tape().hvp(program, [data], [direction])
+            expected = tf.hvp(program, (data,), (direction,))
+            np.testing.assert_allclose(np.asarray(hvp), expected, rtol=1e-9, atol=1e-12)
+
+
+def test_elementwise_nodes_of_new_shapes_reuse_one_derivative() -> None:
+    from tenferro.eager import tape as tape_module
+
+    tf.clear_caches()
+    for n in range(2, 7):
+        tape = tf.Tape()
+        x = tape.track(np.linspace(0.1, 1.0, n))
+        y = tf.tanh(tf.sin(x) * x)
+        assert y.node.recorded.graph.operations[0].operation.inputs[0].shape == ()
+        tape.grad(tf.sum(y), x)
+    verdicts = list(tape_module._GENERIC.values())
+    assert all(generic for _, generic in verdicts)
+    # sin, mul (both tracked) and tanh: one rank-0 structure each, whatever the shape
+    assert len(verdicts) == 3
+    tf.clear_caches()
+    assert len(tape_module._GENERIC) == 0

@@ -29,8 +29,9 @@ from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
 from tenferro.eager.tensor import EagerTensor
 from tenferro.errors import DTypeError, InactiveError, NonScalarError, ShapeError, TenferroError
 from tenferro.meta import Meta
+from tenferro.surface.convert import broadcast_to
 from tenferro.tensor import Tensor
-from tidu import ADRuleError
+from tidu import ADRuleError, linear_transpose
 from tidu.eager import (
     ProgramExecutor,
     RecordedGraph,
@@ -89,8 +90,11 @@ def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
     """How to record ``op`` with these operands tracked: its recorded graph, which inputs
     and outputs to save (by position and recorded key: those its derivative reads), and
     the tracked positions."""
-    recorded = RecordedGraph.from_primitive(op, _canonical(len(flags)))
     active = tuple(i for i, tracked in enumerate(flags) if tracked)
+    generic = _shape_generic(op, active)
+    recorded = RecordedGraph.from_primitive(
+        op if generic is None else generic, _canonical(len(flags))
+    )
     needed = _learn_needed(recorded, active)
     keep_all = needed is _SAVE_ALL
     plan = (
@@ -104,6 +108,69 @@ def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
     )
     _PLANS.put((id(op), flags), plan)
     return plan
+
+
+_GENERIC: DictCache[tuple[int, tuple[int, ...]], Any] = DictCache(1024, "shape-generic derivatives")
+"""Rank-0 stand-ins of elementwise primitives by (stand-in id, active positions): the
+stand-in (kept alive with its verdict) if its derivative programs are shape-generic, else
+``None``."""
+
+
+def _shape_generic(op: TensorPrimitive, active: tuple[int, ...]) -> TensorPrimitive | None:
+    """A rank-0 instance of the elementwise primitive ``op`` whose derivative programs
+    serve every shape, or ``None``.
+
+    An elementwise primitive whose evaluation is one numpy ufunc records the same
+    structure at every shape; when the programs of its derivative (its linear map and
+    that map's transpose) consist only of ufunc primitives and rank-0 constants, they
+    evaluate unchanged on arrays of any shape (numpy broadcasts the constants), so a
+    node of a never-seen shape reuses them instead of linearising and transposing again.
+    The tape records such nodes with the rank-0 instance.
+    """
+    if op.ufunc is None or op.output_arity != 1:
+        return None
+    shape = op.outputs[0].shape
+    if not shape:
+        return None
+    for meta in (*op.inputs, *op.outputs):
+        if meta.shape != shape or meta.dynamic:
+            return None
+    params = {f: getattr(op, f) for f in op._field_names if f != "inputs"}
+    try:
+        scalar = type(op).make(tuple(m._replace(shape=()) for m in op.inputs), **params)
+    except TenferroError:
+        return None
+    key = (id(scalar), active)
+    found = _GENERIC.get(key)
+    if found is None or found[0] is not scalar:
+        found = (scalar, _derivative_is_shape_generic(scalar, active))
+        _GENERIC.put(key, found)
+    return scalar if found[1] else None
+
+
+def _derivative_is_shape_generic(scalar: TensorPrimitive, active: tuple[int, ...]) -> bool:
+    recorded = RecordedGraph.from_primitive(scalar, _canonical(len(scalar.inputs)))
+    try:
+        linear = default_derivative_cache.derivative(
+            recorded, tuple(range(len(recorded.output_keys))), None, active
+        ).linear
+        transposed = linear_transpose(linear, None)
+        forward = default_derivative_cache.forward_derivative(recorded, active, None).linear
+    except ADRuleError:
+        return False
+    for graph in (linear.graph, transposed.graph, forward.graph):
+        for node in graph.operations:
+            operation = node.operation
+            if type(operation) is AddAny or getattr(operation, "ufunc", None) is not None:
+                continue
+            if (
+                isinstance(operation, TensorPrimitive)
+                and not operation.inputs
+                and all(not m.shape for m in operation.outputs)
+            ):
+                continue  # a rank-0 constant: numpy broadcasts it
+            return False
+    return True
 
 
 def _learn_needed(recorded: RecordedGraph, active: tuple[int, ...]) -> Any:
@@ -522,6 +589,10 @@ def _apply(operation: Any, inputs: Sequence[Any], ctx: Any) -> Sequence[Any]:
     ]
     if type(operation) is AddAny:  # cotangent accumulation: an ordinary add of two tensors
         return (lax.add(operands[0], operands[1]),)
+    if operands and any(
+        o.meta.shape != m.shape for o, m in zip(operands, operation.inputs, strict=True)
+    ):  # a shape-generic derivative program (see _shape_generic) at its actual shape
+        operation, operands = _at_actual_shape(operation, operands)
     if not operands:  # constants depend on nothing: detached
         values = operation.eval([], None)
         return [
@@ -529,6 +600,17 @@ def _apply(operation: Any, inputs: Sequence[Any], ctx: Any) -> Sequence[Any]:
             for v, m in zip(values, operation.outputs, strict=True)
         ]
     return bind(operation, operands)
+
+
+def _at_actual_shape(
+    operation: TensorPrimitive, operands: list[EagerTensor]
+) -> tuple[TensorPrimitive, list[EagerTensor]]:
+    """The rank-0 elementwise ``operation`` of a shape-generic program, instantiated for
+    its operands' shape (rank-0 constants broadcast to it), to be recorded as such."""
+    shape = np.broadcast_shapes(*(o.meta.shape for o in operands))
+    operands = [o if o.meta.shape == shape else broadcast_to(o, shape) for o in operands]
+    params = {f: getattr(operation, f) for f in operation._field_names if f != "inputs"}
+    return type(operation).make(tuple(o.meta for o in operands), **params), operands
 
 
 _default = Tape()
