@@ -445,3 +445,65 @@ def test_elementwise_nodes_of_new_shapes_reuse_one_derivative() -> None:
     assert len(verdicts) == 3
     tf.clear_caches()
     assert len(tape_module._GENERIC) == 0
+
+
+# ---------------------------------------------------------------------- tensor and scalar
+
+
+@settings(max_examples=80)
+@given(
+    st.sampled_from([np.float64, np.float32, np.complex64, np.int32, np.int64, np.bool_]),
+    st.one_of(
+        st.integers(-(2**40), 2**40),
+        st.floats(allow_nan=True, allow_infinity=True, width=64),
+        st.booleans(),
+    ),
+    st.booleans(),
+    st.sampled_from(["add", "multiply"]),
+    st.sampled_from(["tensor", "eager", "tracked", "weak"]),
+)
+def test_cached_tensor_scalar_arithmetic_agrees_with_preparing(
+    dtype: Any, scalar: Any, scalar_first: bool, name: str, kind: str
+) -> None:
+    from tenferro.surface.convert import prepare
+
+    data = _array((2, 3), dtype, 10)
+    if kind == "weak":
+        x: Any = tf.asarray(2.5)  # a weakly typed tensor promotes like a Python scalar
+    elif kind == "tracked" and data.dtype.kind in "fc":
+        x = tf.Tape().track(data)
+    else:
+        x = tf.EagerTensor(data) if kind != "tensor" else tf.Tensor(data)
+    function = getattr(tf, name)
+    operands = (scalar, x) if scalar_first else (x, scalar)
+
+    def reference() -> Any:
+        a, b = prepare(name, operands, kinds="bifc")
+        if a.meta.dtype.kind == "b":
+            return (lax.logical_or if name == "add" else lax.logical_and)(a, b)
+        return (lax.add if name == "add" else lax.mul)(a, b)
+
+    try:
+        expected = reference()
+    except tf.TenferroError as error:
+        for _ in range(2):
+            with pytest.raises(type(error)):
+                function(*operands)
+        return
+    for _ in range(2):  # the miss prepares, the hit dispatches from the cache
+        got = function(*operands)
+        assert type(got) is type(expected)
+        assert got.meta == expected.meta
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+        assert getattr(got, "requires_grad", False) == getattr(x, "requires_grad", False)
+
+
+def test_gradients_through_cached_tensor_scalar_calls() -> None:
+    data = np.linspace(0.2, 0.8, 5)
+    for _ in range(2):
+        tape = tf.Tape()
+        x = tape.track(data)
+        y = 0.5 * (x * 3.0 + 2.0) * x + 1.5
+        np.testing.assert_allclose(np.asarray(tape.grad(tf.sum(y), x)), 3.0 * data + 1.0)
+        with tf.no_grad():
+            assert not (x * 3.0).requires_grad

@@ -83,7 +83,9 @@ _PLANS: DictCache[tuple[int, tuple[bool, ...]], _Plan] = DictCache(4096, "tape p
 """How to record a primitive with some operands tracked (see :func:`_plan`); shared by
 every tape (a plan depends only on the primitive instance)."""
 _ONE_TRACKED = (True,)
-_new_eager = object.__new__
+_new_eager = _new_key = object.__new__
+_set_input_key = Input.__dict__["key"].__set__
+_set_fingerprint = ValueKey.__dict__["fingerprint"].__set__
 
 
 def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
@@ -273,11 +275,16 @@ class Tape:
         if plan is None or plan[0] is not op:
             plan = _plan(op, flags)
         _, recorded, save_inputs, save_outputs, active = plan
-        saved: dict[ValueKey, Any] = {key: operands[i]._value for i, key in save_inputs}
+        saved: dict[ValueKey, Any] = {}
+        for i, key in save_inputs:  # loops, not comprehensions: no extra frame
+            saved[key] = operands[i]._value
         for slot, key in save_outputs:
             saved[key] = values[slot]
         if len(values) == 1:
-            key = Input.unique(next(self._counter))
+            number = next(self._counter)
+            key = _new_key(Input)  # Input.unique(number), inlined
+            _set_input_key(key, number)
+            _set_fingerprint(key, hash(("Input", number)))
             node = Trace(recorded, (key,), saved, edges, active)
             tensor = _new_eager(EagerTensor)
             tensor._value = values[0]

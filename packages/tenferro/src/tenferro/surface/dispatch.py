@@ -28,7 +28,13 @@ from tenferro.core.bind import bind
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.meta import HasMeta, Meta
 
-__all__ = ["UnkeyableError", "dispatch_cached", "register_replayable", "static_key"]
+__all__ = [
+    "UnkeyableError",
+    "dispatch_cached",
+    "is_replayable",
+    "register_replayable",
+    "static_key",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -44,6 +50,11 @@ _UNCACHEABLE = "uncacheable"
 def register_replayable(kind: type) -> None:
     """Let calls on operands of ``kind`` (a concrete tensor class) use the dispatch cache."""
     _REPLAYABLE.add(kind)
+
+
+def is_replayable(kind: type) -> bool:
+    """Whether ``kind`` is a registered concrete tensor kind (see :func:`register_replayable`)."""
+    return kind in _REPLAYABLE
 
 
 class UnkeyableError(Exception):
