@@ -507,3 +507,37 @@ def test_gradients_through_cached_tensor_scalar_calls() -> None:
         np.testing.assert_allclose(np.asarray(tape.grad(tf.sum(y), x)), 3.0 * data + 1.0)
         with tf.no_grad():
             assert not (x * 3.0).requires_grad
+
+
+@settings(max_examples=40)
+@given(
+    st.sampled_from([np.float64, np.complex128, np.int32, np.bool_]),
+    st.sampled_from(["add", "multiply"]),
+    st.sampled_from(["tensor", "eager", "tracked", "weak", "one tracked"]),
+)
+def test_two_tensors_of_one_meta_agree_with_preparing(dtype: Any, name: str, kind: str) -> None:
+    from tenferro.surface.convert import prepare
+
+    a, b = _array((3,), dtype, 11), _array((3,), dtype, 12)
+    if kind == "weak":
+        x, y = tf.asarray(1.5), tf.asarray(-2.0)
+    elif kind in ("tracked", "one tracked") and a.dtype.kind in "fc":
+        tape = tf.Tape()
+        x = tape.track(a)
+        y = tape.track(b) if kind == "tracked" else tf.EagerTensor(b)
+    else:
+        x, y = (
+            (tf.EagerTensor(a), tf.EagerTensor(b))
+            if kind != "tensor"
+            else (tf.Tensor(a), tf.Tensor(b))
+        )
+    p, q = prepare(name, (x, y), kinds="bifc")
+    if p.meta.dtype.kind == "b":
+        expected = (lax.logical_or if name == "add" else lax.logical_and)(p, q)
+    else:
+        expected = (lax.add if name == "add" else lax.mul)(p, q)
+    got = getattr(tf, name)(x, y)
+    assert type(got) is type(expected)
+    assert got.meta == expected.meta
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+    assert getattr(got, "requires_grad", False) == getattr(expected, "requires_grad", False)

@@ -83,7 +83,7 @@ class Slice(TensorPrimitive):
                 for s, e, t in zip(self.starts, self.limits, self.strides, strict=True)
             )
             object.__setattr__(self, "_prepared", index)
-        return np.asarray(x)[index]
+        return x[index]  # values are arrays or numpy scalars: both index like arrays
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         (x,) = self.inputs

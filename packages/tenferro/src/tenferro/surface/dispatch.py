@@ -71,8 +71,17 @@ def static_key(value: Any) -> Any:
     kind = type(value)
     if kind in _ATOMS:
         return (kind, value)
+    if kind is tuple:
+        for item in value:
+            if type(item) is not int:
+                break
+        else:  # a flat tuple of ints (a shape) is its own key; no other key is one
+            return value
     if kind is tuple or kind is list:
-        return (kind, tuple([static_key(v) for v in value]))
+        items = []
+        for item in value:
+            items.append(static_key(item))
+        return (kind, tuple(items))
     if kind is slice:
         return (slice, static_key(value.start), static_key(value.stop), static_key(value.step))
     import numpy as np
@@ -240,8 +249,8 @@ def dispatch_cached(operands: int = 1, key: Callable[..., Any] | None = None) ->
             try:
                 if key is None:
                     signature: Any = (
-                        static_key(static),
-                        tuple([(k, static_key(v)) for k, v in kwargs.items()]),
+                        static_key(static) if static else (),
+                        tuple([(k, static_key(v)) for k, v in kwargs.items()]) if kwargs else (),
                     )
                     probe_args: Any = (static, kwargs)
                 else:
@@ -262,6 +271,9 @@ def dispatch_cached(operands: int = 1, key: Callable[..., Any] | None = None) ->
                 _PROGRAMS.put(cache_key, program)
             if program is _UNCACHEABLE:
                 return function(*args, **kwargs)
+            single = program.single
+            if single is not None:  # operands of one kind: bind()'s dispatch, inlined
+                return kind._bind(single, args[:operands])[0]
             return program.replay(args[:operands])
 
         return cached  # type: ignore[return-value]

@@ -126,6 +126,14 @@ def _boolean_aware(
         return general
 
     def apply(x: Any, y: Any) -> Any:
+        kind = type(x)
+        if kind is type(y) and is_replayable(kind):
+            meta = x.meta
+            if meta == y.meta and meta.dtype.kind in kinds and not meta.dynamic:
+                # Two concrete tensors of one meta: nothing to promote or broadcast.
+                instance = primitive.make((meta, meta))
+                return kind._bind(instance, (x, y))[0]
+            return general(x, y)
         if type(y) in _FAST_SCALARS:
             tensor, scalar, first = x, y, False
         elif type(x) in _FAST_SCALARS:
