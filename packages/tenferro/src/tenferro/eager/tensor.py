@@ -95,7 +95,12 @@ class EagerTensor(Tensor):
         token = _set_errors(IGNORE)  # IEEE special values are data: no warnings
         try:
             if ufunc is None:
-                values: Sequence[Any] = op.eval([o._value for o in operands], None)
+                if count == 1:
+                    values: Sequence[Any] = op.eval((operands[0]._value,), None)
+                elif count == 2:
+                    values = op.eval((operands[0]._value, operands[1]._value), None)
+                else:
+                    values = op.eval([o._value for o in operands], None)
             elif count == 1:  # the common cases, without a list or two Python frames
                 values = (ufunc(operands[0]._value),)
             elif count == 2:

@@ -240,6 +240,11 @@ def dispatch_cached(operands: int = 1, key: Callable[..., Any] | None = None) ->
                 return function(*args, **kwargs)
             if operands == 1:
                 metas: tuple[Meta, ...] = (first.meta,)
+            elif operands == 2:
+                second = args[1]
+                if type(second) is not kind:
+                    return function(*args, **kwargs)
+                metas = (first.meta, second.meta)
             else:
                 for other in args[1:operands]:
                     if type(other) is not kind:
