@@ -616,8 +616,18 @@ def _at_actual_shape(
     its operands' shape (rank-0 constants broadcast to it), to be recorded as such."""
     shape = np.broadcast_shapes(*(o.meta.shape for o in operands))
     operands = [o if o.meta.shape == shape else broadcast_to(o, shape) for o in operands]
-    params = {f: getattr(operation, f) for f in operation._field_names if f != "inputs"}
-    return type(operation).make(tuple(o.meta for o in operands), **params), operands
+    metas = tuple(o.meta for o in operands)
+    key = (operation, metas)
+    instance = _AT_SHAPE.get(key)
+    if instance is None:
+        params = {f: getattr(operation, f) for f in operation._field_names if f != "inputs"}
+        instance = type(operation).make(metas, **params)
+        _AT_SHAPE.put(key, instance)
+    return instance, operands
+
+
+_AT_SHAPE: DictCache[Any, TensorPrimitive] = DictCache(4096, "shape-generic instances")
+"""(rank-0 primitive, actual operand metas) -> the primitive instance for those metas."""
 
 
 _default = Tape()
