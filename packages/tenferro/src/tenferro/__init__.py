@@ -20,7 +20,7 @@ equal to PyTorch's and the conjugate of JAX's.
 """
 
 import computegraph
-from tenferro import extension, lax, ops, testing
+from tenferro import extension, lax, ops, random, testing
 from tenferro.dtypes import (
     DTYPES,
     bool_,
@@ -143,6 +143,7 @@ __all__ = [
     "linearize",
     "ops",
     "placeholder",
+    "random",
     "testing",
     "traced",
     "value_and_grad",
