@@ -227,8 +227,9 @@ def _array(value: Any) -> Any:
 
 def clear_caches() -> None:
     """Drop every cached traced program (and the traced scalar constants)."""
-    from tenferro.traced import structure, tensor
+    from tenferro.traced import remat, structure, tensor
 
     programs.clear()
+    remat.clear_caches()
     tensor.clear_caches()
     structure.clear_caches()
