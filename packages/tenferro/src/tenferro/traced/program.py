@@ -23,6 +23,7 @@ from computegraph import (
     Input,
     ValueKey,
     compile,
+    gc_paused,
     materialize_merge,
     structural_view,
 )
@@ -84,10 +85,13 @@ class TracedProgram:
     __slots__ = ("program", "sources", "takes_arguments")
 
     def __init__(self, outputs: tuple[ValueKey, ...]) -> None:
-        materialized = materialize_merge(structural_view(), outputs, substitute=SUBSTITUTIONS)
-        with np.errstate(all="ignore"):
-            self.program: CompiledProgram = compile(materialized, fold_constants=True)
-        self.sources: tuple[_Source, ...] = tuple(_source(key) for key in self.program.input_keys)
+        with gc_paused():
+            materialized = materialize_merge(structural_view(), outputs, substitute=SUBSTITUTIONS)
+            with np.errstate(all="ignore"):
+                self.program: CompiledProgram = compile(materialized, fold_constants=True)
+            self.sources: tuple[_Source, ...] = tuple(
+                _source(key) for key in self.program.input_keys
+            )
         self.takes_arguments = any(kind == "arg" for kind, _ in self.sources)
 
     def run(
