@@ -211,9 +211,10 @@ def test_traced_checkpoint_halves_the_peak_of_a_long_chain():
     (plain, expected), (checkpointed, got) = figures["plain"], figures["checkpoint"]
     close(got, expected, 1e-12)
     assert plain > 100  # every sin input is a residual of the plain program
-    # boundaries (12) plus one recomputed segment (10 sin inputs) and a few cotangents
+    # boundaries (12) plus one recomputed segment (10 sin inputs) and a cotangent:
+    # measured 23.0 arrays (the plain program: 122, its liveness minimum)
     assert checkpointed < 0.5 * plain, (checkpointed, plain)
-    assert checkpointed < 30, checkpointed
+    assert checkpointed < 25, checkpointed
 
 
 def test_traced_backward_program_stores_only_segment_boundaries():
@@ -244,4 +245,7 @@ def test_eager_checkpoint_halves_the_peak_of_a_long_chain():
     close(got, expected, 1e-12)
     assert plain > 100
     assert checkpointed < 0.5 * plain, (checkpointed, plain)
-    assert checkpointed < 30, checkpointed
+    # the tape keeps the 12 boundaries; backward replays one segment's 10 sin inputs at a
+    # time and drops them before the next (measured 26.3 arrays; before the replay kept
+    # only what the derivative reads and dropped it per segment, ~3x more)
+    assert checkpointed < 28, checkpointed
