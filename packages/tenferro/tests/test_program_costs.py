@@ -9,6 +9,7 @@ heap (which made first calls super-linear in the program size).
 from __future__ import annotations
 
 import gc
+import tracemalloc
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 
 import tenferro as tf
 from tenferro import transforms
+from tenferro.traced.program import liveness_peak
 
 RNG = np.random.default_rng(5)
 N = 16
@@ -103,6 +105,56 @@ def test_long_programs_are_built_without_the_cyclic_collector():
     started = _collections(lambda: tf.hvp(_chain(3000), (x,), (x,)))
     assert len(started) <= 5, started
     assert gc.isenabled()
+
+
+# ---------------------------------------------------------------------- memory
+
+SIZE = 100_000
+
+
+def _peak(run: Callable[[], Any]) -> int:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        run()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak - base
+
+
+def _sin_chain(x: Any) -> Any:
+    for _ in range(30):
+        x = tf.sin(x) * 1.01
+    return tf.sum(x)
+
+
+def _branches(x: Any) -> Any:
+    a = tf.sin(x) * tf.cos(x)
+    b = tf.exp(x * 0.1) * x
+    c = tf.tanh(a + b)
+    return tf.sum(c * a - b**2) + tf.mean(tf.log1p(x * x))
+
+
+def test_peaks_stay_within_the_liveness_minimum():
+    x0 = np.linspace(0.0, 1.0, SIZE)
+    for f in (_sin_chain, _branches):
+        gradient = tf.jit(tf.grad(f))
+        gradient(x0)
+        (plan,) = list(gradient.cache._entries.values())  # type: ignore[attr-defined]
+        minimum = liveness_peak(plan.program.program)
+        assert minimum >= 10 * 8 * SIZE  # residuals of 1e5-element arrays dominate
+        assert _peak(lambda g=gradient: g(x0)) <= 1.2 * minimum  # type: ignore[misc]
+
+        def eager(f: Any = f) -> None:
+            x = tf.EagerTensor(x0, requires_grad=True)
+            f(x).backward()
+
+        if f is _sin_chain:  # (the tape keeps saved values until backward ends: 1.26x on
+            # _branches, where a compiled program frees each after its last use)
+            assert _peak(eager) <= 1.2 * minimum
 
 
 def test_the_collector_is_restored_when_tracing_fails():

@@ -48,6 +48,7 @@ __all__ = [
     "clear_caches",
     "evaluate",
     "format_graph",
+    "liveness_peak",
     "programs",
 ]
 
@@ -223,6 +224,36 @@ def format_graph(*tensors: Any) -> str:
             raise TypeError(f"format_graph: expected TracedTensors, got {type(tensor).__name__}")
     keys = tuple(t.key for t in tensors)
     return str(materialize_merge(structural_view(), keys, substitute=SUBSTITUTIONS))
+
+
+def liveness_peak(program: CompiledProgram) -> int:
+    """The bytes ``program`` allocates at its peak when every value is freed right after
+    its last use (its liveness minimum for its instruction order): each instruction's
+    outputs are allocated while its operands are alive, then its dead values go.
+    Inputs and folded constants exist before a run and are not counted; outputs that
+    numpy makes as views (reshapes, transposes, broadcasts) are counted as allocations,
+    so for programs with those it bounds the true minimum from above."""
+    known: dict[int, int] = {}  # bytes of every value, inputs included
+    for slot, key in zip(program.input_slots, program.input_keys, strict=True):
+        meta = getattr(getattr(key, "key", None), "meta", None)
+        known[slot] = _nbytes(meta) if meta is not None else 0
+    alive: dict[int, int] = {}
+    live = peak = 0
+    for instruction, dead in zip(program.instructions, program.free_after, strict=True):
+        metas = instruction.operation.outputs
+        for position, slot in enumerate(instruction.outputs):
+            # an accumulation (add_any) declares no metas: it has its operands' meta
+            size = _nbytes(metas[position]) if metas else known.get(instruction.inputs[0], 0)
+            alive[slot] = known[slot] = size
+            live += size
+        peak = max(peak, live)
+        for slot in dead:
+            live -= alive.pop(slot, 0)
+    return peak
+
+
+def _nbytes(meta: Meta) -> int:
+    return int(np.prod(meta.shape, dtype=np.int64)) * meta.dtype.itemsize
 
 
 def _array(value: Any) -> Any:
