@@ -240,7 +240,7 @@ def liveness_peak(program: CompiledProgram) -> int:
     alive: dict[int, int] = {}
     live = peak = 0
     for instruction, dead in zip(program.instructions, program.free_after, strict=True):
-        metas = instruction.operation.outputs
+        metas = getattr(instruction.operation, "outputs", ())
         for position, slot in enumerate(instruction.outputs):
             # an accumulation (add_any) declares no metas: it has its operands' meta
             size = _nbytes(metas[position]) if metas else known.get(instruction.inputs[0], 0)
