@@ -84,6 +84,27 @@ def test_checks_to_second_order_in_both_modes():
     tf.testing.check_grads(f, (X, M), order=2, modes=("fwd", "rev"))
 
 
+def test_complex_and_single_precision_segments():
+    z = RNG.standard_normal(4) + 1j * RNG.standard_normal(4)
+    w = RNG.standard_normal((4, 4)) + 1j * RNG.standard_normal((4, 4))
+
+    def segment(a: Any) -> Any:
+        return tf.sin(a) @ w
+
+    def loss(a: Any, run: Callable[[Any], Any]) -> Any:
+        return tf.sum(tf.abs(run(a)) ** 2)
+
+    close(
+        tf.grad(lambda a: loss(a, tf.checkpoint(segment)))(z),
+        tf.grad(lambda a: loss(a, segment))(z),
+    )
+    tf.testing.check_grads(tf.checkpoint(segment), (z,), order=2)
+    x32 = RNG.standard_normal(4).astype(np.float32)
+    single = tf.checkpoint(lambda b: tf.tanh(b) * b)
+    assert tf.grad(lambda a: tf.sum(single(a)))(x32).dtype == np.float32
+    tf.testing.check_grads(single, (x32,), order=2)
+
+
 def test_several_outputs_captures_kwargs_integers_and_nesting():
     offset = RNG.standard_normal(5)  # a captured concrete array: an extra operand
     index = np.array([4, 0, 2])
