@@ -145,6 +145,27 @@ def test_a_segment_that_ignores_an_input_or_returns_it():
     close(tf.grad(f, argnums=1)(X, V), np.zeros(5))
 
 
+def test_a_long_segment_pickles_without_recursion():
+    import pickle
+
+    def long_segment(a: Any) -> Any:
+        for _ in range(1000):
+            a = tf.sin(a)
+        return a
+
+    x = tf.traced(X)
+    y = tf.checkpoint(long_segment)(x)
+    again = pickle.loads(pickle.dumps(y))
+    close(again.eval(), y.eval())
+    close(tf.sum(again).grad(_leaf_of(again)).eval(), tf.sum(y).grad(x).eval())
+
+
+def _leaf_of(value: Any) -> Any:
+    """The (unpickled) leaf the value's single segment reads."""
+    (operand,) = value.key.operation_key.inputs
+    return tf.TracedTensor(operand, value.meta)
+
+
 def test_derived_segments_are_cached_and_cleared():
     tf.clear_caches()
     tf.grad(CHECKPOINTED)(X)

@@ -43,7 +43,7 @@ from tenferro.errors import TenferroError
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
 from tenferro.traced.program import SUBSTITUTIONS
-from tenferro.traced.tensor import TracedTensor
+from tenferro.traced.tensor import TracedTensor, _records, _unpickle
 
 __all__ = ["Segment", "SegmentArgKey", "checkpoint_traced", "clear_caches"]
 
@@ -84,6 +84,11 @@ class Segment(TensorPrimitive):
     def __str__(self) -> str:
         operands = " ".join(m.describe() for m in self.inputs)
         return f"checkpoint[{_count_operations(self.body)} ops]({operands})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The body as flat record lists (pickling nested keys would recurse per operation).
+        bodies = [(_records(k), m) for k, m in zip(self.body, self.results, strict=True)]
+        return (_remake, (self.inputs, self.depth, bodies, self.params))
 
     def infer(self) -> Sequence[Meta]:
         if len(self.params) != len(self.inputs) or len(self.results) != len(self.body):
@@ -140,6 +145,20 @@ class Segment(TensorPrimitive):
         operands = [*fixed, *[c for c in cts if c is not None]]
         outputs = rule_bind(derived, [operands[k] for k in used])
         return _spread(outputs, slots, len(xs))
+
+
+def _remake(
+    inputs: tuple[Meta, ...], depth: int, bodies: list[tuple[Any, Meta]], params: tuple[int, ...]
+) -> Segment:
+    """Unpickle a segment (see ``Segment.__reduce__``)."""
+    outputs = [_unpickle(records, meta) for records, meta in bodies]
+    return Segment.make(
+        inputs,
+        depth=depth,
+        body=tuple(o.key for o in outputs),
+        params=params,
+        results=tuple(o.meta for o in outputs),
+    )
 
 
 Segment.__repr__ = Segment.__str__  # type: ignore[method-assign, assignment]
