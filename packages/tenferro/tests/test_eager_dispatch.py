@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import hypothesis.strategies as st
@@ -225,6 +226,34 @@ def test_equal_but_differently_typed_static_arguments_are_different_keys() -> No
         dispatch.static_key(1.5)
     with pytest.raises(dispatch.UnkeyableError):
         dispatch.static_key(np.arange(3))
+
+
+_ATOM = st.one_of(st.integers(-3, 3), st.booleans(), st.none())
+_STATIC = st.recursive(
+    st.one_of(_ATOM, st.builds(slice, _ATOM, _ATOM, _ATOM)),
+    lambda inner: st.one_of(
+        st.tuples(inner, inner), st.lists(inner, max_size=3).map(tuple), st.lists(inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+def _identical(a: object, b: object) -> bool:
+    """Equal with the same types all the way down (what a static key must tell apart)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is slice:
+        return all(_identical(getattr(a, f), getattr(b, f)) for f in ("start", "stop", "step"))
+    if type(a) in (tuple, list):
+        return len(a) == len(b) and all(map(_identical, a, b))  # type: ignore[arg-type]
+    return a == b
+
+
+@settings(max_examples=150)
+@given(_STATIC, _STATIC)
+def test_static_keys_are_equal_exactly_for_identical_arguments(a: object, b: object) -> None:
+    assert (dispatch.static_key(a) == dispatch.static_key(b)) == _identical(a, b)
+    assert dispatch.static_key(a) == dispatch.static_key(copy.deepcopy(a))
 
 
 def test_calls_that_read_data_are_not_cached_and_still_work() -> None:

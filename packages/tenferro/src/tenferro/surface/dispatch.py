@@ -62,6 +62,8 @@ class UnkeyableError(Exception):
 
 
 _ATOMS = (int, bool, str, type(None), type(Ellipsis))
+_INT = frozenset({int})
+_INT_OR_NONE = frozenset({int, type(None)})
 
 
 def static_key(value: Any) -> Any:
@@ -72,18 +74,15 @@ def static_key(value: Any) -> Any:
     if kind in _ATOMS:
         return (kind, value)
     if kind is tuple:
-        for item in value:
-            if type(item) is not int:
-                break
-        else:  # a flat tuple of ints (a shape) is its own key; no other key is one
-            return value
+        if {*map(type, value)} <= _INT:  # a flat tuple of ints (a shape) is its own key;
+            return value  # no other key is one
     if kind is tuple or kind is list:
-        items = []
-        for item in value:
-            items.append(static_key(item))
-        return (kind, tuple(items))
+        return (kind, tuple(map(static_key, value)))
     if kind is slice:
-        return (slice, static_key(value.start), static_key(value.stop), static_key(value.step))
+        start, stop, step = value.start, value.stop, value.step
+        if {type(start), type(stop), type(step)} <= _INT_OR_NONE:  # no bool, no float
+            return (slice, start, stop, step)
+        return (slice, static_key(start), static_key(stop), static_key(step))
     import numpy as np
 
     if isinstance(value, np.dtype):
