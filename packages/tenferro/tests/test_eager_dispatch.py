@@ -570,3 +570,17 @@ def test_two_tensors_of_one_meta_agree_with_preparing(dtype: Any, name: str, kin
     assert got.meta == expected.meta
     np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
     assert getattr(got, "requires_grad", False) == getattr(expected, "requires_grad", False)
+
+
+def test_concrete_kinds_call_impl_directly_only_where_eval_is_impl() -> None:
+    from tenferro.core.primitive import TensorPrimitive
+
+    classes, stack = set(), [TensorPrimitive]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            classes.add(sub)
+            stack.append(sub)
+    assert len(classes) > 50
+    for cls in classes:
+        plain = cls.output_arity == 1 and cls.eval is TensorPrimitive.eval
+        assert cls.direct_impl == plain, cls.__name__
