@@ -249,11 +249,25 @@ def _identical(a: object, b: object) -> bool:
     return a == b
 
 
+def _retyped(value: Any, flips: Any) -> Any:
+    """``value`` with some 0/1 ints and bools swapped for their equal other-typed twin."""
+    if type(value) is slice:
+        return slice(*(_retyped(getattr(value, f), flips) for f in ("start", "stop", "step")))
+    if type(value) in (tuple, list):
+        return type(value)(_retyped(item, flips) for item in value)
+    if type(value) in (int, bool) and value in (0, 1) and next(flips):
+        return bool(value) if type(value) is int else int(value)
+    return value
+
+
 @settings(max_examples=150)
-@given(_STATIC, _STATIC)
-def test_static_keys_are_equal_exactly_for_identical_arguments(a: object, b: object) -> None:
-    assert (dispatch.static_key(a) == dispatch.static_key(b)) == _identical(a, b)
-    assert dispatch.static_key(a) == dispatch.static_key(copy.deepcopy(a))
+@given(_STATIC, _STATIC, st.lists(st.booleans(), min_size=12, max_size=12))
+def test_static_keys_are_equal_exactly_for_identical_arguments(
+    a: object, b: object, flips: list[bool]
+) -> None:
+    twin = _retyped(a, iter(flips * 4))
+    for other in (b, twin, copy.deepcopy(a)):
+        assert (dispatch.static_key(a) == dispatch.static_key(other)) == _identical(a, other)
 
 
 def test_calls_that_read_data_are_not_cached_and_still_work() -> None:
@@ -584,3 +598,52 @@ def test_concrete_kinds_call_impl_directly_only_where_eval_is_impl() -> None:
     for cls in classes:
         plain = cls.output_arity == 1 and cls.eval is TensorPrimitive.eval
         assert cls.direct_impl == plain, cls.__name__
+
+
+_LOOKALIKE_INDICES = [1, True, slice(1, 3), slice(True, 3), slice(1, 3, 1), slice(1, 3, True)]
+_LOOKALIKE_SHAPES = [(16,), (4, 4), (2, 8), (2, True, 8), (2, 1, 8), (True, 16)]
+
+
+def _outcome(function: Any, *args: Any) -> Any:
+    try:
+        result = function(*args)
+    except Exception as error:  # the error kind is the outcome compared
+        return type(error)
+    return (np.asarray(result).shape, np.asarray(result).tolist())
+
+
+@settings(max_examples=40)
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.integers(0, len(_LOOKALIKE_INDICES) - 1)),
+        min_size=2,
+        max_size=8,
+    )
+)
+def test_inline_static_keys_never_confuse_equal_arguments_of_other_types(
+    calls: list[tuple[bool, int]],
+) -> None:
+    tf.clear_caches()
+    x = tf.Tape().track(np.arange(16.0).reshape(4, 4))
+    for is_reshape, choice in calls:
+        if is_reshape:
+            shape = _LOOKALIKE_SHAPES[choice]
+            assert _outcome(reshape, x, shape) == _outcome(_uncached(reshape), x, shape)
+        else:
+            index = _LOOKALIKE_INDICES[choice]
+            assert _outcome(getitem, x, index) == _outcome(_uncached(getitem), x, index)
+    classes = {
+        repr((r, _classes_key((_LOOKALIKE_SHAPES if r else _LOOKALIKE_INDICES)[c])))
+        for r, c in calls
+    }
+    entries = [k for k in dispatch._PROGRAMS if k[0] in (reshape, getitem)]
+    assert len(entries) == len(classes)  # one program per identically typed argument
+
+
+def _classes_key(value: Any) -> Any:
+    """A key equal exactly for identical values (``_identical``), for counting them."""
+    if type(value) is slice:
+        return (slice, *(_classes_key(getattr(value, f)) for f in ("start", "stop", "step")))
+    if type(value) in (tuple, list):
+        return (type(value), *(_classes_key(v) for v in value))
+    return (type(value), value)

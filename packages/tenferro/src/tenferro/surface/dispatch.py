@@ -73,9 +73,8 @@ def static_key(value: Any) -> Any:
     kind = type(value)
     if kind in _ATOMS:
         return (kind, value)
-    if kind is tuple:
-        if {*map(type, value)} <= _INT:  # a flat tuple of ints (a shape) is its own key;
-            return value  # no other key is one
+    if kind is tuple and {*map(type, value)} <= _INT:
+        return value  # a flat tuple of ints (a shape) is its own key; no other key is one
     if kind is tuple or kind is list:
         return (kind, tuple(map(static_key, value)))
     if kind is slice:
@@ -231,6 +230,8 @@ def dispatch_cached(operands: int = 1, key: Callable[..., Any] | None = None) ->
     def decorate(function: F) -> F:
         @functools.wraps(function)
         def cached(*args: Any, **kwargs: Any) -> Any:
+            signature: Any
+            probe_args: Any
             if len(args) < operands:
                 return function(*args, **kwargs)
             first = args[0]
@@ -251,14 +252,31 @@ def dispatch_cached(operands: int = 1, key: Callable[..., Any] | None = None) ->
                 metas = tuple([a.meta for a in args[:operands]])
             static = args[operands:]
             try:
-                if key is None:
-                    signature: Any = (
+                if key is not None:
+                    signature, probe_args = key(*static, **kwargs)
+                elif kwargs or len(static) != 1:
+                    signature = (
                         static_key(static) if static else (),
                         tuple([(k, static_key(v)) for k, v in kwargs.items()]) if kwargs else (),
                     )
-                    probe_args: Any = (static, kwargs)
-                else:
-                    signature, probe_args = key(*static, **kwargs)
+                    probe_args = (static, kwargs)
+                else:  # one static argument: a shape or an int/None slice is keyed inline
+                    probe_args = (static, kwargs)
+                    only = static[0]
+                    if type(only) is tuple and {*map(type, only)} <= _INT:
+                        signature = (only,)  # 1-tuple: never a general signature (a pair)
+                    elif (
+                        type(only) is slice
+                        and {
+                            type(only.start),
+                            type(only.stop),
+                            type(only.step),
+                        }
+                        <= _INT_OR_NONE
+                    ):
+                        signature = (only.start, only.stop, only.step)  # a triple: likewise
+                    else:
+                        signature = (static_key(static), ())
                 cache_key = (cached, kind, metas, signature)
                 program = _PROGRAMS.get(cache_key)
             except (UnkeyableError, TypeError):
