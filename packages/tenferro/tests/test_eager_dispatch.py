@@ -647,3 +647,17 @@ def _classes_key(value: Any) -> Any:
     if type(value) in (tuple, list):
         return (type(value), *(_classes_key(v) for v in value))
     return (type(value), value)
+
+
+def test_recorded_nodes_hold_what_the_trace_constructor_would() -> None:
+    from tidu.eager import Trace
+
+    tape = tf.Tape()
+    x = tape.track(np.linspace(0.1, 0.9, 6).reshape(2, 3))
+    y = tf.sin(x)
+    z = reshape(y * x, (3, 2))
+    for node in (y.node, z.node):
+        reference = Trace(node.recorded, node.output_keys, node.saved_data, node.edges)
+        for slot in ("recorded", "output_keys", "saved_data", "edges", "active"):
+            assert getattr(node, slot) == getattr(reference, slot), slot
+    assert y.node.serial < z.node.serial < reference.serial
