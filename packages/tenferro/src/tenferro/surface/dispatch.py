@@ -29,6 +29,7 @@ from tenferro.core.primitive import TensorPrimitive
 from tenferro.meta import HasMeta, Meta
 
 __all__ = [
+    "REPLAYABLE",
     "UnkeyableError",
     "dispatch_cached",
     "is_replayable",
@@ -43,6 +44,10 @@ _PROGRAMS: DictCache[Any, Any] = DictCache(8192, "dispatch programs")
 
 _REPLAYABLE: set[type] = set()
 """Tensor kinds whose bind evaluates now (concrete kinds): only those are replayed."""
+REPLAYABLE: frozenset[type] | set[type] = _REPLAYABLE
+"""The registered concrete kinds themselves, for hot paths that test ``kind in
+REPLAYABLE`` without :func:`is_replayable`'s frame (read only: register with
+:func:`register_replayable`)."""
 
 _UNCACHEABLE = "uncacheable"
 

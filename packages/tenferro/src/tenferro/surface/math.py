@@ -14,7 +14,7 @@ from tenferro.errors import DTypeError
 from tenferro.meta import broadcast_shapes
 from tenferro.ops.elementwise import Add, Mul
 from tenferro.surface.convert import asarray, broadcast_to, prepare
-from tenferro.surface.dispatch import is_replayable
+from tenferro.surface.dispatch import REPLAYABLE
 
 __all__ = [
     "abs",
@@ -125,13 +125,18 @@ def _boolean_aware(
         general.__name__ = op
         return general
 
+    instances = primitive._instances  # primitive.make's cache, read without its frames
+
     def apply(x: Any, y: Any) -> Any:
         kind = type(x)
-        if kind is type(y) and is_replayable(kind):
+        if kind is type(y) and kind in REPLAYABLE:
             meta = x.meta
             if meta == y.meta and meta.dtype.kind in kinds and not meta.dynamic:
                 # Two concrete tensors of one meta: nothing to promote or broadcast.
-                instance = primitive.make((meta, meta))
+                metas = (meta, meta)
+                instance = instances.get((primitive, metas))
+                if instance is None:
+                    instance = primitive.make(metas)
                 return kind._bind(instance, (x, y))[0]
             return general(x, y)
         if type(y) in _FAST_SCALARS:
@@ -141,7 +146,7 @@ def _boolean_aware(
         else:
             return general(x, y)
         kind = type(tensor)
-        if not is_replayable(kind) or scalar != scalar or scalar == 0:
+        if kind not in REPLAYABLE or scalar != scalar or scalar == 0:
             return general(x, y)
         key = (primitive, kind, tensor.meta, type(scalar), scalar, first)
         found = _TENSOR_AND_SCALAR.get(key)
