@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import hypothesis.strategies as st
@@ -225,6 +226,48 @@ def test_equal_but_differently_typed_static_arguments_are_different_keys() -> No
         dispatch.static_key(1.5)
     with pytest.raises(dispatch.UnkeyableError):
         dispatch.static_key(np.arange(3))
+
+
+_ATOM = st.one_of(st.integers(-3, 3), st.booleans(), st.none())
+_STATIC = st.recursive(
+    st.one_of(_ATOM, st.builds(slice, _ATOM, _ATOM, _ATOM)),
+    lambda inner: st.one_of(
+        st.tuples(inner, inner), st.lists(inner, max_size=3).map(tuple), st.lists(inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+def _identical(a: object, b: object) -> bool:
+    """Equal with the same types all the way down (what a static key must tell apart)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is slice:
+        return all(_identical(getattr(a, f), getattr(b, f)) for f in ("start", "stop", "step"))
+    if type(a) in (tuple, list):
+        return len(a) == len(b) and all(map(_identical, a, b))  # type: ignore[arg-type]
+    return a == b
+
+
+def _retyped(value: Any, flips: Any) -> Any:
+    """``value`` with some 0/1 ints and bools swapped for their equal other-typed twin."""
+    if type(value) is slice:
+        return slice(*(_retyped(getattr(value, f), flips) for f in ("start", "stop", "step")))
+    if type(value) in (tuple, list):
+        return type(value)(_retyped(item, flips) for item in value)
+    if type(value) in (int, bool) and value in (0, 1) and next(flips):
+        return bool(value) if type(value) is int else int(value)
+    return value
+
+
+@settings(max_examples=150)
+@given(_STATIC, _STATIC, st.lists(st.booleans(), min_size=12, max_size=12))
+def test_static_keys_are_equal_exactly_for_identical_arguments(
+    a: object, b: object, flips: list[bool]
+) -> None:
+    twin = _retyped(a, iter(flips * 4))
+    for other in (b, twin, copy.deepcopy(a)):
+        assert (dispatch.static_key(a) == dispatch.static_key(other)) == _identical(a, other)
 
 
 def test_calls_that_read_data_are_not_cached_and_still_work() -> None:
@@ -541,3 +584,111 @@ def test_two_tensors_of_one_meta_agree_with_preparing(dtype: Any, name: str, kin
     assert got.meta == expected.meta
     np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
     assert getattr(got, "requires_grad", False) == getattr(expected, "requires_grad", False)
+
+
+def test_concrete_kinds_call_impl_directly_only_where_eval_is_impl() -> None:
+    from tenferro.core.primitive import TensorPrimitive
+
+    classes, stack = set(), [TensorPrimitive]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            classes.add(sub)
+            stack.append(sub)
+    assert len(classes) > 50
+    for cls in classes:
+        plain = cls.output_arity == 1 and cls.eval is TensorPrimitive.eval
+        assert cls.direct_impl == plain, cls.__name__
+
+
+_LOOKALIKE_INDICES = [1, True, slice(1, 3), slice(True, 3), slice(1, 3, 1), slice(1, 3, True)]
+_LOOKALIKE_SHAPES = [(16,), (4, 4), (2, 8), (2, True, 8), (2, 1, 8), (True, 16)]
+
+
+def _outcome(function: Any, *args: Any) -> Any:
+    try:
+        result = function(*args)
+    except Exception as error:  # the error kind is the outcome compared
+        return type(error)
+    return (np.asarray(result).shape, np.asarray(result).tolist())
+
+
+@settings(max_examples=40)
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.integers(0, len(_LOOKALIKE_INDICES) - 1)),
+        min_size=2,
+        max_size=8,
+    )
+)
+def test_inline_static_keys_never_confuse_equal_arguments_of_other_types(
+    calls: list[tuple[bool, int]],
+) -> None:
+    tf.clear_caches()
+    x = tf.Tape().track(np.arange(16.0).reshape(4, 4))
+    for is_reshape, choice in calls:
+        if is_reshape:
+            shape = _LOOKALIKE_SHAPES[choice]
+            assert _outcome(reshape, x, shape) == _outcome(_uncached(reshape), x, shape)
+        else:
+            index = _LOOKALIKE_INDICES[choice]
+            assert _outcome(getitem, x, index) == _outcome(_uncached(getitem), x, index)
+    classes = {
+        repr((r, _classes_key((_LOOKALIKE_SHAPES if r else _LOOKALIKE_INDICES)[c])))
+        for r, c in calls
+    }
+    entries = [k for k in dispatch._PROGRAMS if k[0] in (reshape, getitem)]
+    assert len(entries) == len(classes)  # one program per identically typed argument
+
+
+def _classes_key(value: Any) -> Any:
+    """A key equal exactly for identical values (``_identical``), for counting them."""
+    if type(value) is slice:
+        return (slice, *(_classes_key(getattr(value, f)) for f in ("start", "stop", "step")))
+    if type(value) in (tuple, list):
+        return (type(value), *(_classes_key(v) for v in value))
+    return (type(value), value)
+
+
+def test_recorded_nodes_hold_what_the_trace_constructor_would() -> None:
+    from tidu.eager import Trace
+
+    tape = tf.Tape()
+    x = tape.track(np.linspace(0.1, 0.9, 6).reshape(2, 3))
+    y = tf.sin(x)
+    z = reshape(y * x, (3, 2))
+    for node in (y.node, z.node):
+        reference = Trace(node.recorded, node.output_keys, node.saved_data, node.edges)
+        for slot in ("recorded", "output_keys", "saved_data", "edges", "active"):
+            assert getattr(node, slot) == getattr(reference, slot), slot
+    assert y.node.serial < z.node.serial < reference.serial
+
+
+@settings(max_examples=40)
+@given(
+    st.sampled_from(["exp", "log", "sin", "cos", "tanh", "sqrt"]),
+    st.sampled_from([np.float64, np.float32, np.complex128, np.int32]),
+    st.sampled_from(["eager", "tracked", "weak", "tensor"]),
+    shapes,
+)
+def test_analytic_functions_on_concrete_tensors_agree_with_lax(
+    name: str, dtype: Any, kind: str, shape: tuple[int, ...]
+) -> None:
+    data = np.abs(_array(shape, dtype, 5)) + 1
+    if kind == "weak":
+        x: Any = tf.asarray(1.5)
+    elif kind == "tracked" and data.dtype.kind in "fc":
+        x = tf.Tape().track(data)
+    else:
+        x = tf.EagerTensor(data) if kind != "tensor" else tf.Tensor(data)
+    prepared = x if x.meta.dtype.kind in "fc" else tf.asarray(x, dtype=np.float64)
+    expected = getattr(lax, name)(prepared)
+    for _ in range(2):  # the first call makes the instance, the second binds it directly
+        got = getattr(tf, name)(x)
+        assert type(got) is type(expected)
+        assert got.meta == expected.meta
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+        assert getattr(got, "requires_grad", False) == getattr(x, "requires_grad", False)
+    if kind == "tracked" and data.dtype.kind == "f":
+        first = x.tape.grad(tf.sum(getattr(tf, name)(x)), x)
+        second = x.tape.grad(tf.sum(getattr(lax, name)(x)), x)
+        np.testing.assert_array_equal(np.asarray(first), np.asarray(second))

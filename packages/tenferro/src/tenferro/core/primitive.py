@@ -76,6 +76,14 @@ class TensorPrimitive:
     """What a primitive precomputes for its evaluation, built on first use (structure
     only: it depends on the instance's parameters and input metas, never on data)."""
     _field_names: ClassVar[tuple[str, ...]] = ()
+    direct_impl: ClassVar[bool] = True
+    """``eval`` is ``(impl(*inputs),)``: concrete kinds may call ``impl`` themselves (set
+    per class: false when a class has several outputs or its own ``eval``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.direct_impl = cls.output_arity == 1 and cls.eval is TensorPrimitive.eval
+
     _instances: ClassVar[DictCache[Any, Any]] = DictCache(_INSTANCE_LIMIT, "primitive instances")
 
     # ------------------------------------------------------------------ construction

@@ -41,6 +41,7 @@ from tidu.eager import (
     default_derivative_cache,
     forward,
 )
+from tidu.eager.tape import next_trace_serial
 
 __all__ = ["Tape", "default_tape"]
 
@@ -83,7 +84,7 @@ _PLANS: DictCache[tuple[int, tuple[bool, ...]], _Plan] = DictCache(4096, "tape p
 """How to record a primitive with some operands tracked (see :func:`_plan`); shared by
 every tape (a plan depends only on the primitive instance)."""
 _ONE_TRACKED = (True,)
-_new_eager = _new_key = object.__new__
+_new_eager = _new_key = _new_trace = object.__new__
 _set_input_key = Input.__dict__["key"].__set__
 _set_fingerprint = ValueKey.__dict__["fingerprint"].__set__
 
@@ -285,7 +286,13 @@ class Tape:
             key = _new_key(Input)  # Input.unique(number), inlined
             _set_input_key(key, number)
             _set_fingerprint(key, hash(("Input", number)))
-            node = Trace(recorded, (key,), saved, edges, active)
+            node = _new_trace(Trace)  # Trace(recorded, (key,), saved, edges, active), inlined
+            node.recorded = recorded
+            node.output_keys = (key,)
+            node.saved_data = saved
+            node.edges = edges
+            node.active = active
+            node.serial = next_trace_serial()
             tensor = _new_eager(EagerTensor)
             tensor._value = values[0]
             tensor.meta = op.outputs[0]

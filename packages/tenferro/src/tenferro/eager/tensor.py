@@ -96,9 +96,15 @@ class EagerTensor(Tensor):
         try:
             if ufunc is None:
                 if count == 1:
-                    values: Sequence[Any] = op.eval((operands[0]._value,), None)
+                    if op.direct_impl:  # op.eval's frame skipped
+                        values: Sequence[Any] = (op.impl(operands[0]._value),)
+                    else:
+                        values = op.eval((operands[0]._value,), None)
                 elif count == 2:
-                    values = op.eval((operands[0]._value, operands[1]._value), None)
+                    if op.direct_impl:
+                        values = (op.impl(operands[0]._value, operands[1]._value),)
+                    else:
+                        values = op.eval((operands[0]._value, operands[1]._value), None)
                 else:
                     values = op.eval([o._value for o in operands], None)
             elif count == 1:  # the common cases, without a list or two Python frames

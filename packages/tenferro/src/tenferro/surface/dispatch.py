@@ -29,6 +29,7 @@ from tenferro.core.primitive import TensorPrimitive
 from tenferro.meta import HasMeta, Meta
 
 __all__ = [
+    "REPLAYABLE",
     "UnkeyableError",
     "dispatch_cached",
     "is_replayable",
@@ -43,6 +44,10 @@ _PROGRAMS: DictCache[Any, Any] = DictCache(8192, "dispatch programs")
 
 _REPLAYABLE: set[type] = set()
 """Tensor kinds whose bind evaluates now (concrete kinds): only those are replayed."""
+REPLAYABLE: frozenset[type] | set[type] = _REPLAYABLE
+"""The registered concrete kinds themselves, for hot paths that test ``kind in
+REPLAYABLE`` without :func:`is_replayable`'s frame (read only: register with
+:func:`register_replayable`)."""
 
 _UNCACHEABLE = "uncacheable"
 
@@ -62,6 +67,8 @@ class UnkeyableError(Exception):
 
 
 _ATOMS = (int, bool, str, type(None), type(Ellipsis))
+_INT = frozenset({int})
+_INT_OR_NONE = frozenset({int, type(None)})
 
 
 def static_key(value: Any) -> Any:
@@ -71,19 +78,15 @@ def static_key(value: Any) -> Any:
     kind = type(value)
     if kind in _ATOMS:
         return (kind, value)
-    if kind is tuple:
-        for item in value:
-            if type(item) is not int:
-                break
-        else:  # a flat tuple of ints (a shape) is its own key; no other key is one
-            return value
+    if kind is tuple and {*map(type, value)} <= _INT:
+        return value  # a flat tuple of ints (a shape) is its own key; no other key is one
     if kind is tuple or kind is list:
-        items = []
-        for item in value:
-            items.append(static_key(item))
-        return (kind, tuple(items))
+        return (kind, tuple(map(static_key, value)))
     if kind is slice:
-        return (slice, static_key(value.start), static_key(value.stop), static_key(value.step))
+        start, stop, step = value.start, value.stop, value.step
+        if {type(start), type(stop), type(step)} <= _INT_OR_NONE:  # no bool, no float
+            return (slice, start, stop, step)
+        return (slice, static_key(start), static_key(stop), static_key(step))
     import numpy as np
 
     if isinstance(value, np.dtype):
@@ -232,6 +235,8 @@ def dispatch_cached(operands: int = 1, key: Callable[..., Any] | None = None) ->
     def decorate(function: F) -> F:
         @functools.wraps(function)
         def cached(*args: Any, **kwargs: Any) -> Any:
+            signature: Any
+            probe_args: Any
             if len(args) < operands:
                 return function(*args, **kwargs)
             first = args[0]
@@ -252,14 +257,31 @@ def dispatch_cached(operands: int = 1, key: Callable[..., Any] | None = None) ->
                 metas = tuple([a.meta for a in args[:operands]])
             static = args[operands:]
             try:
-                if key is None:
-                    signature: Any = (
+                if key is not None:
+                    signature, probe_args = key(*static, **kwargs)
+                elif kwargs or len(static) != 1:
+                    signature = (
                         static_key(static) if static else (),
                         tuple([(k, static_key(v)) for k, v in kwargs.items()]) if kwargs else (),
                     )
-                    probe_args: Any = (static, kwargs)
-                else:
-                    signature, probe_args = key(*static, **kwargs)
+                    probe_args = (static, kwargs)
+                else:  # one static argument: a shape or an int/None slice is keyed inline
+                    probe_args = (static, kwargs)
+                    only = static[0]
+                    if type(only) is tuple and {*map(type, only)} <= _INT:
+                        signature = (only,)  # 1-tuple: never a general signature (a pair)
+                    elif (
+                        type(only) is slice
+                        and {
+                            type(only.start),
+                            type(only.stop),
+                            type(only.step),
+                        }
+                        <= _INT_OR_NONE
+                    ):
+                        signature = (only.start, only.stop, only.step)  # a triple: likewise
+                    else:
+                        signature = (static_key(static), ())
                 cache_key = (cached, kind, metas, signature)
                 program = _PROGRAMS.get(cache_key)
             except (UnkeyableError, TypeError):

@@ -12,9 +12,10 @@ from tenferro.core.bind import lift
 from tenferro.dtypes import float64, is_complex
 from tenferro.errors import DTypeError
 from tenferro.meta import broadcast_shapes
+from tenferro.ops.analytic import Cos, Exp, Log, Sin, Sqrt, Tanh
 from tenferro.ops.elementwise import Add, Mul
 from tenferro.surface.convert import asarray, broadcast_to, prepare
-from tenferro.surface.dispatch import is_replayable
+from tenferro.surface.dispatch import REPLAYABLE
 
 __all__ = [
     "abs",
@@ -125,13 +126,18 @@ def _boolean_aware(
         general.__name__ = op
         return general
 
+    instances = primitive._instances  # primitive.make's cache, read without its frames
+
     def apply(x: Any, y: Any) -> Any:
         kind = type(x)
-        if kind is type(y) and is_replayable(kind):
+        if kind is type(y) and kind in REPLAYABLE:
             meta = x.meta
             if meta == y.meta and meta.dtype.kind in kinds and not meta.dynamic:
                 # Two concrete tensors of one meta: nothing to promote or broadcast.
-                instance = primitive.make((meta, meta))
+                metas = (meta, meta)
+                instance = instances.get((primitive, metas))
+                if instance is None:
+                    instance = primitive.make(metas)
                 return kind._bind(instance, (x, y))[0]
             return general(x, y)
         if type(y) in _FAST_SCALARS:
@@ -141,7 +147,7 @@ def _boolean_aware(
         else:
             return general(x, y)
         kind = type(tensor)
-        if not is_replayable(kind) or scalar != scalar or scalar == 0:
+        if kind not in REPLAYABLE or scalar != scalar or scalar == 0:
             return general(x, y)
         key = (primitive, kind, tensor.meta, type(scalar), scalar, first)
         found = _TENSOR_AND_SCALAR.get(key)
@@ -325,8 +331,18 @@ def reciprocal(x: Any) -> Any:
 # ---------------------------------------------------------------------- analytic
 
 
-def _analytic(op: str, function: Any) -> Any:
+def _analytic(op: str, function: Any, primitive: Any = None) -> Any:
+    """``function`` on ``x`` made inexact. With ``primitive`` (the class ``function`` binds
+    alone, without parameters), a concrete tensor whose instance exists binds it directly:
+    what ``primitive.bind`` does, without its frames."""
+    instances = None if primitive is None else primitive._instances
+
     def apply(x: Any) -> Any:
+        kind = type(x)
+        if kind in REPLAYABLE and instances is not None:
+            instance = instances.get((primitive, (x.meta,)))
+            if instance is not None:  # made by an earlier call: the meta is inexact
+                return kind._bind(instance, (x,))[0]
         meta = getattr(x, "meta", None)
         if meta is not None and meta.dtype.kind in INEXACT:  # a tensor already: no preparing
             return function(x)
@@ -338,12 +354,12 @@ def _analytic(op: str, function: Any) -> Any:
     return apply
 
 
-exp = _analytic("exp", lax.exp)
-log = _analytic("log", lax.log)
-sin = _analytic("sin", lax.sin)
-cos = _analytic("cos", lax.cos)
-tanh = _analytic("tanh", lax.tanh)
-sqrt = _analytic("sqrt", lax.sqrt)
+exp = _analytic("exp", lax.exp, Exp)
+log = _analytic("log", lax.log, Log)
+sin = _analytic("sin", lax.sin, Sin)
+cos = _analytic("cos", lax.cos, Cos)
+tanh = _analytic("tanh", lax.tanh, Tanh)
+sqrt = _analytic("sqrt", lax.sqrt, Sqrt)
 rsqrt = _analytic("rsqrt", lax.rsqrt)
 expm1 = _analytic("expm1", lax.expm1)
 log1p = _analytic("log1p", lax.log1p)

@@ -28,6 +28,7 @@ __all__ = [
     "KeySource",
     "Recorder",
     "Trace",
+    "next_trace_serial",
 ]
 
 
@@ -91,6 +92,10 @@ class EagerOutput:
 
 
 _TRACE_SERIALS = itertools.count()
+next_trace_serial = _TRACE_SERIALS.__next__
+"""The next creation serial of a :class:`Trace`. A runtime may build a node without
+calling ``__init__`` (``object.__new__`` and every slot assigned, to spare a Python frame
+per recorded operation); it then numbers the node with this."""
 
 
 class Trace:
