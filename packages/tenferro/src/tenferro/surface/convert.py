@@ -51,7 +51,7 @@ def register_concrete(cls: type) -> None:
 
 
 def _concrete_class() -> Any:
-    """The concrete tensor class (registered by ``tenferro.tensor``)."""
+    """The concrete tensor class (registered by ``tenferro.concrete``)."""
     return _concrete
 
 

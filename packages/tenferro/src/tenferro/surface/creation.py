@@ -14,17 +14,20 @@ from tenferro import lax
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64
 from tenferro.errors import AllocationError, DTypeError, ParameterError, ShapeError
-from tenferro.surface.convert import _concrete_class, as_shape, asarray, check_int_fits
+from tenferro.surface import convert as _convert
+from tenferro.surface.convert import _concrete_class, as_shape, check_int_fits
 
 __all__ = [
     "arange",
     "array",
+    "asarray",
     "eye",
     "full",
     "full_like",
     "linspace",
     "ones",
     "ones_like",
+    "tensor",
     "zeros",
     "zeros_like",
 ]
@@ -33,6 +36,42 @@ __all__ = [
 def array(data: Any, dtype: Any = None) -> Any:
     """A concrete tensor holding a copy of ``data``."""
     return _concrete_class()._convert(data, dtype, "array")
+
+
+def tensor(data: Any, dtype: Any = None, *, requires_grad: bool = False) -> Any:
+    """PyTorch's ``torch.tensor``: an ``EagerTensor`` holding a copy of ``data`` (so
+    ``.requires_grad_()`` works on it later); with ``requires_grad``, a tracked leaf of
+    the default tape. Data that is a tracked tensor is refused (``detach()`` it)."""
+    from tenferro.eager import EagerTensor
+
+    if getattr(data, "tape", None) is not None:
+        from tenferro.eager.tape import _refuse_tracked
+
+        _refuse_tracked(data)
+    if _convert.is_tensor(data) and not hasattr(data, "_value"):
+        raise DTypeError("tensor", f"a {type(data).__name__} has no data while it is traced")
+    return EagerTensor(data, dtype, requires_grad=requires_grad)
+
+
+def asarray(
+    x: Any,
+    dtype: Any = None,
+    *,
+    requires_grad: bool = False,
+    device: Any = None,
+    copy: bool | None = None,
+) -> Any:
+    """``x`` as a tensor: a tensor passes through unchanged (converted if ``dtype`` is
+    given); arrays, sequences and scalars become a ``Tensor``. With ``requires_grad``
+    the result is a tracked leaf ``EagerTensor`` of the default tape sharing ``x``'s data
+    (PyTorch's ``torch.asarray(x, requires_grad=True)``). ``device`` may only be
+    ``None``/``"cpu"``; ``copy`` is accepted for the array API (tensors are immutable,
+    so a copy is never observable)."""
+    if device not in (None, "cpu"):
+        raise ParameterError("asarray", f"tenferro tensors live on the cpu, not {device!r}")
+    if requires_grad:
+        return tensor(x, dtype, requires_grad=True)
+    return _convert.asarray(x, dtype, "asarray")
 
 
 def _physical_memory() -> int | None:
@@ -157,7 +196,7 @@ def linspace(
 
 def full_like(x: Any, fill_value: Any, dtype: Any = None) -> Any:
     """``x``'s shape filled with ``fill_value`` (the same tensor kind as ``x``)."""
-    a = asarray(x, op="full_like")
+    a = _convert.asarray(x, op="full_like")
     if dtype is not None:
         a = lax.convert_element_type(a, as_dtype(dtype, "full_like"))
     if type(fill_value) in (bool, int, float, complex):

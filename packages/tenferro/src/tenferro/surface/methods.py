@@ -9,7 +9,7 @@ compare elementwise, like PyTorch's; numpy defers to their reflected operators.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Self
 
 from tenferro.meta import HasMeta, Meta
 from tenferro.surface import contraction as _contraction
@@ -55,12 +55,37 @@ class TensorMethods(HasMeta):
     # ------------------------------------------------------------------ metadata
 
     @property
-    def T(self) -> Any:  # noqa: N802 - numpy's name
+    def T(self) -> Self:  # noqa: N802 - numpy's name
+        """All axes reversed, for any rank (numpy's ``ndarray.T``; PyTorch deprecates
+        ``.T`` on rank other than 2, the array API allows only rank 2; use ``.mT`` for a
+        batch of matrices)."""
         return _shapes.transpose(self)
 
     @property
-    def mT(self) -> Any:  # noqa: N802 - numpy's name
+    def mT(self) -> Self:  # noqa: N802 - numpy's name
+        """The last two axes swapped (a batch of transposed matrices; rank >= 2)."""
+        self._need_matrix("mT", batched=True)
         return _shapes.swapaxes(self, -1, -2)
+
+    @property
+    def H(self) -> Self:  # noqa: N802 - PyTorch's name
+        """The conjugate transpose of a matrix (rank 2 exactly, as PyTorch's ``.H``)."""
+        self._need_matrix("H", batched=False)
+        return _math.conj(_shapes.transpose(self))
+
+    @property
+    def mH(self) -> Self:  # noqa: N802 - PyTorch's name
+        """The conjugate transpose of the last two axes (rank >= 2)."""
+        self._need_matrix("mH", batched=True)
+        return _math.conj(_shapes.swapaxes(self, -1, -2))
+
+    def _need_matrix(self, name: str, *, batched: bool) -> None:
+        ndim = len(self.meta.shape)
+        if ndim < 2 or (ndim != 2 and not batched):
+            from tenferro.errors import ShapeError
+
+            wanted = "rank >= 2" if batched else "a matrix (rank 2; use .mH for batches)"
+            raise ShapeError(name, f".{name} needs {wanted}, got shape {self.meta.shape}")
 
     @property
     def real(self) -> Any:
@@ -263,3 +288,165 @@ class TensorMethods(HasMeta):
 
     def take(self, indices: Any, axis: int | None = None) -> Any:
         return _indexing.take(self, indices, axis)
+
+    # ------------------------------------------------------------------ in place
+    #
+    # Tensors are immutable. ``x += y`` builds ``x + y`` and rebinds the name ``x`` (as
+    # for Python numbers and JAX arrays; other references to the old tensor keep its
+    # value). On a tracked leaf it raises ``InPlaceError`` instead, as PyTorch does: the
+    # name would silently move from the leaf (whose ``.grad`` backward fills) to a
+    # result. ``x[i] = v`` raises ``TypeError`` on every tensor (there is nothing to
+    # rebind).
+
+    def _refuse_in_place(self, operator: str) -> None:
+        if getattr(self, "tape", None) is not None and getattr(self, "node", 1) is None:
+            from tenferro.errors import InPlaceError
+
+            raise InPlaceError(
+                operator,
+                f"in-place {operator} on a tracked leaf ({self.meta.describe()}) would "
+                f"replace the leaf whose .grad backward() fills; build a new tensor "
+                f"(y = x {operator[:-1]} ...), or start a new leaf from new data "
+                f"(x = tf.tensor(new_value, requires_grad=True))",
+            )
+
+    def __iadd__(self, other: Any) -> Self:
+        self._refuse_in_place("+=")
+        return self.__add__(other)
+
+    def __isub__(self, other: Any) -> Self:
+        self._refuse_in_place("-=")
+        return self.__sub__(other)
+
+    def __imul__(self, other: Any) -> Self:
+        self._refuse_in_place("*=")
+        return self.__mul__(other)
+
+    def __itruediv__(self, other: Any) -> Self:
+        self._refuse_in_place("/=")
+        return self.__truediv__(other)
+
+    def __ifloordiv__(self, other: Any) -> Self:
+        self._refuse_in_place("//=")
+        return self.__floordiv__(other)
+
+    def __imod__(self, other: Any) -> Self:
+        self._refuse_in_place("%=")
+        return self.__mod__(other)
+
+    def __ipow__(self, other: Any) -> Self:
+        self._refuse_in_place("**=")
+        return self.__pow__(other)
+
+    def __imatmul__(self, other: Any) -> Self:
+        self._refuse_in_place("@=")
+        return self.__matmul__(other)
+
+    def __iand__(self, other: Any) -> Self:
+        self._refuse_in_place("&=")
+        return self.__and__(other)
+
+    def __ior__(self, other: Any) -> Self:
+        self._refuse_in_place("|=")
+        return self.__or__(other)
+
+    def __ixor__(self, other: Any) -> Self:
+        self._refuse_in_place("^=")
+        return self.__xor__(other)
+
+    # ------------------------------------------------------------------ PyTorch habits
+
+    def __round__(self, ndigits: int | None = None) -> Self:
+        """``round(x)`` and ``round(x, n)``: ``tf.round`` (a tensor, as numpy arrays and
+        PyTorch give; ``.item()`` first for a Python number)."""
+        return _math.round(self, 0 if ndigits is None else ndigits)
+
+    def _concrete_value(self, name: str) -> Any:
+        """The data of a concrete tensor; a traced tensor has none while it is traced."""
+        value = getattr(self, "_value", None)
+        if value is None:
+            from tenferro.errors import ArgumentTypeError
+
+            raise ArgumentTypeError(
+                name,
+                f"a {type(self).__name__} ({self.meta.describe()}) has no concrete value "
+                f"while it is traced; use .eval().{name}() outside a transform",
+            )
+        return value
+
+    def tolist(self) -> Any:
+        """The data as nested Python lists of Python scalars (a scalar for a 0-d tensor)."""
+        import numpy as np
+
+        return np.asarray(self._concrete_value("tolist")).tolist()
+
+    def __format__(self, spec: str) -> str:
+        """``f"{loss:.4f}"`` formats the Python scalar of a one-element 0-d tensor; an empty
+        spec gives ``str(x)``; a spec for a tensor of rank > 0 raises ``TypeError`` (as in
+        PyTorch: format its ``.tolist()`` or elements instead)."""
+        if not spec:
+            return str(self)
+        if self.meta.shape != ():
+            raise TypeError(
+                f"unsupported format string {spec!r} for a {type(self).__name__} of shape "
+                f"{self.meta.shape}: only 0-d tensors take a format spec"
+            )
+        import numpy as np
+
+        return format(np.asarray(self._concrete_value("__format__")).item(), spec)
+
+    @property
+    def data(self) -> Self:
+        """The value without its history (PyTorch's ``.data``): an ``EagerTensor``'s
+        ``detach()``, a ``Tensor`` itself. A ``TracedTensor`` raises (use
+        ``tf.stop_gradient``, whose derivative is zero by contract)."""
+        detach = getattr(self, "detach", None)
+        if detach is not None:
+            return detach()
+        self._concrete_value("data")
+        return self
+
+    def requires_grad_(self, requires_grad: bool = True) -> Self:
+        """Make this ``EagerTensor`` a tracked leaf of the default tape (PyTorch's
+        ``requires_grad_``); a no-op when it is tracked already. Other kinds raise:
+        ``Tensor`` has no AD and traced leaves are differentiated by ``.grad(wrt)``."""
+        tape = getattr(self, "tape", _NO_TAPE)
+        from tenferro.errors import ArgumentTypeError, UnsupportedError
+
+        if tape is _NO_TAPE:
+            raise ArgumentTypeError(
+                "requires_grad_",
+                f"a {type(self).__name__} does not record operations; make an EagerTensor "
+                f"(tf.tensor(data, requires_grad=True), tf.asarray(x, requires_grad=True))",
+            )
+        if not requires_grad:
+            if tape is None:
+                return self
+            raise UnsupportedError(
+                "requires_grad_",
+                "a tracked tensor cannot stop being tracked in place; use x.detach()",
+            )
+        if tape is None:
+            from tenferro.eager.tape import default_tape
+
+            default_tape().adopt_leaf(self)  # type: ignore[arg-type]
+        return self
+
+    def retain_grad(self) -> None:
+        """PyTorch's ``retain_grad``: a tracked leaf already keeps its ``.grad`` (a no-op).
+        Intermediate results do not accumulate gradients: ``UnsupportedError`` says how
+        to take the gradient with respect to one (``tape.grad(loss, [y])``)."""
+        tape = getattr(self, "tape", None)
+        if tape is not None and getattr(self, "node", None) is None:
+            return
+        from tenferro.errors import UnsupportedError
+
+        raise UnsupportedError(
+            "retain_grad",
+            f"only tracked leaves keep a .grad; for the gradient with respect to this "
+            f"{type(self).__name__}, use tape.grad(loss, [y]) / tf.grad, or start a new "
+            f"leaf from it with y.detach().requires_grad_()",
+        )
+
+
+_NO_TAPE = object()
