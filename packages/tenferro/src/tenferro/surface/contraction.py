@@ -11,12 +11,14 @@ from tenferro.errors import AxisError, ShapeError
 from tenferro.meta import broadcast_shapes, normalize_axis
 from tenferro.surface.convert import broadcast_to, prepare
 from tenferro.surface.shapes import moveaxis, ravel, reshape
+from tenferro.surface.signatures import binary
 
 __all__ = ["dot", "inner", "matmul", "outer", "tensordot", "vdot", "vecdot"]
 
 NUMERIC = "ifc"
 
 
+@binary
 def matmul(x: Any, y: Any) -> Any:
     """numpy ``matmul``: batch axes broadcast; 1-D operands are promoted and squeezed."""
     a, b = prepare("matmul", (x, y), kinds=NUMERIC, broadcast=False)
@@ -64,6 +66,7 @@ def tensordot(x: Any, y: Any, axes: int | Sequence[Any] = 2) -> Any:
     return lax.dot_general(a, b, left, right)
 
 
+@binary
 def dot(x: Any, y: Any) -> Any:
     """numpy ``dot``: sum over the last axis of ``x`` and the second-to-last of ``y``."""
     a, b = prepare("dot", (x, y), kinds=NUMERIC, broadcast=False)
@@ -72,6 +75,7 @@ def dot(x: Any, y: Any) -> Any:
     return tensordot(a, b, ((a.meta.ndim - 1,), (max(b.meta.ndim - 2, 0),)))
 
 
+@binary
 def inner(x: Any, y: Any) -> Any:
     """numpy ``inner``: sum over the last axes (no conjugation)."""
     a, b = prepare("inner", (x, y), kinds=NUMERIC, broadcast=False)
@@ -80,12 +84,14 @@ def inner(x: Any, y: Any) -> Any:
     return tensordot(a, b, ((a.meta.ndim - 1,), (b.meta.ndim - 1,)))
 
 
+@binary
 def outer(x: Any, y: Any) -> Any:
     """numpy ``outer`` of the flattened operands."""
     a, b = prepare("outer", (x, y), kinds=NUMERIC, broadcast=False)
     return lax.dot_general(ravel(a), ravel(b), (), ())
 
 
+@binary
 def vdot(x: Any, y: Any) -> Any:
     """numpy ``vdot``: ``sum(conj(x) * y)`` over the flattened operands."""
     a, b = prepare("vdot", (x, y), kinds=NUMERIC, broadcast=False)

@@ -12,6 +12,7 @@ from tenferro.dtypes import float64, is_complex
 from tenferro.errors import DTypeError
 from tenferro.meta import broadcast_shapes
 from tenferro.surface.convert import asarray, broadcast_to, prepare
+from tenferro.surface.signatures import Binary, Unary, binary, preserving, unary
 
 __all__ = [
     "abs",
@@ -95,7 +96,7 @@ def _inexact(op: str, *values: Any) -> list[Any]:
 # ---------------------------------------------------------------------- arithmetic
 
 
-def _boolean_aware(op: str, kinds: str, arithmetic: Any, boolean: Any) -> Any:
+def _boolean_aware(op: str, kinds: str, arithmetic: Any, boolean: Any) -> Binary:
     """A binary function that, like numpy, is a logical one on two bool operands."""
 
     accepted = "b" + kinds
@@ -112,6 +113,7 @@ add = _boolean_aware("add", NUMERIC, lax.add, lax.logical_or)
 add.__doc__ = "``x + y`` (numpy broadcasting and promotion; ``or`` on two bools)."
 
 
+@binary
 def subtract(x: Any, y: Any) -> Any:
     """``x - y``."""
     return lax.sub(*_binary("subtract", x, y))
@@ -121,6 +123,7 @@ multiply = _boolean_aware("multiply", NUMERIC, lax.mul, lax.logical_and)
 multiply.__doc__ = "``x * y`` (``and`` on two bools)."
 
 
+@binary
 def true_divide(x: Any, y: Any) -> Any:
     """``x / y``; integers divide as float64 (numpy)."""
     return lax.div(*_inexact("divide", x, y))
@@ -129,6 +132,7 @@ def true_divide(x: Any, y: Any) -> Any:
 divide = true_divide
 
 
+@binary
 def floor_divide(x: Any, y: Any) -> Any:
     """``x // y``: the quotient rounded toward minus infinity (numpy)."""
     a, b = _binary("floor_divide", x, y, ORDERED)
@@ -156,6 +160,7 @@ def _sign_fix(remainder: Any, divisor: Any) -> Any:
     return lax.logical_and(nonzero, differs)
 
 
+@binary
 def remainder(x: Any, y: Any) -> Any:
     """``x % y`` with the sign of the divisor (numpy, Python)."""
     a, b = _binary("remainder", x, y, ORDERED)
@@ -166,12 +171,13 @@ def remainder(x: Any, y: Any) -> Any:
 mod = remainder
 
 
+@binary
 def fmod(x: Any, y: Any) -> Any:
     """Remainder with the sign of the dividend (C ``fmod``)."""
     return lax.rem(*_binary("fmod", x, y, ORDERED))
 
 
-def _rounding(op: str, method: str) -> Any:
+def _rounding(op: str, method: str) -> Unary:
     def apply(x: Any) -> Any:
         a = asarray(x)
         if a.meta.dtype.kind in "bi":
@@ -194,6 +200,7 @@ trunc = _rounding("trunc", "trunc")
 rint = _rounding("rint", "nearest_even")
 
 
+@preserving
 def round(x: Any, decimals: int = 0) -> Any:
     """Round half to even at ``decimals`` decimal places (numpy ``round``)."""
     if decimals == 0:
@@ -205,6 +212,7 @@ def round(x: Any, decimals: int = 0) -> Any:
     return true_divide(rint(multiply(a, scale)), scale)
 
 
+@binary
 def power(x: Any, y: Any) -> Any:
     """``x ** y``; a Python exponent 2 is ``x * x`` (numpy's value, exactly, and a cheaper
     derivative than the general power's)."""
@@ -215,16 +223,19 @@ def power(x: Any, y: Any) -> Any:
     return lax.pow(*_binary("power", x, y))
 
 
+@unary
 def negative(x: Any) -> Any:
     (a,) = prepare("negative", (x,), kinds=NUMERIC)
     return lax.neg(a)
 
 
+@unary
 def positive(x: Any) -> Any:
     (a,) = prepare("positive", (x,), kinds=NUMERIC)
     return a
 
 
+@unary
 def conj(x: Any) -> Any:
     """Complex conjugate (the value itself for real dtypes)."""
     return lax.conj(asarray(x))
@@ -233,6 +244,7 @@ def conj(x: Any) -> Any:
 conjugate = conj
 
 
+@unary
 def abs(x: Any) -> Any:
     """``|x|``; real-valued for complex input."""
     (a,) = prepare("abs", (x,), kinds=NUMERIC)
@@ -242,6 +254,7 @@ def abs(x: Any) -> Any:
 absolute = abs
 
 
+@unary
 def sign(x: Any) -> Any:
     """-1, 0 or 1 (``z / |z|`` for complex); its derivative is zero."""
     (a,) = prepare("sign", (x,), kinds=NUMERIC)
@@ -254,11 +267,13 @@ minimum = _boolean_aware("minimum", ORDERED, lax.min, lax.logical_and)
 minimum.__doc__ = "Elementwise minimum (ties share the derivative equally)."
 
 
+@unary
 def square(x: Any) -> Any:
     (a,) = prepare("square", (x,), kinds=NUMERIC)
     return lax.mul(a, a)
 
 
+@unary
 def reciprocal(x: Any) -> Any:
     """``1 / x``; integers give float64 (like PyTorch, unlike numpy's integer division)."""
     (a,) = _inexact("reciprocal", x)
@@ -268,7 +283,7 @@ def reciprocal(x: Any) -> Any:
 # ---------------------------------------------------------------------- analytic
 
 
-def _analytic(op: str, function: Any) -> Any:
+def _analytic(op: str, function: Any) -> Unary:
     def apply(x: Any) -> Any:
         meta = getattr(x, "meta", None)
         if meta is not None and meta.dtype.kind in INEXACT:  # a tensor already: no preparing
@@ -346,6 +361,7 @@ log2 = _analytic("log2", lax.log2)
 log10 = _analytic("log10", lax.log10)
 
 
+@unary
 def sigmoid(x: Any) -> Any:
     """``1 / (1 + exp(-x))``, for real x as ``1 / (1 + e)`` or ``e / (1 + e)`` with
     ``e = exp(-|x|)``: accurate, and with finite derivatives, for every x."""
@@ -359,6 +375,7 @@ def sigmoid(x: Any) -> Any:
     return lax.select(non_negative, lax.div(one, denominator), lax.div(e, denominator))
 
 
+@binary
 def logaddexp(x: Any, y: Any) -> Any:
     """``log(exp(x) + exp(y))`` computed stably (complex: principal branch, factoring
     out the operand of larger real part). Each side of the comparison is a smooth
@@ -379,6 +396,7 @@ def logaddexp(x: Any, y: Any) -> Any:
     return lax.add(top, lax.log1p(lax.exp(gap)))
 
 
+@binary
 def hypot(x: Any, y: Any) -> Any:
     """``sqrt(x**2 + y**2)`` (real inputs) without overflow or underflow: both are divided
     by a power of two near the larger magnitude (a constant to differentiation, so every
@@ -409,12 +427,14 @@ def hypot(x: Any, y: Any) -> Any:
 # ---------------------------------------------------------------------- complex parts
 
 
+@unary
 def real(x: Any) -> Any:
     """The real part (the value itself for real dtypes)."""
     a = asarray(x)
     return lax.real(a) if is_complex(a.meta.dtype) else a
 
 
+@unary
 def imag(x: Any) -> Any:
     """The imaginary part (zeros for real dtypes)."""
     a = asarray(x)
@@ -432,7 +452,7 @@ def complex(re: Any, im: Any) -> Any:
 # ---------------------------------------------------------------------- comparison and logic
 
 
-def _comparison(op: str, direction: Any) -> Any:
+def _comparison(op: str, direction: Any) -> Binary:
     def apply(x: Any, y: Any) -> Any:
         a, b = prepare(op, (x, y), kinds="bifc")
         return lax.compare(a, b, direction)
@@ -457,21 +477,25 @@ def _boolean(op: str, value: Any) -> Any:
     return a
 
 
+@binary
 def logical_and(x: Any, y: Any) -> Any:
     a, b = prepare("logical_and", (_boolean("logical_and", x), _boolean("logical_and", y)))
     return lax.logical_and(a, b)
 
 
+@binary
 def logical_or(x: Any, y: Any) -> Any:
     a, b = prepare("logical_or", (_boolean("logical_or", x), _boolean("logical_or", y)))
     return lax.logical_or(a, b)
 
 
+@binary
 def logical_xor(x: Any, y: Any) -> Any:
     a, b = prepare("logical_xor", (_boolean("logical_xor", x), _boolean("logical_xor", y)))
     return lax.compare(a, b, "ne")
 
 
+@unary
 def logical_not(x: Any) -> Any:
     return lax.logical_not(_boolean("logical_not", x))
 
@@ -485,6 +509,7 @@ def where(condition: Any, x: Any, y: Any) -> Any:
     return lax.select(broadcast_to(pred, shape), broadcast_to(a, shape), broadcast_to(b, shape))
 
 
+@preserving
 def clip(x: Any, a_min: Any = None, a_max: Any = None) -> Any:
     """``x`` limited to ``[a_min, a_max]`` (either may be None); strict-mask derivatives:
     at an exact tie with a bound nobody receives a gradient."""

@@ -9,7 +9,7 @@ compare elementwise, like PyTorch's; numpy defers to their reflected operators.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NoReturn, Self
+from typing import Any, NoReturn, Self, cast
 
 from tenferro.meta import HasMeta, Meta
 from tenferro.surface import contraction as _contraction
@@ -88,93 +88,93 @@ class TensorMethods(HasMeta):
             raise ShapeError(name, f".{name} needs {wanted}, got shape {self.meta.shape}")
 
     @property
-    def real(self) -> Any:
+    def real(self) -> Self:
         return _math.real(self)
 
     @property
-    def imag(self) -> Any:
+    def imag(self) -> Self:
         return _math.imag(self)
 
     __hash__ = object.__hash__
 
     # ------------------------------------------------------------------ arithmetic
 
-    def __add__(self, other: Any) -> Any:
+    def __add__(self, other: Any) -> Self:
         return _math.add(self, other)
 
-    def __radd__(self, other: Any) -> Any:
+    def __radd__(self, other: Any) -> Self:
         return _math.add(other, self)
 
-    def __sub__(self, other: Any) -> Any:
+    def __sub__(self, other: Any) -> Self:
         return _math.subtract(self, other)
 
-    def __rsub__(self, other: Any) -> Any:
+    def __rsub__(self, other: Any) -> Self:
         return _math.subtract(other, self)
 
-    def __mul__(self, other: Any) -> Any:
+    def __mul__(self, other: Any) -> Self:
         return _math.multiply(self, other)
 
-    def __rmul__(self, other: Any) -> Any:
+    def __rmul__(self, other: Any) -> Self:
         return _math.multiply(other, self)
 
-    def __truediv__(self, other: Any) -> Any:
+    def __truediv__(self, other: Any) -> Self:
         return _math.true_divide(self, other)
 
-    def __rtruediv__(self, other: Any) -> Any:
+    def __rtruediv__(self, other: Any) -> Self:
         return _math.true_divide(other, self)
 
-    def __floordiv__(self, other: Any) -> Any:
+    def __floordiv__(self, other: Any) -> Self:
         return _math.floor_divide(self, other)
 
-    def __rfloordiv__(self, other: Any) -> Any:
+    def __rfloordiv__(self, other: Any) -> Self:
         return _math.floor_divide(other, self)
 
-    def __mod__(self, other: Any) -> Any:
+    def __mod__(self, other: Any) -> Self:
         return _math.remainder(self, other)
 
-    def __rmod__(self, other: Any) -> Any:
+    def __rmod__(self, other: Any) -> Self:
         return _math.remainder(other, self)
 
-    def __pow__(self, other: Any) -> Any:
+    def __pow__(self, other: Any) -> Self:
         return _math.power(self, other)
 
-    def __rpow__(self, other: Any) -> Any:
+    def __rpow__(self, other: Any) -> Self:
         return _math.power(other, self)
 
-    def __matmul__(self, other: Any) -> Any:
+    def __matmul__(self, other: Any) -> Self:
         return _contraction.matmul(self, other)
 
-    def __rmatmul__(self, other: Any) -> Any:
+    def __rmatmul__(self, other: Any) -> Self:
         return _contraction.matmul(other, self)
 
-    def __neg__(self) -> Any:
+    def __neg__(self) -> Self:
         return _math.negative(self)
 
-    def __pos__(self) -> Any:
+    def __pos__(self) -> Self:
         return _math.positive(self)
 
-    def __abs__(self) -> Any:
+    def __abs__(self) -> Self:
         return _math.abs(self)
 
-    def __invert__(self) -> Any:
+    def __invert__(self) -> Self:
         return _math.logical_not(self._boolean("~"))
 
-    def __and__(self, other: Any) -> Any:
+    def __and__(self, other: Any) -> Self:
         return _math.logical_and(self._boolean("&"), other)
 
-    def __rand__(self, other: Any) -> Any:
+    def __rand__(self, other: Any) -> Self:
         return _math.logical_and(other, self._boolean("&"))
 
-    def __or__(self, other: Any) -> Any:
+    def __or__(self, other: Any) -> Self:
         return _math.logical_or(self._boolean("|"), other)
 
-    def __ror__(self, other: Any) -> Any:
+    def __ror__(self, other: Any) -> Self:
         return _math.logical_or(other, self._boolean("|"))
 
-    def __xor__(self, other: Any) -> Any:
+    def __xor__(self, other: Any) -> Self:
         return _math.logical_xor(self._boolean("^"), other)
 
-    def __rxor__(self, other: Any) -> Any:
+    def __rxor__(self, other: Any) -> Self:
         return _math.logical_xor(other, self._boolean("^"))
 
     def _boolean(self, operator: str) -> Any:
@@ -189,26 +189,26 @@ class TensorMethods(HasMeta):
     # ------------------------------------------------------------------ comparison
 
     def __eq__(self, other: object) -> Any:
-        return _math.equal(self, other)
+        return _math.equal(self, cast("Any", other))
 
     def __ne__(self, other: object) -> Any:
-        return _math.not_equal(self, other)
+        return _math.not_equal(self, cast("Any", other))
 
-    def __lt__(self, other: Any) -> Any:
+    def __lt__(self, other: Any) -> Self:
         return _math.less(self, other)
 
-    def __le__(self, other: Any) -> Any:
+    def __le__(self, other: Any) -> Self:
         return _math.less_equal(self, other)
 
-    def __gt__(self, other: Any) -> Any:
+    def __gt__(self, other: Any) -> Self:
         return _math.greater(self, other)
 
-    def __ge__(self, other: Any) -> Any:
+    def __ge__(self, other: Any) -> Self:
         return _math.greater_equal(self, other)
 
     # ------------------------------------------------------------------ indexing
 
-    def __getitem__(self, index: Any) -> Any:
+    def __getitem__(self, index: Any) -> Self:
         return _indexing.getitem(self, index)
 
     def __setitem__(self, index: Any, value: Any) -> NoReturn:
@@ -219,74 +219,74 @@ class TensorMethods(HasMeta):
 
     # ------------------------------------------------------------------ methods
 
-    def astype(self, dtype: Any) -> Any:
+    def astype(self, dtype: Any) -> Self:
         return _convert.astype(self, dtype)
 
-    def conj(self) -> Any:
+    def conj(self) -> Self:
         return _math.conj(self)
 
     conjugate = conj
 
-    def reshape(self, *shape: Any) -> Any:
+    def reshape(self, *shape: Any) -> Self:
         target = shape[0] if len(shape) == 1 and not _convert._is_integer(shape[0]) else shape
         return _shapes.reshape(self, target)
 
-    def transpose(self, *axes: Any) -> Any:
+    def transpose(self, *axes: Any) -> Self:
         if len(axes) == 1 and not isinstance(axes[0], int):
             axes = tuple(axes[0]) if axes[0] is not None else ()
         return _shapes.transpose(self, axes or None)
 
-    def swapaxes(self, axis1: int, axis2: int) -> Any:
+    def swapaxes(self, axis1: int, axis2: int) -> Self:
         return _shapes.swapaxes(self, axis1, axis2)
 
-    def ravel(self) -> Any:
+    def ravel(self) -> Self:
         return _shapes.ravel(self)
 
     flatten = ravel
 
-    def squeeze(self, axis: int | Sequence[int] | None = None) -> Any:
+    def squeeze(self, axis: int | Sequence[int] | None = None) -> Self:
         return _shapes.squeeze(self, axis)
 
-    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Self:
         return _shapes.diagonal(self, offset, axis1, axis2)
 
-    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Self:
         return _shapes.trace(self, offset, axis1, axis2)
 
-    def sum(self, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Any:
+    def sum(self, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Self:
         return _reductions.sum(self, axis, keepdims, dtype)
 
-    def prod(self, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Any:
+    def prod(self, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Self:
         return _reductions.prod(self, axis, keepdims, dtype)
 
-    def mean(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def mean(self, axis: Any = None, keepdims: bool = False) -> Self:
         return _reductions.mean(self, axis, keepdims)
 
-    def var(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Any:
+    def var(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Self:
         return _reductions.var(self, axis, keepdims, ddof)
 
-    def std(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Any:
+    def std(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Self:
         return _reductions.std(self, axis, keepdims, ddof)
 
-    def max(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def max(self, axis: Any = None, keepdims: bool = False) -> Self:
         return _reductions.max(self, axis, keepdims)
 
-    def min(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def min(self, axis: Any = None, keepdims: bool = False) -> Self:
         return _reductions.min(self, axis, keepdims)
 
-    def all(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def all(self, axis: Any = None, keepdims: bool = False) -> Self:
         return _reductions.all(self, axis, keepdims)
 
-    def any(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def any(self, axis: Any = None, keepdims: bool = False) -> Self:
         return _reductions.any(self, axis, keepdims)
 
-    def clip(self, a_min: Any = None, a_max: Any = None) -> Any:
+    def clip(self, a_min: Any = None, a_max: Any = None) -> Self:
         return _math.clip(self, a_min, a_max)
 
-    def dot(self, other: Any) -> Any:
+    def dot(self, other: Any) -> Self:
         return _contraction.dot(self, other)
 
-    def take(self, indices: Any, axis: int | None = None) -> Any:
+    def take(self, indices: Any, axis: int | None = None) -> Self:
         return _indexing.take(self, indices, axis)
 
     # ------------------------------------------------------------------ in place

@@ -12,6 +12,7 @@ from tenferro.dtypes import float64, int64, is_complex
 from tenferro.errors import DTypeError
 from tenferro.meta import normalize_axes
 from tenferro.surface.convert import asarray, astype
+from tenferro.surface.signatures import preserving
 
 __all__ = ["all", "amax", "amin", "any", "max", "mean", "min", "prod", "std", "sum", "var"]
 
@@ -41,6 +42,7 @@ def _accumulator(x: Any, dtype: Any, op: str) -> Any:
     return x
 
 
+@preserving
 def sum(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Any:
     """Sum over ``axis`` (all axes when None)."""
     a = _accumulator(asarray(x), dtype, "sum")
@@ -48,6 +50,7 @@ def sum(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) ->
     return _keep(a, lax.reduce_sum(a, axes), axes, keepdims)
 
 
+@preserving
 def prod(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Any:
     """Product over ``axis``; its derivative is safe at zeros."""
     a = _accumulator(asarray(x), dtype, "prod")
@@ -55,6 +58,7 @@ def prod(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -
     return _keep(a, lax.reduce_prod(a, axes), axes, keepdims)
 
 
+@preserving
 def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """Arithmetic mean (integers average in float64)."""
     a = asarray(x)
@@ -67,6 +71,7 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     return _keep(a, lax.mul(total, scale), axes, keepdims)
 
 
+@preserving
 def var(x: Any, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Any:
     """Variance ``sum(|x - mean(x)|**2) / (n - ddof)`` over ``axis`` (real for complex input)."""
     a = asarray(x)
@@ -86,6 +91,7 @@ def var(x: Any, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Any
     return _keep(a, result, axes, keepdims)
 
 
+@preserving
 def std(x: Any, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Any:
     """Standard deviation: ``sqrt(var)``."""
     return lax.sqrt(var(x, axis, keepdims, ddof))
@@ -104,10 +110,27 @@ def _extremum(op: str, reduce: Any) -> Any:
     return apply
 
 
-max = amax = _extremum("max", lax.reduce_max)
-min = amin = _extremum("min", lax.reduce_min)
+_max = _extremum("max", lax.reduce_max)
+_min = _extremum("min", lax.reduce_min)
 
 
+@preserving
+def max(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+    """The largest element along ``axis`` (all axes by default)."""
+    return _max(x, axis, keepdims)
+
+
+@preserving
+def min(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+    """The smallest element along ``axis`` (all axes by default)."""
+    return _min(x, axis, keepdims)
+
+
+amax = max
+amin = min
+
+
+@preserving
 def any(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """Whether any element along ``axis`` is true (non-zero)."""
     a = asarray(x)
@@ -115,6 +138,7 @@ def any(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     return lax.compare(counts, lax.zeros_like(counts), "gt")
 
 
+@preserving
 def all(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """Whether every element along ``axis`` is true (non-zero)."""
     a = asarray(x)

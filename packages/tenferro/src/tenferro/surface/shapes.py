@@ -11,6 +11,7 @@ from tenferro.core.bind import lift
 from tenferro.errors import AxisError, ShapeError
 from tenferro.meta import normalize_axes, normalize_axis
 from tenferro.surface.convert import as_shape, asarray, broadcast_to, prepare
+from tenferro.surface.signatures import preserving, unary
 
 __all__ = [
     "broadcast_to",
@@ -40,6 +41,7 @@ def _listed(axis: Any) -> list[Any]:
     return list(axis) if isinstance(axis, (tuple, list)) else [axis]
 
 
+@preserving
 def reshape(x: Any, shape: int | Sequence[int]) -> Any:
     """Same elements in a new shape (row-major); one extent may be -1."""
     a = asarray(x, op="reshape")
@@ -53,6 +55,7 @@ def reshape(x: Any, shape: int | Sequence[int]) -> Any:
     return lax.reshape(a, target)
 
 
+@preserving
 def transpose(x: Any, axes: Sequence[int] | None = None) -> Any:
     """Permute axes (reverse them when ``axes`` is None)."""
     a = asarray(x)
@@ -67,6 +70,7 @@ def transpose(x: Any, axes: Sequence[int] | None = None) -> Any:
 permute_dims = transpose
 
 
+@preserving
 def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
     a = asarray(x)
     first = normalize_axis(axis1, a.meta.ndim, "swapaxes")
@@ -76,6 +80,7 @@ def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
     return lax.transpose(a, perm)
 
 
+@preserving
 def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
     a = asarray(x)
     ndim = a.meta.ndim
@@ -89,6 +94,7 @@ def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[in
     return lax.transpose(a, order)
 
 
+@preserving
 def expand_dims(x: Any, axis: int | Sequence[int]) -> Any:
     a = asarray(x, op="expand_dims")
     axes = _listed(axis)
@@ -99,6 +105,7 @@ def expand_dims(x: Any, axis: int | Sequence[int]) -> Any:
     return lax.reshape(a, [1 if i in positions else next(extents) for i in range(ndim)])
 
 
+@preserving
 def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
     a = asarray(x)
     shape = a.meta.shape
@@ -112,6 +119,7 @@ def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
     return lax.reshape(a, [n for i, n in enumerate(shape) if i not in axes])
 
 
+@unary
 def ravel(x: Any) -> Any:
     a = asarray(x)
     return lax.reshape(a, (a.meta.size,))
@@ -140,12 +148,14 @@ def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
     return lax.concatenate([expand_dims(o, position) for o in operands], position)
 
 
+@preserving
 def flip(x: Any, axis: int | Sequence[int] | None = None) -> Any:
     a = asarray(x)
     axes = range(a.meta.ndim) if axis is None else _listed(axis)
     return lax.rev(a, normalize_axes(axes, a.meta.ndim, "flip"))
 
 
+@preserving
 def diagonal(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     """numpy's diagonal: the diagonal becomes the last axis."""
     a = asarray(x)
@@ -167,22 +177,26 @@ def diagonal(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     return moveaxis(diag, position, -1)
 
 
+@preserving
 def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     """Sum of the diagonal."""
     diag = diagonal(x, offset, axis1, axis2)
     return lax.reduce_sum(diag, (diag.meta.ndim - 1,))
 
 
+@preserving
 def tril(x: Any, k: int = 0) -> Any:
     """Lower triangle of the last two axes (numpy offsets)."""
     return lax.tril(asarray(x), k)
 
 
+@preserving
 def triu(x: Any, k: int = 0) -> Any:
     """Upper triangle of the last two axes (numpy offsets)."""
     return lax.triu(asarray(x), k)
 
 
+@preserving
 def pad(x: Any, pad_width: Any) -> Any:
     """Zero padding: ``pad_width`` is numpy's ``((before, after), ...)`` (or one pair / int)."""
     a = asarray(x)
@@ -198,12 +212,14 @@ def pad(x: Any, pad_width: Any) -> Any:
     return lax.pad(a, [w[0] for w in widths], [w[1] for w in widths], [0] * ndim)
 
 
+@preserving
 def dynamic_truncate(x: Any, size: Any, axis: int) -> Any:
     """The first ``round(size)`` entries along ``axis`` (clamped); the extent is data-dependent."""
     a, s = lift([asarray(x), asarray(size)])
     return lax.dynamic_truncate(a, s, normalize_axis(axis, a.meta.ndim, "dynamic_truncate"))
 
 
+@preserving
 def pad_to_match(x: Any, reference: Any, axis: int) -> Any:
     """Zero-pad the end of ``axis`` up to ``reference``'s extent there."""
     a, ref = lift([asarray(x), asarray(reference)])
