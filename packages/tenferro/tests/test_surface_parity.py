@@ -27,6 +27,7 @@ Call = Callable[[Any, Any, Any], Any]
 
 CALLS: dict[str, Call] = {
     "T": lambda x, y, m: x.T,
+    "to_device": lambda x, y, m: x.to_device("cpu") * 1,
     "mT": lambda x, y, m: x.mT,
     "H": lambda x, y, m: (x * (1 + 2j)).H,
     "mH": lambda x, y, m: (x * (1 - 1j)).mH,
@@ -124,6 +125,8 @@ NOT_OPERATIONS = {
     "__hash__": "identity hash, as PyTorch's tensors",
     "backward": "tape AD: only a tracked EagerTensor has it, other kinds raise a TenferroError "
     "saying so (tests/test_bad_input_properties.py)",
+    "__array_namespace__": "the Array API namespace (tests/test_array_api.py)",
+    "device": "always 'cpu' (tests/test_array_api.py)",
     "tolist": "a Python value, not a tensor (test_python_values_agree_across_concrete_kinds)",
     "__format__": "a string (test_python_values_agree_across_concrete_kinds)",
     "data": "kind-specific: detach / itself / refused (tests/test_torch_habits.py)",

@@ -185,7 +185,7 @@ from tenferro.transforms import grad, hvp, jit, jvp, linearize, value_and_grad, 
 
 _register_concrete(Tensor)
 
-from tenferro import linalg  # noqa: E402  (uses the surface registered above)
+from tenferro import array_api, linalg  # noqa: E402  (uses the surface registered above)
 
 __version__ = "0.1.0"
 
@@ -235,6 +235,7 @@ __all__ = [
     "any",
     "arange",
     "array",
+    "array_api",
     "asarray",
     "astype",
     "bool_",

@@ -41,6 +41,26 @@ class TensorMethods(HasMeta):
         tenferro counterpart raises ``UnsupportedError``."""
         return _numpy_api.array_function(func, types, args, kwargs)
 
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        """The Array API namespace of tensors: :mod:`tenferro.array_api` (the standard's
+        function names and signatures over the tenferro functions)."""
+        from tenferro import array_api
+
+        return array_api
+
+    @property
+    def device(self) -> str:
+        """Where the data lives: always ``"cpu"`` (the Array API's attribute)."""
+        return "cpu"
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Self:
+        """The tensor itself on the cpu (the Array API's method); other devices raise."""
+        if device != "cpu":
+            from tenferro.errors import ParameterError
+
+            raise ParameterError("to_device", f"tenferro tensors live on the cpu, not {device!r}")
+        return self
+
     def backward(self, seed: Any = None) -> None:
         """Reverse mode into ``.grad``: only tracked ``EagerTensor`` values have it."""
         from tenferro.errors import TenferroError
