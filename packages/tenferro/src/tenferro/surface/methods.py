@@ -408,7 +408,7 @@ class TensorMethods(HasMeta):
             return str(self)
         if self.meta.shape != ():
             raise TypeError(
-                f"unsupported format string {spec!r} for a {type(self).__name__} of shape "
+                f"unsupported format string {spec!r} for {type(self).__name__} of shape "
                 f"{self.meta.shape}: only 0-d tensors take a format spec"
             )
         import numpy as np
