@@ -12,7 +12,7 @@ from tenferro.dtypes import float64, is_complex
 from tenferro.errors import DTypeError
 from tenferro.meta import broadcast_shapes
 from tenferro.surface.convert import asarray, broadcast_to, prepare
-from tenferro.surface.signatures import Binary, Unary, binary, preserving, unary
+from tenferro.surface.signatures import Binary, Unary, binary, preserving, select, unary
 
 __all__ = [
     "abs",
@@ -500,6 +500,7 @@ def logical_not(x: Any) -> Any:
     return lax.logical_not(_boolean("logical_not", x))
 
 
+@select
 def where(condition: Any, x: Any, y: Any) -> Any:
     """``x`` where ``condition`` holds, else ``y`` (all three broadcast; x and y promoted)."""
     pred = _boolean("where", condition)

@@ -21,10 +21,12 @@ if TYPE_CHECKING:
 __all__ = [
     "Binary",
     "Preserving",
+    "Select",
     "TensorT",
     "Unary",
     "binary",
     "preserving",
+    "select",
     "unary",
 ]
 
@@ -63,6 +65,25 @@ class Preserving(Protocol[P]):
     def __call__(self, x: TensorT, /, *args: P.args, **kwargs: P.kwargs) -> TensorT: ...
     @overload
     def __call__(self, x: ArrayLike, /, *args: P.args, **kwargs: P.kwargs) -> Tensor: ...
+
+
+class Select(Protocol):
+    """``where(condition, x, y) -> the kind of the tensor operands`` (plain operands give
+    a ``Tensor``)."""
+
+    @overload
+    def __call__(self, condition: Any, x: TensorT, y: TensorT | ArrayLike, /) -> TensorT: ...
+    @overload
+    def __call__(self, condition: Any, x: ArrayLike, y: TensorT, /) -> TensorT: ...
+    @overload
+    def __call__(self, condition: TensorT, x: ArrayLike, y: ArrayLike, /) -> TensorT: ...
+    @overload
+    def __call__(self, condition: ArrayLike, x: ArrayLike, y: ArrayLike, /) -> Tensor: ...
+
+
+def select(function: Callable[[Any, Any, Any], Any]) -> Select:
+    """Type ``function`` as :class:`Select` (the function itself, unchanged)."""
+    return cast("Select", function)
 
 
 def unary(function: Callable[[Any], Any]) -> Unary:
