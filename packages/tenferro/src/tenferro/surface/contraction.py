@@ -11,7 +11,7 @@ from tenferro.errors import AxisError, ShapeError
 from tenferro.meta import broadcast_shapes, normalize_axis
 from tenferro.surface.convert import broadcast_to, prepare
 from tenferro.surface.shapes import moveaxis, ravel, reshape
-from tenferro.surface.signatures import binary
+from tenferro.surface.signatures import binary, binary_preserving
 
 __all__ = ["dot", "inner", "matmul", "outer", "tensordot", "vdot", "vecdot"]
 
@@ -44,6 +44,7 @@ def matmul(x: Any, y: Any) -> Any:
     return reshape(out, shape) if len(shape) != out.meta.ndim else out
 
 
+@binary_preserving
 def tensordot(x: Any, y: Any, axes: int | Sequence[Any] = 2) -> Any:
     """numpy ``tensordot``: contract the last ``axes`` of ``x`` with the first of ``y``,
     or the listed axis pairs; the result has ``x``'s free axes then ``y``'s."""
@@ -98,6 +99,7 @@ def vdot(x: Any, y: Any) -> Any:
     return lax.dot_general(lax.conj(ravel(a)), ravel(b), (0,), (0,))
 
 
+@binary_preserving
 def vecdot(x: Any, y: Any, axis: int = -1) -> Any:
     """numpy 2 ``vecdot``: ``sum(conj(x) * y, axis)`` with broadcasting of the other axes."""
     a, b = prepare("vecdot", (x, y), kinds=NUMERIC)

@@ -11,7 +11,7 @@ from tenferro.core.bind import lift
 from tenferro.errors import AxisError, ShapeError
 from tenferro.meta import normalize_axes, normalize_axis
 from tenferro.surface.convert import as_shape, asarray, broadcast_to, prepare
-from tenferro.surface.signatures import preserving, unary
+from tenferro.surface.signatures import joining, preserving, unary
 
 __all__ = [
     "broadcast_to",
@@ -125,6 +125,7 @@ def ravel(x: Any) -> Any:
     return lax.reshape(a, (a.meta.size,))
 
 
+@joining
 def concatenate(arrays: Sequence[Any], axis: int = 0) -> Any:
     """Join along ``axis`` (dtypes promoted; other extents must match)."""
     if not arrays:
@@ -136,6 +137,7 @@ def concatenate(arrays: Sequence[Any], axis: int = 0) -> Any:
     return lax.concatenate(operands, normalize_axis(axis, first.meta.ndim, "concatenate"))
 
 
+@joining
 def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
     """Join along a new ``axis`` (shapes must be equal)."""
     if not arrays:

@@ -9,7 +9,7 @@ only give a function its static type).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar, cast, overload
 
 if TYPE_CHECKING:
@@ -20,11 +20,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Binary",
+    "BinaryPreserving",
+    "Joining",
     "Preserving",
     "Select",
     "TensorT",
     "Unary",
     "binary",
+    "binary_preserving",
+    "joining",
     "preserving",
     "select",
     "unary",
@@ -67,6 +71,35 @@ class Preserving(Protocol[P]):
     def __call__(self, x: ArrayLike, /, *args: P.args, **kwargs: P.kwargs) -> Tensor: ...
 
 
+class BinaryPreserving(Protocol[P]):
+    """``f(x, y, *options) -> the kind of the tensor operand`` (data gives a ``Tensor``)."""
+
+    @overload
+    def __call__(
+        self, x: TensorT, y: TensorT | ArrayLike, /, *args: P.args, **kwargs: P.kwargs
+    ) -> TensorT: ...
+    @overload
+    def __call__(
+        self, x: ArrayLike, y: TensorT, /, *args: P.args, **kwargs: P.kwargs
+    ) -> TensorT: ...
+    @overload
+    def __call__(
+        self, x: ArrayLike, y: ArrayLike, /, *args: P.args, **kwargs: P.kwargs
+    ) -> Tensor: ...
+
+
+class Joining(Protocol):
+    """``f(arrays, axis) -> the kind of the tensors`` (data gives a ``Tensor``; a sequence
+    mixing kinds with data is typed ``Any``)."""
+
+    @overload
+    def __call__(self, arrays: Sequence[TensorT], axis: int = 0) -> TensorT: ...
+    @overload
+    def __call__(self, arrays: Sequence[ArrayLike], axis: int = 0) -> Tensor: ...
+    @overload
+    def __call__(self, arrays: Sequence[Any], axis: int = 0) -> Any: ...
+
+
 class Select(Protocol):
     """``where(condition, x, y) -> the kind of the tensor operands`` (plain operands give
     a ``Tensor``)."""
@@ -79,6 +112,16 @@ class Select(Protocol):
     def __call__(self, condition: TensorT, x: ArrayLike, y: ArrayLike, /) -> TensorT: ...
     @overload
     def __call__(self, condition: ArrayLike, x: ArrayLike, y: ArrayLike, /) -> Tensor: ...
+
+
+def binary_preserving(function: Callable[Concatenate[Any, Any, P], Any]) -> BinaryPreserving[P]:
+    """Type ``function`` as :class:`BinaryPreserving` (the function itself, unchanged)."""
+    return cast("BinaryPreserving[P]", function)
+
+
+def joining(function: Callable[[Sequence[Any], int], Any]) -> Joining:
+    """Type ``function`` as :class:`Joining` (the function itself, unchanged)."""
+    return cast("Joining", function)
 
 
 def select(function: Callable[[Any, Any, Any], Any]) -> Select:
