@@ -441,6 +441,7 @@ def imag(x: Any) -> Any:
     return lax.imag(a) if is_complex(a.meta.dtype) else lax.zeros_like(a)
 
 
+@binary
 def complex(re: Any, im: Any) -> Any:
     """``re + 1j * im`` from real parts (float32 pairs give complex64)."""
     a, b = prepare("complex", (re, im), kinds="bif")
