@@ -175,6 +175,28 @@ CASES: dict[str, Case] = {
     "numpy.where": Case(
         matrix, lambda x: np.where(x > 1.0, x, -x), lambda x: tf.where(x > 1.0, x, -x)
     ),
+    # numerics: numpy's names, run as tenferro's function of the same name
+    "numpy.argmax": Case(matrix, lambda x: np.argmax(x, axis=1), lambda x: tf.argmax(x, 1), False),
+    "numpy.argmin": Case(matrix, np.argmin, tf.argmin, False),
+    "numpy.sort": Case(matrix, lambda x: np.sort(x, axis=0), lambda x: tf.sort(x, 0)),
+    "numpy.cumsum": Case(matrix, lambda x: np.cumsum(x, axis=1), lambda x: tf.cumsum(x, 1)),
+    "numpy.cumprod": Case(matrix, lambda x: np.cumprod(x, axis=0), lambda x: tf.cumprod(x, 0)),
+    "numpy.kron": Case(matrix_vector, np.kron, tf.kron),
+    "numpy.cross": Case(
+        matrix, lambda x: np.cross(x[:, :3], x[::-1, 1:]), lambda x: tf.cross(x[:, :3], x[::-1, 1:])
+    ),
+    "numpy.linalg.cross": Case(
+        matrix,
+        lambda x: np.linalg.cross(x[:, :3], x[::-1, 1:]),
+        lambda x: tf.cross(x[:, :3], x[::-1, 1:]),
+    ),
+    "numpy.split": Case(
+        matrix, lambda x: tuple(np.split(x, 2, axis=1)), lambda x: tuple(tf.split(x, 2, 1))
+    ),
+    "numpy.nansum": Case(matrix, lambda x: np.nansum(x, axis=0), lambda x: tf.nansum(x, 0)),
+    "numpy.nanmean": Case(
+        matrix, lambda x: np.nanmean(x, keepdims=True), lambda x: tf.nanmean(x, None, True)
+    ),
     # metadata answers (Python values, not tensors)
     "numpy.shape": Case(cube, np.shape, lambda x: x.shape, False),
     "numpy.ndim": Case(cube, np.ndim, lambda x: x.ndim, False),

@@ -254,6 +254,37 @@ def isdtype(dtype: Any, kind: Any) -> _builtins.bool:
     return _np.dtype(dtype) == _np.dtype(kind)
 
 
+def cumulative_sum(
+    x: Any,
+    /,
+    *,
+    axis: int | None = None,
+    dtype: Any = None,
+    include_initial: _builtins.bool = False,
+) -> Any:
+    _no_initial("cumulative_sum", include_initial)
+    return _tf.cumsum(x, axis, dtype)
+
+
+def cumulative_prod(
+    x: Any,
+    /,
+    *,
+    axis: int | None = None,
+    dtype: Any = None,
+    include_initial: _builtins.bool = False,
+) -> Any:
+    _no_initial("cumulative_prod", include_initial)
+    return _tf.cumprod(x, axis, dtype)
+
+
+def _no_initial(op: str, include_initial: _builtins.bool) -> None:
+    if include_initial:
+        from tenferro.errors import UnsupportedError
+
+        raise UnsupportedError(op, "include_initial=True is not supported")
+
+
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     from tenferro.meta import broadcast_shapes as _broadcast_shapes
 
@@ -465,11 +496,7 @@ def _not_covered() -> list[str]:
 def __getattr__(name: str) -> Any:
     """Functions of the standard that tenferro gains later under the same name
     (``argmax``, ``sort``, ``cumulative_sum`` ...) are looked up on ``tenferro``."""
-    found = {
-        "cumulative_sum": "cumsum",
-        "cumulative_prod": "cumprod",
-        "atan2": "arctan2",
-    }.get(name, name)
+    found = {"atan2": "arctan2"}.get(name, name)
     if name in NOT_COVERED_CANDIDATES and hasattr(_tf, found):
         return getattr(_tf, found)
     raise AttributeError(f"module 'tenferro.array_api' has no attribute {name!r}")
