@@ -386,5 +386,12 @@ EXEMPT: dict[str, str] = {
     "argsort": "returns int64 indices: no tangent to test (test_numerics checks none flows)",
     "argmax": "returns an int64 index: no tangent to test (test_numerics checks none flows)",
     "argmin": "returns an int64 index: no tangent to test (test_numerics checks none flows)",
+    "stop_gradient": "its derivative is zero by contract (finite differences see the identity); "
+    "test_jax_habits checks the zero in every mode and order",
+    "tenferro.custom_jvp": "users' rules; test_custom_rules checks them three ways to second order",
+    "tenferro.custom_vjp": "users' rules, reverse mode only by contract; test_custom_rules checks "
+    "them against finite differences to second order and the forward-mode error",
+    "tenferro.custom_vjp_linear": "the linear map of a custom_vjp (its transpose is the user's "
+    "bwd); test_custom_rules covers it",
 }
 """Primitives without a rule test, each with the reason (by primitive name)."""

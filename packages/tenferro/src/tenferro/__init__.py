@@ -11,7 +11,8 @@
 * numpy-style functions (``tf.add``, ``tf.exp``, ``tf.sum``, ``tf.matmul``, indexing,
   ...), with numpy broadcasting and promotion made explicit as primitives;
 * JAX-style transforms: ``tf.grad``, ``tf.value_and_grad``, ``tf.vjp``, ``tf.jvp``,
-  ``tf.linearize``, ``tf.hvp``, ``tf.jit``;
+  ``tf.linearize``, ``tf.hvp``, ``tf.jit``; ``tf.stop_gradient``, ``tf.custom_jvp``,
+  ``tf.custom_vjp`` and ``tf.tree_util`` (pytrees);
 * ``tf.lax`` (one strict function per primitive), ``tf.ops`` (the primitives) and
   ``tf.extension`` (user-defined primitive families with their own AD rules).
 
@@ -20,8 +21,9 @@ equal to PyTorch's and the conjugate of JAX's.
 """
 
 import computegraph
-from tenferro import extension, lax, ops, random, testing
+from tenferro import extension, lax, ops, random, testing, tree_util
 from tenferro.concrete import Tensor
+from tenferro.custom_rules import custom_jvp, custom_vjp, stop_gradient
 from tenferro.dtypes import (
     DTYPES,
     bool_,
@@ -196,11 +198,14 @@ from tenferro.surface import (
     zeros_like,
 )
 from tenferro.surface.convert import register_concrete as _register_concrete
-from tenferro.traced.program import evaluate, format_graph
+from tenferro.surface.dispatch import register_replayable as _register_replayable
+from tenferro.traced.program import evaluate, format_graph, graph_to_dot
 from tenferro.traced.tensor import TracedTensor, placeholder, traced
 from tenferro.transforms import grad, hvp, jit, jvp, linearize, value_and_grad, vjp
 
 _register_concrete(Tensor)
+_register_replayable(Tensor)  # concrete kinds replay cached dispatch (surface.dispatch)
+_register_replayable(EagerTensor)
 
 from tenferro import array_api, linalg  # noqa: E402  (uses the surface registered above)
 
@@ -277,6 +282,8 @@ __all__ = [
     "cross",
     "cumprod",
     "cumsum",
+    "custom_jvp",
+    "custom_vjp",
     "default_tape",
     "diagonal",
     "divide",
@@ -306,6 +313,7 @@ __all__ = [
     "full_like",
     "getitem",
     "grad",
+    "graph_to_dot",
     "greater",
     "greater_equal",
     "hvp",
@@ -385,6 +393,7 @@ __all__ = [
     "squeeze",
     "stack",
     "std",
+    "stop_gradient",
     "subtract",
     "sum",
     "swapaxes",
@@ -397,6 +406,7 @@ __all__ = [
     "trace",
     "traced",
     "transpose",
+    "tree_util",
     "tril",
     "triu",
     "true_divide",

@@ -68,6 +68,7 @@ from tenferro.ops.reduction import ReduceMax, ReduceMin, ReduceProd, ReduceSum, 
 from tenferro.ops.scan import Cumprod, Cumsum
 from tenferro.ops.sorting import ApplyPermutation, ArgMax, ArgMin, Argsort, Sort
 from tenferro.ops.special import Erf, Erfc
+from tenferro.ops.stop_gradient import StopGradient
 from tenferro.ops.structural import (
     BroadcastInDim,
     Convert,
@@ -151,6 +152,7 @@ __all__ = [
     "slice",
     "sort",
     "sqrt",
+    "stop_gradient",
     "sub",
     "sub_tangents",
     "tanh",
@@ -208,6 +210,11 @@ def sign(x: Any) -> Any:
 def round(x: Any, method: str) -> Any:
     """Floating ``x`` rounded by ``method``: floor, ceil, trunc or nearest_even."""
     return Round.bind(x, method=method)
+
+
+def stop_gradient(x: Any) -> Any:
+    """``x``, with a zero derivative by contract (every mode, every order)."""
+    return StopGradient.bind(x)
 
 
 def max(x: Any, y: Any) -> Any:

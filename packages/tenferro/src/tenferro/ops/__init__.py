@@ -55,6 +55,7 @@ from tenferro.ops.reduction import ReduceMax, ReduceMin, ReduceProd, ReduceSum, 
 from tenferro.ops.scan import Cumprod, Cumsum
 from tenferro.ops.sorting import ApplyPermutation, ArgMax, ArgMin, Argsort, Sort
 from tenferro.ops.special import Erf, Erfc
+from tenferro.ops.stop_gradient import StopGradient
 from tenferro.ops.structural import (
     BroadcastInDim,
     Convert,
@@ -131,6 +132,7 @@ __all__ = [
     "Slice",
     "Sort",
     "Sqrt",
+    "StopGradient",
     "Sub",
     "Tanh",
     "TensorPrimitive",

@@ -10,6 +10,7 @@ from tenferro import lax
 from tenferro.errors import AxisError, ShapeError
 from tenferro.meta import broadcast_shapes, normalize_axis
 from tenferro.surface.convert import broadcast_to, prepare
+from tenferro.surface.dispatch import dispatch_cached
 from tenferro.surface.shapes import moveaxis, ravel, reshape
 from tenferro.surface.signatures import binary, binary_preserving
 
@@ -19,6 +20,7 @@ NUMERIC = "ifc"
 
 
 @binary
+@dispatch_cached(operands=2)
 def matmul(x: Any, y: Any) -> Any:
     """numpy ``matmul``: batch axes broadcast; 1-D operands are promoted and squeezed."""
     a, b = prepare("matmul", (x, y), kinds=NUMERIC, broadcast=False)
@@ -45,6 +47,7 @@ def matmul(x: Any, y: Any) -> Any:
 
 
 @binary_preserving
+@dispatch_cached(operands=2)
 def tensordot(x: Any, y: Any, axes: int | Sequence[Any] = 2) -> Any:
     """numpy ``tensordot``: contract the last ``axes`` of ``x`` with the first of ``y``,
     or the listed axis pairs; the result has ``x``'s free axes then ``y``'s."""
@@ -68,6 +71,7 @@ def tensordot(x: Any, y: Any, axes: int | Sequence[Any] = 2) -> Any:
 
 
 @binary
+@dispatch_cached(operands=2)
 def dot(x: Any, y: Any) -> Any:
     """numpy ``dot``: sum over the last axis of ``x`` and the second-to-last of ``y``."""
     a, b = prepare("dot", (x, y), kinds=NUMERIC, broadcast=False)

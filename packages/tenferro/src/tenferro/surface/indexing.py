@@ -25,6 +25,7 @@ from tenferro.core.bind import lift
 from tenferro.errors import AxisError, DTypeError, IndexingError, ShapeError
 from tenferro.meta import broadcast_shapes, normalize_axis
 from tenferro.surface.convert import _concrete_class, asarray, broadcast_to, is_tensor
+from tenferro.surface.dispatch import dispatch_cached
 from tenferro.surface.signatures import preserving
 
 __all__ = ["getitem", "take"]
@@ -103,6 +104,7 @@ _DATA_DEPENDENT = (
 
 
 @preserving
+@dispatch_cached()
 def getitem(x: Any, index: Any) -> Any:
     """``x[index]`` with numpy semantics (see the module docstring)."""
     a = asarray(x)

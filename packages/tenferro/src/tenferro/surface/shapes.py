@@ -11,6 +11,7 @@ from tenferro.core.bind import lift
 from tenferro.errors import AxisError, ShapeError
 from tenferro.meta import normalize_axes, normalize_axis
 from tenferro.surface.convert import as_shape, asarray, broadcast_to, prepare
+from tenferro.surface.dispatch import dispatch_cached
 from tenferro.surface.signatures import joining, preserving, unary
 
 __all__ = [
@@ -42,6 +43,7 @@ def _listed(axis: Any) -> list[Any]:
 
 
 @preserving
+@dispatch_cached()
 def reshape(x: Any, shape: int | Sequence[int]) -> Any:
     """Same elements in a new shape (row-major); one extent may be -1."""
     a = asarray(x, op="reshape")
@@ -56,6 +58,7 @@ def reshape(x: Any, shape: int | Sequence[int]) -> Any:
 
 
 @preserving
+@dispatch_cached()
 def transpose(x: Any, axes: Sequence[int] | None = None) -> Any:
     """Permute axes (reverse them when ``axes`` is None)."""
     a = asarray(x)
@@ -71,6 +74,7 @@ permute_dims = transpose
 
 
 @preserving
+@dispatch_cached()
 def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
     a = asarray(x)
     first = normalize_axis(axis1, a.meta.ndim, "swapaxes")
@@ -81,6 +85,7 @@ def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
 
 
 @preserving
+@dispatch_cached()
 def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
     a = asarray(x)
     ndim = a.meta.ndim
@@ -95,6 +100,7 @@ def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[in
 
 
 @preserving
+@dispatch_cached()
 def expand_dims(x: Any, axis: int | Sequence[int]) -> Any:
     a = asarray(x, op="expand_dims")
     axes = _listed(axis)
@@ -106,6 +112,7 @@ def expand_dims(x: Any, axis: int | Sequence[int]) -> Any:
 
 
 @preserving
+@dispatch_cached()
 def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
     a = asarray(x)
     shape = a.meta.shape
@@ -120,6 +127,7 @@ def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
 
 
 @unary
+@dispatch_cached()
 def ravel(x: Any) -> Any:
     a = asarray(x)
     return lax.reshape(a, (a.meta.size,))

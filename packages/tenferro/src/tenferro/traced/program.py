@@ -47,6 +47,7 @@ __all__ = [
     "clear_caches",
     "evaluate",
     "format_graph",
+    "graph_to_dot",
     "programs",
 ]
 
@@ -219,6 +220,16 @@ def format_graph(*tensors: Any) -> str:
             raise TypeError(f"format_graph: expected TracedTensors, got {type(tensor).__name__}")
     keys = tuple(t.key for t in tensors)
     return str(materialize_merge(structural_view(), keys, substitute=SUBSTITUTIONS))
+
+
+def graph_to_dot(*tensors: Any) -> str:
+    """The computation of traced tensors as Graphviz DOT source (the listing of
+    :func:`format_graph` as a drawing): render it with ``dot -Tsvg``."""
+    for tensor in tensors:
+        if not hasattr(tensor, "key"):
+            raise TypeError(f"graph_to_dot: expected TracedTensors, got {type(tensor).__name__}")
+    keys = tuple(t.key for t in tensors)
+    return materialize_merge(structural_view(), keys, substitute=SUBSTITUTIONS).to_dot()
 
 
 def _array(value: Any) -> Any:
