@@ -166,12 +166,12 @@ def test_data_only_functions_answer_on_concrete_tensors():
 
 
 UNSUPPORTED_FUNCTIONS = [
-    ("cumsum", lambda x: np.cumsum(x, axis=1)),
-    ("sort", lambda x: np.sort(x)),
+    ("convolve", lambda x: np.convolve(x[0], x[1])),
+    ("median", lambda x: np.median(x, axis=1)),
     ("arctan2", lambda x: np.arctan2(x, x)),
     ("multiply.outer", lambda x: np.multiply.outer(x, x)),
     ("add.accumulate", lambda x: np.add.accumulate(x)),
-    ("kron", lambda x: np.kron(x, x)),
+    ("unique", lambda x: np.unique(x)),
 ]
 
 

@@ -27,7 +27,22 @@ Call = Callable[[Any, Any, Any], Any]
 
 CALLS: dict[str, Call] = {
     "T": lambda x, y, m: x.T,
+    "to_device": lambda x, y, m: x.to_device("cpu") * 1,
     "mT": lambda x, y, m: x.mT,
+    "H": lambda x, y, m: (x * (1 + 2j)).H,
+    "mH": lambda x, y, m: (x * (1 - 1j)).mH,
+    "__round__": lambda x, y, m: round(x * 1.37, 1),
+    "__iadd__": lambda x, y, m: _in_place(x, "+=", y),
+    "__isub__": lambda x, y, m: _in_place(x, "-=", y),
+    "__imul__": lambda x, y, m: _in_place(x, "*=", y),
+    "__itruediv__": lambda x, y, m: _in_place(x, "/=", y),
+    "__ifloordiv__": lambda x, y, m: _in_place(x, "//=", y),
+    "__imod__": lambda x, y, m: _in_place(x, "%=", y),
+    "__ipow__": lambda x, y, m: _in_place(abs(x), "**=", y),
+    "__imatmul__": lambda x, y, m: _in_place(x, "@=", y),
+    "__iand__": lambda x, y, m: _in_place(m, "&=", x > 0),
+    "__ior__": lambda x, y, m: _in_place(m, "|=", x > 0),
+    "__ixor__": lambda x, y, m: _in_place(m, "^=", x > 0),
     "real": lambda x, y, m: (x * (1 + 2j)).real,
     "imag": lambda x, y, m: (x * (1 + 2j)).imag,
     "__abs__": lambda x, y, m: abs(x),
@@ -94,6 +109,18 @@ CALLS: dict[str, Call] = {
     "cumprod": lambda x, y, m: x.cumprod(),
 }
 
+
+def _in_place(x: Any, operator: str, y: Any) -> Any:
+    """``z = x * 1; z <operator> y`` (on a non-leaf: a tracked leaf refuses in-place
+    operators, tests/test_torch_habits.py)."""
+    z = x | False if x.dtype == np.bool_ else x * 1
+    before = z
+    namespace = {"z": z, "y": y}
+    exec(f"z {operator} y", namespace)
+    assert before is not namespace["z"]  # out of place: the name is rebound
+    return namespace["z"]
+
+
 METADATA = ("shape", "dtype", "ndim", "size")
 """Members that describe a tensor rather than compute one (compared directly)."""
 
@@ -104,6 +131,13 @@ NOT_OPERATIONS = {
     "__hash__": "identity hash, as PyTorch's tensors",
     "backward": "tape AD: only a tracked EagerTensor has it, other kinds raise a TenferroError "
     "saying so (tests/test_bad_input_properties.py)",
+    "__array_namespace__": "the Array API namespace (tests/test_array_api.py)",
+    "device": "always 'cpu' (tests/test_array_api.py)",
+    "tolist": "a Python value, not a tensor (test_python_values_agree_across_concrete_kinds)",
+    "__format__": "a string (test_python_values_agree_across_concrete_kinds)",
+    "data": "kind-specific: detach / itself / refused (tests/test_torch_habits.py)",
+    "requires_grad_": "tape AD: EagerTensor only (tests/test_torch_habits.py)",
+    "retain_grad": "tape AD: EagerTensor leaves only (tests/test_torch_habits.py)",
 }
 
 
@@ -171,3 +205,16 @@ def test_metadata_agrees_across_tensor_kinds():
         x = make(A)
         described = tuple(getattr(x, name) for name in METADATA)
         assert described == (A.shape, A.dtype, A.ndim, A.size), kind
+
+
+def test_python_values_agree_across_concrete_kinds():
+    kinds = _kinds()
+    tensor, eager, traced = (kinds[k](A) for k in ("Tensor", "EagerTensor", "TracedTensor"))
+    for x in (tensor, eager):
+        assert x.tolist() == A.tolist()
+        assert f"{x[0, 1]:.3f}" == f"{A[0, 1]:.3f}"
+        assert f"{x.sum():+.2e}" == f"{A.sum():+.2e}"
+    with pytest.raises(tf.ArgumentTypeError, match="tolist"):
+        traced.tolist()
+    with pytest.raises(tf.ArgumentTypeError, match="__format__"):
+        f"{traced.sum():.2f}"

@@ -36,6 +36,7 @@ import numpy as np
 
 from computegraph import BoundedCache, Derived, Input, ValueKey
 from tenferro import lax
+from tenferro.concrete import Tensor
 from tenferro.core.bind import lift
 from tenferro.core.keys import AliasKey
 from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs
@@ -44,7 +45,6 @@ from tenferro.errors import ArgumentTypeError, ShapeError, TenferroError
 from tenferro.extension import ExtensionOp, register
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
-from tenferro.tensor import Tensor
 from tenferro.traced.tensor import TracedTensor
 from tidu import ADRuleError
 

@@ -18,6 +18,7 @@ __all__ = [
     "BindingError",
     "DTypeError",
     "ExecutionError",
+    "InPlaceError",
     "InactiveError",
     "IndexingError",
     "LinAlgError",
@@ -106,3 +107,8 @@ class AllocationError(TenferroError, MemoryError):
 
     def __init__(self, op: str, message: str, phase: Phase = "execution") -> None:
         super().__init__(op, message, phase)
+
+
+class InPlaceError(TenferroError, RuntimeError):
+    """An in-place operation (``x += 1``, ``x[i] = v``) on a tracked leaf: as in PyTorch,
+    it would lose the leaf whose gradient the tape accumulates."""

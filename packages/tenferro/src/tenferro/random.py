@@ -50,8 +50,8 @@ def _inexact(dtype: Any, op: str) -> np.dtype[Any]:
 
 
 def _wrap(values: Any, dt: np.dtype[Any], requires_grad: bool) -> Any:
+    from tenferro.concrete import Tensor
     from tenferro.eager import EagerTensor
-    from tenferro.tensor import Tensor
 
     array = np.asarray(values, dtype=dt)
     if requires_grad:

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from tenferro.concrete import Tensor
 from tenferro.core.pytree import flatten, unflatten
-from tenferro.tensor import Tensor
 from tenferro.transforms import jvp, vjp
 
 __all__ = ["check_grads", "numerical_jvp"]

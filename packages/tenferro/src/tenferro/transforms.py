@@ -272,7 +272,7 @@ class _Plan:
         self.out_treedef = out_treedef
 
     def __call__(self, arrays: Sequence[Any], slots: Sequence[Any] = ()) -> Any:
-        from tenferro.tensor import Tensor
+        from tenferro.concrete import Tensor
         from tenferro.traced.program import _array
 
         values = self.program.run(arrays, slots)
@@ -836,7 +836,7 @@ class _LinearizePlan:
 
     @staticmethod
     def wrap(values: Sequence[Any], metas: Sequence[Meta], treedef: TreeDef) -> Any:
-        from tenferro.tensor import Tensor
+        from tenferro.concrete import Tensor
         from tenferro.traced.program import _array
 
         tensors = [Tensor._wrap(_array(v), m.weak) for v, m in zip(values, metas, strict=True)]

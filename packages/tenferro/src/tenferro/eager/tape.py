@@ -24,13 +24,13 @@ import numpy as np
 
 from computegraph import DictCache, Input, ValueKey
 from tenferro import lax
+from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
 from tenferro.eager.tensor import EagerTensor
 from tenferro.errors import DTypeError, InactiveError, NonScalarError, ShapeError, TenferroError
 from tenferro.meta import Meta
 from tenferro.surface.convert import broadcast_to
-from tenferro.tensor import Tensor
 from tidu import ADRuleError, linear_transpose
 from tidu.eager import (
     ProgramExecutor,

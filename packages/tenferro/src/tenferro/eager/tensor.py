@@ -15,12 +15,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from tenferro.concrete import Tensor, filled, to_array
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.eager.mode import capture_state, captures_open, grad_state, no_grad_open
 from tenferro.errors import AllocationError, DTypeError, TenferroError
 from tenferro.ieee import IGNORE, error_state
 from tenferro.meta import Meta
-from tenferro.tensor import Tensor, filled, to_array
 
 __all__ = ["EagerTensor"]
 

@@ -544,7 +544,7 @@ def truncated_svd(
 
 def _concrete(x: Any) -> np.ndarray[Any, Any] | None:
     """The values of a concrete (``Tensor``/``EagerTensor``) tensor, else None."""
-    from tenferro.tensor import Tensor
+    from tenferro.concrete import Tensor
 
     return x.numpy() if isinstance(x, Tensor) else None
 

@@ -3,16 +3,18 @@
 import inspect as _inspect
 
 from tenferro.surface.contraction import dot, inner, matmul, outer, tensordot, vdot, vecdot
-from tenferro.surface.convert import asarray, astype, broadcast_to
+from tenferro.surface.convert import astype, broadcast_to
 from tenferro.surface.creation import (
     arange,
     array,
+    asarray,
     eye,
     full,
     full_like,
     linspace,
     ones,
     ones_like,
+    tensor,
     zeros,
     zeros_like,
 )
@@ -91,6 +93,7 @@ __all__ = [
     "sum",
     "swapaxes",
     "take",
+    "tensor",
     "tensordot",
     "trace",
     "transpose",

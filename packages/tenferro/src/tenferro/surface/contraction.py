@@ -12,12 +12,14 @@ from tenferro.meta import broadcast_shapes, normalize_axis
 from tenferro.surface.convert import broadcast_to, prepare
 from tenferro.surface.dispatch import dispatch_cached
 from tenferro.surface.shapes import moveaxis, ravel, reshape
+from tenferro.surface.signatures import binary, binary_preserving
 
 __all__ = ["dot", "inner", "matmul", "outer", "tensordot", "vdot", "vecdot"]
 
 NUMERIC = "ifc"
 
 
+@binary
 @dispatch_cached(operands=2)
 def matmul(x: Any, y: Any) -> Any:
     """numpy ``matmul``: batch axes broadcast; 1-D operands are promoted and squeezed."""
@@ -44,6 +46,7 @@ def matmul(x: Any, y: Any) -> Any:
     return reshape(out, shape) if len(shape) != out.meta.ndim else out
 
 
+@binary_preserving
 @dispatch_cached(operands=2)
 def tensordot(x: Any, y: Any, axes: int | Sequence[Any] = 2) -> Any:
     """numpy ``tensordot``: contract the last ``axes`` of ``x`` with the first of ``y``,
@@ -67,6 +70,7 @@ def tensordot(x: Any, y: Any, axes: int | Sequence[Any] = 2) -> Any:
     return lax.dot_general(a, b, left, right)
 
 
+@binary
 @dispatch_cached(operands=2)
 def dot(x: Any, y: Any) -> Any:
     """numpy ``dot``: sum over the last axis of ``x`` and the second-to-last of ``y``."""
@@ -76,6 +80,7 @@ def dot(x: Any, y: Any) -> Any:
     return tensordot(a, b, ((a.meta.ndim - 1,), (max(b.meta.ndim - 2, 0),)))
 
 
+@binary
 def inner(x: Any, y: Any) -> Any:
     """numpy ``inner``: sum over the last axes (no conjugation)."""
     a, b = prepare("inner", (x, y), kinds=NUMERIC, broadcast=False)
@@ -84,18 +89,21 @@ def inner(x: Any, y: Any) -> Any:
     return tensordot(a, b, ((a.meta.ndim - 1,), (b.meta.ndim - 1,)))
 
 
+@binary
 def outer(x: Any, y: Any) -> Any:
     """numpy ``outer`` of the flattened operands."""
     a, b = prepare("outer", (x, y), kinds=NUMERIC, broadcast=False)
     return lax.dot_general(ravel(a), ravel(b), (), ())
 
 
+@binary
 def vdot(x: Any, y: Any) -> Any:
     """numpy ``vdot``: ``sum(conj(x) * y)`` over the flattened operands."""
     a, b = prepare("vdot", (x, y), kinds=NUMERIC, broadcast=False)
     return lax.dot_general(lax.conj(ravel(a)), ravel(b), (0,), (0,))
 
 
+@binary_preserving
 def vecdot(x: Any, y: Any, axis: int = -1) -> Any:
     """numpy 2 ``vecdot``: ``sum(conj(x) * y, axis)`` with broadcasting of the other axes."""
     a, b = prepare("vecdot", (x, y), kinds=NUMERIC)

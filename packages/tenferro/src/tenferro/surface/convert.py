@@ -25,6 +25,7 @@ from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import promote_types
 from tenferro.errors import DTypeError, ScalarOverflowError, ShapeError
 from tenferro.meta import Meta, broadcast_shapes
+from tenferro.surface.signatures import preserving
 
 __all__ = [
     "MAX_RANK",
@@ -51,7 +52,7 @@ def register_concrete(cls: type) -> None:
 
 
 def _concrete_class() -> Any:
-    """The concrete tensor class (registered by ``tenferro.tensor``)."""
+    """The concrete tensor class (registered by ``tenferro.concrete``)."""
     return _concrete
 
 
@@ -135,6 +136,7 @@ def check_int_fits(op: str, value: Any, target: np.dtype[Any]) -> None:
             ) from None
 
 
+@preserving
 def astype(x: Any, dtype: Any) -> Any:
     """``x`` converted to ``dtype``; the result is strongly typed."""
     converted = lax.convert_element_type(x, as_dtype(dtype, "astype"))
@@ -143,6 +145,7 @@ def astype(x: Any, dtype: Any) -> Any:
     return converted
 
 
+@preserving
 def broadcast_to(x: Any, shape: Sequence[int]) -> Any:
     """numpy broadcasting of ``x`` to ``shape`` (right-aligned, extents equal or 1)."""
     meta = getattr(x, "meta", None)

@@ -6,7 +6,7 @@ import math
 import operator
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -14,25 +14,107 @@ from tenferro import lax
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64
 from tenferro.errors import AllocationError, DTypeError, ParameterError, ShapeError
-from tenferro.surface.convert import _concrete_class, as_shape, asarray, check_int_fits
+from tenferro.surface import convert as _convert
+from tenferro.surface.convert import _concrete_class, as_shape, check_int_fits
+from tenferro.surface.signatures import TensorT, preserving
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from tenferro.concrete import Tensor
+    from tenferro.eager import EagerTensor
 
 __all__ = [
     "arange",
     "array",
+    "asarray",
     "eye",
     "full",
     "full_like",
     "linspace",
     "ones",
     "ones_like",
+    "tensor",
     "zeros",
     "zeros_like",
 ]
 
 
-def array(data: Any, dtype: Any = None) -> Any:
+def array(data: Any, dtype: Any = None) -> Tensor:
     """A concrete tensor holding a copy of ``data``."""
     return _concrete_class()._convert(data, dtype, "array")
+
+
+def tensor(data: Any, dtype: Any = None, *, requires_grad: bool = False) -> EagerTensor:
+    """PyTorch's ``torch.tensor``: an ``EagerTensor`` holding a copy of ``data`` (so
+    ``.requires_grad_()`` works on it later); with ``requires_grad``, a tracked leaf of
+    the default tape. Data that is a tracked tensor is refused (``detach()`` it)."""
+    from tenferro.eager import EagerTensor
+
+    if getattr(data, "tape", None) is not None:
+        from tenferro.eager.tape import _refuse_tracked
+
+        _refuse_tracked(data)
+    if _convert.is_tensor(data) and not hasattr(data, "_value"):
+        raise DTypeError("tensor", f"a {type(data).__name__} has no data while it is traced")
+    return EagerTensor(data, dtype, requires_grad=requires_grad)
+
+
+@overload
+def asarray(
+    x: TensorT,
+    dtype: Any = None,
+    *,
+    requires_grad: Literal[False] = False,
+    device: Any = None,
+    copy: bool | None = None,
+) -> TensorT: ...
+@overload
+def asarray(
+    x: ArrayLike,
+    dtype: Any = None,
+    *,
+    requires_grad: Literal[False] = False,
+    device: Any = None,
+    copy: bool | None = None,
+) -> Tensor: ...
+@overload
+def asarray(
+    x: Any,
+    dtype: Any = None,
+    *,
+    requires_grad: Literal[True],
+    device: Any = None,
+    copy: bool | None = None,
+) -> EagerTensor: ...
+@overload
+def asarray(
+    x: Any,
+    dtype: Any = None,
+    *,
+    requires_grad: bool = False,
+    device: Any = None,
+    copy: bool | None = None,
+) -> Any: ...
+def asarray(
+    x: Any,
+    dtype: Any = None,
+    *,
+    requires_grad: bool = False,
+    device: Any = None,
+    copy: bool | None = None,
+) -> Any:
+    """``x`` as a tensor: a tensor passes through unchanged (converted if ``dtype`` is
+    given); arrays, sequences and scalars become a ``Tensor``. With ``requires_grad``
+    the result is a tracked leaf ``EagerTensor`` of the default tape sharing ``x``'s data
+    (PyTorch's ``torch.asarray(x, requires_grad=True)``). ``device`` may only be
+    ``None``/``"cpu"``; ``copy`` is accepted for the array API (tensors are immutable,
+    so a copy is never observable)."""
+    if device not in (None, "cpu"):
+        raise ParameterError("asarray", f"tenferro tensors live on the cpu, not {device!r}")
+    if requires_grad:
+        return tensor(x, dtype, requires_grad=True)
+    return _convert.asarray(x, dtype, "asarray")
 
 
 def _physical_memory() -> int | None:
@@ -58,7 +140,7 @@ def _allocate(op: str, shape: tuple[int, ...], dtype: Any, make: Any) -> Any:
         raise AllocationError(op, message) from None
 
 
-def full(shape: int | Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
+def full(shape: int | Sequence[int], fill_value: Any, dtype: Any = None) -> Tensor:
     """A concrete tensor of ``shape`` filled with ``fill_value``."""
     return _full("full", shape, fill_value, dtype)
 
@@ -81,11 +163,11 @@ def _check_fill(op: str, value: Any, fill: np.ndarray[Any, Any], target: np.dtyp
         raise ParameterError(op, f"{target} cannot hold the fill value {value!r}")
 
 
-def zeros(shape: int | Sequence[int], dtype: Any = float64) -> Any:
+def zeros(shape: int | Sequence[int], dtype: Any = float64) -> Tensor:
     return _full("zeros", shape, 0, dtype)
 
 
-def ones(shape: int | Sequence[int], dtype: Any = float64) -> Any:
+def ones(shape: int | Sequence[int], dtype: Any = float64) -> Tensor:
     return _full("ones", shape, 1, dtype)
 
 
@@ -100,7 +182,7 @@ def _count(op: str, name: str, value: Any) -> int:
     return count
 
 
-def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = float64) -> Any:
+def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = float64) -> Tensor:
     """The ``n x m`` matrix with ones on diagonal ``k``."""
     rows = _count("eye", "n", n)
     columns = rows if m is None else _count("eye", "m", m)
@@ -116,7 +198,7 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = float64) -> Any:
     return array(values)
 
 
-def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Any:
+def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Tensor:
     """``[start, stop)`` in steps of ``step`` (numpy's ``arange``; integers give int64)."""
     bounds = (start, stop, step)
     for value in bounds:
@@ -144,7 +226,7 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> An
 
 def linspace(
     start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = float64
-) -> Any:
+) -> Tensor:
     """``num`` evenly spaced values from ``start`` to ``stop``."""
     count = _count("linspace", "num", num)
     as_shape((count,), "linspace")
@@ -155,9 +237,10 @@ def linspace(
     return _concrete_class()._convert(values, dtype, "linspace")
 
 
+@preserving
 def full_like(x: Any, fill_value: Any, dtype: Any = None) -> Any:
     """``x``'s shape filled with ``fill_value`` (the same tensor kind as ``x``)."""
-    a = asarray(x, op="full_like")
+    a = _convert.asarray(x, op="full_like")
     if dtype is not None:
         a = lax.convert_element_type(a, as_dtype(dtype, "full_like"))
     if type(fill_value) in (bool, int, float, complex):
@@ -165,9 +248,11 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None) -> Any:
     return lax.full_like(a, fill_value)
 
 
+@preserving
 def zeros_like(x: Any, dtype: Any = None) -> Any:
     return full_like(x, 0, dtype)
 
 
+@preserving
 def ones_like(x: Any, dtype: Any = None) -> Any:
     return full_like(x, 1, dtype)

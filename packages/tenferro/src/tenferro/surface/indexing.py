@@ -26,6 +26,7 @@ from tenferro.errors import AxisError, DTypeError, IndexingError, ShapeError
 from tenferro.meta import broadcast_shapes, normalize_axis
 from tenferro.surface.convert import _concrete_class, asarray, broadcast_to, is_tensor
 from tenferro.surface.dispatch import dispatch_cached
+from tenferro.surface.signatures import preserving
 
 __all__ = ["getitem", "take"]
 
@@ -102,6 +103,7 @@ _DATA_DEPENDENT = (
 )
 
 
+@preserving
 @dispatch_cached()
 def getitem(x: Any, index: Any) -> Any:
     """``x[index]`` with numpy semantics (see the module docstring)."""
@@ -302,6 +304,7 @@ def _index_tensor(item: Any, extent: int, axis: int, check: bool = True) -> Any:
     return asarray(np.where(values < 0, values + extent, values).astype(np.int64))
 
 
+@preserving
 def take(x: Any, indices: Any, axis: int | None = None) -> Any:
     """numpy ``take``: entries along ``axis`` (the flattened tensor when None)."""
     a = asarray(x)

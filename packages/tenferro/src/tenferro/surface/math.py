@@ -16,6 +16,7 @@ from tenferro.ops.analytic import Cos, Exp, Log, Sin, Sqrt, Tanh
 from tenferro.ops.elementwise import Add, Mul
 from tenferro.surface.convert import asarray, broadcast_to, prepare
 from tenferro.surface.dispatch import REPLAYABLE
+from tenferro.surface.signatures import Binary, Unary, binary, preserving, select, unary
 
 __all__ = [
     "abs",
@@ -109,7 +110,7 @@ _FAST_SCALARS = (int, float)
 
 def _boolean_aware(
     op: str, kinds: str, arithmetic: Any, boolean: Any, primitive: Any = None
-) -> Any:
+) -> Binary:
     """A binary function that, like numpy, is a logical one on two bool operands.
 
     With ``primitive`` (the class ``arithmetic`` binds), calls of a concrete tensor and a
@@ -175,6 +176,7 @@ add = _boolean_aware("add", NUMERIC, lax.add, lax.logical_or, Add)
 add.__doc__ = "``x + y`` (numpy broadcasting and promotion; ``or`` on two bools)."
 
 
+@binary
 def subtract(x: Any, y: Any) -> Any:
     """``x - y``."""
     return lax.sub(*_binary("subtract", x, y))
@@ -184,6 +186,7 @@ multiply = _boolean_aware("multiply", NUMERIC, lax.mul, lax.logical_and, Mul)
 multiply.__doc__ = "``x * y`` (``and`` on two bools)."
 
 
+@binary
 def true_divide(x: Any, y: Any) -> Any:
     """``x / y``; integers divide as float64 (numpy)."""
     return lax.div(*_inexact("divide", x, y))
@@ -192,6 +195,7 @@ def true_divide(x: Any, y: Any) -> Any:
 divide = true_divide
 
 
+@binary
 def floor_divide(x: Any, y: Any) -> Any:
     """``x // y``: the quotient rounded toward minus infinity (numpy)."""
     a, b = _binary("floor_divide", x, y, ORDERED)
@@ -219,6 +223,7 @@ def _sign_fix(remainder: Any, divisor: Any) -> Any:
     return lax.logical_and(nonzero, differs)
 
 
+@binary
 def remainder(x: Any, y: Any) -> Any:
     """``x % y`` with the sign of the divisor (numpy, Python)."""
     a, b = _binary("remainder", x, y, ORDERED)
@@ -229,12 +234,13 @@ def remainder(x: Any, y: Any) -> Any:
 mod = remainder
 
 
+@binary
 def fmod(x: Any, y: Any) -> Any:
     """Remainder with the sign of the dividend (C ``fmod``)."""
     return lax.rem(*_binary("fmod", x, y, ORDERED))
 
 
-def _rounding(op: str, method: str) -> Any:
+def _rounding(op: str, method: str) -> Unary:
     def apply(x: Any) -> Any:
         a = asarray(x)
         if a.meta.dtype.kind in "bi":
@@ -257,6 +263,7 @@ trunc = _rounding("trunc", "trunc")
 rint = _rounding("rint", "nearest_even")
 
 
+@preserving
 def round(x: Any, decimals: int = 0) -> Any:
     """Round half to even at ``decimals`` decimal places (numpy ``round``)."""
     if decimals == 0:
@@ -268,6 +275,7 @@ def round(x: Any, decimals: int = 0) -> Any:
     return true_divide(rint(multiply(a, scale)), scale)
 
 
+@binary
 def power(x: Any, y: Any) -> Any:
     """``x ** y``; a Python exponent 2 is ``x * x`` (numpy's value, exactly, and a cheaper
     derivative than the general power's)."""
@@ -278,16 +286,19 @@ def power(x: Any, y: Any) -> Any:
     return lax.pow(*_binary("power", x, y))
 
 
+@unary
 def negative(x: Any) -> Any:
     (a,) = prepare("negative", (x,), kinds=NUMERIC)
     return lax.neg(a)
 
 
+@unary
 def positive(x: Any) -> Any:
     (a,) = prepare("positive", (x,), kinds=NUMERIC)
     return a
 
 
+@unary
 def conj(x: Any) -> Any:
     """Complex conjugate (the value itself for real dtypes)."""
     return lax.conj(asarray(x))
@@ -296,6 +307,7 @@ def conj(x: Any) -> Any:
 conjugate = conj
 
 
+@unary
 def abs(x: Any) -> Any:
     """``|x|``; real-valued for complex input."""
     (a,) = prepare("abs", (x,), kinds=NUMERIC)
@@ -305,6 +317,7 @@ def abs(x: Any) -> Any:
 absolute = abs
 
 
+@unary
 def sign(x: Any) -> Any:
     """-1, 0 or 1 (``z / |z|`` for complex); its derivative is zero."""
     (a,) = prepare("sign", (x,), kinds=NUMERIC)
@@ -317,11 +330,13 @@ minimum = _boolean_aware("minimum", ORDERED, lax.min, lax.logical_and)
 minimum.__doc__ = "Elementwise minimum (ties share the derivative equally)."
 
 
+@unary
 def square(x: Any) -> Any:
     (a,) = prepare("square", (x,), kinds=NUMERIC)
     return lax.mul(a, a)
 
 
+@unary
 def reciprocal(x: Any) -> Any:
     """``1 / x``; integers give float64 (like PyTorch, unlike numpy's integer division)."""
     (a,) = _inexact("reciprocal", x)
@@ -331,7 +346,7 @@ def reciprocal(x: Any) -> Any:
 # ---------------------------------------------------------------------- analytic
 
 
-def _analytic(op: str, function: Any, primitive: Any = None) -> Any:
+def _analytic(op: str, function: Any, primitive: Any = None) -> Unary:
     """``function`` on ``x`` made inexact. With ``primitive`` (the class ``function`` binds
     alone, without parameters), a concrete tensor whose instance exists binds it directly:
     what ``primitive.bind`` does, without its frames."""
@@ -419,6 +434,7 @@ log2 = _analytic("log2", lax.log2)
 log10 = _analytic("log10", lax.log10)
 
 
+@unary
 def sigmoid(x: Any) -> Any:
     """``1 / (1 + exp(-x))``, for real x as ``1 / (1 + e)`` or ``e / (1 + e)`` with
     ``e = exp(-|x|)``: accurate, and with finite derivatives, for every x."""
@@ -432,6 +448,7 @@ def sigmoid(x: Any) -> Any:
     return lax.select(non_negative, lax.div(one, denominator), lax.div(e, denominator))
 
 
+@binary
 def logaddexp(x: Any, y: Any) -> Any:
     """``log(exp(x) + exp(y))`` computed stably (complex: principal branch, factoring
     out the operand of larger real part). Each side of the comparison is a smooth
@@ -452,6 +469,7 @@ def logaddexp(x: Any, y: Any) -> Any:
     return lax.add(top, lax.log1p(lax.exp(gap)))
 
 
+@binary
 def hypot(x: Any, y: Any) -> Any:
     """``sqrt(x**2 + y**2)`` (real inputs) without overflow or underflow: both are divided
     by a power of two near the larger magnitude (a constant to differentiation, so every
@@ -482,18 +500,21 @@ def hypot(x: Any, y: Any) -> Any:
 # ---------------------------------------------------------------------- complex parts
 
 
+@unary
 def real(x: Any) -> Any:
     """The real part (the value itself for real dtypes)."""
     a = asarray(x)
     return lax.real(a) if is_complex(a.meta.dtype) else a
 
 
+@unary
 def imag(x: Any) -> Any:
     """The imaginary part (zeros for real dtypes)."""
     a = asarray(x)
     return lax.imag(a) if is_complex(a.meta.dtype) else lax.zeros_like(a)
 
 
+@binary
 def complex(re: Any, im: Any) -> Any:
     """``re + 1j * im`` from real parts (float32 pairs give complex64)."""
     a, b = prepare("complex", (re, im), kinds="bif")
@@ -505,7 +526,7 @@ def complex(re: Any, im: Any) -> Any:
 # ---------------------------------------------------------------------- comparison and logic
 
 
-def _comparison(op: str, direction: Any) -> Any:
+def _comparison(op: str, direction: Any) -> Binary:
     def apply(x: Any, y: Any) -> Any:
         a, b = prepare(op, (x, y), kinds="bifc")
         return lax.compare(a, b, direction)
@@ -530,25 +551,30 @@ def _boolean(op: str, value: Any) -> Any:
     return a
 
 
+@binary
 def logical_and(x: Any, y: Any) -> Any:
     a, b = prepare("logical_and", (_boolean("logical_and", x), _boolean("logical_and", y)))
     return lax.logical_and(a, b)
 
 
+@binary
 def logical_or(x: Any, y: Any) -> Any:
     a, b = prepare("logical_or", (_boolean("logical_or", x), _boolean("logical_or", y)))
     return lax.logical_or(a, b)
 
 
+@binary
 def logical_xor(x: Any, y: Any) -> Any:
     a, b = prepare("logical_xor", (_boolean("logical_xor", x), _boolean("logical_xor", y)))
     return lax.compare(a, b, "ne")
 
 
+@unary
 def logical_not(x: Any) -> Any:
     return lax.logical_not(_boolean("logical_not", x))
 
 
+@select
 def where(condition: Any, x: Any, y: Any) -> Any:
     """``x`` where ``condition`` holds, else ``y`` (all three broadcast; x and y promoted)."""
     pred = _boolean("where", condition)
@@ -558,6 +584,7 @@ def where(condition: Any, x: Any, y: Any) -> Any:
     return lax.select(broadcast_to(pred, shape), broadcast_to(a, shape), broadcast_to(b, shape))
 
 
+@preserving
 def clip(x: Any, a_min: Any = None, a_max: Any = None) -> Any:
     """``x`` limited to ``[a_min, a_max]`` (either may be None); strict-mask derivatives:
     at an exact tie with a bound nobody receives a gradient."""

@@ -9,7 +9,7 @@ compare elementwise, like PyTorch's; numpy defers to their reflected operators.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Self, cast
 
 from tenferro.meta import HasMeta, Meta
 from tenferro.surface import contraction as _contraction
@@ -42,6 +42,26 @@ class TensorMethods(HasMeta):
         tenferro counterpart raises ``UnsupportedError``."""
         return _numpy_api.array_function(func, types, args, kwargs)
 
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        """The Array API namespace of tensors: :mod:`tenferro.array_api` (the standard's
+        function names and signatures over the tenferro functions)."""
+        from tenferro import array_api
+
+        return array_api
+
+    @property
+    def device(self) -> str:
+        """Where the data lives: always ``"cpu"`` (the Array API's attribute)."""
+        return "cpu"
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Self:
+        """The tensor itself on the cpu (the Array API's method); other devices raise."""
+        if device != "cpu":
+            from tenferro.errors import ParameterError
+
+            raise ParameterError("to_device", f"tenferro tensors live on the cpu, not {device!r}")
+        return self
+
     def backward(self, seed: Any = None) -> None:
         """Reverse mode into ``.grad``: only tracked ``EagerTensor`` values have it."""
         from tenferro.errors import TenferroError
@@ -56,101 +76,126 @@ class TensorMethods(HasMeta):
     # ------------------------------------------------------------------ metadata
 
     @property
-    def T(self) -> Any:  # noqa: N802 - numpy's name
+    def T(self) -> Self:  # noqa: N802 - numpy's name
+        """All axes reversed, for any rank (numpy's ``ndarray.T``; PyTorch deprecates
+        ``.T`` on rank other than 2, the array API allows only rank 2; use ``.mT`` for a
+        batch of matrices)."""
         return _shapes.transpose(self)
 
     @property
-    def mT(self) -> Any:  # noqa: N802 - numpy's name
+    def mT(self) -> Self:  # noqa: N802 - numpy's name
+        """The last two axes swapped (a batch of transposed matrices; rank >= 2)."""
+        self._need_matrix("mT", batched=True)
         return _shapes.swapaxes(self, -1, -2)
 
     @property
-    def real(self) -> Any:
+    def H(self) -> Self:  # noqa: N802 - PyTorch's name
+        """The conjugate transpose of a matrix (rank 2 exactly, as PyTorch's ``.H``)."""
+        self._need_matrix("H", batched=False)
+        return _math.conj(_shapes.transpose(self))
+
+    @property
+    def mH(self) -> Self:  # noqa: N802 - PyTorch's name
+        """The conjugate transpose of the last two axes (rank >= 2)."""
+        self._need_matrix("mH", batched=True)
+        return _math.conj(_shapes.swapaxes(self, -1, -2))
+
+    def _need_matrix(self, name: str, *, batched: bool) -> None:
+        ndim = len(self.meta.shape)
+        if ndim < 2 or (ndim != 2 and not batched):
+            from tenferro.errors import ShapeError
+
+            wanted = "rank >= 2" if batched else "a matrix (rank 2; use .mH for batches)"
+            raise ShapeError(name, f".{name} needs {wanted}, got shape {self.meta.shape}")
+
+    @property
+    def real(self) -> Self:
         return _math.real(self)
 
     @property
-    def imag(self) -> Any:
+    def imag(self) -> Self:
         return _math.imag(self)
 
     __hash__ = object.__hash__
 
     # ------------------------------------------------------------------ arithmetic
 
-    def __add__(self, other: Any) -> Any:
+    def __add__(self, other: Any) -> Self:
         return _math.add(self, other)
 
-    def __radd__(self, other: Any) -> Any:
+    def __radd__(self, other: Any) -> Self:
         return _math.add(other, self)
 
-    def __sub__(self, other: Any) -> Any:
+    def __sub__(self, other: Any) -> Self:
         return _math.subtract(self, other)
 
-    def __rsub__(self, other: Any) -> Any:
+    def __rsub__(self, other: Any) -> Self:
         return _math.subtract(other, self)
 
-    def __mul__(self, other: Any) -> Any:
+    def __mul__(self, other: Any) -> Self:
         return _math.multiply(self, other)
 
-    def __rmul__(self, other: Any) -> Any:
+    def __rmul__(self, other: Any) -> Self:
         return _math.multiply(other, self)
 
-    def __truediv__(self, other: Any) -> Any:
+    def __truediv__(self, other: Any) -> Self:
         return _math.true_divide(self, other)
 
-    def __rtruediv__(self, other: Any) -> Any:
+    def __rtruediv__(self, other: Any) -> Self:
         return _math.true_divide(other, self)
 
-    def __floordiv__(self, other: Any) -> Any:
+    def __floordiv__(self, other: Any) -> Self:
         return _math.floor_divide(self, other)
 
-    def __rfloordiv__(self, other: Any) -> Any:
+    def __rfloordiv__(self, other: Any) -> Self:
         return _math.floor_divide(other, self)
 
-    def __mod__(self, other: Any) -> Any:
+    def __mod__(self, other: Any) -> Self:
         return _math.remainder(self, other)
 
-    def __rmod__(self, other: Any) -> Any:
+    def __rmod__(self, other: Any) -> Self:
         return _math.remainder(other, self)
 
-    def __pow__(self, other: Any) -> Any:
+    def __pow__(self, other: Any) -> Self:
         return _math.power(self, other)
 
-    def __rpow__(self, other: Any) -> Any:
+    def __rpow__(self, other: Any) -> Self:
         return _math.power(other, self)
 
-    def __matmul__(self, other: Any) -> Any:
+    def __matmul__(self, other: Any) -> Self:
         return _contraction.matmul(self, other)
 
-    def __rmatmul__(self, other: Any) -> Any:
+    def __rmatmul__(self, other: Any) -> Self:
         return _contraction.matmul(other, self)
 
-    def __neg__(self) -> Any:
+    def __neg__(self) -> Self:
         return _math.negative(self)
 
-    def __pos__(self) -> Any:
+    def __pos__(self) -> Self:
         return _math.positive(self)
 
-    def __abs__(self) -> Any:
+    def __abs__(self) -> Self:
         return _math.abs(self)
 
-    def __invert__(self) -> Any:
+    def __invert__(self) -> Self:
         return _math.logical_not(self._boolean("~"))
 
-    def __and__(self, other: Any) -> Any:
+    def __and__(self, other: Any) -> Self:
         return _math.logical_and(self._boolean("&"), other)
 
-    def __rand__(self, other: Any) -> Any:
+    def __rand__(self, other: Any) -> Self:
         return _math.logical_and(other, self._boolean("&"))
 
-    def __or__(self, other: Any) -> Any:
+    def __or__(self, other: Any) -> Self:
         return _math.logical_or(self._boolean("|"), other)
 
-    def __ror__(self, other: Any) -> Any:
+    def __ror__(self, other: Any) -> Self:
         return _math.logical_or(other, self._boolean("|"))
 
-    def __xor__(self, other: Any) -> Any:
+    def __xor__(self, other: Any) -> Self:
         return _math.logical_xor(self._boolean("^"), other)
 
-    def __rxor__(self, other: Any) -> Any:
+    def __rxor__(self, other: Any) -> Self:
         return _math.logical_xor(other, self._boolean("^"))
 
     def _boolean(self, operator: str) -> Any:
@@ -165,26 +210,26 @@ class TensorMethods(HasMeta):
     # ------------------------------------------------------------------ comparison
 
     def __eq__(self, other: object) -> Any:
-        return _math.equal(self, other)
+        return _math.equal(self, cast("Any", other))
 
     def __ne__(self, other: object) -> Any:
-        return _math.not_equal(self, other)
+        return _math.not_equal(self, cast("Any", other))
 
-    def __lt__(self, other: Any) -> Any:
+    def __lt__(self, other: Any) -> Self:
         return _math.less(self, other)
 
-    def __le__(self, other: Any) -> Any:
+    def __le__(self, other: Any) -> Self:
         return _math.less_equal(self, other)
 
-    def __gt__(self, other: Any) -> Any:
+    def __gt__(self, other: Any) -> Self:
         return _math.greater(self, other)
 
-    def __ge__(self, other: Any) -> Any:
+    def __ge__(self, other: Any) -> Self:
         return _math.greater_equal(self, other)
 
     # ------------------------------------------------------------------ indexing
 
-    def __getitem__(self, index: Any) -> Any:
+    def __getitem__(self, index: Any) -> Self:
         return _indexing.getitem(self, index)
 
     def __setitem__(self, index: Any, value: Any) -> NoReturn:
@@ -195,92 +240,254 @@ class TensorMethods(HasMeta):
 
     # ------------------------------------------------------------------ methods
 
-    def astype(self, dtype: Any) -> Any:
+    def astype(self, dtype: Any) -> Self:
         return _convert.astype(self, dtype)
 
-    def conj(self) -> Any:
+    def conj(self) -> Self:
         return _math.conj(self)
 
     conjugate = conj
 
-    def reshape(self, *shape: Any) -> Any:
+    def reshape(self, *shape: Any) -> Self:
         target = shape[0] if len(shape) == 1 and not _convert._is_integer(shape[0]) else shape
         return _shapes.reshape(self, target)
 
-    def transpose(self, *axes: Any) -> Any:
+    def transpose(self, *axes: Any) -> Self:
         if len(axes) == 1 and not isinstance(axes[0], int):
             axes = tuple(axes[0]) if axes[0] is not None else ()
         return _shapes.transpose(self, axes or None)
 
-    def swapaxes(self, axis1: int, axis2: int) -> Any:
+    def swapaxes(self, axis1: int, axis2: int) -> Self:
         return _shapes.swapaxes(self, axis1, axis2)
 
-    def ravel(self) -> Any:
+    def ravel(self) -> Self:
         return _shapes.ravel(self)
 
     flatten = ravel
 
-    def squeeze(self, axis: int | Sequence[int] | None = None) -> Any:
+    def squeeze(self, axis: int | Sequence[int] | None = None) -> Self:
         return _shapes.squeeze(self, axis)
 
-    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Self:
         return _shapes.diagonal(self, offset, axis1, axis2)
 
-    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Self:
         return _shapes.trace(self, offset, axis1, axis2)
 
-    def sum(self, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Any:
+    def sum(self, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Self:
         return _reductions.sum(self, axis, keepdims, dtype)
 
-    def prod(self, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Any:
+    def prod(self, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Self:
         return _reductions.prod(self, axis, keepdims, dtype)
 
-    def mean(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def mean(self, axis: Any = None, keepdims: bool = False) -> Self:
         return _reductions.mean(self, axis, keepdims)
 
-    def var(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Any:
+    def var(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Self:
         return _reductions.var(self, axis, keepdims, ddof)
 
-    def std(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Any:
+    def std(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Self:
         return _reductions.std(self, axis, keepdims, ddof)
 
-    def max(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def max(self, axis: Any = None, keepdims: bool = False) -> Self:
         return _reductions.max(self, axis, keepdims)
 
-    def min(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def min(self, axis: Any = None, keepdims: bool = False) -> Self:
         return _reductions.min(self, axis, keepdims)
 
-    def all(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def all(self, axis: Any = None, keepdims: bool = False) -> Self:
         return _reductions.all(self, axis, keepdims)
 
-    def any(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def any(self, axis: Any = None, keepdims: bool = False) -> Self:
         return _reductions.any(self, axis, keepdims)
 
-    def clip(self, a_min: Any = None, a_max: Any = None) -> Any:
+    def clip(self, a_min: Any = None, a_max: Any = None) -> Self:
         return _math.clip(self, a_min, a_max)
 
-    def dot(self, other: Any) -> Any:
+    def dot(self, other: Any) -> Self:
         return _contraction.dot(self, other)
 
-    def take(self, indices: Any, axis: int | None = None) -> Any:
+    def take(self, indices: Any, axis: int | None = None) -> Self:
         return _indexing.take(self, indices, axis)
 
     # numerics (tenferro.surface.numerics): jax.Array's semantics, sort returns a copy
 
-    def argmax(self, axis: int | None = None, keepdims: bool = False) -> Any:
+    def argmax(self, axis: int | None = None, keepdims: bool = False) -> Self:
         return _numerics.argmax(self, axis, keepdims)
 
-    def argmin(self, axis: int | None = None, keepdims: bool = False) -> Any:
+    def argmin(self, axis: int | None = None, keepdims: bool = False) -> Self:
         return _numerics.argmin(self, axis, keepdims)
 
-    def sort(self, axis: int | None = -1, *, descending: bool = False) -> Any:
+    def sort(self, axis: int | None = -1, *, descending: bool = False) -> Self:
         return _numerics.sort(self, axis, descending=descending)
 
-    def argsort(self, axis: int | None = -1, *, descending: bool = False) -> Any:
+    def argsort(self, axis: int | None = -1, *, descending: bool = False) -> Self:
         return _numerics.argsort(self, axis, descending=descending)
 
-    def cumsum(self, axis: int | None = None, dtype: Any = None) -> Any:
+    def cumsum(self, axis: int | None = None, dtype: Any = None) -> Self:
         return _numerics.cumsum(self, axis, dtype)
 
-    def cumprod(self, axis: int | None = None, dtype: Any = None) -> Any:
+    def cumprod(self, axis: int | None = None, dtype: Any = None) -> Self:
         return _numerics.cumprod(self, axis, dtype)
+
+    # ------------------------------------------------------------------ in place
+    #
+    # Tensors are immutable. ``x += y`` builds ``x + y`` and rebinds the name ``x`` (as
+    # for Python numbers and JAX arrays; other references to the old tensor keep its
+    # value). On a tracked leaf it raises ``InPlaceError`` instead, as PyTorch does: the
+    # name would silently move from the leaf (whose ``.grad`` backward fills) to a
+    # result. ``x[i] = v`` raises ``TypeError`` on every tensor (there is nothing to
+    # rebind).
+
+    def _refuse_in_place(self, operator: str) -> None:
+        if getattr(self, "tape", None) is not None and getattr(self, "node", 1) is None:
+            from tenferro.errors import InPlaceError
+
+            raise InPlaceError(
+                operator,
+                f"in-place {operator} on a tracked leaf ({self.meta.describe()}) would "
+                f"replace the leaf whose .grad backward() fills; build a new tensor "
+                f"(y = x {operator[:-1]} ...), or start a new leaf from new data "
+                f"(x = tf.tensor(new_value, requires_grad=True))",
+            )
+
+    def __iadd__(self, other: Any) -> Self:
+        self._refuse_in_place("+=")
+        return self.__add__(other)
+
+    def __isub__(self, other: Any) -> Self:
+        self._refuse_in_place("-=")
+        return self.__sub__(other)
+
+    def __imul__(self, other: Any) -> Self:
+        self._refuse_in_place("*=")
+        return self.__mul__(other)
+
+    def __itruediv__(self, other: Any) -> Self:
+        self._refuse_in_place("/=")
+        return self.__truediv__(other)
+
+    def __ifloordiv__(self, other: Any) -> Self:
+        self._refuse_in_place("//=")
+        return self.__floordiv__(other)
+
+    def __imod__(self, other: Any) -> Self:
+        self._refuse_in_place("%=")
+        return self.__mod__(other)
+
+    def __ipow__(self, other: Any) -> Self:
+        self._refuse_in_place("**=")
+        return self.__pow__(other)
+
+    def __imatmul__(self, other: Any) -> Self:
+        self._refuse_in_place("@=")
+        return self.__matmul__(other)
+
+    def __iand__(self, other: Any) -> Self:
+        self._refuse_in_place("&=")
+        return self.__and__(other)
+
+    def __ior__(self, other: Any) -> Self:
+        self._refuse_in_place("|=")
+        return self.__or__(other)
+
+    def __ixor__(self, other: Any) -> Self:
+        self._refuse_in_place("^=")
+        return self.__xor__(other)
+
+    # ------------------------------------------------------------------ PyTorch habits
+
+    def __round__(self, ndigits: int | None = None) -> Self:
+        """``round(x)`` and ``round(x, n)``: ``tf.round`` (a tensor, as numpy arrays and
+        PyTorch give; ``.item()`` first for a Python number)."""
+        return _math.round(self, 0 if ndigits is None else ndigits)
+
+    def _concrete_value(self, name: str) -> Any:
+        """The data of a concrete tensor; a traced tensor has none while it is traced."""
+        value = getattr(self, "_value", None)
+        if value is None:
+            from tenferro.errors import ArgumentTypeError
+
+            raise ArgumentTypeError(
+                name,
+                f"a {type(self).__name__} ({self.meta.describe()}) has no concrete value "
+                f"while it is traced; use .eval().{name}() outside a transform",
+            )
+        return value
+
+    def tolist(self) -> Any:
+        """The data as nested Python lists of Python scalars (a scalar for a 0-d tensor)."""
+        import numpy as np
+
+        return np.asarray(self._concrete_value("tolist")).tolist()
+
+    def __format__(self, spec: str) -> str:
+        """``f"{loss:.4f}"`` formats the Python scalar of a one-element 0-d tensor; an empty
+        spec gives ``str(x)``; a spec for a tensor of rank > 0 raises ``TypeError`` (as in
+        PyTorch: format its ``.tolist()`` or elements instead)."""
+        if not spec:
+            return str(self)
+        if self.meta.shape != ():
+            raise TypeError(
+                f"unsupported format string {spec!r} for {type(self).__name__} of shape "
+                f"{self.meta.shape}: only 0-d tensors take a format spec"
+            )
+        import numpy as np
+
+        return format(np.asarray(self._concrete_value("__format__")).item(), spec)
+
+    @property
+    def data(self) -> Self:
+        """The value without its history (PyTorch's ``.data``): an ``EagerTensor``'s
+        ``detach()``, a ``Tensor`` itself. A ``TracedTensor`` raises (use
+        ``tf.stop_gradient``, whose derivative is zero by contract)."""
+        detach = getattr(self, "detach", None)
+        if detach is not None:
+            return detach()
+        self._concrete_value("data")
+        return self
+
+    def requires_grad_(self, requires_grad: bool = True) -> Self:
+        """Make this ``EagerTensor`` a tracked leaf of the default tape (PyTorch's
+        ``requires_grad_``); a no-op when it is tracked already. Other kinds raise:
+        ``Tensor`` has no AD and traced leaves are differentiated by ``.grad(wrt)``."""
+        tape = getattr(self, "tape", _NO_TAPE)
+        from tenferro.errors import ArgumentTypeError, UnsupportedError
+
+        if tape is _NO_TAPE:
+            raise ArgumentTypeError(
+                "requires_grad_",
+                f"a {type(self).__name__} does not record operations; make an EagerTensor "
+                f"(tf.tensor(data, requires_grad=True), tf.asarray(x, requires_grad=True))",
+            )
+        if not requires_grad:
+            if tape is None:
+                return self
+            raise UnsupportedError(
+                "requires_grad_",
+                "a tracked tensor cannot stop being tracked in place; use x.detach()",
+            )
+        if tape is None:
+            from tenferro.eager.tape import default_tape
+
+            default_tape().adopt_leaf(self)  # type: ignore[arg-type]
+        return self
+
+    def retain_grad(self) -> None:
+        """PyTorch's ``retain_grad``: a tracked leaf already keeps its ``.grad`` (a no-op).
+        Intermediate results do not accumulate gradients: ``UnsupportedError`` says how
+        to take the gradient with respect to one (``tape.grad(loss, [y])``)."""
+        tape = getattr(self, "tape", None)
+        if tape is not None and getattr(self, "node", None) is None:
+            return
+        from tenferro.errors import UnsupportedError
+
+        raise UnsupportedError(
+            "retain_grad",
+            f"only tracked leaves keep a .grad; for the gradient with respect to this "
+            f"{type(self).__name__}, use tape.grad(loss, [y]) / tf.grad, or start a new "
+            f"leaf from it with y.detach().requires_grad_()",
+        )
+
+
+_NO_TAPE = object()

@@ -28,7 +28,7 @@ import numpy as np
 
 from tenferro.errors import UnsupportedError
 
-__all__ = ["array_function", "array_ufunc"]
+__all__ = ["array_function", "array_ufunc", "supported_functions", "supported_ufuncs"]
 
 _Entry = tuple[Callable[..., Any], dict[str, str | None]]
 """A tenferro implementation and how numpy's parameters map onto it: a numpy name maps
@@ -48,20 +48,193 @@ def array_function(func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         return _call(name, func, entry, args, kwargs)
     module = getattr(func, "__module__", "")
     if module == "numpy.linalg":
-        implementation = _lazy("tenferro.linalg", func.__name__)
-    elif func is np.einsum or func is np.einsum_path:
+        target = _linalg_target(func.__name__)
+        if target is None:
+            raise _unsupported(name, "function")
+        return _forward(name, func, target, args, kwargs)
+    if func is np.einsum or func is np.einsum_path:
         implementation = _lazy("tenferro", func.__name__)
         if implementation is not None:
             if kwargs.get("out") is not None:
                 raise UnsupportedError(name, "out= is not supported: tensors are immutable")
             kwargs = {k: v for k, v in kwargs.items() if k != "out"}
-    else:
-        implementation = None
-    if implementation is not None:
-        return implementation(*args, **kwargs)
+            return implementation(*args, **kwargs)
+    elif (short := getattr(func, "__name__", "")) in _BY_NAME and getattr(np, short, None) is func:
+        target = _lazy("tenferro", _BY_NAME[short])
+        if target is not None:
+            return _forward(name, func, target, args, kwargs)
     if func in _data_only():
         return _on_data(name, func, args, kwargs)
     raise _unsupported(name, "function")
+
+
+def supported_functions() -> list[Any]:
+    """The numpy functions (not ufuncs) that run as tenferro functions on tensors now:
+    the table, ``np.einsum``, the ``np.linalg`` functions tenferro has, and the numpy
+    functions whose tenferro counterpart of the same name exists (``np.cumsum`` once
+    ``tf.cumsum`` does)."""
+    functions = [*_table(), np.einsum]
+    for attribute in dir(np.linalg):
+        function = getattr(np.linalg, attribute)
+        if (
+            callable(function)
+            and getattr(function, "__module__", "") == "numpy.linalg"
+            and _linalg_target(attribute) is not None
+        ):
+            functions.append(function)
+    for numpy_name, tenferro_name in _BY_NAME.items():
+        function = getattr(np, numpy_name, None)
+        if function is not None and _lazy("tenferro", tenferro_name) is not None:
+            functions.append(function)
+    return functions
+
+
+def supported_ufuncs() -> list[str]:
+    """The names of the numpy ufuncs that run as tenferro functions on tensors."""
+    return sorted(_ufuncs())
+
+
+_BY_NAME = {
+    name: name
+    for name in [
+        "argmax",
+        "argmin",
+        "cross",
+        "cumprod",
+        "cumsum",
+        "diff",
+        "kron",
+        "nanmean",
+        "nansum",
+        "sort",
+        "split",
+    ]
+}
+"""numpy functions run as the tenferro function of the same name when tenferro has one
+(looked up at call time), with numpy's arguments passed by name."""
+
+
+def _forward(name: str, func: Any, target: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+    """``target`` called with the arguments given to numpy's ``func``: parameters without a
+    default positionally, the others by numpy's name (numpy's defaults are left to
+    ``target``). ``out=`` and options ``target`` does not take raise
+    ``UnsupportedError``."""
+    signature = _SIGNATURES.get(func)
+    if signature is None:
+        signature = _SIGNATURES[func] = inspect.signature(func)
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as error:
+        raise UnsupportedError(
+            name, f"the arguments do not fit numpy's signature: {error}"
+        ) from None
+    positional: list[Any] = []
+    options: dict[str, Any] = {}
+    for parameter, given in bound.arguments.items():
+        kind = signature.parameters[parameter].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            positional.extend(given)
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            options.update(given)
+        elif signature.parameters[parameter].default is inspect.Parameter.empty:
+            positional.append(given)
+        else:
+            options[parameter] = given
+    adapt = _ADAPTERS.get(name)
+    if adapt is not None:
+        target, options = adapt(target, options)
+    if options.get("out") is not None:
+        raise UnsupportedError(name, "out= is not supported: tensors are immutable")
+    options.pop("out", None)
+    try:
+        target_signature = inspect.signature(target)
+    except (TypeError, ValueError):
+        return target(*positional, **options)
+    for key in list(options):
+        if key not in target_signature.parameters and _is_default(signature, key, options[key]):
+            del options[key]
+    try:
+        target_signature.bind(*positional, **options)
+    except TypeError:
+        unknown = sorted(set(options) - set(target_signature.parameters))
+        detail = f"{', '.join(f'{k}={options[k]!r}' for k in unknown)}" if unknown else "these"
+        raise UnsupportedError(name, f"{detail} arguments are not supported for tensors") from None
+    return target(*positional, **options)
+
+
+def _is_default(signature: inspect.Signature, key: str, value: Any) -> bool:
+    parameter = signature.parameters.get(key)
+    if parameter is None or parameter.default is inspect.Parameter.empty:
+        return False
+    default = parameter.default
+    return bool(value is default or _equal(value, default) or repr(default) == "<no value>")
+
+
+def _linalg_target(name: str) -> Callable[..., Any] | None:
+    """The tenferro function ``numpy.linalg.<name>`` runs as (looked up at call time)."""
+    target = _lazy("tenferro.linalg", name)
+    if target is not None:
+        return target
+    extra = _LINALG_EXTRAS.get(name)
+    return None if extra is None else extra()
+
+
+def _svd(target: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    if options.pop("hermitian", False):
+        raise UnsupportedError(
+            "numpy.linalg.svd", "hermitian=True is not supported (use tf.linalg.eigh)"
+        )
+    if not options.pop("compute_uv", True):
+        options.pop("full_matrices", None)
+        svdvals = _lazy("tenferro.linalg", "svdvals")
+        if svdvals is None:
+            raise _unsupported("numpy.linalg.svd", "function")
+        return svdvals, options
+    return target, options
+
+
+def _pinv(target: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    rcond = options.pop("rcond", None)
+    if rcond is not None:
+        if options.get("rtol") is not None and repr(options["rtol"]) != "<no value>":
+            raise UnsupportedError("numpy.linalg.pinv", "give rcond or rtol, not both")
+        options["rtol"] = rcond
+    if repr(options.get("rtol")) == "<no value>":
+        options.pop("rtol")
+    return target, options
+
+
+_ADAPTERS = {"numpy.linalg.svd": _svd, "numpy.linalg.pinv": _pinv}
+
+
+def _last_two(function_name: str) -> Callable[[], Callable[..., Any] | None]:
+    """Array-API ``numpy.linalg`` functions over the last two axes (diagonal, trace)."""
+
+    def resolve() -> Callable[..., Any] | None:
+        from tenferro.surface import convert, shapes
+
+        if function_name == "diagonal":
+            return lambda x, offset=0: shapes.diagonal(x, offset, -2, -1)
+
+        def trace(x: Any, offset: int = 0, dtype: Any = None) -> Any:
+            result = shapes.trace(x, offset, -2, -1)
+            return result if dtype is None else convert.astype(result, dtype)
+
+        return trace
+
+    return resolve
+
+
+_LINALG_EXTRAS: dict[str, Callable[[], Callable[..., Any] | None]] = {
+    "matmul": lambda: _lazy("tenferro", "matmul"),
+    "outer": lambda: _lazy("tenferro", "outer"),
+    "tensordot": lambda: _lazy("tenferro", "tensordot"),
+    "vecdot": lambda: _lazy("tenferro", "vecdot"),
+    "cross": lambda: _lazy("tenferro", "cross"),
+    "matrix_transpose": lambda: _lazy("tenferro", "matrix_transpose") or (lambda x: x.mT),
+    "diagonal": _last_two("diagonal"),
+    "trace": _last_two("trace"),
+}
 
 
 def array_ufunc(ufunc: Any, method: str, inputs: Sequence[Any], kwargs: dict[str, Any]) -> Any:
@@ -234,6 +407,24 @@ def _join(function: Any) -> Any:
     return apply
 
 
+def _stacked(axis: int) -> Any:
+    """``vstack`` (axis 0, rank raised to 2) and ``hstack`` (axis 1; 0 for vectors)."""
+
+    def apply(arrays: Any, dtype: Any = None) -> Any:
+        from tenferro.surface import convert, shapes
+
+        items = [convert.asarray(a, op="stack") for a in arrays]
+        if dtype is not None:
+            items = [convert.astype(a, dtype) for a in items]
+        if axis == 0:
+            items = [shapes.reshape(a, (1, -1)) if a.meta.ndim < 2 else a for a in items]
+            return shapes.concatenate(items, 0)
+        items = [shapes.reshape(a, (1,)) if a.meta.ndim == 0 else a for a in items]
+        return shapes.concatenate(items, 0 if items and items[0].meta.ndim == 1 else 1)
+
+    return apply
+
+
 def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
     from tenferro.surface import math
 
@@ -325,6 +516,8 @@ def _table() -> dict[Any, _Entry]:
         np.outer: _spec(contraction.outer, "a->x b->y"),
         np.tensordot: _spec(contraction.tensordot, "a->x b->y axes"),
         np.concatenate: _spec(_join(shapes.concatenate), "arrays axis dtype"),
+        np.vstack: _spec(_stacked(0), "tup->arrays dtype"),
+        np.hstack: _spec(_stacked(1), "tup->arrays dtype"),
         np.stack: _spec(_join(shapes.stack), "arrays axis dtype"),
         np.reshape: _spec(shapes.reshape, "a->x shape newshape->shape copy-"),
         np.transpose: _spec(shapes.transpose, "a->x axes"),

@@ -11,16 +11,19 @@ from typing import Any
 
 from tenferro import lax
 from tenferro.surface.convert import asarray
+from tenferro.surface.signatures import unary
 
 __all__ = ["isfinite", "isinf", "isnan"]
 
 
+@unary
 def isnan(x: Any) -> Any:
     """Where ``x`` is NaN (``x != x``)."""
     a = asarray(x, op="isnan")
     return lax.compare(a, a, "ne")
 
 
+@unary
 def isinf(x: Any) -> Any:
     """Where ``x`` is +inf or -inf (for complex: either part)."""
     a = asarray(x, op="isinf")
@@ -31,6 +34,7 @@ def isinf(x: Any) -> Any:
     return _infinite(a)
 
 
+@unary
 def isfinite(x: Any) -> Any:
     """Where ``x`` is neither NaN nor infinite (for complex: both parts)."""
     a = asarray(x, op="isfinite")

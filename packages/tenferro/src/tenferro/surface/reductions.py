@@ -13,6 +13,7 @@ from tenferro.errors import DTypeError
 from tenferro.meta import normalize_axes
 from tenferro.surface.convert import asarray, astype
 from tenferro.surface.dispatch import dispatch_cached
+from tenferro.surface.signatures import preserving
 
 __all__ = ["all", "amax", "amin", "any", "max", "mean", "min", "prod", "std", "sum", "var"]
 
@@ -42,6 +43,7 @@ def _accumulator(x: Any, dtype: Any, op: str) -> Any:
     return x
 
 
+@preserving
 @dispatch_cached()
 def sum(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Any:
     """Sum over ``axis`` (all axes when None)."""
@@ -50,6 +52,7 @@ def sum(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) ->
     return _keep(a, lax.reduce_sum(a, axes), axes, keepdims)
 
 
+@preserving
 @dispatch_cached()
 def prod(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Any:
     """Product over ``axis``; its derivative is safe at zeros."""
@@ -58,6 +61,7 @@ def prod(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -
     return _keep(a, lax.reduce_prod(a, axes), axes, keepdims)
 
 
+@preserving
 @dispatch_cached()
 def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """Arithmetic mean (integers average in float64)."""
@@ -71,6 +75,7 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     return _keep(a, lax.mul(total, scale), axes, keepdims)
 
 
+@preserving
 def var(x: Any, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Any:
     """Variance ``sum(|x - mean(x)|**2) / (n - ddof)`` over ``axis`` (real for complex input)."""
     a = asarray(x)
@@ -90,6 +95,7 @@ def var(x: Any, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Any
     return _keep(a, result, axes, keepdims)
 
 
+@preserving
 def std(x: Any, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Any:
     """Standard deviation: ``sqrt(var)``."""
     return lax.sqrt(var(x, axis, keepdims, ddof))
@@ -108,10 +114,27 @@ def _extremum(op: str, reduce: Any) -> Any:
     return apply
 
 
-max = amax = _extremum("max", lax.reduce_max)
-min = amin = _extremum("min", lax.reduce_min)
+_max = _extremum("max", lax.reduce_max)
+_min = _extremum("min", lax.reduce_min)
 
 
+@preserving
+def max(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+    """The largest element along ``axis`` (all axes by default)."""
+    return _max(x, axis, keepdims)
+
+
+@preserving
+def min(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+    """The smallest element along ``axis`` (all axes by default)."""
+    return _min(x, axis, keepdims)
+
+
+amax = max
+amin = min
+
+
+@preserving
 def any(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """Whether any element along ``axis`` is true (non-zero)."""
     a = asarray(x)
@@ -119,6 +142,7 @@ def any(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     return lax.compare(counts, lax.zeros_like(counts), "gt")
 
 
+@preserving
 def all(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """Whether every element along ``axis`` is true (non-zero)."""
     a = asarray(x)

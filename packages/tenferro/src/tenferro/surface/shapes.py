@@ -12,6 +12,7 @@ from tenferro.errors import AxisError, ShapeError
 from tenferro.meta import normalize_axes, normalize_axis
 from tenferro.surface.convert import as_shape, asarray, broadcast_to, prepare
 from tenferro.surface.dispatch import dispatch_cached
+from tenferro.surface.signatures import joining, preserving, unary
 
 __all__ = [
     "broadcast_to",
@@ -41,6 +42,7 @@ def _listed(axis: Any) -> list[Any]:
     return list(axis) if isinstance(axis, (tuple, list)) else [axis]
 
 
+@preserving
 @dispatch_cached()
 def reshape(x: Any, shape: int | Sequence[int]) -> Any:
     """Same elements in a new shape (row-major); one extent may be -1."""
@@ -55,6 +57,7 @@ def reshape(x: Any, shape: int | Sequence[int]) -> Any:
     return lax.reshape(a, target)
 
 
+@preserving
 @dispatch_cached()
 def transpose(x: Any, axes: Sequence[int] | None = None) -> Any:
     """Permute axes (reverse them when ``axes`` is None)."""
@@ -70,6 +73,7 @@ def transpose(x: Any, axes: Sequence[int] | None = None) -> Any:
 permute_dims = transpose
 
 
+@preserving
 @dispatch_cached()
 def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
     a = asarray(x)
@@ -80,6 +84,7 @@ def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
     return lax.transpose(a, perm)
 
 
+@preserving
 @dispatch_cached()
 def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
     a = asarray(x)
@@ -94,6 +99,7 @@ def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[in
     return lax.transpose(a, order)
 
 
+@preserving
 @dispatch_cached()
 def expand_dims(x: Any, axis: int | Sequence[int]) -> Any:
     a = asarray(x, op="expand_dims")
@@ -105,6 +111,7 @@ def expand_dims(x: Any, axis: int | Sequence[int]) -> Any:
     return lax.reshape(a, [1 if i in positions else next(extents) for i in range(ndim)])
 
 
+@preserving
 @dispatch_cached()
 def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
     a = asarray(x)
@@ -119,12 +126,14 @@ def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
     return lax.reshape(a, [n for i, n in enumerate(shape) if i not in axes])
 
 
+@unary
 @dispatch_cached()
 def ravel(x: Any) -> Any:
     a = asarray(x)
     return lax.reshape(a, (a.meta.size,))
 
 
+@joining
 def concatenate(arrays: Sequence[Any], axis: int = 0) -> Any:
     """Join along ``axis`` (dtypes promoted; other extents must match)."""
     if not arrays:
@@ -136,6 +145,7 @@ def concatenate(arrays: Sequence[Any], axis: int = 0) -> Any:
     return lax.concatenate(operands, normalize_axis(axis, first.meta.ndim, "concatenate"))
 
 
+@joining
 def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
     """Join along a new ``axis`` (shapes must be equal)."""
     if not arrays:
@@ -148,12 +158,14 @@ def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
     return lax.concatenate([expand_dims(o, position) for o in operands], position)
 
 
+@preserving
 def flip(x: Any, axis: int | Sequence[int] | None = None) -> Any:
     a = asarray(x)
     axes = range(a.meta.ndim) if axis is None else _listed(axis)
     return lax.rev(a, normalize_axes(axes, a.meta.ndim, "flip"))
 
 
+@preserving
 def diagonal(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     """numpy's diagonal: the diagonal becomes the last axis."""
     a = asarray(x)
@@ -175,22 +187,26 @@ def diagonal(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     return moveaxis(diag, position, -1)
 
 
+@preserving
 def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     """Sum of the diagonal."""
     diag = diagonal(x, offset, axis1, axis2)
     return lax.reduce_sum(diag, (diag.meta.ndim - 1,))
 
 
+@preserving
 def tril(x: Any, k: int = 0) -> Any:
     """Lower triangle of the last two axes (numpy offsets)."""
     return lax.tril(asarray(x), k)
 
 
+@preserving
 def triu(x: Any, k: int = 0) -> Any:
     """Upper triangle of the last two axes (numpy offsets)."""
     return lax.triu(asarray(x), k)
 
 
+@preserving
 def pad(x: Any, pad_width: Any) -> Any:
     """Zero padding: ``pad_width`` is numpy's ``((before, after), ...)`` (or one pair / int)."""
     a = asarray(x)
@@ -206,12 +222,14 @@ def pad(x: Any, pad_width: Any) -> Any:
     return lax.pad(a, [w[0] for w in widths], [w[1] for w in widths], [0] * ndim)
 
 
+@preserving
 def dynamic_truncate(x: Any, size: Any, axis: int) -> Any:
     """The first ``round(size)`` entries along ``axis`` (clamped); the extent is data-dependent."""
     a, s = lift([asarray(x), asarray(size)])
     return lax.dynamic_truncate(a, s, normalize_axis(axis, a.meta.ndim, "dynamic_truncate"))
 
 
+@preserving
 def pad_to_match(x: Any, reference: Any, axis: int) -> Any:
     """Zero-pad the end of ``axis`` up to ``reference``'s extent there."""
     a, ref = lift([asarray(x), asarray(reference)])

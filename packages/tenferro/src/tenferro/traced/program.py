@@ -180,7 +180,7 @@ programs: BoundedCache[tuple[ValueKey, ...], TracedProgram] = BoundedCache(512, 
 
 def evaluate(tensors: Sequence[Any], bindings: Mapping[Any, Any] | None = None) -> list[Any]:
     """Evaluate traced tensors together (one program); return concrete ``Tensor``s."""
-    from tenferro.tensor import Tensor
+    from tenferro.concrete import Tensor
 
     shape = structure([t.key for t in tensors])
     keys = shape.keys

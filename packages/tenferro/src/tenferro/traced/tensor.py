@@ -141,13 +141,6 @@ class TracedTensor(TensorMethods):
             f"use .eval().item() outside a transform",
         )
 
-    def tolist(self) -> Any:
-        raise ArgumentTypeError(
-            "tolist",
-            f"a TracedTensor ({self.meta.describe()}) has no concrete value while it is traced; "
-            f"use .eval().tolist() outside a transform",
-        )
-
     def __bool__(self) -> bool:
         raise TypeError(
             "the truth value of a TracedTensor is not known while tracing; evaluate it first, "
@@ -224,7 +217,7 @@ def _shape(shape: Any) -> tuple[int, ...]:
 def traced(data: Any, dtype: Any = None, name: str = "leaf") -> TracedTensor:
     """A traced leaf holding ``data`` (evaluation uses the data; derivatives may be taken
     with respect to it)."""
-    from tenferro.tensor import Tensor
+    from tenferro.concrete import Tensor
 
     tensor = data if isinstance(data, Tensor) and dtype is None else Tensor(data, dtype)
     meta = tensor.meta._replace(weak=False)

@@ -1,0 +1,116 @@
+"""A type checker sees tenferro's public surface with real types.
+
+``mypy --strict`` runs on user code that uses many public names: each function gives
+back the tensor kind it was given (``tf.exp(x: T) -> T`` for every tensor kind, plain
+data gives a ``Tensor``), and code that confuses kinds is rejected (so the types are
+not ``Any``).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+api = pytest.importorskip("mypy.api")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+USER_CODE = """
+import numpy as np
+import tenferro as tf
+
+a = np.ones((3, 3))
+t = tf.Tensor(a)
+e = tf.tensor(a, requires_grad=True)
+g = tf.traced(a)
+p = tf.placeholder((3, 3))
+REVEAL
+"""
+
+EXPECTED = {
+    "tf.exp(t)": "tenferro.concrete.Tensor",
+    "tf.exp(e)": "tenferro.eager.tensor.EagerTensor",
+    "tf.tanh(g)": "tenferro.traced.tensor.TracedTensor",
+    "tf.sin(a)": "tenferro.concrete.Tensor",
+    "tf.sqrt([1.0, 2.0])": "tenferro.concrete.Tensor",
+    "tf.add(e, 1.0)": "tenferro.eager.tensor.EagerTensor",
+    "tf.multiply(2.0, g)": "tenferro.traced.tensor.TracedTensor",
+    "tf.subtract(p, g)": "tenferro.traced.tensor.TracedTensor",
+    "tf.maximum(e, 0.0)": "tenferro.eager.tensor.EagerTensor",
+    "tf.less(g, 0.5)": "tenferro.traced.tensor.TracedTensor",
+    "tf.sum(g, axis=0)": "tenferro.traced.tensor.TracedTensor",
+    "tf.mean(e, axis=(0, 1), keepdims=True)": "tenferro.eager.tensor.EagerTensor",
+    "tf.max(t)": "tenferro.concrete.Tensor",
+    "tf.reshape(e, (9,))": "tenferro.eager.tensor.EagerTensor",
+    "tf.transpose(g)": "tenferro.traced.tensor.TracedTensor",
+    "tf.matmul(e, e)": "tenferro.eager.tensor.EagerTensor",
+    "tf.matmul(a, a)": "tenferro.concrete.Tensor",
+    "tf.isnan(g)": "tenferro.traced.tensor.TracedTensor",
+    "tf.astype(g, tf.float32)": "tenferro.traced.tensor.TracedTensor",
+    "tf.zeros_like(e)": "tenferro.eager.tensor.EagerTensor",
+    "tf.zeros((2,))": "tenferro.concrete.Tensor",
+    "tf.eye(3)": "tenferro.concrete.Tensor",
+    "tf.asarray(a)": "tenferro.concrete.Tensor",
+    "tf.asarray(g)": "tenferro.traced.tensor.TracedTensor",
+    "tf.asarray(a, requires_grad=True)": "tenferro.eager.tensor.EagerTensor",
+    "tf.where(g > 0, g, 0.0)": "tenferro.traced.tensor.TracedTensor",
+    "tf.where(a > 0, 1.0, e)": "tenferro.eager.tensor.EagerTensor",
+    "tf.where(e > 0, 1.0, 0.0)": "tenferro.eager.tensor.EagerTensor",
+    "tf.where(a > 0, a, 0.0)": "tenferro.concrete.Tensor",
+    "tf.concatenate([e, e], axis=1)": "tenferro.eager.tensor.EagerTensor",
+    "tf.stack([g, p])": "tenferro.traced.tensor.TracedTensor",
+    "tf.stack([a, a], 1)": "tenferro.concrete.Tensor",
+    "tf.tensordot(e, a, axes=1)": "tenferro.eager.tensor.EagerTensor",
+    "tf.vecdot(a, g, axis=0)": "tenferro.traced.tensor.TracedTensor",
+    "tf.take(g, [0, 2], axis=1)": "tenferro.traced.tensor.TracedTensor",
+    "tf.getitem(e, (0, slice(1, None)))": "tenferro.eager.tensor.EagerTensor",
+    "tf.complex(e, e)": "tenferro.eager.tensor.EagerTensor",
+    "e[0, ::2]": "tenferro.eager.tensor.EagerTensor",
+    "e + 1": "tenferro.eager.tensor.EagerTensor",
+    "g @ g": "tenferro.traced.tensor.TracedTensor",
+    "e.T": "tenferro.eager.tensor.EagerTensor",
+    "g.mH": "tenferro.traced.tensor.TracedTensor",
+    "e.sum(axis=0)": "tenferro.eager.tensor.EagerTensor",
+    "round(t, 2)": "tenferro.concrete.Tensor",
+    "f'{e.sum():.3f}'": "str",
+}
+
+
+def _mypy(code: str, tmp_path: Path) -> tuple[str, int]:
+    source = tmp_path / "user_code.py"
+    source.write_text(textwrap.dedent(code))
+    stdout, stderr, status = api.run(
+        [
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            str(source),
+        ]
+    )
+    return stdout + stderr, status
+
+
+def test_mypy_strict_sees_the_kind_each_function_returns(tmp_path):
+    reveals = "\n".join(f"reveal_type({expression})" for expression in EXPECTED)
+    output, status = _mypy(USER_CODE.replace("REVEAL", reveals), tmp_path)
+    assert status == 0, output
+    revealed = [
+        line.split('Revealed type is "')[1].rstrip('"')
+        for line in output.splitlines()
+        if "Revealed type is" in line
+    ]
+    assert dict(zip(EXPECTED, revealed, strict=True)) == EXPECTED
+
+
+def test_mypy_strict_rejects_confused_kinds(tmp_path):
+    wrong = (
+        "x: tf.Tensor = tf.exp(g)\ny: tf.TracedTensor = tf.sum(e)\nz: tf.EagerTensor = tf.ones(3)\n"
+    )
+    output, status = _mypy(USER_CODE.replace("REVEAL", wrong), tmp_path)
+    assert status == 1
+    assert output.count("Incompatible types in assignment") == 3, output
