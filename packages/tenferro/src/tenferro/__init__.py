@@ -21,6 +21,7 @@ equal to PyTorch's and the conjugate of JAX's.
 
 import computegraph
 from tenferro import extension, lax, ops, testing
+from tenferro.batching import vmap
 from tenferro.dtypes import (
     DTYPES,
     bool_,
@@ -144,4 +145,5 @@ __all__ = [
     "traced",
     "value_and_grad",
     "vjp",
+    "vmap",
 ]
