@@ -60,6 +60,7 @@ from tenferro.errors import (
     TenferroError,
     UnsupportedError,
 )
+from tenferro.jacobians import hessian, jacfwd, jacobian, jacrev
 from tenferro.meta import Meta
 from tenferro.surface import *  # noqa: F403
 from tenferro.surface import __all__ as _surface_names
@@ -130,10 +131,14 @@ __all__ = [
     "float64",
     "format_graph",
     "grad",
+    "hessian",
     "hvp",
     "is_grad_enabled",
     "int32",
     "int64",
+    "jacfwd",
+    "jacobian",
+    "jacrev",
     "jit",
     "jvp",
     "lax",

@@ -26,13 +26,13 @@ from computegraph import Derived, Input, ValueKey
 from tenferro import lax
 from tenferro.batching.rules import move_axis
 from tenferro.core.bind import bind
-from tenferro.core.keys import AliasKey, CheckpointKey, LeafKey, PlaceholderKey
+from tenferro.core.keys import AliasKey, LeafKey, PlaceholderKey, alias_serial
 from tenferro.core.primitive import AddAny, TensorPrimitive
 from tenferro.core.pytree import flatten, unflatten
 from tenferro.errors import ArgumentTypeError, AxisError, ParameterError, ShapeError
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
-from tenferro.traced.tensor import TracedTensor
+from tenferro.traced.tensor import EAGER_CAPTURE, TracedTensor
 
 __all__ = ["vmap"]
 
@@ -167,10 +167,21 @@ def _vmap_call(
         name = PlaceholderKey(meta, "vmap_arg")
         placeholders.append(TracedTensor(Input(name), meta))
         env[id(name)] = (tensor, dim)
-    result = _call(fun, list(unflatten(treedef, placeholders)))
+    first_alias = alias_serial()
+
+    def capture(eager: Any) -> TracedTensor:
+        name = LeafKey(eager.meta, np.asarray(eager._value), "vmap_capture")
+        env[id(name)] = (eager, None)
+        return TracedTensor(Input(name), eager.meta)
+
+    token = EAGER_CAPTURE.set(capture)
+    try:
+        result = _call(fun, list(unflatten(treedef, placeholders)))
+    finally:
+        EAGER_CAPTURE.reset(token)
     out_leaves, out_treedef = flatten(result)
     out_tensors = [_as_traced(leaf) for leaf in out_leaves]
-    values = _interpret([t.key for t in out_tensors], env)
+    values = _interpret([t.key for t in out_tensors], env, first_alias)
     out_specs = _broadcast_prefix(out_axes, result, "out_axes")
     outputs = [
         _place(value, dim, spec, size, index)
@@ -249,10 +260,12 @@ def _describe(tree: Any) -> str:
 # ---------------------------------------------------------------------- interpretation
 
 
-def _interpret(roots: Sequence[ValueKey], env: dict[int, _Value]) -> list[_Value]:
+def _interpret(roots: Sequence[ValueKey], env: dict[int, _Value], first_alias: int) -> list[_Value]:
     """The batched values of ``roots``: every operation of their computation applied to
     the batched inputs of ``env`` (by id of the placeholder key) through its batching
     rule; operations that do not depend on a batched input are applied unchanged.
+    Aliases made by transforms inside the trace (serial from ``first_alias`` on) stand
+    for their origins; older ones belong to enclosing transforms and stay leaves.
     An iterative walk (any depth)."""
     values: dict[int, _Value] = {}
     applied: dict[int, list[_Value]] = {}
@@ -275,9 +288,9 @@ def _interpret(roots: Sequence[ValueKey], env: dict[int, _Value]) -> list[_Value
             values[id(node)] = results[node.output_slot]
         else:
             name: Any = node.key  # type: ignore[attr-defined]
-            if isinstance(name, (AliasKey, CheckpointKey)):
-                # An alias (a nested transform's argument) or a checkpoint stands for its
-                # origin: batched like it, and derivatives flow through it.
+            if type(name) is AliasKey and name.serial > first_alias:
+                # A transform inside the trace differentiated with respect to this alias
+                # (its derivatives are explicit): it stands for its origin, batched like it.
                 origin = name.origin
                 if id(origin) not in values:
                     stack.append(origin)
