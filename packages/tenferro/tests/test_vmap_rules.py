@@ -131,3 +131,54 @@ def test_every_primitive_has_a_batching_rule_or_says_why_it_loops():
         if cls.batch is TensorPrimitive.batch and not cls.batch_loop and name != "add_any"
     )
     assert missing == [], f"primitives without a batching rule or a batch_loop reason: {missing}"
+
+
+VJP_PARAMS = [
+    pytest.param(case, case.dtypes[-1], id=f"{case.name}-{dtype_id(case.dtypes[-1])}")
+    for case in CASES
+    if case.static_output and case.dtypes[-1].kind in "fc"
+]
+
+
+@pytest.mark.parametrize(("case", "dt"), VJP_PARAMS)
+def test_vjp_of_vmap_equals_the_loop_of_vjps(case, dt):
+    """Reverse mode through the batched computation (the rules' outputs differentiated)
+    equals each example's VJP, for the inexact operands batched at a trailing axis."""
+    layout = "first_only" if case.name in BATCHED_SIZE else "trailing"
+    f, args, axes = _batched_case(case, dt, layout)
+    active = [i for i, a in enumerate(args) if np.asarray(a).dtype.kind in "fc"]
+    rng = np.random.default_rng(zlib.crc32(case.name.encode()))
+
+    def batched(*xs: Any) -> Any:
+        full = list(args)
+        for i, x in zip(active, xs, strict=True):
+            full[i] = x
+        return tuple(flatten(tf.vmap(f, in_axes=tuple(axes))(*full))[0])
+
+    out, pullback = tf.vjp(batched, *[args[i] for i in active])
+    cts = tuple(
+        np.asarray(rng.standard_normal(np.shape(o)), dtype=np.asarray(o).dtype) for o in out
+    )
+    if any(np.asarray(o).dtype.kind not in "fc" for o in out):
+        pytest.skip("an output has no cotangent (integer or bool)")
+    got = pullback(cts)
+    for k in range(BATCH):
+        example = [
+            np.asarray(a) if d is None else np.take(a, k, axis=d)
+            for a, d in zip(args, axes, strict=True)
+        ]
+
+        def single(*xs: Any, example: list[Any] = example) -> Any:
+            full = list(example)
+            for i, x in zip(active, xs, strict=True):
+                full[i] = x
+            return tuple(flatten(f(*[tf.asarray(v) for v in full]))[0])
+
+        _, pull_one = tf.vjp(single, *[example[i] for i in active])
+        expected = pull_one(tuple(np.take(c, k, axis=0) for c in cts))
+        for position, (g, e) in enumerate(zip(got, expected, strict=True)):
+            axis = axes[active[position]]
+            g_k = np.asarray(g) if axis is None else np.take(np.asarray(g), k, axis=axis)
+            if axis is None:
+                continue  # an unbatched operand's cotangent sums over the batch
+            np.testing.assert_allclose(g_k, np.asarray(e), rtol=1e-6, atol=1e-8)

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from tenferro import lax
 from tenferro.core.bind import bind
 from tenferro.errors import ShapeError
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Batched",
     "batch_size",
+    "counted_indices",
     "elementwise",
     "leading",
     "loop",
@@ -132,3 +135,22 @@ def loop(op: TensorPrimitive, xs: Sequence[Any], dims: Sequence[int | None]) -> 
         stacked = [lax.reshape(r, (1, *r.meta.shape)) for r in rows]
         outputs.append(lax.concatenate(stacked, 0))
     return outputs, [0] * len(op.outputs)
+
+
+def counted_indices(indices: Any, index_vector_dim: int) -> tuple[Any, int]:
+    """Batched gather/scatter indices (batch axis first) with the example's number
+    prepended to every index vector, so that they address a batched operand's leading
+    axis too; returns them and their index vector axis (``index_vector_dim`` is the
+    per-example one; an implicit trailing vector of length 1 becomes explicit)."""
+    from tenferro.tensor import Tensor
+
+    shape = indices.meta.shape
+    axis = index_vector_dim + 1
+    if axis == len(shape):  # implicit: make the length-1 vector axis explicit
+        indices = lax.reshape(indices, (*shape, 1))
+        shape = indices.meta.shape
+    size = shape[0]
+    counter = Tensor(np.arange(size, dtype=indices.meta.dtype))
+    counter_shape = (*shape[:axis], 1, *shape[axis + 1 :])
+    counter = lax.broadcast_in_dim(counter, counter_shape, (0,))
+    return lax.concatenate([counter, indices], axis), axis

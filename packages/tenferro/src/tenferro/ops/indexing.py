@@ -262,13 +262,22 @@ class DynamicSlice(TensorPrimitive):
     """A ``sizes`` window at ``starts`` (a rank-1 integer tensor), clamped to fit."""
 
     name = "dynamic_slice"
-    batch_loop = "batched start indices select a different window per example"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import loop, move_axis, rebind
+        from tenferro.batching.rules import move_axis, rebind
 
         if dims[1] is not None:
-            return loop(self, xs, dims)
+            # A window per example: the equivalent gather (it clamps starts the same way).
+            rank = len(self.sizes)
+            gather = Gather.make(
+                self.inputs,
+                offset_dims=tuple(range(rank)),
+                collapsed_slice_dims=(),
+                start_index_map=tuple(range(rank)),
+                index_vector_dim=0,
+                slice_sizes=self.sizes,
+            )
+            return gather.batch(xs, dims)
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         return rebind(self, [x, _prepend_zero(xs[1])], sizes=(x.meta.shape[0], *self.sizes)), [0]
 
@@ -395,13 +404,35 @@ class Gather(TensorPrimitive):
     """StableHLO gather (``jax.lax.gather``); start indices are clamped so slices fit."""
 
     name = "gather"
-    batch_loop = "batched indices gather a different window per example"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import loop, move_axis, rebind
+        from tenferro.batching.rules import counted_indices, move_axis, rebind
 
+        offsets = tuple(d + 1 for d in self.offset_dims)
         if dims[1] is not None:
-            return loop(self, xs, dims)
+            indices = move_axis(xs[1], dims[1], 0)
+            if dims[0] is None:
+                # One more leading batch axis of the indices: the output's first axis.
+                (out,) = rebind(
+                    self,
+                    [xs[0], indices],
+                    offset_dims=offsets,
+                    index_vector_dim=self.index_vector_dim + 1,
+                )
+                return [out], [0]
+            # Both batched: each index vector also selects its example's operand.
+            operand = move_axis(xs[0], dims[0], 0)
+            indices, vector_dim = counted_indices(indices, self.index_vector_dim)
+            (out,) = rebind(
+                self,
+                [operand, indices],
+                offset_dims=offsets,
+                collapsed_slice_dims=(0, *(d + 1 for d in self.collapsed_slice_dims)),
+                start_index_map=(0, *(d + 1 for d in self.start_index_map)),
+                index_vector_dim=vector_dim,
+                slice_sizes=(1, *self.slice_sizes),
+            )
+            return [out], [0]
         # The batch axis becomes the first window axis, placed first in the output.
         operand = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         (out,) = rebind(
@@ -516,16 +547,31 @@ class Scatter(TensorPrimitive):
     the indices select; windows out of bounds are dropped."""
 
     name = "scatter_add"
-    batch_loop = "batched indices scatter to a different window per example"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import batch_size, loop, rebind, to_front
+        from tenferro.batching.rules import batch_size, counted_indices, rebind, to_front
 
-        if dims[1] is not None:
-            return loop(self, xs, dims)
-        # The batch axis becomes the first window axis of operand and updates.
         size = batch_size(xs, dims)
         operand, updates = to_front(xs[0], dims[0], size), to_front(xs[2], dims[2], size)
+        if dims[1] is not None:
+            # Each index vector also selects its example's operand; the updates' batch
+            # axis is a scatter axis (it pairs with the indices' first axis).
+            indices, vector_dim = counted_indices(
+                to_front(xs[1], dims[1], size), self.index_vector_dim
+            )
+            (out,) = rebind(
+                self,
+                [operand, indices, updates],
+                update_window_dims=tuple(d + 1 for d in self.update_window_dims),
+                inserted_window_dims=(0, *(d + 1 for d in self.inserted_window_dims)),
+                scatter_dims_to_operand_dims=(
+                    0,
+                    *(d + 1 for d in self.scatter_dims_to_operand_dims),
+                ),
+                index_vector_dim=vector_dim,
+            )
+            return [out], [0]
+        # The batch axis becomes the first window axis of operand and updates.
         (out,) = rebind(
             self,
             [operand, xs[1], updates],
