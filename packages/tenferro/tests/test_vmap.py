@@ -88,6 +88,11 @@ def test_axis_size_and_unbatched_outputs_are_broadcast():
     np.testing.assert_array_equal(kept, np.arange(2.0) + 1)
 
 
+def test_keyword_arguments_are_batched_along_axis_0():
+    out = tf.vmap(lambda x, *, scale: x * scale, in_axes=1)(XS.T, scale=np.arange(5.0))
+    np.testing.assert_allclose(out, XS * np.arange(5.0)[:, None])
+
+
 def test_bad_in_axes_raise_naming_vmap_and_the_values():
     with pytest.raises(tf.AxisError, match=r"vmap.*in_axes 2 is out of range.*\(5, 3\)"):
         tf.vmap(f, in_axes=2)(XS)

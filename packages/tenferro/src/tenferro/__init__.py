@@ -11,7 +11,8 @@
 * numpy-style functions (``tf.add``, ``tf.exp``, ``tf.sum``, ``tf.matmul``, indexing,
   ...), with numpy broadcasting and promotion made explicit as primitives;
 * JAX-style transforms: ``tf.grad``, ``tf.value_and_grad``, ``tf.vjp``, ``tf.jvp``,
-  ``tf.linearize``, ``tf.hvp``, ``tf.jit``;
+  ``tf.linearize``, ``tf.hvp``, ``tf.jit``, ``tf.vmap`` (batching), ``tf.jacfwd``,
+  ``tf.jacrev``, ``tf.jacobian``, ``tf.hessian``;
 * ``tf.lax`` (one strict function per primitive), ``tf.ops`` (the primitives) and
   ``tf.extension`` (user-defined primitive families with their own AD rules).
 

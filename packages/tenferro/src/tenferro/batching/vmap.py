@@ -61,6 +61,8 @@ def vmap(
       over the batch.
     * ``axis_size``: the batch size, needed when no argument is batched.
 
+    Keyword arguments are batched along their axis 0, as in ``jax.vmap``.
+
     Outputs that do not depend on a batched argument are broadcast along the batch.
     Every primitive batches through its own rule (or loops over the examples when it
     has none), so ``vmap`` composes with every transform in both orders.
@@ -75,8 +77,8 @@ def vmap(
         raise ParameterError("vmap", f"axis_size must be a non-negative int, got {axis_size!r}")
 
     @functools.wraps(fun, updated=())
-    def batched(*args: Any) -> Any:
-        return _vmap_call(fun, in_axes, out_axes, axis_size, args)
+    def batched(*args: Any, **kwargs: Any) -> Any:
+        return _vmap_call(fun, in_axes, out_axes, axis_size, args, kwargs)
 
     return batched
 
@@ -96,6 +98,7 @@ def _vmap_call(
     out_axes: AxisSpec,
     axis_size: int | None,
     args: tuple[Any, ...],
+    kwargs: dict[str, Any],
 ) -> Any:
     from tenferro.transforms import _call  # a trace: transforms inside are symbolic
 
@@ -112,7 +115,8 @@ def _vmap_call(
     leaf_axes: list[int | None] = []
     for position, (spec, arg) in enumerate(zip(per_arg, args, strict=True)):
         leaf_axes.extend(_broadcast_prefix(spec, arg, f"in_axes for argument {position}"))
-    leaves, treedef = flatten(args)
+    leaf_axes.extend(_broadcast_prefix(0, kwargs, "keyword arguments"))  # as jax.vmap
+    leaves, treedef = flatten((args, kwargs))
     tensors = [asarray(leaf) for leaf in leaves]
     dims: list[int | None] = []
     size: int | None = None
@@ -176,7 +180,8 @@ def _vmap_call(
 
     token = EAGER_CAPTURE.set(capture)
     try:
-        result = _call(fun, list(unflatten(treedef, placeholders)))
+        traced_args, traced_kwargs = unflatten(treedef, placeholders)
+        result = _call(lambda *a: fun(*a, **traced_kwargs), traced_args)
     finally:
         EAGER_CAPTURE.reset(token)
     out_leaves, out_treedef = flatten(result)
