@@ -138,3 +138,27 @@ def test_bad_arguments_raise():
         tf.hessian(3)
     with pytest.raises(tf.ArgumentTypeError, match=r"jacfwd.*pair"):
         tf.jacfwd(layer, has_aux=True)(np.ones(3))
+
+
+def test_per_example_jacobians_and_hessians_and_the_jacobian_of_a_batched_function():
+    xs = RNG.standard_normal((5, 3))
+    np.testing.assert_allclose(
+        tf.vmap(tf.jacfwd(layer))(xs), [layer_jacobian(v) for v in xs], rtol=1e-12
+    )
+
+    def cubes(v: Any) -> Any:
+        return tf.sum(tf.sin(v) ** 3)
+
+    def hand_hessian(v: np.ndarray) -> np.ndarray:
+        return np.diag(6 * np.sin(v) * np.cos(v) ** 2 - 3 * np.sin(v) ** 3)
+
+    np.testing.assert_allclose(
+        tf.vmap(tf.hessian(cubes))(xs), [hand_hessian(v) for v in xs], rtol=1e-10
+    )
+    full = np.asarray(tf.jacrev(tf.vmap(layer))(xs))  # (5, 4, 5, 3): block diagonal
+    for k in range(5):
+        for m in range(5):
+            expected = layer_jacobian(xs[k]) if k == m else np.zeros((4, 3))
+            np.testing.assert_allclose(full[k, :, m, :], expected, rtol=1e-12, atol=0)
+    _, jvp_fn = tf.linearize(layer, xs[0])
+    np.testing.assert_allclose(tf.vmap(jvp_fn)(np.eye(3)), layer_jacobian(xs[0]).T, rtol=1e-12)
