@@ -22,16 +22,27 @@ from typing import Any
 
 import numpy as np
 
-from computegraph import Derived, Input, ValueKey
+from computegraph import BoundedCache, Derived, Input, ValueKey
 from tenferro import lax
 from tenferro.batching.rules import move_axis
 from tenferro.core.bind import bind
-from tenferro.core.keys import AliasKey, LeafKey, PlaceholderKey, alias_serial
+from tenferro.core.keys import (
+    AliasKey,
+    ArgKey,
+    LeafKey,
+    PlaceholderKey,
+    SlotAliasKey,
+    SlotKey,
+    alias_serial,
+)
 from tenferro.core.primitive import AddAny, TensorPrimitive
 from tenferro.core.pytree import flatten, unflatten
 from tenferro.errors import ArgumentTypeError, AxisError, ParameterError, ShapeError
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
+from tenferro.tensor import Tensor
+from tenferro.traced.program import TracedProgram, _array
+from tenferro.traced.structure import structure
 from tenferro.traced.tensor import EAGER_CAPTURE, TracedTensor
 
 __all__ = ["vmap"]
@@ -41,6 +52,10 @@ AxisSpec = Any
 
 _Value = tuple[Any, int | None]
 """A value during batching and its batch axis (``None``: the same for every example)."""
+
+_PROGRAMS: BoundedCache[Any, tuple[TracedProgram, list[Meta]]] = BoundedCache(256, "vmap programs")
+"""Batched programs of concrete calls, by the structure of the per-example trace (its
+slots supply each call's captured data: the cache holds no user data)."""
 
 
 def vmap(
@@ -100,7 +115,7 @@ def _vmap_call(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> Any:
-    from tenferro.transforms import _call  # a trace: transforms inside are symbolic
+    from tenferro.transforms import _DEPTH, _call  # a trace: transforms inside are symbolic
 
     if isinstance(in_axes, (tuple, list)):
         if len(in_axes) != len(args):
@@ -186,13 +201,89 @@ def _vmap_call(
         EAGER_CAPTURE.reset(token)
     out_leaves, out_treedef = flatten(result)
     out_tensors = [_as_traced(leaf) for leaf in out_leaves]
-    values = _interpret([t.key for t in out_tensors], env, first_alias)
     out_specs = _broadcast_prefix(out_axes, result, "out_axes")
+    out_keys = [t.key for t in out_tensors]
+    if _DEPTH.get() == 0 and all(type(t) is Tensor for t in tensors):
+        # Concrete arguments: run the batched program of this structure (cached).
+        shape = structure(out_keys)
+        positions = {id(p.key.key): i for i, p in enumerate(placeholders)}  # type: ignore[attr-defined]
+        if _cacheable(shape.slots, positions, first_alias):
+            metas = tuple(t.meta for t in tensors)
+            key = (shape.keys, treedef, out_treedef, tuple(out_specs), size, tuple(dims), metas)
+            program, out_metas = _PROGRAMS.get_or_create(
+                key,
+                lambda: _batched_program(
+                    shape.keys, shape.slots, positions, tensors, dims, out_specs, size
+                ),
+            )
+            arrays = program.run([t._value for t in tensors], shape.slots)
+            outputs = [
+                Tensor._wrap(_array(a), m.weak) for a, m in zip(arrays, out_metas, strict=True)
+            ]
+            return unflatten(out_treedef, outputs)
+
+    def live(node: Any, name: Any) -> _Value | None:
+        found = env.get(id(name))
+        if found is not None:
+            return found
+        if type(name) is AliasKey and name.serial > first_alias:
+            return None  # made inside the trace: stands for its origin
+        return _leaf(node, name), None
+
+    values = _interpret(out_keys, live)
     outputs = [
         _place(value, dim, spec, size, index)
         for index, ((value, dim), spec) in enumerate(zip(values, out_specs, strict=True))
     ]
     return unflatten(out_treedef, outputs)
+
+
+def _cacheable(slots: Sequence[Any], positions: dict[int, int], first_alias: int) -> bool:
+    """The per-example trace reads only the arguments, captured constants and aliases
+    made inside it (no eager captures, user leaves or values of enclosing traces)."""
+    for name in slots:
+        kind = type(name)
+        if id(name) in positions:
+            continue
+        if kind is LeafKey and name.label == "const":
+            continue
+        if kind is AliasKey and name.serial > first_alias:
+            continue
+        return False
+    return True
+
+
+def _batched_program(
+    keys: Sequence[ValueKey],
+    slots: Sequence[Any],
+    positions: dict[int, int],
+    tensors: Sequence[Any],
+    dims: Sequence[int | None],
+    out_specs: Sequence[int | None],
+    size: int,
+) -> tuple[TracedProgram, list[Meta]]:
+    """The batched computation of a per-example structure over the call's arguments
+    (``ArgKey`` inputs) and the structure's slots, compiled."""
+    arguments = [
+        (TracedTensor(Input(ArgKey(i, t.meta)), t.meta), d)
+        for i, (t, d) in enumerate(zip(tensors, dims, strict=True))
+    ]
+
+    def structural(node: Any, name: Any) -> _Value | None:
+        if type(name) is SlotKey:
+            position = positions.get(id(slots[name.index]))
+            if position is not None:
+                return arguments[position]
+        elif type(name) is SlotAliasKey:
+            return None  # an alias made inside the trace: stands for its origin
+        return TracedTensor(node, name.meta), None
+
+    values = _interpret(keys, structural)
+    outputs = [
+        _as_traced(_place(value, dim, spec, size, index))
+        for index, ((value, dim), spec) in enumerate(zip(values, out_specs, strict=True))
+    ]
+    return TracedProgram(tuple(o.key for o in outputs)), [o.meta for o in outputs]
 
 
 def _drop_axis(dynamic: tuple[int, ...], axis: int) -> tuple[int, ...]:
@@ -265,13 +356,15 @@ def _describe(tree: Any) -> str:
 # ---------------------------------------------------------------------- interpretation
 
 
-def _interpret(roots: Sequence[ValueKey], env: dict[int, _Value], first_alias: int) -> list[_Value]:
+def _interpret(
+    roots: Sequence[ValueKey], resolve: Callable[[Any, Any], _Value | None]
+) -> list[_Value]:
     """The batched values of ``roots``: every operation of their computation applied to
-    the batched inputs of ``env`` (by id of the placeholder key) through its batching
-    rule; operations that do not depend on a batched input are applied unchanged.
-    Aliases made by transforms inside the trace (serial from ``first_alias`` on) stand
-    for their origins; older ones belong to enclosing transforms and stay leaves.
-    An iterative walk (any depth)."""
+    the batched inputs through its batching rule; operations that do not depend on a
+    batched input are applied unchanged. ``resolve(node, name)`` gives each input's
+    value, or ``None`` for an alias that stands for its origin (an alias made by a
+    transform inside the trace: its derivatives are explicit there; aliases of
+    enclosing transforms stay leaves). An iterative walk (any depth)."""
     values: dict[int, _Value] = {}
     applied: dict[int, list[_Value]] = {}
     stack: list[ValueKey] = list(reversed(roots))
@@ -293,16 +386,14 @@ def _interpret(roots: Sequence[ValueKey], env: dict[int, _Value], first_alias: i
             values[id(node)] = results[node.output_slot]
         else:
             name: Any = node.key  # type: ignore[attr-defined]
-            if type(name) is AliasKey and name.serial > first_alias:
-                # A transform inside the trace differentiated with respect to this alias
-                # (its derivatives are explicit): it stands for its origin, batched like it.
+            found = resolve(node, name)
+            if found is None:
                 origin = name.origin
                 if id(origin) not in values:
                     stack.append(origin)
                     continue
-                values[id(node)] = values[id(origin)]
-            else:
-                values[id(node)] = env.get(id(name)) or (_leaf(node, name), None)
+                found = values[id(origin)]
+            values[id(node)] = found
         stack.pop()
     return [values[id(k)] for k in roots]
 
