@@ -227,3 +227,23 @@ def test_lax_functions_batch_too():
         RNG.standard_normal((2, 3, 4))
     )
     assert got.shape == (4, 2)
+
+
+def test_the_batched_program_cache_holds_structure_not_data():
+    import gc
+    import weakref
+
+    tf.clear_caches()
+    holder = [RNG.standard_normal((4, 3))]
+    g = tf.vmap(lambda v: holder[0] @ v)
+    first = np.asarray(g(XS))
+    np.testing.assert_allclose(first, XS @ holder[0].T)
+    old = weakref.ref(holder[0])
+    holder[0] = RNG.standard_normal((4, 3))  # new data, same structure
+    np.testing.assert_allclose(g(XS), XS @ holder[0].T)
+    stats = tf.cache_stats()["vmap programs"]
+    assert (stats.misses, stats.hits) == (1, 1)
+    gc.collect()
+    assert old() is None  # the replaced array is not kept alive by any cache
+    tf.clear_caches()
+    assert tf.cache_stats()["vmap programs"].size == 0
