@@ -247,3 +247,54 @@ def test_the_batched_program_cache_holds_structure_not_data():
     assert old() is None  # the replaced array is not kept alive by any cache
     tf.clear_caches()
     assert tf.cache_stats()["vmap programs"].size == 0
+
+
+SURFACE = {
+    "svd": lambda a: tf.linalg.svd(a),
+    "eigh": lambda a: tf.linalg.eigh(a + a.T),
+    "qr": lambda a: tf.linalg.qr(a),
+    "solve_vector": lambda a: tf.linalg.solve(a + 4 * tf.eye(4), tf.ones(4)),
+    "slogdet": lambda a: tf.linalg.slogdet(a),
+    "cholesky": lambda a: tf.linalg.cholesky(a @ a.T + tf.eye(4)),
+    "lu": lambda a: tf.linalg.lu(a)[1:],  # P has no derivative
+    "pinv": lambda a: tf.linalg.pinv(a),
+    "matrix_exp": lambda a: tf.linalg.matrix_exp(a * 0.1),
+    "norms": lambda a: (tf.linalg.norm(a), tf.linalg.cond(a)),
+    "reductions": lambda a: (tf.mean(a, axis=0), tf.max(a, axis=1), tf.prod(a, axis=1)),
+    "where": lambda a: tf.where(a > 0, a, 0.0),
+    "slicing": lambda a: a[1:3, ::2],
+    "fancy_index": lambda a: a[tf.asarray([0, 2, 2])],
+    "concatenate": lambda a: tf.concatenate([a, a * 2], axis=1),
+    "einsum": lambda a: tf.einsum("ij,jk->ik", a, a),
+    "trace": lambda a: tf.trace(a),
+    "complex_abs": lambda a: tf.abs(a + 1j * a),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SURFACE))
+def test_surface_functions_under_vmap_and_their_gradients(name):
+    """Values equal the loop; the gradient of the batched sum equals the loop of gradients
+    (traced and eager)."""
+    from tenferro.core.pytree import flatten
+
+    fn = SURFACE[name]
+    batch = np.random.default_rng(3).standard_normal((3, 4, 4))
+    got = flatten(tf.vmap(fn)(batch))[0]
+    per_example = [flatten(fn(tf.asarray(x)))[0] for x in batch]
+    for slot, value in enumerate(got):
+        expected = np.stack([np.asarray(e[slot]) for e in per_example])
+        np.testing.assert_allclose(value, expected, rtol=1e-10, atol=1e-12)
+
+    def loss(a: Any) -> Any:
+        total = tf.zeros(())
+        for out in flatten(fn(a))[0]:
+            if out.dtype.kind in "fc":
+                total = total + tf.sum(tf.real(out) if out.dtype.kind == "c" else out)
+        return total
+
+    expected_grad = np.stack([np.asarray(tf.grad(loss)(x)) for x in batch])
+    traced = tf.grad(lambda a: tf.sum(tf.vmap(loss)(a)))(batch)
+    np.testing.assert_allclose(traced, expected_grad, rtol=1e-8, atol=1e-10)
+    eager = tf.EagerTensor(batch, requires_grad=True)
+    tf.sum(tf.vmap(loss)(eager)).backward()
+    np.testing.assert_allclose(eager.grad, expected_grad, rtol=1e-8, atol=1e-10)
