@@ -115,8 +115,27 @@ def _vmap_call(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> Any:
-    from tenferro.transforms import _DEPTH, _call  # a trace: transforms inside are symbolic
+    from tenferro.transforms import _DEPTH
 
+    leaves, treedef = flatten((args, kwargs))
+    tensors = [asarray(leaf) for leaf in leaves]
+    dims, size = _batch_axes(tensors, _leaf_axes(in_axes, args, kwargs), axis_size)
+    trace = _Trace(fun, treedef, tensors, dims)
+    out_specs = _broadcast_prefix(out_axes, trace.result, "out_axes")
+    if _DEPTH.get() == 0 and all(type(t) is Tensor for t in tensors):
+        outputs = trace.run_cached(out_specs, size)
+        if outputs is not None:
+            return unflatten(trace.out_treedef, outputs)
+    values = _interpret(trace.out_keys, trace.live)
+    outputs = [
+        _place(value, dim, spec, size, index)
+        for index, ((value, dim), spec) in enumerate(zip(values, out_specs, strict=True))
+    ]
+    return unflatten(trace.out_treedef, outputs)
+
+
+def _leaf_axes(in_axes: AxisSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """The batch axis (or ``None``) of every leaf of ``(args, kwargs)``."""
     if isinstance(in_axes, (tuple, list)):
         if len(in_axes) != len(args):
             raise ParameterError(
@@ -127,42 +146,45 @@ def _vmap_call(
         per_arg = list(in_axes)
     else:
         per_arg = [in_axes] * len(args)
-    leaf_axes: list[int | None] = []
+    axes: list[int | None] = []
     for position, (spec, arg) in enumerate(zip(per_arg, args, strict=True)):
-        leaf_axes.extend(_broadcast_prefix(spec, arg, f"in_axes for argument {position}"))
-    leaf_axes.extend(_broadcast_prefix(0, kwargs, "keyword arguments"))  # as jax.vmap
-    leaves, treedef = flatten((args, kwargs))
-    tensors = [asarray(leaf) for leaf in leaves]
+        axes.extend(_broadcast_prefix(spec, arg, f"in_axes for argument {position}"))
+    axes.extend(_broadcast_prefix(0, kwargs, "keyword arguments"))  # as jax.vmap
+    return axes
+
+
+def _batch_axes(
+    tensors: Sequence[Any], axes: Sequence[int | None], axis_size: int | None
+) -> tuple[list[int | None], int]:
+    """Each leaf's batch axis (normalised) and the batch size, checked."""
     dims: list[int | None] = []
     size: int | None = None
     sized_by = ""
-    for index, (tensor, axis) in enumerate(zip(tensors, leaf_axes, strict=True)):
+    for index, (tensor, axis) in enumerate(zip(tensors, axes, strict=True)):
         if axis is None:
             dims.append(None)
             continue
-        ndim = tensor.meta.ndim
-        if not -ndim <= axis < ndim:
+        meta = tensor.meta
+        if not -meta.ndim <= axis < meta.ndim:
             raise AxisError(
                 "vmap",
                 f"in_axes {axis} is out of range for argument leaf {index} of shape "
-                f"{tensor.meta.shape} (rank {ndim})",
+                f"{meta.shape} (rank {meta.ndim})",
             )
-        axis %= ndim
-        if axis in tensor.meta.dynamic:
+        axis %= meta.ndim
+        if axis in meta.dynamic:
             raise ShapeError(
-                "vmap", f"cannot batch over data-dependent axis {axis} of {tensor.meta.describe()}"
+                "vmap", f"cannot batch over data-dependent axis {axis} of {meta.describe()}"
             )
-        extent = int(tensor.meta.shape[axis])
+        extent = int(meta.shape[axis])
+        described = f"argument leaf {index} (shape {meta.shape}, axis {axis})"
         if size is None:
-            size, sized_by = (
-                extent,
-                f"argument leaf {index} (shape {tensor.meta.shape}, axis {axis})",
-            )
+            size, sized_by = extent, described
         elif extent != size:
             raise ShapeError(
                 "vmap",
-                f"inconsistent batch sizes: {sized_by} has {size} examples, argument leaf "
-                f"{index} (shape {tensor.meta.shape}, axis {axis}) has {extent}",
+                f"inconsistent batch sizes: {sized_by} has {size} examples, {described} "
+                f"has {extent}",
             )
         dims.append(axis)
     if size is None:
@@ -170,72 +192,82 @@ def _vmap_call(
             raise ParameterError(
                 "vmap", "no argument is batched (all in_axes are None): give axis_size"
             )
-        size = int(axis_size)
-    elif axis_size is not None and int(axis_size) != size:
+        return dims, int(axis_size)
+    if axis_size is not None and int(axis_size) != size:
         raise ShapeError(
             "vmap", f"axis_size={axis_size} but the batched arguments have {size} examples"
         )
+    return dims, size
 
-    placeholders: list[TracedTensor] = []
-    env: dict[int, _Value] = {}
-    for tensor, dim in zip(tensors, dims, strict=True):
-        meta = tensor.meta
-        if dim is not None:
-            shape = meta.shape[:dim] + meta.shape[dim + 1 :]
-            meta = Meta(shape, meta.dtype, meta.weak, _drop_axis(meta.dynamic, dim))
-        name = PlaceholderKey(meta, "vmap_arg")
-        placeholders.append(TracedTensor(Input(name), meta))
-        env[id(name)] = (tensor, dim)
-    first_alias = alias_serial()
 
-    def capture(eager: Any) -> TracedTensor:
+class _Trace:
+    """``fun`` traced on per-example placeholders, and how its inputs are batched."""
+
+    def __init__(
+        self,
+        fun: Callable[..., Any],
+        treedef: Any,
+        tensors: Sequence[Any],
+        dims: Sequence[int | None],
+    ) -> None:
+        from tenferro.transforms import _call  # a trace: transforms inside are symbolic
+
+        self.tensors, self.dims, self.treedef = tensors, dims, treedef
+        self.env: dict[int, _Value] = {}
+        """Batched values by id of the input key standing for them."""
+        placeholders = []
+        for tensor, dim in zip(tensors, dims, strict=True):
+            meta = tensor.meta
+            if dim is not None:
+                shape = meta.shape[:dim] + meta.shape[dim + 1 :]
+                meta = Meta(shape, meta.dtype, meta.weak, _drop_axis(meta.dynamic, dim))
+            name = PlaceholderKey(meta, "vmap_arg")
+            placeholders.append(TracedTensor(Input(name), meta))
+            self.env[id(name)] = (tensor, dim)
+        self.positions = {id(p.key.key): i for i, p in enumerate(placeholders)}  # type: ignore[attr-defined]
+        self.first_alias = alias_serial()
+        token = EAGER_CAPTURE.set(self._capture)
+        try:
+            traced_args, traced_kwargs = unflatten(treedef, placeholders)
+            self.result = _call(lambda *a: fun(*a, **traced_kwargs), traced_args)
+        finally:
+            EAGER_CAPTURE.reset(token)
+        out_leaves, self.out_treedef = flatten(self.result)
+        self.out_keys = [_as_traced(leaf).key for leaf in out_leaves]
+
+    def _capture(self, eager: Any) -> TracedTensor:
+        """A tracked EagerTensor the function captured: a leaf standing for it."""
         name = LeafKey(eager.meta, np.asarray(eager._value), "vmap_capture")
-        env[id(name)] = (eager, None)
+        self.env[id(name)] = (eager, None)
         return TracedTensor(Input(name), eager.meta)
 
-    token = EAGER_CAPTURE.set(capture)
-    try:
-        traced_args, traced_kwargs = unflatten(treedef, placeholders)
-        result = _call(lambda *a: fun(*a, **traced_kwargs), traced_args)
-    finally:
-        EAGER_CAPTURE.reset(token)
-    out_leaves, out_treedef = flatten(result)
-    out_tensors = [_as_traced(leaf) for leaf in out_leaves]
-    out_specs = _broadcast_prefix(out_axes, result, "out_axes")
-    out_keys = [t.key for t in out_tensors]
-    if _DEPTH.get() == 0 and all(type(t) is Tensor for t in tensors):
-        # Concrete arguments: run the batched program of this structure (cached).
-        shape = structure(out_keys)
-        positions = {id(p.key.key): i for i, p in enumerate(placeholders)}  # type: ignore[attr-defined]
-        if _cacheable(shape.slots, positions, first_alias):
-            metas = tuple(t.meta for t in tensors)
-            key = (shape.keys, treedef, out_treedef, tuple(out_specs), size, tuple(dims), metas)
-            program, out_metas = _PROGRAMS.get_or_create(
-                key,
-                lambda: _batched_program(
-                    shape.keys, shape.slots, positions, tensors, dims, out_specs, size
-                ),
-            )
-            arrays = program.run([t._value for t in tensors], shape.slots)
-            outputs = [
-                Tensor._wrap(_array(a), m.weak) for a, m in zip(arrays, out_metas, strict=True)
-            ]
-            return unflatten(out_treedef, outputs)
-
-    def live(node: Any, name: Any) -> _Value | None:
-        found = env.get(id(name))
+    def live(self, node: Any, name: Any) -> _Value | None:
+        """Inputs when the rules are applied to the arguments themselves."""
+        found = self.env.get(id(name))
         if found is not None:
             return found
-        if type(name) is AliasKey and name.serial > first_alias:
+        if type(name) is AliasKey and name.serial > self.first_alias:
             return None  # made inside the trace: stands for its origin
         return _leaf(node, name), None
 
-    values = _interpret(out_keys, live)
-    outputs = [
-        _place(value, dim, spec, size, index)
-        for index, ((value, dim), spec) in enumerate(zip(values, out_specs, strict=True))
-    ]
-    return unflatten(out_treedef, outputs)
+    def run_cached(self, out_specs: Sequence[int | None], size: int) -> list[Any] | None:
+        """For concrete arguments: the outputs from the batched program of this trace's
+        structure (compiled once, cached), or ``None`` when the trace reads values the
+        cache cannot stand for (eager captures, user leaves)."""
+        shape = structure(self.out_keys)
+        if not _cacheable(shape.slots, self.positions, self.first_alias):
+            return None
+        metas = tuple(t.meta for t in self.tensors)
+        key = (shape.keys, self.treedef, self.out_treedef, tuple(out_specs), size, *self.dims)
+        key += metas
+        program, out_metas = _PROGRAMS.get_or_create(
+            key,
+            lambda: _batched_program(
+                shape.keys, shape.slots, self.positions, self.tensors, self.dims, out_specs, size
+            ),
+        )
+        arrays = program.run([t._value for t in self.tensors], shape.slots)
+        return [Tensor._wrap(_array(a), m.weak) for a, m in zip(arrays, out_metas, strict=True)]
 
 
 def _cacheable(slots: Sequence[Any], positions: dict[int, int], first_alias: int) -> bool:
