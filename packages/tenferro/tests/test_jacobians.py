@@ -3,6 +3,7 @@ and finite differences, argnums/has_aux/pytrees as JAX, complex conventions."""
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import numpy as np
@@ -50,7 +51,7 @@ def test_hand_jacobian(transform):
     out_kind=st.sampled_from(["scalar", "same", "outer"]),
 )
 def test_jacobians_match_finite_differences_for_any_shapes(in_shape, out_kind):
-    rng = np.random.default_rng(abs(hash((in_shape, out_kind))) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(repr((in_shape, out_kind)).encode()))
     x = rng.standard_normal(in_shape)
 
     def fun(v: Any) -> Any:
