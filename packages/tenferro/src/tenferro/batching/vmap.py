@@ -11,7 +11,9 @@ the result has the arguments' kind: concrete tensors compute now, eager tensors
 record on their tape (gradients flow through a vmapped computation), traced
 tensors add nodes (so ``grad(vmap(f))``, ``jit(vmap(f))`` and ``vmap(vmap(f))``
 compose). Like the other transforms, ``vmap`` reads closures and globals at call
-time and caches nothing.
+time (it traces at every call); for concrete arguments it runs a compiled batched
+program cached by the *structure* of the trace (the data the function captured are
+supplied per call, never cached).
 """
 
 from __future__ import annotations
