@@ -12,9 +12,10 @@ from typing import Any
 
 import oracle_linalg_solvers
 import oracle_linalg_spectral
+import oracle_numerics
 import oracle_ops
 
-_PARTS = (oracle_linalg_spectral, oracle_linalg_solvers)
+_PARTS = (oracle_linalg_spectral, oracle_linalg_solvers, oracle_numerics)
 
 OPS = {**oracle_ops.OPS}
 for _part in _PARTS:

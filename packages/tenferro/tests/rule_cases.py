@@ -211,6 +211,37 @@ def _reduce_extremum(fn: Callable[[Any, Any], Any], axes: tuple[int, ...]) -> Bu
     return build
 
 
+def _with_zeros(fn: Callable[[Any], Any], shape: tuple[int, ...]) -> Build:
+    # Exact zeros, alone and in pairs: derivatives there must come without division.
+    def build(dt: np.dtype[Any], _shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+        x = sample(shape, dt, rng)
+        flat = x.reshape(-1)
+        flat[rng.choice(flat.size, 3, replace=False)] = 0
+        return fn, [x]
+
+    return build
+
+
+def _distinct(fn: Callable[[Any], Any], shape: tuple[int, ...]) -> Build:
+    # Values (real parts) at least 0.15 apart: the sorting permutation is locally constant.
+    def build(dt: np.dtype[Any], _shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+        size = int(np.prod(shape))
+        x = rng.permutation(size).reshape(shape) * 0.25 + rng.uniform(0, 0.1, shape)
+        if dt.kind == "c":
+            x = x + 1j * rng.standard_normal(shape)
+        return fn, [x.astype(dt)]
+
+    return build
+
+
+def _apply_permutation(dt: np.dtype[Any], _shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+    permutation = np.argsort(rng.random((3, 4, 2)), axis=1).astype(np.int64)
+    return (
+        lambda x, p: lax.apply_permutation(x, p, 1),
+        [sample((3, 4, 2), dt, rng), permutation],
+    )
+
+
 ELEMENTWISE = ((), (0,), (2, 3))
 
 CASES = [
@@ -308,6 +339,32 @@ CASES = [
     Case("dynamic_truncate", _dynamic_truncate, shapes=((),), static_output=False),
     Case("truncate_then_pad", _truncate_then_pad, shapes=((),)),
     Case("pad_to_match", _pad_to_match, shapes=((),)),
+    # ---- special functions
+    Case("erf", unary(lax.erf)),
+    Case("erfc", unary(lax.erfc)),
+    # ---- scans
+    Case("cumsum", _structural(lambda x: lax.cumsum(x, 1), (3, 4)), shapes=((),)),
+    Case(
+        "cumsum_reverse",
+        _structural(lambda x: lax.cumsum(x, 0, reverse=True), (3, 2, 2)),
+        shapes=((),),
+    ),
+    Case("cumsum_size0", _structural(lambda x: lax.cumsum(x, 0), (0, 3)), shapes=((),)),
+    Case("cumprod", _with_zeros(lambda x: lax.cumprod(x, 1), (3, 5)), shapes=((),)),
+    Case(
+        "cumprod_reverse",
+        _with_zeros(lambda x: lax.cumprod(x, 0, reverse=True), (6, 2)),
+        shapes=((),),
+    ),
+    Case("cumprod_long", _with_zeros(lambda x: lax.cumprod(x, 0), (9,)), shapes=((),)),
+    # ---- ordering
+    Case("sort", _distinct(lambda x: lax.sort(x, 2), (2, 3, 4)), shapes=((),)),
+    Case(
+        "sort_descending",
+        _distinct(lambda x: lax.sort(x, 0, descending=True), (5, 2)),
+        shapes=((),),
+    ),
+    Case("apply_permutation", _apply_permutation, shapes=((),)),
 ]
 
 
@@ -326,5 +383,15 @@ EXEMPT: dict[str, str] = {
     "constant": "has no operands: nothing to differentiate",
     "add_any": "tidu's internal cotangent accumulation; every reverse-mode case runs it",
     "no_derivative": "stands for an absent derivative; test_no_derivative checks it raises",
+    "argsort": "returns int64 indices: no tangent to test (test_numerics checks none flows)",
+    "argmax": "returns an int64 index: no tangent to test (test_numerics checks none flows)",
+    "argmin": "returns an int64 index: no tangent to test (test_numerics checks none flows)",
+    "stop_gradient": "its derivative is zero by contract (finite differences see the identity); "
+    "test_jax_habits checks the zero in every mode and order",
+    "tenferro.custom_jvp": "users' rules; test_custom_rules checks them three ways to second order",
+    "tenferro.custom_vjp": "users' rules, reverse mode only by contract; test_custom_rules checks "
+    "them against finite differences to second order and the forward-mode error",
+    "tenferro.custom_vjp_linear": "the linear map of a custom_vjp (its transpose is the user's "
+    "bwd); test_custom_rules covers it",
 }
 """Primitives without a rule test, each with the reason (by primitive name)."""

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy.special
 from fuzz_support import fuzz_settings
 from hypothesis import assume, given, reject, settings
 from hypothesis import strategies as st
@@ -181,6 +182,32 @@ UNARY = [
         lambda x: np.take(x, [0, -1], axis=0)[:1],
         needs="rank1",
     ),
+    Op(
+        "logsumexp",
+        1,
+        lambda x: tf.logsumexp(x, axis=-1, keepdims=True),
+        lambda x: np.log(np.sum(np.exp(x), axis=-1, keepdims=True)),
+        needs="rank1",
+    ),
+    Op(
+        "softmax",
+        1,
+        tf.softmax,
+        lambda x: np.exp(x) / np.sum(np.exp(x), -1, keepdims=True),
+        needs="rank1",
+    ),
+    Op(
+        "log_softmax",
+        1,
+        lambda x: tf.log_softmax(x, axis=0),
+        lambda x: x - np.log(np.sum(np.exp(x), 0, keepdims=True)),
+        needs="rank1",
+    ),
+    Op("erf", 1, lambda x: tf.erf(x * 0.5), lambda x: scipy.special.erf(x * 0.5)),
+    Op("erfc", 1, tf.erfc, scipy.special.erfc, real_only=True),
+    Op("cumsum", 1, lambda x: tf.cumsum(x, axis=-1), lambda x: np.cumsum(x, -1), needs="rank1"),
+    Op("cumprod", 1, lambda x: tf.cumprod(x, axis=0), lambda x: np.cumprod(x, 0), needs="rank1"),
+    Op("nansum", 1, lambda x: tf.nansum(x, axis=0), lambda x: np.nansum(x, axis=0), needs="rank1"),
     Op("trace", 1, tf.trace, np.trace, needs="square2"),
     Op("diagonal", 1, tf.diagonal, np.diagonal, needs="square2"),
     Op(

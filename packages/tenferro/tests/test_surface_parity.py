@@ -86,6 +86,12 @@ CALLS: dict[str, Call] = {
     "trace": lambda x, y, m: x.trace(),
     "transpose": lambda x, y, m: x.transpose(1, 0),
     "var": lambda x, y, m: x.var(),
+    "argmax": lambda x, y, m: x.argmax(axis=1),
+    "argmin": lambda x, y, m: x.argmin(),
+    "argsort": lambda x, y, m: x.argsort(axis=0, descending=True),
+    "sort": lambda x, y, m: x.sort(),
+    "cumsum": lambda x, y, m: x.cumsum(axis=1),
+    "cumprod": lambda x, y, m: x.cumprod(),
 }
 
 METADATA = ("shape", "dtype", "ndim", "size")

@@ -298,3 +298,28 @@ def test_surface_functions_under_vmap_and_their_gradients(name):
     eager = tf.EagerTensor(batch, requires_grad=True)
     tf.sum(tf.vmap(loss)(eager)).backward()
     np.testing.assert_allclose(eager.grad, expected_grad, rtol=1e-8, atol=1e-10)
+
+
+def test_custom_rules_under_vmap_loop_per_example_and_keep_their_rules():
+    batch = np.random.default_rng(5).standard_normal((4, 5))
+
+    @tf.custom_jvp
+    def twice_sin(x: Any) -> Any:
+        return tf.sin(x) * 2
+
+    @twice_sin.defjvp
+    def _(primals: Any, tangents: Any) -> Any:
+        (x,), (t,) = primals, tangents
+        return twice_sin(x), 2 * tf.cos(x) * t
+
+    @tf.custom_vjp
+    def cube(x: Any) -> Any:
+        return x**3
+
+    cube.defvjp(lambda x: (cube(x), x), lambda x, ct: (3 * x**2 * ct,))
+
+    np.testing.assert_allclose(tf.vmap(twice_sin)(batch), 2 * np.sin(batch), rtol=1e-12)
+    per_example = tf.vmap(tf.grad(lambda x: tf.sum(twice_sin(x))))(batch)
+    np.testing.assert_allclose(per_example, 2 * np.cos(batch), rtol=1e-12)
+    through = tf.grad(lambda x: tf.sum(tf.vmap(cube)(x)))(batch)
+    np.testing.assert_allclose(through, 3 * batch**2, rtol=1e-12)

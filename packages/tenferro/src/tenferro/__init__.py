@@ -12,7 +12,8 @@
   ...), with numpy broadcasting and promotion made explicit as primitives;
 * JAX-style transforms: ``tf.grad``, ``tf.value_and_grad``, ``tf.vjp``, ``tf.jvp``,
   ``tf.linearize``, ``tf.hvp``, ``tf.jit``, ``tf.vmap`` (batching), ``tf.jacfwd``,
-  ``tf.jacrev``, ``tf.jacobian``, ``tf.hessian``;
+  ``tf.jacrev``, ``tf.jacobian``, ``tf.hessian``; ``tf.stop_gradient``,
+  ``tf.custom_jvp``, ``tf.custom_vjp`` and ``tf.tree_util`` (pytrees);
 * ``tf.lax`` (one strict function per primitive), ``tf.ops`` (the primitives) and
   ``tf.extension`` (user-defined primitive families with their own AD rules).
 
@@ -21,8 +22,9 @@ equal to PyTorch's and the conjugate of JAX's.
 """
 
 import computegraph
-from tenferro import extension, lax, ops, testing
+from tenferro import extension, lax, ops, random, testing, tree_util
 from tenferro.batching import vmap
+from tenferro.custom_rules import custom_jvp, custom_vjp, stop_gradient
 from tenferro.dtypes import (
     DTYPES,
     bool_,
@@ -120,6 +122,8 @@ __all__ = [
     "clear_caches",
     "composite",
     "complex64",
+    "custom_jvp",
+    "custom_vjp",
     "complex128",
     "default_tape",
     "dtype",
@@ -147,8 +151,11 @@ __all__ = [
     "linearize",
     "ops",
     "placeholder",
+    "random",
+    "stop_gradient",
     "testing",
     "traced",
+    "tree_util",
     "value_and_grad",
     "vjp",
     "vmap",

@@ -17,7 +17,7 @@ import numpy as np
 
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import is_complex
-from tenferro.meta import Meta, normalize_axes
+from tenferro.meta import Meta, normalize_axes, normalize_axis
 from tenferro.ops.analytic import (
     Cos,
     Exp,
@@ -65,6 +65,10 @@ from tenferro.ops.indexing import (
     Slice,
 )
 from tenferro.ops.reduction import ReduceMax, ReduceMin, ReduceProd, ReduceSum, ReduceSumSquares
+from tenferro.ops.scan import Cumprod, Cumsum
+from tenferro.ops.sorting import ApplyPermutation, ArgMax, ArgMin, Argsort, Sort
+from tenferro.ops.special import Erf, Erfc
+from tenferro.ops.stop_gradient import StopGradient
 from tenferro.ops.structural import (
     BroadcastInDim,
     Convert,
@@ -83,6 +87,10 @@ __all__ = [
     "abs",
     "add",
     "add_tangents",
+    "apply_permutation",
+    "argmax",
+    "argmin",
+    "argsort",
     "broadcast_in_dim",
     "clamp",
     "compare",
@@ -92,12 +100,16 @@ __all__ = [
     "constant",
     "convert_element_type",
     "cos",
+    "cumprod",
+    "cumsum",
     "div",
     "dot_general",
     "dynamic_slice",
     "dynamic_truncate",
     "dynamic_update_slice",
     "embed_diag",
+    "erf",
+    "erfc",
     "exp",
     "expm1",
     "extract_diag",
@@ -138,7 +150,9 @@ __all__ = [
     "sign",
     "sin",
     "slice",
+    "sort",
     "sqrt",
+    "stop_gradient",
     "sub",
     "sub_tangents",
     "tanh",
@@ -196,6 +210,11 @@ def sign(x: Any) -> Any:
 def round(x: Any, method: str) -> Any:
     """Floating ``x`` rounded by ``method``: floor, ceil, trunc or nearest_even."""
     return Round.bind(x, method=method)
+
+
+def stop_gradient(x: Any) -> Any:
+    """``x``, with a zero derivative by contract (every mode, every order)."""
+    return StopGradient.bind(x)
 
 
 def max(x: Any, y: Any) -> Any:
@@ -273,6 +292,16 @@ def log10(x: Any) -> Any:
     return Log10.bind(x)
 
 
+def erf(x: Any) -> Any:
+    """The error function of floating or complex ``x``."""
+    return Erf.bind(x)
+
+
+def erfc(x: Any) -> Any:
+    """The complementary error function ``1 - erf(x)``, accurate for large ``x``."""
+    return Erfc.bind(x)
+
+
 def pow(x: Any, y: Any) -> Any:
     """``x ** y`` of one shape and dtype; integers take non-negative exponents only."""
     return Pow.bind(x, y)
@@ -347,6 +376,53 @@ def reduce_max(x: Any, axes: Sequence[int]) -> Any:
 def reduce_min(x: Any, axes: Sequence[int]) -> Any:
     """The minimum of real ``x`` over ``axes`` (dropped); ties share the derivative equally."""
     return ReduceMin.bind(x, axes=_reduced_axes(x, axes, "reduce_min"))
+
+
+# ---------------------------------------------------------------------- scans and ordering
+
+
+def _axis(x: Any, axis: int, op: str) -> int:
+    if x.meta.ndim == 0:
+        from tenferro.errors import AxisError
+
+        raise AxisError(op, f"needs an axis; the operand {x.meta.describe()} has none")
+    return normalize_axis(axis, x.meta.ndim, op)
+
+
+def cumsum(x: Any, axis: int, reverse: bool = False) -> Any:
+    """The inclusive cumulative sum along ``axis`` (from the end when ``reverse``)."""
+    return Cumsum.bind(x, axis=_axis(x, axis, "cumsum"), reverse=bool(reverse))
+
+
+def cumprod(x: Any, axis: int, reverse: bool = False) -> Any:
+    """The inclusive cumulative product along ``axis``; its derivative is exact at zeros."""
+    return Cumprod.bind(x, axis=_axis(x, axis, "cumprod"), reverse=bool(reverse))
+
+
+def sort(x: Any, axis: int, descending: bool = False) -> Any:
+    """``x`` sorted along ``axis`` (stable; NaNs last ascending)."""
+    return Sort.bind(x, axis=_axis(x, axis, "sort"), descending=bool(descending))
+
+
+def argsort(x: Any, axis: int, descending: bool = False) -> Any:
+    """The int64 indices of the stable sort of ``x`` along ``axis``."""
+    return Argsort.bind(x, axis=_axis(x, axis, "argsort"), descending=bool(descending))
+
+
+def argmax(x: Any, axis: int) -> Any:
+    """The int64 index of the first maximum along ``axis`` (dropped)."""
+    return ArgMax.bind(x, axis=_axis(x, axis, "argmax"))
+
+
+def argmin(x: Any, axis: int) -> Any:
+    """The int64 index of the first minimum along ``axis`` (dropped)."""
+    return ArgMin.bind(x, axis=_axis(x, axis, "argmin"))
+
+
+def apply_permutation(x: Any, permutation: Any, axis: int) -> Any:
+    """``take_along_axis(x, permutation, axis)`` for a ``permutation`` along ``axis`` (as
+    ``argsort`` gives); linear in ``x``, transposed by the inverse permutation."""
+    return ApplyPermutation.bind(x, permutation, axis=_axis(x, axis, "apply_permutation"))
 
 
 # ---------------------------------------------------------------------- structural

@@ -25,6 +25,7 @@ arguments only, as in JAX.
 from __future__ import annotations
 
 import functools
+import inspect
 import weakref
 from collections.abc import Callable, Hashable, Sequence
 from contextvars import ContextVar
@@ -35,7 +36,7 @@ import numpy as np
 from computegraph import BoundedCache, Input
 from tenferro import lax
 from tenferro.core.keys import AliasKey, ArgKey
-from tenferro.core.pytree import TreeDef, flatten, unflatten
+from tenferro.core.pytree import TreeDef, count_leaves, describe, flatten, unflatten
 from tenferro.errors import (
     ArgumentTypeError,
     DTypeError,
@@ -121,6 +122,43 @@ def _aux_pair(result: Any, op: str) -> tuple[Any, Any]:
             op, f"with has_aux=True the function must return a pair (output, aux), got {shown}"
         )
     return result[0], result[1]
+
+
+class _Aux:
+    """The aux output of a ``has_aux`` function. Its traced leaves (values the function
+    computed) are outputs of the transform's program; every other leaf (strings, ints,
+    ``None``, values computed without the arguments) is returned as it is, and is no
+    part of any cache key."""
+
+    __slots__ = ("leaves", "positions", "treedef")
+
+    def __init__(self, aux: Any) -> None:
+        self.leaves, self.treedef = flatten(aux)
+        self.positions = tuple(
+            [i for i, leaf in enumerate(self.leaves) if isinstance(leaf, TracedTensor)]
+        )
+
+    @property
+    def traced(self) -> list[TracedTensor]:
+        return [self.leaves[i] for i in self.positions]
+
+    @property
+    def key(self) -> Hashable:
+        """The structure part of a cache key (never the non-tensor values)."""
+        return (self.treedef, self.positions)
+
+    def rebuild(self, values: Sequence[Any]) -> Any:
+        """The aux tree with its traced leaves replaced by ``values``."""
+        merged = list(self.leaves)
+        for position, value in zip(self.positions, values, strict=True):
+            merged[position] = value
+        return unflatten(self.treedef, merged)
+
+
+def _bound(fun: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..., Any]:
+    """``fun`` with keyword arguments bound (passed through, never differentiated, as
+    ``jax.grad`` does; arrays among them are read at call time like any capture)."""
+    return functools.partial(fun, **kwargs) if kwargs else fun
 
 
 def _sequence(values: Any, op: str, what: str) -> tuple[Any, ...]:
@@ -213,20 +251,10 @@ def _leaf_ranges(treedef: TreeDef, count: int) -> list[range]:
     """For each top-level argument, the range of its leaves in the flat list."""
     ranges, start = [], 0
     for child in treedef[1]:  # type: ignore[index]
-        size = _count(child)
+        size = count_leaves(child)
         ranges.append(range(start, start + size))
         start += size
     return ranges
-
-
-def _count(node: Any) -> int:
-    kind = node[0]
-    if kind == "*":
-        return 1
-    if kind == "none":
-        return 0
-    children = node[1] if kind != "dict" else node[2]
-    return sum(_count(child) for child in children)
 
 
 # ---------------------------------------------------------------------- compiled plans
@@ -286,7 +314,11 @@ def _forward_plan(call: _Args, trace: _Trace) -> _Plan:
 # ---------------------------------------------------------------------- jit
 
 
-def jit(fun: Callable[..., Any]) -> Callable[..., Any]:
+def jit(
+    fun: Callable[..., Any],
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+) -> Callable[..., Any]:
     """Trace ``fun`` once per argument signature, compile, and run the cached program.
 
     Like ``jax.jit``, the trace is cached by the arguments' tree structure, shapes,
@@ -295,25 +327,136 @@ def jit(fun: Callable[..., Any]) -> Callable[..., Any]:
     of the compiled program, and later changes to them are not seen. Pass data that
     changes as arguments (or call ``tf.clear_caches()``). The other transforms
     (``grad``, ``vjp``, ``jvp``, ...) never freeze captured values.
+
+    Keyword arguments are traced like positional ones. Arguments named by
+    ``static_argnums`` (positions) or ``static_argnames`` (keywords) are passed to
+    ``fun`` as they are -- Python values such as flags, sizes or strings -- and are
+    part of the cache key: they must be hashable, and each distinct value traces
+    anew. A parameter named in one list is static whichever way it is passed, when
+    ``fun``'s signature says where it is. The cache is bounded (least recently used
+    traces are dropped).
     """
     _callable(fun, "jit")
+    numbers, names = _static_spec(fun, static_argnums, static_argnames)
     cache = _cache(f"jit({getattr(fun, '__name__', 'fun')})")
 
     @functools.wraps(fun, updated=())
-    def compiled(*args: Any) -> Any:
-        call = _Args(args)
+    def compiled(*args: Any, **kwargs: Any) -> Any:
+        static_positions = _static_positions(numbers, len(args))
+        if static_positions or (names and kwargs):
+            return _jit_static(fun, cache, args, kwargs, static_positions, names)
+        call = _jit_args((args, kwargs) if kwargs else args)
         if call.traced:
-            return fun(*args)
+            return fun(*args, **kwargs)
 
         def trace() -> _Plan:
-            traced_args = _split(call.treedef, _arg_leaves(call.metas))
-            outputs, out_treedef = _traced_outputs(_call(fun, traced_args))
+            traced = _split(call.treedef, _arg_leaves(call.metas))
+            if kwargs:
+                traced_args, traced_kwargs = traced
+                outputs, out_treedef = _traced_outputs(
+                    _call(functools.partial(fun, **traced_kwargs), traced_args)
+                )
+            else:
+                outputs, out_treedef = _traced_outputs(_call(fun, traced))
             return _Plan(outputs, out_treedef)
 
-        return cache.get_or_create(call.signature(), trace)(call.arrays())
+        key = ("keywords", call.signature()) if kwargs else call.signature()
+        return cache.get_or_create(key, trace)(call.arrays())
 
     compiled.cache = cache  # type: ignore[attr-defined]
     return compiled
+
+
+def _static_spec(
+    fun: Callable[..., Any], argnums: int | Sequence[int], argnames: str | Sequence[str]
+) -> tuple[tuple[int, ...], frozenset[str]]:
+    """The static positions and names, each completed from ``fun``'s signature."""
+    numbers = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    names = (argnames,) if isinstance(argnames, str) else tuple(argnames)
+    for n in numbers:
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise ArgumentTypeError("jit", f"static_argnums must be ints, got {argnums!r}")
+    for name in names:
+        if not isinstance(name, str):
+            raise ArgumentTypeError("jit", f"static_argnames must be strings, got {argnames!r}")
+    try:
+        parameters = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):  # builtins without a signature: take the lists as given
+        return numbers, frozenset(names)
+    positional = [
+        p.name
+        for p in parameters
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    more_names = {positional[n] for n in numbers if -len(positional) <= n < len(positional)}
+    more_numbers = {i for i, name in enumerate(positional) if name in names}
+    return tuple(sorted({*numbers, *more_numbers})), frozenset({*names, *more_names})
+
+
+def _static_positions(numbers: tuple[int, ...], count: int) -> frozenset[int]:
+    """The static positions among ``count`` positional arguments (others are absent)."""
+    return frozenset(n % count for n in numbers if -count <= n < count)
+
+
+def _hashable_static(what: str, value: Any) -> None:
+    try:
+        hash(value)
+    except TypeError:
+        raise ArgumentTypeError(
+            "jit",
+            f"static argument {what} is an unhashable {type(value).__name__} ({value!r}); "
+            f"static arguments must be hashable (use a tuple instead of a list), or pass "
+            f"it as a traced argument",
+        ) from None
+
+
+def _jit_args(packed: Any) -> _Args:
+    try:
+        return _Args(packed)
+    except (ArgumentTypeError, DTypeError) as error:
+        raise ArgumentTypeError(
+            "jit",
+            f"{error}; pass Python values that are not arrays (strings, flags, sizes) as "
+            f"static arguments (static_argnums / static_argnames)",
+        ) from None
+
+
+def _jit_static(
+    fun: Callable[..., Any],
+    cache: BoundedCache[Any, Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    static_positions: frozenset[int],
+    static_names: frozenset[str],
+) -> Any:
+    """A call with static arguments: they are keys of the cache, the rest is traced."""
+    statics: list[tuple[Any, Any]] = []
+    for position in sorted(static_positions):
+        _hashable_static(f"{position}", args[position])
+        statics.append((position, args[position]))
+    for name in sorted(kwargs):
+        if name in static_names:
+            _hashable_static(f"{name!r}", kwargs[name])
+            statics.append((name, kwargs[name]))
+    dynamic_args = tuple(a for i, a in enumerate(args) if i not in static_positions)
+    dynamic_kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
+    static_kwargs = {k: v for k, v in kwargs.items() if k in static_names}
+
+    def full(traced_args: Sequence[Any], traced_kwargs: dict[str, Any]) -> Any:
+        remaining = iter(traced_args)
+        merged = [args[i] if i in static_positions else next(remaining) for i in range(len(args))]
+        return fun(*merged, **traced_kwargs, **static_kwargs)
+
+    call = _jit_args((dynamic_args, dynamic_kwargs))
+    if call.traced:
+        return fun(*args, **kwargs)
+
+    def trace() -> _Plan:
+        traced_args, traced_kwargs = _split(call.treedef, _arg_leaves(call.metas))
+        return _Plan(*_traced_outputs(_call(full, (traced_args, traced_kwargs))))
+
+    key = ("static", call.signature(), tuple(statics))
+    return cache.get_or_create(key, trace)(call.arrays())
 
 
 # ---------------------------------------------------------------------- grad
@@ -342,38 +485,66 @@ def _value_and_grad_transform(
     single = isinstance(argnums, int)
 
     @functools.wraps(fun, updated=())
-    def transformed(*args: Any) -> Any:
+    def transformed(*args: Any, **kwargs: Any) -> Any:
+        target = _bound(fun, kwargs)
         call = _Args(args)
         positions = _positions(argnums, len(args), op)
         if call.traced:
             leaves = _alias_leaves(call.values)
-            value, aux, aux_def = _call_value(fun, call.treedef, leaves, has_aux, op)
-            return _gradient_tree(
-                value, aux, aux_def, call.treedef, leaves, positions, single, has_aux, op
+            value, aux = _call_with_aux(target, call.treedef, leaves, has_aux, op)
+            traced_aux = aux.traced
+            (value, traced_aux), gradient = _gradient_tree(
+                value,
+                traced_aux,
+                _flat_list(len(traced_aux)),
+                call.treedef,
+                leaves,
+                positions,
+                single,
+                True,
+                op,
             )
+            return ((value, aux.rebuild(traced_aux)), gradient) if has_aux else (value, gradient)
         leaves = _arg_leaves(call.metas)
-        value, aux, aux_def = _call_value(fun, call.treedef, leaves, has_aux, op)
-        trace = _Trace([value, *aux], aux_def)
+        value, aux = _call_with_aux(target, call.treedef, leaves, has_aux, op)
+        trace = _Trace([value, *aux.traced], aux.key)
 
         def derive() -> _Plan:
             traced_value, *traced_aux = trace.outputs
             result = _gradient_tree(
                 traced_value,
                 traced_aux,
-                aux_def,
+                _flat_list(len(traced_aux)),
                 call.treedef,
                 leaves,
                 positions,
                 single,
-                has_aux,
+                True,
                 op,
             )
             return _Plan(*_traced_outputs(result))
 
-        key = (call.signature(), positions, single, has_aux, trace.key)
-        return _GRAD_PROGRAMS.get_or_create(key, derive)(call.arrays(), trace.shape.slots)
+        key = (call.signature(), positions, single, trace.key)
+        plan = _GRAD_PROGRAMS.get_or_create(key, derive)
+        (value, aux_values), gradient = plan(call.arrays(), trace.shape.slots)
+        return ((value, aux.rebuild(aux_values)), gradient) if has_aux else (value, gradient)
 
     return transformed
+
+
+def _call_with_aux(
+    fun: Callable[..., Any], treedef: TreeDef, leaves: list[TracedTensor], has_aux: bool, op: str
+) -> tuple[TracedTensor, _Aux]:
+    """Call ``fun`` on traced arguments: its value and its aux output (``None`` without
+    ``has_aux``)."""
+    result = _call(fun, _split(treedef, leaves))
+    value, aux = _aux_pair(result, op) if has_aux else (result, None)
+    return _as_traced(value), _Aux(aux)
+
+
+def _flat_list(count: int) -> TreeDef:
+    """The structure of a list of ``count`` leaves."""
+    return flatten([0] * count)[1]
 
 
 def _call_value(
@@ -432,8 +603,8 @@ def grad(
     both = _value_and_grad_transform(fun, argnums, has_aux, "grad")
 
     @functools.wraps(fun, updated=())
-    def gradient(*args: Any) -> Any:
-        value, g = both(*args)
+    def gradient(*args: Any, **kwargs: Any) -> Any:
+        value, g = both(*args, **kwargs)
         return (g, value[1]) if has_aux else g
 
     return gradient
@@ -443,17 +614,24 @@ def grad(
 
 
 def jvp(
-    fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
-) -> tuple[Any, Any]:
+    fun: Callable[..., Any],
+    primals: Sequence[Any],
+    tangents: Sequence[Any],
+    has_aux: bool = False,
+) -> tuple[Any, ...]:
     """``(fun(*primals), J(primals) · tangents)`` (one tangent per primal, same structure;
-    ``primals`` and ``tangents`` are tuples or lists, as in JAX)."""
+    ``primals`` and ``tangents`` are tuples or lists, as in JAX). With ``has_aux``,
+    ``fun`` returns ``(output, aux)`` and the result is ``(output, tangent, aux)``."""
     _callable(fun, "jvp")
+    _check_has_aux(has_aux, "jvp")
     primals = _sequence(primals, "jvp", "primals")
     tangents = _sequence(tangents, "jvp", "tangents")
     if len(primals) != len(tangents):
         raise ShapeError("jvp", f"{len(tangents)} tangent(s) for {len(primals)} primal(s)")
     primal_call, tangent_call = _Args(primals), _Args(tangents)
     _check_tangents("jvp", primal_call, tangent_call)
+    if has_aux:
+        return _jvp_with_aux(fun, primal_call, tangent_call)
     if primal_call.traced or tangent_call.traced:
         return _jvp(
             fun,
@@ -464,6 +642,40 @@ def jvp(
     trace = _trace_call(fun, primal_call)
     plan = _jvp_plan(primal_call, tangent_call, trace)
     return plan(primal_call.arrays() + tangent_call.arrays(), trace.shape.slots)
+
+
+def _jvp_with_aux(
+    fun: Callable[..., Any], primal_call: _Args, tangent_call: _Args
+) -> tuple[Any, Any, Any]:
+    """``jvp(..., has_aux=True)``: the aux output is computed, never differentiated."""
+    symbolic = primal_call.traced or tangent_call.traced
+    leaves = _alias_leaves(primal_call.values) if symbolic else _arg_leaves(primal_call.metas)
+    out, raw_aux = _aux_pair(_call(fun, _split(primal_call.treedef, leaves)), "jvp")
+    aux = _Aux(raw_aux)
+    outputs, out_def = _traced_outputs(out)
+    if symbolic:
+        primal_out, tangent_out = _jvp_outputs(
+            outputs, out_def, leaves, _tangent_leaves(tangent_call.values)
+        )
+        return primal_out, tangent_out, raw_aux
+    count = len(outputs)
+    trace = _Trace([*outputs, *aux.traced], out_def)
+
+    def derive() -> _Plan:
+        primal_tree, tangent_tree = _jvp_outputs(
+            trace.outputs[:count],
+            out_def,
+            _arg_leaves(primal_call.metas),
+            _arg_leaves(tangent_call.metas, len(primal_call.metas)),
+        )
+        return _Plan(*_traced_outputs((primal_tree, tangent_tree, trace.outputs[count:])))
+
+    key = ("aux", count, primal_call.signature(), tangent_call.signature(), trace.key)
+    plan = _JVP_PROGRAMS.get_or_create(key, derive)
+    primal_out, tangent_out, aux_values = plan(
+        primal_call.arrays() + tangent_call.arrays(), trace.shape.slots
+    )
+    return primal_out, tangent_out, aux.rebuild(aux_values)
 
 
 def _jvp_plan(primal_call: _Args, tangent_call: _Args, trace: _Trace) -> _Plan:
@@ -486,7 +698,11 @@ def _tangent_leaves(values: Sequence[Any]) -> list[TracedTensor]:
 
 def _check_tangents(op: str, primals: _Args, tangents: _Args) -> None:
     if primals.treedef != tangents.treedef:
-        raise ShapeError(op, "tangents must have the structure of the primals")
+        raise ShapeError(
+            op,
+            f"tangents must have the structure of the primals: tangents "
+            f"{describe(tangents.treedef)}, primals {describe(primals.treedef)}",
+        )
     for position, (p, t) in enumerate(zip(primals.metas, tangents.metas, strict=True)):
         if p.shape != t.shape or (p.dtype != t.dtype and p.dtype.kind in "fc"):
             raise ShapeError(
@@ -527,14 +743,18 @@ def _cast(tangent: TracedTensor, leaf: TracedTensor) -> TracedTensor:
     return lax.convert_element_type(tangent, leaf.meta.dtype)
 
 
-def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
+def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """``(fun(*primals), jvp_fn)`` where ``jvp_fn(*tangents)`` is the JVP at ``primals``,
     with the values ``fun`` read when ``linearize`` was called (``fun`` is traced once).
 
     As ``jax.linearize`` promises, the primal outputs and every primal value the JVP
     reads (the residuals) are computed here, once; ``jvp_fn`` evaluates only the linear
-    map (its program is cached by the traced structure)."""
+    map (its program is cached by the traced structure). With ``has_aux``, ``fun``
+    returns ``(output, aux)`` and the result is ``(output, jvp_fn, aux)``."""
     _callable(fun, "linearize")
+    _check_has_aux(has_aux, "linearize")
+    if has_aux:
+        return _linearize_with_aux(fun, primals)
     call = _Args(primals)
     if call.traced:
 
@@ -564,6 +784,26 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...
         return plan.wrap(values, plan.tangent_metas, plan.out_treedef)
 
     return out, jvp_fn
+
+
+def _linearize_with_aux(fun: Callable[..., Any], primals: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``linearize(..., has_aux=True)``: the aux output is evaluated by its own forward
+    program (cached by structure), never differentiated."""
+    found: list[Any] = []
+
+    def main(*args: Any) -> Any:
+        out, aux = _aux_pair(fun(*args), "linearize")
+        found[:] = [aux]
+        return out
+
+    out, jvp_fn = linearize(main, *primals)
+    call = _Args(primals)
+    if call.traced:
+        return out, jvp_fn, found[0]
+    aux = _Aux(found[0])
+    trace = _Trace(aux.traced, _flat_list(len(aux.positions)))
+    values = _forward_plan(call, trace)(call.arrays(), trace.shape.slots)
+    return out, jvp_fn, aux.rebuild(values)
 
 
 class _LinearizePlan:
@@ -660,12 +900,14 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[
     if call.traced:
         return _symbolic_vjp(fun, call, has_aux)
     result = _call(fun, _split(call.treedef, _arg_leaves(call.metas)))
-    out, aux = _aux_pair(result, "vjp") if has_aux else (result, None)
-    count = len(flatten(out)[0])
-    packed, packed_def = _traced_outputs((out, aux) if has_aux else out)
+    out, raw_aux = _aux_pair(result, "vjp") if has_aux else (result, None)
+    aux_tree = _Aux(raw_aux)
+    out_leaves, out_def = flatten(out)
+    count = len(out_leaves)
+    packed, packed_def = _traced_outputs((out, aux_tree.traced))
     trace = _Trace(packed, packed_def)
-    forward = _forward_plan(call, trace)(call.arrays(), trace.shape.slots)
-    out, aux = forward if has_aux else (forward, None)
+    out, aux_values = _forward_plan(call, trace)(call.arrays(), trace.shape.slots)
+    aux = aux_tree.rebuild(aux_values)
     out_metas = [asarray(o).meta for o in flatten(out)[0]]
 
     def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
@@ -677,6 +919,12 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[
             outputs, _ = _traced_outputs(traced_out)
             return _vjp_result(
                 call.treedef, leaves, outputs, [_as_traced(c) for c in ct_call.values]
+            )
+        if ct_call.treedef[1][0] != out_def:  # type: ignore[index]
+            raise ShapeError(
+                "vjp",
+                f"the cotangent has structure {describe(ct_call.treedef[1][0])}, "  # type: ignore[index]
+                f"the output {describe(out_def)}",
             )
         if [m.shape for m in ct_call.metas] != [m.shape for m in out_metas]:
             raise ShapeError(
@@ -707,7 +955,11 @@ def _symbolic_vjp(fun: Callable[..., Any], call: _Args, has_aux: bool) -> tuple[
     def symbolic_vjp(cotangent: Any) -> tuple[Any, ...]:
         cts, ct_treedef = flatten(cotangent)
         if ct_treedef != out_treedef:
-            raise ShapeError("vjp", "the cotangent must have the structure of the output")
+            raise ShapeError(
+                "vjp",
+                f"the cotangent has structure {describe(ct_treedef)}, "
+                f"the output {describe(out_treedef)}",
+            )
         return _vjp_result(call.treedef, leaves, outputs, [_as_traced(c) for c in cts])
 
     packed = (unflatten(out_treedef, outputs), symbolic_vjp)

@@ -1,42 +1,116 @@
-"""Minimal pytrees: nested tuples, namedtuples, lists and dicts of leaves (like
-``jax.tree_util``)."""
+"""Pytrees: nested tuples, namedtuples, lists, dicts, ``OrderedDict``s and registered
+custom nodes of leaves (like ``jax.tree_util``; the public face is
+:mod:`tenferro.tree_util`).
+
+A tree's structure (its *treedef*) is a hashable nested tuple, one node per container:
+``("*",)`` a leaf, ``("none",)`` ``None`` (a node without children, as in JAX),
+``("tuple", children)``, ``("list", children)``, ``("namedtuple", children, type)``,
+``("dict", keys, children)`` (keys sorted), ``("odict", keys, children)`` (keys in
+order) and ``("custom", children, (type, aux))`` for registered node types.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, NamedTuple
 
-__all__ = ["TreeDef", "flatten", "unflatten"]
+from tenferro.errors import ArgumentTypeError, TenferroError
+
+__all__ = [
+    "NodeRules",
+    "TreeDef",
+    "count_leaves",
+    "describe",
+    "flatten",
+    "register_node",
+    "unflatten",
+]
 
 TreeDef = Hashable
 """A hashable description of a tree's structure."""
 
 _LEAF = ("*",)
+_NONE = ("none",)
 
 
-def flatten(tree: Any) -> tuple[list[Any], TreeDef]:
-    """The leaves of ``tree`` (depth first, dict keys sorted) and its structure."""
+class NodeRules(NamedTuple):
+    """How a registered node type flattens (``flatten(node) -> (children, aux)``) and
+    is rebuilt (``unflatten(aux, children) -> node``)."""
+
+    flatten: Callable[[Any], tuple[Iterable[Any], Hashable]]
+    unflatten: Callable[[Hashable, Iterable[Any]], Any]
+
+
+_REGISTRY: dict[type, NodeRules] = {}
+
+
+def register_node(
+    nodetype: type,
+    flatten_fn: Callable[[Any], tuple[Iterable[Any], Hashable]],
+    unflatten_fn: Callable[[Hashable, Iterable[Any]], Any],
+) -> None:
+    """Make instances of ``nodetype`` pytree nodes (see ``tree_util.register_pytree_node``)."""
+    op = "register_pytree_node"
+    if not isinstance(nodetype, type):
+        raise ArgumentTypeError(op, f"expected a class, got {nodetype!r}")
+    if nodetype in (tuple, list, dict, OrderedDict, type(None)) or nodetype in _REGISTRY:
+        raise TenferroError(op, f"{nodetype.__qualname__} is already a pytree node type")
+    if not callable(flatten_fn) or not callable(unflatten_fn):
+        raise ArgumentTypeError(op, "flatten_fn and unflatten_fn must be callable")
+    _REGISTRY[nodetype] = NodeRules(flatten_fn, unflatten_fn)
+
+
+def _custom(node: Any, rules: NodeRules) -> Any:
+    children, aux = rules.flatten(node)
+    try:
+        hash(aux)
+    except TypeError:
+        raise TenferroError(
+            "tree_flatten",
+            f"the flatten function of {type(node).__qualname__} returned unhashable auxiliary "
+            f"data {aux!r}; it must be hashable (it is part of the tree structure)",
+        ) from None
+    return tuple(children), (type(node), aux)
+
+
+def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list[Any], TreeDef]:
+    """The leaves of ``tree`` (depth first, dict keys sorted) and its structure.
+
+    ``is_leaf(node)`` returning true makes ``node`` a leaf even if it is a container.
+    """
     leaves: list[Any] = []
 
     def walk(node: Any) -> TreeDef:
+        if is_leaf is not None and is_leaf(node):
+            leaves.append(node)
+            return _LEAF
         if node is None:
-            return ("none",)
-        if type(node) is tuple:
-            return ("tuple", tuple(walk(child) for child in node))
-        if isinstance(node, tuple) and hasattr(type(node), "_fields"):
-            return ("namedtuple", tuple(walk(child) for child in node), type(node))
-        if type(node) is list:
-            return ("list", tuple(walk(child) for child in node))
-        if type(node) is dict:
+            return _NONE
+        kind = type(node)
+        if kind is tuple:
+            return ("tuple", tuple([walk(child) for child in node]))
+        if kind is list:
+            return ("list", tuple([walk(child) for child in node]))
+        if kind is dict:
             keys = tuple(sorted(node))
-            return ("dict", keys, tuple(walk(node[k]) for k in keys))
+            return ("dict", keys, tuple([walk(node[k]) for k in keys]))
+        rules = _REGISTRY.get(kind)
+        if rules is not None:
+            children, tag = _custom(node, rules)
+            return ("custom", tuple([walk(child) for child in children]), tag)
+        if isinstance(node, tuple) and hasattr(kind, "_fields"):
+            return ("namedtuple", tuple([walk(child) for child in node]), kind)
+        if kind is OrderedDict:
+            keys = tuple(node)
+            return ("odict", keys, tuple([walk(node[k]) for k in keys]))
         leaves.append(node)
         return _LEAF
 
     return leaves, walk(tree)
 
 
-def unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
+def unflatten(treedef: TreeDef, leaves: Iterable[Any]) -> Any:
     """The tree of structure ``treedef`` holding ``leaves``."""
     iterator = iter(leaves)
 
@@ -47,11 +121,61 @@ def unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
         if kind == "none":
             return None
         if kind == "tuple":
-            return tuple(build(child) for child in node[1])
-        if kind == "namedtuple":
-            return node[2](*(build(child) for child in node[1]))
+            return tuple([build(child) for child in node[1]])
         if kind == "list":
             return [build(child) for child in node[1]]
-        return {key: build(child) for key, child in zip(node[1], node[2], strict=True)}
+        if kind == "namedtuple":
+            return node[2](*[build(child) for child in node[1]])
+        if kind == "custom":
+            nodetype, aux = node[2]
+            return _REGISTRY[nodetype].unflatten(aux, [build(child) for child in node[1]])
+        values = [build(child) for child in node[2]]
+        made = dict(zip(node[1], values, strict=True))
+        return made if kind == "dict" else OrderedDict(made)
 
     return build(treedef)
+
+
+def count_leaves(treedef: TreeDef) -> int:
+    """How many leaves a tree of structure ``treedef`` holds."""
+    count = 0
+    stack = [treedef]
+    while stack:
+        node: Any = stack.pop()
+        kind = node[0]
+        if kind == "*":
+            count += 1
+        elif kind in ("dict", "odict"):
+            stack.extend(node[2])
+        elif kind != "none":
+            stack.extend(node[1])
+    return count
+
+
+def describe(treedef: TreeDef) -> str:
+    """A readable rendering of a structure: ``*`` for leaves, containers as in Python
+    (``(*, {'b': *, 'c': [*, None]})``), namedtuples and custom nodes by class name."""
+
+    def show(node: Any) -> str:
+        kind = node[0]
+        if kind == "*":
+            return "*"
+        if kind == "none":
+            return "None"
+        if kind == "tuple":
+            inner = ", ".join(show(c) for c in node[1])
+            return f"({inner},)" if len(node[1]) == 1 else f"({inner})"
+        if kind == "list":
+            return "[" + ", ".join(show(c) for c in node[1]) + "]"
+        if kind == "namedtuple":
+            fields = node[2]._fields
+            inner = ", ".join(f"{f}={show(c)}" for f, c in zip(fields, node[1], strict=True))
+            return f"{node[2].__name__}({inner})"
+        if kind == "custom":
+            nodetype, aux = node[2]
+            inner = ", ".join(show(c) for c in node[1])
+            return f"{nodetype.__name__}[{aux!r}]({inner})"
+        inner = ", ".join(f"{k!r}: {show(c)}" for k, c in zip(node[1], node[2], strict=True))
+        return "{" + inner + "}" if kind == "dict" else f"OrderedDict({{{inner}}})"
+
+    return show(treedef)

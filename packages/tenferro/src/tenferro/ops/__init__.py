@@ -52,6 +52,10 @@ from tenferro.ops.indexing import (
     Slice,
 )
 from tenferro.ops.reduction import ReduceMax, ReduceMin, ReduceProd, ReduceSum, ReduceSumSquares
+from tenferro.ops.scan import Cumprod, Cumsum
+from tenferro.ops.sorting import ApplyPermutation, ArgMax, ArgMin, Argsort, Sort
+from tenferro.ops.special import Erf, Erfc
+from tenferro.ops.stop_gradient import StopGradient
 from tenferro.ops.structural import (
     BroadcastInDim,
     Convert,
@@ -69,6 +73,10 @@ __all__ = [
     "Abs",
     "Add",
     "AddAny",
+    "ApplyPermutation",
+    "ArgMax",
+    "ArgMin",
+    "Argsort",
     "BroadcastInDim",
     "Clamp",
     "Compare",
@@ -78,12 +86,16 @@ __all__ = [
     "Constant",
     "Convert",
     "Cos",
+    "Cumprod",
+    "Cumsum",
     "Div",
     "DotGeneral",
     "DynamicSlice",
     "DynamicTruncate",
     "DynamicUpdateSlice",
     "EmbedDiag",
+    "Erf",
+    "Erfc",
     "Exp",
     "Expm1",
     "ExtractDiag",
@@ -118,7 +130,9 @@ __all__ = [
     "Sign",
     "Sin",
     "Slice",
+    "Sort",
     "Sqrt",
+    "StopGradient",
     "Sub",
     "Tanh",
     "TensorPrimitive",

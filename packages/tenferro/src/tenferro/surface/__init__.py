@@ -19,6 +19,8 @@ from tenferro.surface.creation import (
 from tenferro.surface.indexing import getitem, take
 from tenferro.surface.math import *  # noqa: F403
 from tenferro.surface.math import __all__ as _math_names
+from tenferro.surface.numerics import *  # noqa: F403
+from tenferro.surface.numerics import __all__ as _numerics_names
 from tenferro.surface.predicates import isfinite, isinf, isnan
 from tenferro.surface.reductions import all, amax, amin, any, max, mean, min, prod, std, sum, var
 from tenferro.surface.shapes import (
@@ -44,6 +46,7 @@ from tenferro.surface.shapes import (
 
 __all__ = [
     *_math_names,
+    *_numerics_names,
     "all",
     "amax",
     "amin",

@@ -16,6 +16,7 @@ from tenferro.surface import contraction as _contraction
 from tenferro.surface import convert as _convert
 from tenferro.surface import indexing as _indexing
 from tenferro.surface import math as _math
+from tenferro.surface import numerics as _numerics
 from tenferro.surface import numpy_api as _numpy_api
 from tenferro.surface import reductions as _reductions
 from tenferro.surface import shapes as _shapes
@@ -263,3 +264,23 @@ class TensorMethods(HasMeta):
 
     def take(self, indices: Any, axis: int | None = None) -> Any:
         return _indexing.take(self, indices, axis)
+
+    # numerics (tenferro.surface.numerics): jax.Array's semantics, sort returns a copy
+
+    def argmax(self, axis: int | None = None, keepdims: bool = False) -> Any:
+        return _numerics.argmax(self, axis, keepdims)
+
+    def argmin(self, axis: int | None = None, keepdims: bool = False) -> Any:
+        return _numerics.argmin(self, axis, keepdims)
+
+    def sort(self, axis: int | None = -1, *, descending: bool = False) -> Any:
+        return _numerics.sort(self, axis, descending=descending)
+
+    def argsort(self, axis: int | None = -1, *, descending: bool = False) -> Any:
+        return _numerics.argsort(self, axis, descending=descending)
+
+    def cumsum(self, axis: int | None = None, dtype: Any = None) -> Any:
+        return _numerics.cumsum(self, axis, dtype)
+
+    def cumprod(self, axis: int | None = None, dtype: Any = None) -> Any:
+        return _numerics.cumprod(self, axis, dtype)

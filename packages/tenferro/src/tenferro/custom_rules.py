@@ -1,0 +1,630 @@
+"""Users' own derivative rules: ``stop_gradient``, ``custom_jvp`` and ``custom_vjp``
+(JAX's API), built on the extension mechanism.
+
+A function decorated with :class:`custom_jvp` or :class:`custom_vjp` becomes, when it
+is applied to tensors that carry derivatives (tracked ``EagerTensor``s, traced values,
+inside any transform), one extension primitive (family ``tenferro.custom_jvp`` /
+``tenferro.custom_vjp``): its evaluation calls the function on concrete tensors, and
+its JVP rule is the user's rule. So one rule serves every mode -- ``grad``, ``vjp``,
+``jvp``, ``hvp``, ``jit``, the tape's ``backward``/``grad``/``jvp`` -- and every order
+where the rule is itself differentiable. Applied to plain tensors, the function is
+simply called, as in JAX.
+
+The user's rules are written with the ordinary tenferro surface (operators, ``tf.*``
+functions, Python scalars). They are traced once per structure (the shapes and dtypes
+of the arguments) and their operations are emitted into the transform's graph, so:
+
+* rules must be traceable: no Python control flow on tensor values, no ``.numpy()``;
+* rules read only their arguments (and Python scalars): an array or a traced value
+  captured from outside raises an error (pass it as an argument; ``nondiff_argnums``
+  takes hashable non-tensor values such as functions, flags and sizes).
+
+Derivatives follow tenferro's conventions: a ``custom_vjp`` backward rule receives
+and returns cotangents in the conjugate convention (PyTorch's; the conjugate of
+JAX's) -- for real functions there is no difference.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+
+from computegraph import BoundedCache, Derived, Input, ValueKey
+from tenferro import lax
+from tenferro.core.bind import lift
+from tenferro.core.keys import AliasKey
+from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs
+from tenferro.core.pytree import TreeDef, count_leaves, describe, flatten, unflatten
+from tenferro.errors import ArgumentTypeError, ShapeError, TenferroError
+from tenferro.extension import ExtensionOp, register
+from tenferro.meta import Meta
+from tenferro.surface.convert import asarray
+from tenferro.tensor import Tensor
+from tenferro.traced.tensor import TracedTensor
+from tidu import ADRuleError
+
+__all__ = ["custom_jvp", "custom_vjp", "stop_gradient"]
+
+
+def stop_gradient(x: Any) -> Any:
+    """``x`` (a tensor or a pytree of them) with a zero derivative by contract.
+
+    The value passes through unchanged; no derivative flows back through it in any
+    mode (``grad``, ``vjp``, ``jvp``, the tape) or at any order, as with JAX's
+    ``lax.stop_gradient``. On a tape the result is a new node with no derivative
+    (``x.detach()`` is the PyTorch spelling; both stay available).
+    """
+    leaves, treedef = flatten(x)
+    return unflatten(treedef, [lax.stop_gradient(asarray(leaf)) for leaf in leaves])
+
+
+# ---------------------------------------------------------------------- rule tracing
+
+
+@dataclass(frozen=True, slots=True)
+class RuleArgKey:
+    """Input ``position`` of a traced user rule (replayed onto the rule's values)."""
+
+    position: int
+    meta: Meta
+
+    def __repr__(self) -> str:
+        return f"rule_arg{self.position}:{self.meta.describe()}"
+
+
+def _rule_args(metas: Sequence[Meta], offset: int = 0) -> list[TracedTensor]:
+    return [TracedTensor(Input(RuleArgKey(offset + i, m)), m) for i, m in enumerate(metas)]
+
+
+def _call_traced(fun: Callable[..., Any], args: Sequence[Any]) -> Any:
+    """``fun(*args)`` on traced values, as a transform trace (nested transforms inside
+    a rule are symbolic)."""
+    from tenferro.transforms import _call
+
+    return _call(fun, args)
+
+
+def _traced_leaves(name: str, what: str, leaves: Sequence[Any]) -> list[TracedTensor]:
+    traced = []
+    for position, leaf in enumerate(leaves):
+        if leaf is None:
+            raise TenferroError(name, f"{what}: leaf {position} is None, expected a tensor")
+        try:
+            tensor = asarray(leaf)
+        except TenferroError:
+            raise TenferroError(
+                name, f"{what}: leaf {position} is a {type(leaf).__name__}, expected a tensor"
+            ) from None
+        traced.append(tensor if isinstance(tensor, TracedTensor) else TracedTensor._lift(tensor))
+    return traced
+
+
+def _replay(
+    name: str, values: Sequence[RuleValue], outputs: Sequence[ValueKey], like: RuleValue
+) -> list[RuleValue]:
+    """Emit the traced computation of ``outputs`` into the scope of the rule being run,
+    ``RuleArgKey(i)`` standing for ``values[i]`` (an iterative walk: any depth)."""
+    scope = like.scope
+    done: dict[int, RuleValue] = {}
+    emitted: dict[int, tuple[RuleValue, ...]] = {}
+    stack: list[ValueKey] = list(reversed(outputs))
+    while stack:
+        key = stack[-1]
+        if id(key) in done:
+            stack.pop()
+            continue
+        if type(key) is Derived:
+            operation = key.operation_key
+            results = emitted.get(id(operation))
+            if results is None:
+                pending = [k for k in operation.inputs if id(k) not in done]
+                if pending:
+                    stack.extend(reversed(pending))
+                    continue
+                operands = [done[id(k)] for k in operation.inputs]
+                results = scope.emit(cast(TensorPrimitive, operation.operation), operands)
+                emitted[id(operation)] = results
+            done[id(key)] = results[key.output_slot]
+            stack.pop()
+            continue
+        input_name = key.key if type(key) is Input else None
+        if type(input_name) is RuleArgKey:
+            done[id(key)] = values[input_name.position]
+        elif type(input_name) is AliasKey:  # a transform applied inside the rule
+            origin = input_name.origin
+            if id(origin) not in done:
+                stack.append(origin)
+                continue
+            done[id(key)] = done[id(origin)]
+        else:
+            raise TenferroError(
+                name,
+                f"a rule read {input_name!r}, a value that is not one of its arguments (an "
+                f"array or traced value captured from outside the rule); pass it as an "
+                f"argument of the function instead",
+            )
+        stack.pop()
+    return [done[id(k)] for k in outputs]
+
+
+def _check_result(
+    name: str, what: str, value: RuleValue, meta: Meta, cotangent: bool = False
+) -> RuleValue:
+    """``value`` as a derivative of ``meta``'s dtype: floating precision follows the
+    target, a real value widens to complex, and a complex cotangent of a real input
+    gives its real part (the conjugate convention); anything else is an error."""
+    if value.meta.shape != meta.shape:
+        raise ShapeError(name, f"{what} has shape {value.meta.shape}, expected {meta.describe()}")
+    have, want = value.meta.dtype, meta.dtype
+    if have == want:
+        return value
+    if have.kind == "c" and want.kind == "f" and cotangent:
+        value = lax.real(value)
+    elif not (have.kind in "fc" and want.kind in "fc" and (have.kind == "f" or want.kind == "c")):
+        raise TenferroError(name, f"{what} is {value.meta.describe()}, expected {meta.describe()}")
+    return value if value.meta.dtype == want else lax.convert_element_type(value, want)
+
+
+def _zero_filled(xs: Xs, ts: Ts) -> list[RuleValue]:
+    return [lax.zeros_like(x) if t is None else t for x, t in zip(xs, ts, strict=True)]
+
+
+# ---------------------------------------------------------------------- the decorators
+
+
+_SIGNATURES: BoundedCache[Any, tuple[TreeDef, tuple[Meta, ...]]] = BoundedCache(
+    256, "custom rule signatures"
+)
+"""Output structure and metas of a custom function, by its argument structure."""
+
+
+class _CustomFunction:
+    """What ``custom_jvp`` and ``custom_vjp`` share: argument handling and the call."""
+
+    kind = "custom"
+
+    def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
+        if not callable(fun):
+            raise ArgumentTypeError(self.kind, f"expected a callable, got {fun!r}")
+        numbers = (nondiff_argnums,) if isinstance(nondiff_argnums, int) else nondiff_argnums
+        for n in numbers:
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise ArgumentTypeError(
+                    self.kind, f"nondiff_argnums must be non-negative ints, got {nondiff_argnums!r}"
+                )
+        self.fun = fun
+        self.nondiff_argnums = tuple(sorted(set(numbers)))
+        self.name = f"{self.kind}({getattr(fun, '__qualname__', repr(fun))})"
+        functools.update_wrapper(self, fun)
+        try:
+            self._signature: inspect.Signature | None = inspect.signature(fun)
+        except (TypeError, ValueError):
+            self._signature = None
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def _positional(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """Keyword arguments resolved to positions (defaults applied), as JAX does."""
+        if not kwargs and self._signature is None:
+            return args
+        if self._signature is None:
+            raise TenferroError(self.name, "keyword arguments need a function with a signature")
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        if bound.kwargs:
+            raise TenferroError(
+                self.name,
+                f"keyword-only arguments {sorted(bound.kwargs)} cannot be resolved to positions",
+            )
+        return tuple(bound.args)
+
+    def _split(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[tuple[int, Any], ...]]:
+        for n in self.nondiff_argnums:
+            if n >= len(args):
+                raise TenferroError(
+                    self.name, f"nondiff_argnums {n} out of range for {len(args)} argument(s)"
+                )
+        statics = tuple((n, args[n]) for n in self.nondiff_argnums)
+        for n, value in statics:
+            if isinstance(value, (Tensor, TracedTensor)) or hasattr(value, "__array__"):
+                raise TenferroError(
+                    self.name,
+                    f"argument {n} is in nondiff_argnums but is a tensor; nondiff arguments "
+                    f"are static Python values (functions, flags, sizes): pass tensors as "
+                    f"ordinary arguments (wrap them in stop_gradient to keep them constant)",
+                )
+            try:
+                hash(value)
+            except TypeError:
+                raise TenferroError(
+                    self.name, f"nondiff argument {n} ({value!r}) must be hashable"
+                ) from None
+        diff = tuple(a for i, a in enumerate(args) if i not in self.nondiff_argnums)
+        return diff, statics
+
+    @staticmethod
+    def merge(statics: tuple[tuple[int, Any], ...], diff: Sequence[Any]) -> list[Any]:
+        """The full positional argument list from the static and the other arguments."""
+        remaining = iter(diff)
+        positions = dict(statics)
+        count = len(statics) + len(diff)
+        return [positions[i] if i in positions else next(remaining) for i in range(count)]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        args = self._positional(args, kwargs)
+        diff, statics = self._split(args)
+        leaves, in_tree = flatten(diff)
+        try:
+            tensors = [asarray(leaf) for leaf in leaves]
+        except TenferroError as error:
+            raise TenferroError(
+                self.name,
+                f"{error}; non-tensor arguments go in nondiff_argnums",
+            ) from None
+        if all(type(t) is Tensor for t in tensors):
+            return self.fun(*args)  # nothing to differentiate: the function itself, as in JAX
+        tensors = lift(tensors)
+        metas = tuple(t.meta for t in tensors)
+        out_tree, out_metas = self._output_signature(in_tree, metas, statics)
+        family = _CALL_FAMILIES[self.kind]
+        outputs = family.bind(
+            *tensors,
+            rule=self,
+            in_tree=in_tree,
+            statics=statics,
+            out_tree=out_tree,
+            out_metas=out_metas,
+        )
+        outputs = [outputs] if len(out_metas) == 1 else list(outputs)
+        return unflatten(out_tree, outputs)
+
+    def _output_signature(
+        self, in_tree: TreeDef, metas: tuple[Meta, ...], statics: tuple[tuple[int, Any], ...]
+    ) -> tuple[TreeDef, tuple[Meta, ...]]:
+        def trace() -> tuple[TreeDef, tuple[Meta, ...]]:
+            diff = unflatten(in_tree, _rule_args(metas))
+            result = _call_traced(self.fun, self.merge(statics, list(diff)))
+            leaves, out_tree = flatten(result)
+            outputs = _traced_leaves(self.name, "the function's output", leaves)
+            if not outputs:
+                raise TenferroError(self.name, "the function returned no tensors")
+            return out_tree, tuple(o.meta for o in outputs)
+
+        return _SIGNATURES.get_or_create((self, in_tree, metas, statics), trace)
+
+    # -- the primitive's evaluation and JVP (called by the families below)
+
+    def evaluate(self, op: _CustomCall, arrays: Sequence[Any]) -> tuple[Any, ...]:
+        tensors = [
+            Tensor._wrap(np.asarray(a), m.weak) for a, m in zip(arrays, op.inputs, strict=True)
+        ]
+        diff = unflatten(op.in_tree, tensors)
+        result = self.fun(*self.merge(op.statics, list(diff)))
+        leaves, out_tree = flatten(result)
+        if out_tree != op.out_tree:
+            raise TenferroError(
+                self.name,
+                f"the function returned structure {describe(out_tree)}, traced as "
+                f"{describe(op.out_tree)} (its output structure must depend only on its "
+                f"arguments' shapes and dtypes)",
+            )
+        return tuple(asarray(leaf)._value for leaf in leaves)
+
+    def jvp(self, op: _CustomCall, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        raise NotImplementedError
+
+
+class custom_jvp(_CustomFunction):  # noqa: N801  (JAX's name)
+    """A function with a user-defined JVP rule (JAX's ``jax.custom_jvp``)::
+
+        @tf.custom_jvp
+        def f(x, y):
+            return tf.sin(x) * y
+
+        @f.defjvp
+        def f_jvp(primals, tangents):
+            x, y = primals
+            dx, dy = tangents
+            return f(x, y), tf.cos(x) * dx * y + tf.sin(x) * dy
+
+    ``rule(primals, tangents)`` gets tuples of the arguments and their tangents (zeros
+    where none flows; same pytree structure) and returns ``(output, tangent)``. Reverse
+    mode transposes the rule (it must be linear in the tangents, as in JAX), and higher
+    orders differentiate it. With ``nondiff_argnums``, those arguments (hashable Python
+    values) come first: ``rule(*nondiff_args, primals, tangents)``. The primal output is
+    always ``f``'s; the rule's own primal output is not used.
+    """
+
+    kind = "custom_jvp"
+
+    def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
+        super().__init__(fun, nondiff_argnums)
+        self.jvp_rule: Callable[..., Any] | None = None
+
+    def defjvp(self, rule: Callable[..., Any]) -> Callable[..., Any]:
+        """Set the JVP rule (usable as a decorator; returns ``rule``)."""
+        if not callable(rule):
+            raise ArgumentTypeError(self.name, f"defjvp needs a callable, got {rule!r}")
+        self.jvp_rule = rule
+        return rule
+
+    def defjvps(self, *rules: Callable[..., Any] | None) -> None:
+        """One rule per argument, ``rule(tangent, output, *primals)`` returning that
+        argument's contribution to the output tangent (``None``: no contribution)."""
+        count = len(rules)
+
+        def jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+            if len(primals) != count:
+                raise TenferroError(self.name, f"defjvps got {count} rules for {len(primals)} args")
+            output = self(*primals)
+            total: Any = None
+            for rule, tangent in zip(rules, tangents, strict=True):
+                if rule is not None:
+                    part = rule(tangent, output, *primals)
+                    total = part if total is None else total + part
+            return output, lax.zeros_like(asarray(output)) if total is None else total
+
+        self.jvp_rule = jvp
+
+    def jvp(self, op: _CustomCall, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        if self.jvp_rule is None:
+            raise ADRuleError(self.name, "jvp", "no JVP rule defined: call defjvp")
+        count = len(xs)
+        tangents = _zero_filled(xs, ts)
+        traced = _rule_args([x.meta for x in xs] + [t.meta for t in tangents])
+        primals_tree = unflatten(op.in_tree, traced[:count])
+        tangents_tree = unflatten(op.in_tree, traced[count:])
+        statics = [value for _, value in op.statics]
+        result = _call_traced(self.jvp_rule, [*statics, primals_tree, tangents_tree])
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise TenferroError(self.name, "the JVP rule must return a pair (output, tangent)")
+        leaves, tangent_tree = flatten(result[1])
+        if tangent_tree != op.out_tree:
+            raise ShapeError(
+                self.name,
+                f"the JVP rule's tangent has structure {describe(tangent_tree)}, the output "
+                f"{describe(op.out_tree)}",
+            )
+        outputs = _traced_leaves(self.name, "the JVP rule's tangent", leaves)
+        values = _replay(self.name, [*xs, *tangents], [o.key for o in outputs], xs[0])
+        results: list[RuleValue | None] = []
+        for position, (value, meta) in enumerate(zip(values, op.outputs, strict=True)):
+            if meta.dtype.kind not in "fc":
+                results.append(None)
+                continue
+            _check_result(self.name, f"the tangent of output {position}", value, meta)
+            # A tangent computed without the input tangents is a zero (for instance
+            # from the zeros standing for inputs that carry none).
+            results.append(value if value.active else None)
+        return results
+
+
+class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
+    """A function with a user-defined VJP rule (JAX's ``jax.custom_vjp``)::
+
+        @tf.custom_vjp
+        def f(x):
+            return tf.sin(x)
+
+        def f_fwd(x):
+            return f(x), (tf.cos(x),)        # output, residuals (a pytree)
+
+        def f_bwd(residuals, g):
+            (cos_x,) = residuals
+            return (cos_x * g,)               # one cotangent per argument (None: zero)
+
+        f.defvjp(f_fwd, f_bwd)
+
+    ``fwd`` takes ``f``'s arguments; ``bwd(residuals, output_cotangent)`` returns a
+    tuple with one cotangent (a pytree like the argument, or ``None``) per argument.
+    With ``nondiff_argnums``, ``bwd(*nondiff_args, residuals, g)``. Reverse mode
+    (``grad``, ``vjp``, ``backward``) uses the rule; higher orders differentiate
+    ``fwd`` and ``bwd``. Forward mode (``jvp``, ``linearize``, the tape's ``jvp``) has
+    no rule and raises :class:`tidu.ADRuleError`, as in JAX. Under differentiation
+    ``f`` gives the output and ``fwd`` the residuals (each evaluated; the output of
+    ``fwd`` is not used).
+    """
+
+    kind = "custom_vjp"
+
+    def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
+        super().__init__(fun, nondiff_argnums)
+        self.fwd: Callable[..., Any] | None = None
+        self.bwd: Callable[..., Any] | None = None
+
+    def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
+        """Set the forward (``fwd(*args) -> (output, residuals)``) and backward
+        (``bwd(residuals, g) -> cotangents``) rules."""
+        if not callable(fwd) or not callable(bwd):
+            raise ArgumentTypeError(self.name, "defvjp needs callable fwd and bwd")
+        self.fwd, self.bwd = fwd, bwd
+
+    def jvp(self, op: _CustomCall, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        if self.fwd is None:
+            raise ADRuleError(self.name, "transpose", "no VJP rule defined: call defvjp")
+        traced = _rule_args([x.meta for x in xs])
+        diff = unflatten(op.in_tree, traced)
+        result = _call_traced(self.fwd, self.merge(op.statics, list(diff)))
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise TenferroError(self.name, "fwd must return a pair (output, residuals)")
+        residual_leaves, residual_tree = flatten(result[1])
+        static_residuals, tensor_positions, traced_residuals = [], [], []
+        for position, leaf in enumerate(residual_leaves):
+            if isinstance(leaf, (TracedTensor, Tensor)) or hasattr(leaf, "__array__"):
+                tensor_positions.append(position)
+                traced_residuals.append(_traced_leaves(self.name, "a residual", [leaf])[0])
+            else:
+                try:
+                    hash(leaf)
+                except TypeError:
+                    raise TenferroError(
+                        self.name,
+                        f"residual {position} ({leaf!r}) is neither a tensor nor hashable",
+                    ) from None
+                static_residuals.append((position, leaf))
+        residuals = _replay(self.name, xs, [r.key for r in traced_residuals], xs[0])
+        tangents = _zero_filled(xs, ts)
+        linear = _CustomVJPLinear.bind(
+            *residuals,
+            *tangents,
+            rule=self,
+            in_tree=op.in_tree,
+            statics=op.statics,
+            out_tree=op.out_tree,
+            out_metas=op.out_metas,
+            residual_tree=residual_tree,
+            static_residuals=tuple(static_residuals),
+            residual_count=len(residuals),
+        )
+        linear = [linear] if len(op.outputs) == 1 else list(linear)
+        return [
+            t if meta.dtype.kind in "fc" else None
+            for t, meta in zip(linear, op.outputs, strict=True)
+        ]
+
+    def transpose(
+        self, op: _CustomVJPLinear, cts: Ts, xs: Xs, active: tuple[bool, ...]
+    ) -> list[RuleValue | None]:
+        assert self.bwd is not None
+        count = op.residual_count
+        residuals = list(xs[:count])
+        like = next((c for c in cts if c is not None), None)
+        if like is None:
+            return [None] * len(xs)
+        filled = [
+            lax.zeros(m, like) if c is None else c for c, m in zip(cts, op.outputs, strict=True)
+        ]
+        traced = _rule_args([r.meta for r in residuals] + [c.meta for c in filled])
+        residual_leaves: list[Any] = list(traced[:count])
+        for position, value in op.static_residuals:
+            residual_leaves.insert(position, value)
+        residual_tree = unflatten(op.residual_tree, residual_leaves)
+        ct_tree = unflatten(op.out_tree, traced[count:])
+        statics = [value for _, value in op.statics]
+        result = _call_traced(self.bwd, [*statics, residual_tree, ct_tree])
+        argument_trees = op.in_tree[1]  # type: ignore[index]
+        if not isinstance(result, (tuple, list)) or len(result) != len(argument_trees):
+            raise TenferroError(
+                self.name,
+                f"bwd must return a tuple with one cotangent per argument "
+                f"({len(argument_trees)}), got {result!r}",
+            )
+        leaves: list[Any] = []
+        for position, (cotangent, expected) in enumerate(zip(result, argument_trees, strict=True)):
+            if cotangent is None:
+                cotangent = unflatten(expected, [None] * count_leaves(expected))
+            got, tree = flatten(cotangent, is_leaf=lambda n: n is None)
+            if tree != expected:
+                raise ShapeError(
+                    self.name,
+                    f"bwd's cotangent {position} has structure {describe(tree)}, the argument "
+                    f"{describe(expected)}",
+                )
+            leaves.extend(got)
+        present = [i for i, leaf in enumerate(leaves) if leaf is not None]
+        outputs = _traced_leaves(self.name, "bwd's cotangent", [leaves[i] for i in present])
+        values = _replay(self.name, [*residuals, *filled], [o.key for o in outputs], like)
+        by_input: dict[int, RuleValue] = dict(zip(present, values, strict=True))
+        results: list[RuleValue | None] = [None] * count
+        for position, meta in enumerate(op.inputs[count:]):
+            value = by_input.get(position)
+            if value is None or not active[count + position] or not value.active:
+                results.append(None)
+                continue
+            results.append(
+                _check_result(self.name, f"bwd's cotangent leaf {position}", value, meta, True)
+            )
+        return results
+
+
+# ---------------------------------------------------------------------- the families
+
+
+class _CustomCall(ExtensionOp):
+    """An application of a custom function: evaluation calls it on concrete tensors,
+    the JVP is the user's rule (``rule`` is the decorated function)."""
+
+    __slots__ = ()
+    batch_loop = "the user's function and rule hold for one example: applied per example"
+    rule: Any
+    in_tree: Hashable
+    statics: tuple[tuple[int, Any], ...]
+    out_tree: Hashable
+    out_metas: tuple[Meta, ...]
+
+    def infer(self) -> Any:
+        return list(self.out_metas)
+
+    def impl(self, *arrays: Any) -> Any:
+        return self.rule.evaluate(self, arrays)
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        return self.rule.jvp(self, xs, ys, ts)
+
+    def __str__(self) -> str:
+        operands = " ".join(m.describe() for m in self.inputs)
+        return f"{self.name}[{self.rule.name}]({operands})"
+
+
+@register("tenferro.custom_jvp")
+class _CustomJVPCall(_CustomCall):
+    """An application of a ``custom_jvp`` function."""
+
+
+@register("tenferro.custom_vjp")
+class _CustomVJPCall(_CustomCall):
+    """An application of a ``custom_vjp`` function."""
+
+
+@register("tenferro.custom_vjp_linear")
+class _CustomVJPLinear(ExtensionOp):
+    """The linear map of a ``custom_vjp`` function at its residuals: operands are the
+    residuals, then one tangent per argument leaf. Its transpose is the user's ``bwd``;
+    it has no evaluation (forward mode) and raises there, as JAX does."""
+
+    batch_loop = "the user's bwd holds for one example: applied per example"
+
+    rule: Any
+    in_tree: Hashable
+    statics: tuple[tuple[int, Any], ...]
+    out_tree: Hashable
+    out_metas: tuple[Meta, ...]
+    residual_tree: Hashable
+    static_residuals: tuple[tuple[int, Any], ...]
+    residual_count: int
+
+    def infer(self) -> Any:
+        return list(self.out_metas)
+
+    def _forward_error(self) -> ADRuleError:
+        return ADRuleError(
+            self.rule.name,
+            "jvp",
+            "a custom_vjp function has no forward-mode derivative (jvp, linearize, the "
+            "tape's jvp); define it with custom_jvp for forward mode",
+        )
+
+    def impl(self, *arrays: Any) -> Any:
+        raise self._forward_error()
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        raise self._forward_error()
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        return self.rule.transpose(self, cts, xs, active)
+
+    def __str__(self) -> str:
+        operands = " ".join(m.describe() for m in self.inputs)
+        return f"{self.name}[{self.rule.name}]({operands})"
+
+
+_CALL_FAMILIES: dict[str, type[_CustomCall]] = {
+    "custom_jvp": _CustomJVPCall,
+    "custom_vjp": _CustomVJPCall,
+}
