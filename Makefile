@@ -32,13 +32,14 @@ WORKSPACE_ENV := $(CURDIR)/.venv
 RUN := $(WORKSPACE_ENV)/bin/python
 
 .PHONY: help test test-computegraph test-tidu test-tenferro test-integration lint format \
-        demo bench dist sync clean
+        demo bench figures dist sync sync-docs clean
 
 help:
-	@echo "make demo   - run the showcase"
+	@echo "make demo   - run the showcase: a tensor-network workflow, every derivative checked"
 	@echo "make test   - every package's suite in isolation, then the integration suite"
 	@echo "make lint   - ruff check, ruff format --check, mypy"
-	@echo "make bench  - benchmarks (not tests)"
+	@echo "make bench  - benchmarks (not tests); writes docs/benchmarks.md (BENCH_QUICK=1: fast)"
+	@echo "make figures - regenerate the tutorial's figures in docs/figures/"
 	@echo "make dist   - build wheels and sdists, install each wheel alone and import it,"
 	@echo "              then pip install tenferro from dist/ with the package index reachable"
 
@@ -74,8 +75,18 @@ format: sync
 demo: sync
 	$(RUN) docs/examples/demo.py
 
-bench: sync
+# matplotlib (the `docs` group) draws the report's plots and the tutorial's figures; it is
+# never a runtime dependency. `--inexact` keeps peers installed by hand (torch, jax,
+# autograd, opt_einsum: see docs/benchmarks.md), which the lockfile never holds.
+sync-docs: | $(UV)
+	UV_PROJECT_ENVIRONMENT=$(WORKSPACE_ENV) $(UV) sync --locked --all-packages --group dev \
+	    --group docs --inexact --quiet
+
+bench: sync-docs
 	$(RUN) tests/benchmarks/run_all.py
+
+figures: sync-docs
+	$(RUN) docs/figures/make_figures.py
 
 # Wheels needed to install each package from dist/ alone (its workspace dependencies are
 # installed from the local wheels by path, never from an index). Wheel file names use the

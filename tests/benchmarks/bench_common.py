@@ -19,6 +19,14 @@ from typing import Any
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench-results"
 PEERS = ("torch", "jax", "autograd", "numpy", "scipy", "opt_einsum")
+# BENCH_QUICK=1: every timing loop runs a fifth of its repeats (a few minutes in all).
+QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0")
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")
+
+
+def have(name: str) -> bool:
+    """Whether ``name`` is importable (peers are optional)."""
+    return importlib.util.find_spec(name) is not None
 
 
 def machine() -> dict[str, Any]:
@@ -44,6 +52,9 @@ def machine() -> dict[str, Any]:
         "cpu": cpu,
         "cores": os.cpu_count(),
         "peers": peers,
+        "threads": {name: os.environ.get(name, "unset") for name in THREAD_VARIABLES},
+        "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        "quick": QUICK,
     }
 
 
@@ -52,6 +63,8 @@ def timings(
 ) -> list[float]:
     """Wall-clock seconds of ``repeat`` calls of ``run`` (``setup`` runs untimed before each)."""
     samples = []
+    if QUICK:
+        repeat = max(1, repeat // 5)
     for _ in range(repeat):
         if setup is not None:
             setup()

@@ -87,6 +87,7 @@ def bench_w5_plans(report: Report) -> list[tuple[dict[str, Any], list[tuple[int,
         path, info = tf.einsum_path(instance["format_string"], *shapes, shapes=True)
         seconds = time.perf_counter() - start
         row: dict[str, Any] = {
+            "workload": "W5 plan cost",
             "instance": instance["name"],
             "n": len(shapes),
             "ours_log10": math.log10(max(info.opt_cost, 1)),

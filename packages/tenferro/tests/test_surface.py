@@ -399,6 +399,21 @@ def test_astype_and_numpy_interop():
         np.arctan(t)
 
 
+def test_graph_to_dot_draws_what_format_graph_lists():
+    x = tf.traced(np.array([0.5, 1.0]), name="x")
+    y = tf.sum(tf.sin(x) * x)
+    dot = tf.graph_to_dot(y, y.grad(x))
+    assert dot.startswith("digraph")
+    assert dot.rstrip().endswith("}")
+    for line in tf.format_graph(y, y.grad(x)).splitlines():
+        if " = " in line and "(" in line:  # an operation: its name is a node of the drawing
+            operation = line.split(" = ", 1)[1].split("(", 1)[0].split("[", 1)[0]
+            assert operation in dot, operation
+    assert "output 1" in dot
+    with pytest.raises(TypeError, match="graph_to_dot"):
+        tf.graph_to_dot(np.ones(2))
+
+
 def test_broadcasting_and_promotion_are_explicit_primitives():
     x = tf.traced(np.ones(3, np.float32), name="x")
     y = tf.traced(np.ones((2, 3)), name="y")

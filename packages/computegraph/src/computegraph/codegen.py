@@ -25,6 +25,7 @@ from types import TracebackType
 from typing import Any
 
 from computegraph.errors import OperationContractError
+from computegraph.gc_pause import gc_paused
 
 __all__ = ["GeneratedRun", "generate"]
 
@@ -99,7 +100,18 @@ def generate(
 ) -> GeneratedRun:
     """Write the plan ``steps`` (operation, eval, input slots, output slot(s), dead slots)
     as one function ``run(inputs, ctx) -> outputs``. ``constants`` maps slots to values
-    known at compile time."""
+    known at compile time. Runs with the cyclic garbage collector paused (the source
+    and code objects of a long program are many long-lived containers)."""
+    with gc_paused():
+        return _generate(steps, input_slots, output_slots, constants)
+
+
+def _generate(
+    steps: Sequence[tuple[Any, Any, tuple[int, ...], Any, tuple[int, ...]]],
+    input_slots: Sequence[int],
+    output_slots: Sequence[int],
+    constants: dict[int, Any],
+) -> GeneratedRun:
     namespace: dict[str, Any] = {"_one": _one, "_many": _many, "__builtins__": {}}
     for slot, value in constants.items():
         namespace[f"c{slot}"] = value

@@ -68,12 +68,15 @@ from tenferro.meta import Meta
 from tenferro.surface import *  # noqa: F403
 from tenferro.surface import __all__ as _surface_names
 from tenferro.surface.convert import register_concrete as _register_concrete
+from tenferro.surface.dispatch import register_replayable as _register_replayable
 from tenferro.tensor import Tensor
-from tenferro.traced.program import evaluate, format_graph
+from tenferro.traced.program import evaluate, format_graph, graph_to_dot
 from tenferro.traced.tensor import TracedTensor, placeholder, traced
 from tenferro.transforms import grad, hvp, jit, jvp, linearize, value_and_grad, vjp
 
 _register_concrete(Tensor)
+_register_replayable(Tensor)  # concrete kinds replay cached dispatch (surface.dispatch)
+_register_replayable(EagerTensor)
 
 from tenferro import linalg  # noqa: E402  (uses the surface registered above)
 
@@ -136,6 +139,7 @@ __all__ = [
     "float64",
     "format_graph",
     "grad",
+    "graph_to_dot",
     "hessian",
     "hvp",
     "is_grad_enabled",

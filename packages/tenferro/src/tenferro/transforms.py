@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from computegraph import BoundedCache, Input
+from computegraph import BoundedCache, Input, gc_paused
 from tenferro import lax
 from tenferro.core.keys import AliasKey, ArgKey
 from tenferro.core.pytree import TreeDef, count_leaves, describe, flatten, unflatten
@@ -182,7 +182,8 @@ def _call(fun: Callable[..., Any], args: Sequence[Any]) -> Any:
     """``fun(*args)`` as a trace (see ``_DEPTH``)."""
     token = _DEPTH.set(_DEPTH.get() + 1)
     try:
-        return fun(*args)
+        with gc_paused():  # tracing builds many long-lived keys and no cycles
+            return fun(*args)
     finally:
         _DEPTH.reset(token)
 

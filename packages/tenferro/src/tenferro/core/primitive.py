@@ -59,7 +59,7 @@ _INSTANCE_LIMIT = 1 << 16
 class TensorPrimitive:
     """Base class of the primitive catalogue (see the module documentation)."""
 
-    __slots__ = ("_hash", "outputs")
+    __slots__ = ("_hash", "_prepared", "outputs")
 
     name: ClassVar[str] = "primitive"
     output_arity: ClassVar[int] = 1
@@ -72,6 +72,9 @@ class TensorPrimitive:
     inputs: tuple[Meta, ...]
     outputs: tuple[Meta, ...]
     _hash: int
+    _prepared: Any
+    """What a primitive precomputes for its evaluation, built on first use (structure
+    only: it depends on the instance's parameters and input metas, never on data)."""
     _field_names: ClassVar[tuple[str, ...]] = ()
     _instances: ClassVar[DictCache[Any, Any]] = DictCache(_INSTANCE_LIMIT, "primitive instances")
 
@@ -120,7 +123,10 @@ class TensorPrimitive:
             op = cls._instances[key]
         except (KeyError, TypeError):  # not built yet, or unhashable parameters
             op = cls._make_shared(metas, key, params)
-        results = _bind_operands(op, operands, like)
+        if count == 1 or (count == 2 and type(operands[1]) is type(operands[0])):
+            results = type(operands[0])._bind(op, operands, like)  # bind()'s common case
+        else:
+            results = _bind_operands(op, operands, like)
         return results[0] if len(results) == 1 else results
 
     def __post_init__(self) -> None:
@@ -129,6 +135,7 @@ class TensorPrimitive:
             raise TenferroError(self.name, f"expects {arity} operand(s), got {len(self.inputs)}")
         outputs = tuple(self.infer())
         object.__setattr__(self, "outputs", outputs)
+        object.__setattr__(self, "_prepared", None)
         object.__setattr__(
             self, "_hash", hash((type(self), *(getattr(self, f) for f in self._field_names)))
         )
@@ -471,6 +478,7 @@ class AddAny(TensorPrimitive):
 
     def __init__(self) -> None:
         object.__setattr__(self, "outputs", ())
+        object.__setattr__(self, "_prepared", None)
         object.__setattr__(self, "_hash", hash(AddAny))
 
     def __reduce__(self) -> Any:

@@ -1,25 +1,47 @@
-"""Checkpointing on the eager tape: store a segment's inputs, recompute the rest.
+"""Checkpointing: store a segment's inputs, recompute the rest when derivatives need it.
 
-A checkpointed segment is a composite tape node (:mod:`tenferro.eager.composite`)
-whose save policy keeps only its inputs and outputs: the intermediates of the
-segment are freed as soon as it no longer needs them, and the backward pass replays
-the segment from the saved inputs to get them back.
+On the eager tape a checkpointed segment is a composite tape node
+(:mod:`tenferro.eager.composite`) whose save policy keeps only its inputs and
+outputs: the intermediates of the segment are freed as soon as it no longer needs
+them, and the backward pass replays the segment from the saved inputs to get them
+back. Applied to traced values (inside ``tf.grad``, ``tf.jit`` and the other
+transforms, or on traced leaves) the segment becomes one primitive whose derivative
+programs recompute it (:mod:`tenferro.traced.remat`).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
+from tenferro.core.pytree import flatten
 from tenferro.eager.composite import composite
+from tenferro.errors import TenferroError
 
 __all__ = ["checkpoint"]
 
 
 def checkpoint(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``f`` as one checkpointed segment of the eager tape: ``composite(f, save="inputs")``.
+    """``f`` as one checkpointed segment: on eager tensors ``composite(f, save="inputs")``;
+    on traced values a segment whose backward recomputes ``f`` from its inputs.
 
     ``f`` takes and returns tensors (or tuples/lists/dicts of them). Only the returned
     tensors carry gradients out of the segment.
     """
-    return composite(f, save="inputs")
+    if not callable(f):
+        raise TenferroError("checkpoint", f"needs a callable, got {f!r}")
+    eager = composite(f, save="inputs")
+
+    @functools.wraps(f)
+    def segment(*args: Any, **kwargs: Any) -> Any:
+        from tenferro.traced.tensor import TracedTensor
+
+        leaves, _ = flatten((args, kwargs))
+        if any(isinstance(leaf, TracedTensor) for leaf in leaves):
+            from tenferro.traced.remat import checkpoint_traced
+
+            return checkpoint_traced(f, args, kwargs)
+        return eager(*args, **kwargs)
+
+    return segment

@@ -29,8 +29,9 @@ from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
 from tenferro.eager.tensor import EagerTensor
 from tenferro.errors import DTypeError, InactiveError, NonScalarError, ShapeError, TenferroError
 from tenferro.meta import Meta
+from tenferro.surface.convert import broadcast_to
 from tenferro.tensor import Tensor
-from tidu import ADRuleError
+from tidu import ADRuleError, linear_transpose
 from tidu.eager import (
     ProgramExecutor,
     RecordedGraph,
@@ -75,9 +76,114 @@ _UNTRACKED = Input(_Untracked())
 _SAVE_ALL = "save all"
 """Marks a recorded structure whose derivative is unknown (a rule is missing)."""
 
-_Plan = tuple[Any, RecordedGraph, tuple[bool, ...], tuple[bool, ...], tuple[int, ...]]
-_PLAN_LIMIT = 4096
+_Plan = tuple[
+    Any, RecordedGraph, tuple[tuple[int, ValueKey], ...], tuple[tuple[int, ValueKey], ...], Any
+]
+_PLANS: DictCache[tuple[int, tuple[bool, ...]], _Plan] = DictCache(4096, "tape plans")
+"""How to record a primitive with some operands tracked (see :func:`_plan`); shared by
+every tape (a plan depends only on the primitive instance)."""
 _ONE_TRACKED = (True,)
+_new_eager = _new_key = object.__new__
+_set_input_key = Input.__dict__["key"].__set__
+_set_fingerprint = ValueKey.__dict__["fingerprint"].__set__
+
+
+def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
+    """How to record ``op`` with these operands tracked: its recorded graph, which inputs
+    and outputs to save (by position and recorded key: those its derivative reads), and
+    the tracked positions."""
+    active = tuple(i for i, tracked in enumerate(flags) if tracked)
+    generic = _shape_generic(op, active)
+    recorded = RecordedGraph.from_primitive(
+        op if generic is None else generic, _canonical(len(flags))
+    )
+    needed = _learn_needed(recorded, active)
+    keep_all = needed is _SAVE_ALL
+    plan = (
+        op,  # kept alive with its plan, so its id is not reused meanwhile
+        recorded,
+        tuple(
+            (i, key) for i, key in enumerate(recorded.input_value_keys) if keep_all or key in needed
+        ),
+        tuple((i, key) for i, key in enumerate(recorded.output_keys) if keep_all or key in needed),
+        active,
+    )
+    _PLANS.put((id(op), flags), plan)
+    return plan
+
+
+_GENERIC: DictCache[tuple[int, tuple[int, ...]], Any] = DictCache(1024, "shape-generic derivatives")
+"""Rank-0 stand-ins of elementwise primitives by (stand-in id, active positions): the
+stand-in (kept alive with its verdict) if its derivative programs are shape-generic, else
+``None``."""
+
+
+def _shape_generic(op: TensorPrimitive, active: tuple[int, ...]) -> TensorPrimitive | None:
+    """A rank-0 instance of the elementwise primitive ``op`` whose derivative programs
+    serve every shape, or ``None``.
+
+    An elementwise primitive whose evaluation is one numpy ufunc records the same
+    structure at every shape; when the programs of its derivative (its linear map and
+    that map's transpose) consist only of ufunc primitives and rank-0 constants, they
+    evaluate unchanged on arrays of any shape (numpy broadcasts the constants), so a
+    node of a never-seen shape reuses them instead of linearising and transposing again.
+    The tape records such nodes with the rank-0 instance.
+    """
+    if op.ufunc is None or op.output_arity != 1:
+        return None
+    shape = op.outputs[0].shape
+    if not shape:
+        return None
+    for meta in (*op.inputs, *op.outputs):
+        if meta.shape != shape or meta.dynamic:
+            return None
+    params = {f: getattr(op, f) for f in op._field_names if f != "inputs"}
+    try:
+        scalar = type(op).make(tuple(m._replace(shape=()) for m in op.inputs), **params)
+    except TenferroError:
+        return None
+    key = (id(scalar), active)
+    found = _GENERIC.get(key)
+    if found is None or found[0] is not scalar:
+        found = (scalar, _derivative_is_shape_generic(scalar, active))
+        _GENERIC.put(key, found)
+    return scalar if found[1] else None
+
+
+def _derivative_is_shape_generic(scalar: TensorPrimitive, active: tuple[int, ...]) -> bool:
+    recorded = RecordedGraph.from_primitive(scalar, _canonical(len(scalar.inputs)))
+    try:
+        linear = default_derivative_cache.derivative(
+            recorded, tuple(range(len(recorded.output_keys))), None, active
+        ).linear
+        transposed = linear_transpose(linear, None)
+        forward = default_derivative_cache.forward_derivative(recorded, active, None).linear
+    except ADRuleError:
+        return False
+    for graph in (linear.graph, transposed.graph, forward.graph):
+        for node in graph.operations:
+            operation = node.operation
+            if type(operation) is AddAny or getattr(operation, "ufunc", None) is not None:
+                continue
+            if (
+                isinstance(operation, TensorPrimitive)
+                and not operation.inputs
+                and all(not m.shape for m in operation.outputs)
+            ):
+                continue  # a rank-0 constant: numpy broadcasts it
+            return False
+    return True
+
+
+def _learn_needed(recorded: RecordedGraph, active: tuple[int, ...]) -> Any:
+    """The primal values the derivatives of ``recorded`` with respect to its tracked
+    inputs (``active``) read: only those are saved. When a rule is missing everything
+    is saved; the error belongs to the backward pass."""
+    try:
+        slots = tuple(range(len(recorded.output_keys)))
+        return default_derivative_cache.derivative(recorded, slots, None, active).needed
+    except ADRuleError:
+        return _SAVE_ALL
 
 
 class Tape:
@@ -105,9 +211,6 @@ class Tape:
         self._leaves_lock = threading.Lock()
         """Guards ``_leaves``: threads may track leaves while another zeroes gradients."""
         self._derivatives = default_derivative_cache
-        self._plans: DictCache[tuple[int, tuple[bool, ...]], _Plan] = DictCache(
-            _PLAN_LIMIT, "tape plans"
-        )
         self._plain = ProgramExecutor(ADD_ANY)
         self._recording = _RecordingExecutor(self)
 
@@ -146,67 +249,58 @@ class Tape:
     ) -> tuple[EagerTensor, ...]:
         """Record ``op`` applied to ``operands`` (at least one tracked, all of this tape)
         with results ``values``; return the tracked results."""
-        if len(operands) == 1:
+        count = len(operands)
+        if count == 1:
             flags: tuple[bool, ...] = _ONE_TRACKED  # record() is only called when tracked
+            (operand,) = operands
+            edges: tuple[Any, ...] = (operand.node, operand.key, True)
+        elif count == 2:
+            first, second = operands
+            first_tracked, second_tracked = first.tape is not None, second.tape is not None
+            flags = (first_tracked, second_tracked)
+            edges = (
+                (first.node, first.key, True) if first_tracked else (None, _UNTRACKED, False)
+            ) + ((second.node, second.key, True) if second_tracked else (None, _UNTRACKED, False))
         else:
             flags = tuple([o.tape is not None for o in operands])
+            flat: list[Any] = []
+            for operand in operands:
+                if operand.tape is None:
+                    flat += (None, _UNTRACKED, False)
+                else:
+                    flat += (operand.node, operand.key, True)
+            edges = tuple(flat)
         # By identity: primitives are shared instances, and their __hash__ is Python code.
-        plan = self._plans.get((id(op), flags))
+        plan = _PLANS.get((id(op), flags))
         if plan is None or plan[0] is not op:
-            plan = self._plan(op, flags)
-        _, recorded, keep_inputs, keep_outputs, active = plan
+            plan = _plan(op, flags)
+        _, recorded, save_inputs, save_outputs, active = plan
         saved: dict[ValueKey, Any] = {}
-        edges: list[Any] = []
-        for operand, key, keep in zip(
-            operands, recorded.input_value_keys, keep_inputs, strict=True
-        ):
-            if operand.tape is None:
-                edges += (None, _UNTRACKED, False)
-            else:
-                edges += (operand.node, operand.key, True)
-            if keep:
-                saved[key] = operand._value
-        for value, key, keep in zip(values, recorded.output_keys, keep_outputs, strict=True):
-            if keep:
-                saved[key] = value
-        counter, unique, make = self._counter, Input.unique, EagerTensor._make
+        for i, key in save_inputs:  # loops, not comprehensions: no extra frame
+            saved[key] = operands[i]._value
+        for slot, key in save_outputs:
+            saved[key] = values[slot]
         if len(values) == 1:
-            key = unique(next(counter))
-            node = Trace(recorded, (key,), saved, tuple(edges), active)
-            return (make(values[0], op.outputs[0], key, node, self),)
+            number = next(self._counter)
+            key = _new_key(Input)  # Input.unique(number), inlined
+            _set_input_key(key, number)
+            _set_fingerprint(key, hash(("Input", number)))
+            node = Trace(recorded, (key,), saved, edges, active)
+            tensor = _new_eager(EagerTensor)
+            tensor._value = values[0]
+            tensor.meta = op.outputs[0]
+            tensor.key = key
+            tensor.node = node
+            tensor.tape = self
+            tensor._grad = None
+            return (tensor,)
+        counter, unique, make = self._counter, Input.unique, EagerTensor._make
         keys = tuple([unique(next(counter)) for _ in values])
-        node = Trace(recorded, keys, saved, tuple(edges), active)
+        node = Trace(recorded, keys, saved, edges, active)
         return tuple(
             make(value, meta, key, node, self)
             for value, meta, key in zip(values, op.outputs, keys, strict=True)
         )
-
-    def _plan(self, op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
-        """How to record ``op`` with these operands tracked: its recorded graph, which
-        inputs and outputs to save (those its derivative reads), the tracked positions."""
-        recorded = RecordedGraph.from_primitive(op, _canonical(len(flags)))
-        active = tuple(i for i, tracked in enumerate(flags) if tracked)
-        needed = self._learn_needed(recorded, active)
-        keep_all = needed is _SAVE_ALL
-        plan = (
-            op,  # kept alive with its plan, so its id is not reused meanwhile
-            recorded,
-            tuple(keep_all or key in needed for key in recorded.input_value_keys),
-            tuple(keep_all or key in needed for key in recorded.output_keys),
-            active,
-        )
-        self._plans.put((id(op), flags), plan)
-        return plan
-
-    def _learn_needed(self, recorded: RecordedGraph, active: tuple[int, ...]) -> Any:
-        """The primal values the derivatives of ``recorded`` with respect to its tracked
-        inputs (``active``) read: only those are saved. When a rule is missing everything
-        is saved; the error belongs to the backward pass."""
-        try:
-            slots = tuple(range(len(recorded.output_keys)))
-            return self._derivatives.derivative(recorded, slots, None, active).needed
-        except ADRuleError:
-            return _SAVE_ALL
 
     # ------------------------------------------------------------------ reverse mode
 
@@ -502,6 +596,10 @@ def _apply(operation: Any, inputs: Sequence[Any], ctx: Any) -> Sequence[Any]:
     ]
     if type(operation) is AddAny:  # cotangent accumulation: an ordinary add of two tensors
         return (lax.add(operands[0], operands[1]),)
+    if operands and any(
+        o.meta.shape != m.shape for o, m in zip(operands, operation.inputs, strict=True)
+    ):  # a shape-generic derivative program (see _shape_generic) at its actual shape
+        operation, operands = _at_actual_shape(operation, operands)
     if not operands:  # constants depend on nothing: detached
         values = operation.eval([], None)
         return [
@@ -509,6 +607,27 @@ def _apply(operation: Any, inputs: Sequence[Any], ctx: Any) -> Sequence[Any]:
             for v, m in zip(values, operation.outputs, strict=True)
         ]
     return bind(operation, operands)
+
+
+def _at_actual_shape(
+    operation: TensorPrimitive, operands: list[EagerTensor]
+) -> tuple[TensorPrimitive, list[EagerTensor]]:
+    """The rank-0 elementwise ``operation`` of a shape-generic program, instantiated for
+    its operands' shape (rank-0 constants broadcast to it), to be recorded as such."""
+    shape = np.broadcast_shapes(*(o.meta.shape for o in operands))
+    operands = [o if o.meta.shape == shape else broadcast_to(o, shape) for o in operands]
+    metas = tuple(o.meta for o in operands)
+    key = (operation, metas)
+    instance = _AT_SHAPE.get(key)
+    if instance is None:
+        params = {f: getattr(operation, f) for f in operation._field_names if f != "inputs"}
+        instance = type(operation).make(metas, **params)
+        _AT_SHAPE.put(key, instance)
+    return instance, operands
+
+
+_AT_SHAPE: DictCache[Any, TensorPrimitive] = DictCache(4096, "shape-generic instances")
+"""(rank-0 primitive, actual operand metas) -> the primitive instance for those metas."""
 
 
 _default = Tape()

@@ -24,6 +24,10 @@ from tenferro.tensor import Tensor, filled, to_array
 
 __all__ = ["EagerTensor"]
 
+_set_errors = error_state.set
+_reset_errors = error_state.reset
+_new = object.__new__
+
 
 class EagerTensor(Tensor):
     """A concrete tensor with tape-based reverse and forward mode AD.
@@ -86,36 +90,54 @@ class EagerTensor(Tensor):
     def _bind(
         cls, op: TensorPrimitive, operands: Sequence[Any], like: Any = None
     ) -> tuple[EagerTensor, ...]:
-        arrays = [o._value for o in operands]
         ufunc = op.ufunc
-        token = error_state.set(IGNORE)  # IEEE special values are data: no warnings
+        count = len(operands)
+        token = _set_errors(IGNORE)  # IEEE special values are data: no warnings
         try:
-            if ufunc is not None:  # the common case, without two Python frames
-                values: Sequence[Any] = (ufunc(*arrays),)
+            if ufunc is None:
+                if count == 1:
+                    values: Sequence[Any] = op.eval((operands[0]._value,), None)
+                elif count == 2:
+                    values = op.eval((operands[0]._value, operands[1]._value), None)
+                else:
+                    values = op.eval([o._value for o in operands], None)
+            elif count == 1:  # the common cases, without a list or two Python frames
+                values = (ufunc(operands[0]._value),)
+            elif count == 2:
+                values = (ufunc(operands[0]._value, operands[1]._value),)
             else:
-                values = op.eval(arrays, None)
+                values = (ufunc(*[o._value for o in operands]),)
         except MemoryError as error:
             raise AllocationError(op.name, str(error)) from None
         finally:
-            error_state.reset(token)
+            _reset_errors(token)
         if captures_open[0]:
             capture = getattr(capture_state, "capture", None)
             if capture is not None:
                 return capture.apply(op, list(operands), values)
-        tape = None
-        for operand in operands:
-            owner = operand.tape
-            if owner is not None:
-                if tape is None:
-                    tape = owner
-                elif owner is not tape:
-                    raise TenferroError(
-                        op.name,
-                        "operands belong to different tapes; detach() one of them or track "
-                        "both on one tape",
-                    )
+        if count == 1:
+            tape = operands[0].tape
+        else:
+            tape = None
+            for operand in operands:
+                owner = operand.tape
+                if owner is not None:
+                    if tape is None:
+                        tape = owner
+                    elif owner is not tape:
+                        raise TenferroError(
+                            op.name,
+                            "operands belong to different tapes; detach() one of them or "
+                            "track both on one tape",
+                        )
         if tape is not None and (not no_grad_open[0] or getattr(grad_state, "enabled", True)):
             return tape.record(op, operands, values)
+        if len(values) == 1:
+            tensor = _new(cls)
+            tensor._value = values[0]
+            tensor.meta = op.outputs[0]
+            tensor.key = tensor.node = tensor.tape = tensor._grad = None
+            return (tensor,)
         make = cls._make
         return tuple(
             make(value, meta, None, None, None)

@@ -22,6 +22,10 @@ from tenferro.meta import Meta
 __all__ = ["DotGeneral"]
 
 
+_MATMUL = "matmul"
+_GENERAL = "general"
+
+
 def _free(ndim: int, contracting: Sequence[int], batch: Sequence[int]) -> tuple[int, ...]:
     used = set(contracting) | set(batch)
     return tuple(a for a in range(ndim) if a not in used)
@@ -132,6 +136,55 @@ class DotGeneral(TensorPrimitive):
         return (Meta(shape, lhs.dtype, lhs.weak and rhs.weak, dynamic),)
 
     def impl(self, lhs: Any, rhs: Any) -> Any:
+        plan = self._prepared
+        if plan is None:
+            plan = self._plan()
+            object.__setattr__(self, "_prepared", plan)
+        if plan is _MATMUL:
+            return np.matmul(lhs, rhs)
+        if plan is _GENERAL:
+            return self._general(lhs, rhs)
+        lhs_perm, lhs_shape, rhs_perm, rhs_shape, out_shape = plan
+        a = lhs if lhs_perm is None else lhs.transpose(lhs_perm)
+        b = rhs if rhs_perm is None else rhs.transpose(rhs_perm)
+        return np.matmul(a.reshape(lhs_shape), b.reshape(rhs_shape)).reshape(out_shape)
+
+    def _plan(self) -> Any:
+        """How to evaluate, from the static metas: ``_MATMUL`` when the operands already
+        are in ``matmul`` layout (batch, then rows and contracted axis / contracted axis
+        and columns), else the permutations (``None``: none needed) and shapes around
+        one batched ``matmul``; ``_GENERAL`` for data-dependent extents."""
+        lhs, rhs = self.inputs
+        if lhs.dynamic or rhs.dynamic:
+            return _GENERAL
+        batch = tuple(range(len(self.lhs_batch)))
+        n = len(batch)
+        if (
+            lhs.ndim == rhs.ndim == n + 2
+            and self.lhs_batch == self.rhs_batch == batch
+            and self.lhs_contracting == (n + 1,)
+            and self.rhs_contracting == (n,)
+        ):
+            return _MATMUL
+        lhs_free = _free(lhs.ndim, self.lhs_contracting, self.lhs_batch)
+        rhs_free = _free(rhs.ndim, self.rhs_contracting, self.rhs_batch)
+        batch_shape = tuple(lhs.shape[a] for a in self.lhs_batch)
+        lhs_free_shape = tuple(lhs.shape[a] for a in lhs_free)
+        rhs_free_shape = tuple(rhs.shape[a] for a in rhs_free)
+        k = math.prod(lhs.shape[a] for a in self.lhs_contracting)
+        lhs_perm = (*self.lhs_batch, *lhs_free, *self.lhs_contracting)
+        rhs_perm = (*self.rhs_batch, *self.rhs_contracting, *rhs_free)
+        b = math.prod(batch_shape)
+        return (
+            None if lhs_perm == tuple(range(lhs.ndim)) else lhs_perm,
+            (b, math.prod(lhs_free_shape), k),
+            None if rhs_perm == tuple(range(rhs.ndim)) else rhs_perm,
+            (b, k, math.prod(rhs_free_shape)),
+            batch_shape + lhs_free_shape + rhs_free_shape,
+        )
+
+    def _general(self, lhs: Any, rhs: Any) -> Any:
+        """Evaluation from the arrays' actual shapes (data-dependent extents)."""
         lhs, rhs = np.asarray(lhs), np.asarray(rhs)
         lhs_free = _free(lhs.ndim, self.lhs_contracting, self.lhs_batch)
         rhs_free = _free(rhs.ndim, self.rhs_contracting, self.rhs_batch)

@@ -84,10 +84,14 @@ class Slice(TensorPrimitive):
         return (Meta(tuple(shape), x.dtype, x.weak),)
 
     def impl(self, x: Any) -> Any:
-        index = tuple(
-            _slice(s, e, t) for s, e, t in zip(self.starts, self.limits, self.strides, strict=True)
-        )
-        return np.asarray(x)[index]
+        index = self._prepared
+        if index is None:
+            index = tuple(
+                _slice(s, e, t)
+                for s, e, t in zip(self.starts, self.limits, self.strides, strict=True)
+            )
+            object.__setattr__(self, "_prepared", index)
+        return x[index]  # values are arrays or numpy scalars: both index like arrays
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         (x,) = self.inputs

@@ -10,6 +10,7 @@ from tenferro import lax
 from tenferro.errors import AxisError, ShapeError
 from tenferro.meta import broadcast_shapes, normalize_axis
 from tenferro.surface.convert import broadcast_to, prepare
+from tenferro.surface.dispatch import dispatch_cached
 from tenferro.surface.shapes import moveaxis, ravel, reshape
 
 __all__ = ["dot", "inner", "matmul", "outer", "tensordot", "vdot", "vecdot"]
@@ -17,6 +18,7 @@ __all__ = ["dot", "inner", "matmul", "outer", "tensordot", "vdot", "vecdot"]
 NUMERIC = "ifc"
 
 
+@dispatch_cached(operands=2)
 def matmul(x: Any, y: Any) -> Any:
     """numpy ``matmul``: batch axes broadcast; 1-D operands are promoted and squeezed."""
     a, b = prepare("matmul", (x, y), kinds=NUMERIC, broadcast=False)
@@ -42,6 +44,7 @@ def matmul(x: Any, y: Any) -> Any:
     return reshape(out, shape) if len(shape) != out.meta.ndim else out
 
 
+@dispatch_cached(operands=2)
 def tensordot(x: Any, y: Any, axes: int | Sequence[Any] = 2) -> Any:
     """numpy ``tensordot``: contract the last ``axes`` of ``x`` with the first of ``y``,
     or the listed axis pairs; the result has ``x``'s free axes then ``y``'s."""
@@ -64,6 +67,7 @@ def tensordot(x: Any, y: Any, axes: int | Sequence[Any] = 2) -> Any:
     return lax.dot_general(a, b, left, right)
 
 
+@dispatch_cached(operands=2)
 def dot(x: Any, y: Any) -> Any:
     """numpy ``dot``: sum over the last axis of ``x`` and the second-to-last of ``y``."""
     a, b = prepare("dot", (x, y), kinds=NUMERIC, broadcast=False)

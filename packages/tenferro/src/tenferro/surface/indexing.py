@@ -25,6 +25,7 @@ from tenferro.core.bind import lift
 from tenferro.errors import AxisError, DTypeError, IndexingError, ShapeError
 from tenferro.meta import broadcast_shapes, normalize_axis
 from tenferro.surface.convert import _concrete_class, asarray, broadcast_to, is_tensor
+from tenferro.surface.dispatch import dispatch_cached
 
 __all__ = ["getitem", "take"]
 
@@ -101,6 +102,7 @@ _DATA_DEPENDENT = (
 )
 
 
+@dispatch_cached()
 def getitem(x: Any, index: Any) -> Any:
     """``x[index]`` with numpy semantics (see the module docstring)."""
     a = asarray(x)

@@ -6,12 +6,15 @@ from typing import Any
 
 import numpy as np
 
+from computegraph import DictCache
 from tenferro import lax
 from tenferro.core.bind import lift
 from tenferro.dtypes import float64, is_complex
 from tenferro.errors import DTypeError
 from tenferro.meta import broadcast_shapes
+from tenferro.ops.elementwise import Add, Mul
 from tenferro.surface.convert import asarray, broadcast_to, prepare
+from tenferro.surface.dispatch import is_replayable
 
 __all__ = [
     "abs",
@@ -95,20 +98,74 @@ def _inexact(op: str, *values: Any) -> list[Any]:
 # ---------------------------------------------------------------------- arithmetic
 
 
-def _boolean_aware(op: str, kinds: str, arithmetic: Any, boolean: Any) -> Any:
-    """A binary function that, like numpy, is a logical one on two bool operands."""
+_TENSOR_AND_SCALAR: DictCache[Any, Any] = DictCache(4096, "tensor-scalar dispatch")
+"""(primitive class, kind, meta, scalar type, scalar, scalar first) -> (its instance, the
+scalar's constant operand): ``tensor * 0.5`` on a concrete tensor skips preparing. Keys
+and constants as in the "scalar operands" cache (finite non-zero scalars only)."""
+
+_FAST_SCALARS = (int, float)
+
+
+def _boolean_aware(
+    op: str, kinds: str, arithmetic: Any, boolean: Any, primitive: Any = None
+) -> Any:
+    """A binary function that, like numpy, is a logical one on two bool operands.
+
+    With ``primitive`` (the class ``arithmetic`` binds), calls of a concrete tensor and a
+    Python number are dispatched from :data:`_TENSOR_AND_SCALAR` after the first.
+    """
 
     accepted = "b" + kinds
 
-    def apply(x: Any, y: Any) -> Any:
+    def general(x: Any, y: Any) -> Any:
         a, b = prepare(op, (x, y), kinds=accepted)
         return boolean(a, b) if a.meta.dtype.kind == "b" else arithmetic(a, b)
+
+    if primitive is None:
+        general.__name__ = op
+        return general
+
+    def apply(x: Any, y: Any) -> Any:
+        kind = type(x)
+        if kind is type(y) and is_replayable(kind):
+            meta = x.meta
+            if meta == y.meta and meta.dtype.kind in kinds and not meta.dynamic:
+                # Two concrete tensors of one meta: nothing to promote or broadcast.
+                instance = primitive.make((meta, meta))
+                return kind._bind(instance, (x, y))[0]
+            return general(x, y)
+        if type(y) in _FAST_SCALARS:
+            tensor, scalar, first = x, y, False
+        elif type(x) in _FAST_SCALARS:
+            tensor, scalar, first = y, x, True
+        else:
+            return general(x, y)
+        kind = type(tensor)
+        if not is_replayable(kind) or scalar != scalar or scalar == 0:
+            return general(x, y)
+        key = (primitive, kind, tensor.meta, type(scalar), scalar, first)
+        found = _TENSOR_AND_SCALAR.get(key)
+        if found is None:
+            a, b = prepare(op, (x, y), kinds=accepted)
+            constant = a if first else b
+            if (
+                (b if first else a) is not tensor
+                or a.meta.shape != b.meta.shape
+                or a.meta.dtype != b.meta.dtype
+                or a.meta.dtype.kind == "b"
+            ):  # promoted or broadcast: nothing to cache
+                return boolean(a, b) if a.meta.dtype.kind == "b" else arithmetic(a, b)
+            found = (primitive.make((a.meta, b.meta)), constant)
+            _TENSOR_AND_SCALAR.put(key, found)
+        instance, constant = found
+        operands = (constant, tensor) if first else (tensor, constant)
+        return kind._bind(instance, operands)[0]
 
     apply.__name__ = op
     return apply
 
 
-add = _boolean_aware("add", NUMERIC, lax.add, lax.logical_or)
+add = _boolean_aware("add", NUMERIC, lax.add, lax.logical_or, Add)
 add.__doc__ = "``x + y`` (numpy broadcasting and promotion; ``or`` on two bools)."
 
 
@@ -117,7 +174,7 @@ def subtract(x: Any, y: Any) -> Any:
     return lax.sub(*_binary("subtract", x, y))
 
 
-multiply = _boolean_aware("multiply", NUMERIC, lax.mul, lax.logical_and)
+multiply = _boolean_aware("multiply", NUMERIC, lax.mul, lax.logical_and, Mul)
 multiply.__doc__ = "``x * y`` (``and`` on two bools)."
 
 

@@ -12,6 +12,7 @@ from tenferro.dtypes import float64, int64, is_complex
 from tenferro.errors import DTypeError
 from tenferro.meta import normalize_axes
 from tenferro.surface.convert import asarray, astype
+from tenferro.surface.dispatch import dispatch_cached
 
 __all__ = ["all", "amax", "amin", "any", "max", "mean", "min", "prod", "std", "sum", "var"]
 
@@ -41,6 +42,7 @@ def _accumulator(x: Any, dtype: Any, op: str) -> Any:
     return x
 
 
+@dispatch_cached()
 def sum(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Any:
     """Sum over ``axis`` (all axes when None)."""
     a = _accumulator(asarray(x), dtype, "sum")
@@ -48,6 +50,7 @@ def sum(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) ->
     return _keep(a, lax.reduce_sum(a, axes), axes, keepdims)
 
 
+@dispatch_cached()
 def prod(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Any:
     """Product over ``axis``; its derivative is safe at zeros."""
     a = _accumulator(asarray(x), dtype, "prod")
@@ -55,6 +58,7 @@ def prod(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -
     return _keep(a, lax.reduce_prod(a, axes), axes, keepdims)
 
 
+@dispatch_cached()
 def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """Arithmetic mean (integers average in float64)."""
     a = asarray(x)

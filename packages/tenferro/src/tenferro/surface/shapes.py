@@ -11,6 +11,7 @@ from tenferro.core.bind import lift
 from tenferro.errors import AxisError, ShapeError
 from tenferro.meta import normalize_axes, normalize_axis
 from tenferro.surface.convert import as_shape, asarray, broadcast_to, prepare
+from tenferro.surface.dispatch import dispatch_cached
 
 __all__ = [
     "broadcast_to",
@@ -40,6 +41,7 @@ def _listed(axis: Any) -> list[Any]:
     return list(axis) if isinstance(axis, (tuple, list)) else [axis]
 
 
+@dispatch_cached()
 def reshape(x: Any, shape: int | Sequence[int]) -> Any:
     """Same elements in a new shape (row-major); one extent may be -1."""
     a = asarray(x, op="reshape")
@@ -53,6 +55,7 @@ def reshape(x: Any, shape: int | Sequence[int]) -> Any:
     return lax.reshape(a, target)
 
 
+@dispatch_cached()
 def transpose(x: Any, axes: Sequence[int] | None = None) -> Any:
     """Permute axes (reverse them when ``axes`` is None)."""
     a = asarray(x)
@@ -67,6 +70,7 @@ def transpose(x: Any, axes: Sequence[int] | None = None) -> Any:
 permute_dims = transpose
 
 
+@dispatch_cached()
 def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
     a = asarray(x)
     first = normalize_axis(axis1, a.meta.ndim, "swapaxes")
@@ -76,6 +80,7 @@ def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
     return lax.transpose(a, perm)
 
 
+@dispatch_cached()
 def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
     a = asarray(x)
     ndim = a.meta.ndim
@@ -89,6 +94,7 @@ def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[in
     return lax.transpose(a, order)
 
 
+@dispatch_cached()
 def expand_dims(x: Any, axis: int | Sequence[int]) -> Any:
     a = asarray(x, op="expand_dims")
     axes = _listed(axis)
@@ -99,6 +105,7 @@ def expand_dims(x: Any, axis: int | Sequence[int]) -> Any:
     return lax.reshape(a, [1 if i in positions else next(extents) for i in range(ndim)])
 
 
+@dispatch_cached()
 def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
     a = asarray(x)
     shape = a.meta.shape
@@ -112,6 +119,7 @@ def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
     return lax.reshape(a, [n for i, n in enumerate(shape) if i not in axes])
 
 
+@dispatch_cached()
 def ravel(x: Any) -> Any:
     a = asarray(x)
     return lax.reshape(a, (a.meta.size,))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-from computegraph import External, Input, Linearized, structural_view
+from computegraph import External, Input, Linearized, gc_paused, structural_view
 from tenferro import lax
 from tenferro.core.keys import AliasKey, CheckpointKey
 from tenferro.dtypes import is_inexact
@@ -82,7 +82,17 @@ def vjp_tensors(
     wrt: Sequence[TracedTensor],
     cotangents: Sequence[TracedTensor],
 ) -> list[TracedTensor | None]:
-    """``J^H c`` per leaf (``None`` where nothing flows back)."""
+    """``J^H c`` per leaf (``None`` where nothing flows back). Bulk graph work: runs with
+    the cyclic garbage collector paused (as do the other builders of the stack)."""
+    with gc_paused():
+        return _vjp_tensors(outputs, wrt, cotangents)
+
+
+def _vjp_tensors(
+    outputs: Sequence[TracedTensor],
+    wrt: Sequence[TracedTensor],
+    cotangents: Sequence[TracedTensor],
+) -> list[TracedTensor | None]:
     linear = linearize(
         structural_view(),
         [o.key for o in outputs],
@@ -108,7 +118,17 @@ def jvp_tensors(
     wrt: Sequence[TracedTensor],
     tangents: Sequence[TracedTensor],
 ) -> list[TracedTensor | None]:
-    """``J t`` per output (``None`` where the output does not depend on the leaves)."""
+    """``J t`` per output (``None`` where the output does not depend on the leaves);
+    with the cyclic garbage collector paused."""
+    with gc_paused():
+        return _jvp_tensors(outputs, wrt, tangents)
+
+
+def _jvp_tensors(
+    outputs: Sequence[TracedTensor],
+    wrt: Sequence[TracedTensor],
+    tangents: Sequence[TracedTensor],
+) -> list[TracedTensor | None]:
     builder = GraphPrimitiveBuilder()
     seeds = [_seed(builder, t) for t in tangents]
     results = linearize_with_builder(

@@ -23,6 +23,7 @@ from computegraph import (
     Input,
     ValueKey,
     compile,
+    gc_paused,
     materialize_merge,
     structural_view,
 )
@@ -47,6 +48,8 @@ __all__ = [
     "clear_caches",
     "evaluate",
     "format_graph",
+    "graph_to_dot",
+    "liveness_peak",
     "programs",
 ]
 
@@ -84,10 +87,13 @@ class TracedProgram:
     __slots__ = ("program", "sources", "takes_arguments")
 
     def __init__(self, outputs: tuple[ValueKey, ...]) -> None:
-        materialized = materialize_merge(structural_view(), outputs, substitute=SUBSTITUTIONS)
-        with np.errstate(all="ignore"):
-            self.program: CompiledProgram = compile(materialized, fold_constants=True)
-        self.sources: tuple[_Source, ...] = tuple(_source(key) for key in self.program.input_keys)
+        with gc_paused():
+            materialized = materialize_merge(structural_view(), outputs, substitute=SUBSTITUTIONS)
+            with np.errstate(all="ignore"):
+                self.program: CompiledProgram = compile(materialized, fold_constants=True)
+            self.sources: tuple[_Source, ...] = tuple(
+                _source(key) for key in self.program.input_keys
+            )
         self.takes_arguments = any(kind == "arg" for kind, _ in self.sources)
 
     def run(
@@ -221,14 +227,55 @@ def format_graph(*tensors: Any) -> str:
     return str(materialize_merge(structural_view(), keys, substitute=SUBSTITUTIONS))
 
 
+def graph_to_dot(*tensors: Any) -> str:
+    """The computation of traced tensors as Graphviz DOT source (the listing of
+    :func:`format_graph` as a drawing): render it with ``dot -Tsvg``."""
+    for tensor in tensors:
+        if not hasattr(tensor, "key"):
+            raise TypeError(f"graph_to_dot: expected TracedTensors, got {type(tensor).__name__}")
+    keys = tuple(t.key for t in tensors)
+    return materialize_merge(structural_view(), keys, substitute=SUBSTITUTIONS).to_dot()
+
+
+def liveness_peak(program: CompiledProgram) -> int:
+    """The bytes ``program`` allocates at its peak when every value is freed right after
+    its last use (its liveness minimum for its instruction order): each instruction's
+    outputs are allocated while its operands are alive, then its dead values go.
+    Inputs and folded constants exist before a run and are not counted; outputs that
+    numpy makes as views (reshapes, transposes, broadcasts) are counted as allocations,
+    so for programs with those it bounds the true minimum from above."""
+    known: dict[int, int] = {}  # bytes of every value, inputs included
+    for slot, key in zip(program.input_slots, program.input_keys, strict=True):
+        meta = getattr(getattr(key, "key", None), "meta", None)
+        known[slot] = _nbytes(meta) if meta is not None else 0
+    alive: dict[int, int] = {}
+    live = peak = 0
+    for instruction, dead in zip(program.instructions, program.free_after, strict=True):
+        metas = getattr(instruction.operation, "outputs", ())
+        for position, slot in enumerate(instruction.outputs):
+            # an accumulation (add_any) declares no metas: it has its operands' meta
+            size = _nbytes(metas[position]) if metas else known.get(instruction.inputs[0], 0)
+            alive[slot] = known[slot] = size
+            live += size
+        peak = max(peak, live)
+        for slot in dead:
+            live -= alive.pop(slot, 0)
+    return peak
+
+
+def _nbytes(meta: Meta) -> int:
+    return int(np.prod(meta.shape, dtype=np.int64)) * meta.dtype.itemsize
+
+
 def _array(value: Any) -> Any:
     return value if isinstance(value, np.ndarray) else np.asarray(value)
 
 
 def clear_caches() -> None:
     """Drop every cached traced program (and the traced scalar constants)."""
-    from tenferro.traced import structure, tensor
+    from tenferro.traced import remat, structure, tensor
 
     programs.clear()
+    remat.clear_caches()
     tensor.clear_caches()
     structure.clear_caches()

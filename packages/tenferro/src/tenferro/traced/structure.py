@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from computegraph import BoundedCache, Derived, Input, OperationKey, ValueKey
+from computegraph import BoundedCache, Derived, Input, OperationKey, ValueKey, gc_paused
 from tenferro.core.keys import (
     AliasKey,
     CheckpointKey,
@@ -59,7 +59,8 @@ def structure(outputs: Sequence[ValueKey]) -> Structure:
     known = _PURE.get(roots)
     if known is not None:
         return known
-    found = _walk(roots)
+    with gc_paused():
+        found = _walk(roots)
     if not found.slots:
         _PURE.put(roots, found)
     return found

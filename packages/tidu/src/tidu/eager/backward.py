@@ -54,6 +54,11 @@ class BackwardExecutor(Protocol):
         ``cotangent_out`` lines up with ``linear.tangent_outputs``; ``external_data``
         holds the primal values by key. Returns cotangents lined up with
         ``linear.tangent_inputs`` (``None`` for zero).
+
+        An executor may also define ``transposer(linear, ctx)``, returning this method
+        bound to ``linear`` as a function of ``(cotangent_out, external_data)`` (or
+        ``None``); backward then asks for it once per node structure and calls it per
+        node, skipping the per-call lookups.
         """
         ...
 
@@ -117,6 +122,7 @@ def backward(
     # per node (the shared cache's LRU bookkeeping costs more than a local lookup).
     local: dict[tuple[Any, ...], Any] = {}
     supply = getattr(executor, "primal_values", None)
+    transposer = getattr(executor, "transposer", None)  # an optional hook: bound runners
     transpose = executor.run_transposed_linear
     nodes = topological_nodes([output_trace])
     if reached is not None:
@@ -147,12 +153,16 @@ def backward(
         found = local.get(memo_key)
         if found is None:
             derivative = derivatives.derivative(recorded, slots, ctx, active)
-            found = local[memo_key] = (derivative.linear, derivative.needed)
-        linear, needed = found
+            linear = derivative.linear
+            runner = None if transposer is None else transposer(linear, ctx)
+            found = local[memo_key] = (linear, derivative.needed, runner)
+        linear, needed, runner = found
         values = node.saved_data if supply is None else supply(node)
         if not needed <= values.keys():
             values = _replay(executor, recorded, values, needed)
-        incoming = transpose(linear, seeds, values, ctx)
+        incoming = (
+            transpose(linear, seeds, values, ctx) if runner is None else runner(seeds, values)
+        )
         if keep is not None:
             for key in outputs:
                 if key not in keep:

@@ -199,6 +199,59 @@ class ProgramExecutor:
         values = plan.program.eval(inputs, self._eval_ctx, apply=self._apply)
         return [None if position is None else values[position] for position in plan.results]
 
+    def transposer(
+        self, linear: LinearizedGraph, ctx: Any
+    ) -> Callable[..., list[Any | None]] | None:
+        """``run_transposed_linear`` for ``linear`` as a function of ``(cotangent_out,
+        external_data)`` alone: the compiled transpose bound once, so a backward pass
+        calls it per node without looking anything up (the optional hook
+        :func:`~tidu.eager.backward` uses when an executor has it). ``None`` when a
+        subclass overrides ``run_transposed_linear`` (its override is then called)."""
+        if type(self).run_transposed_linear is not ProgramExecutor.run_transposed_linear:
+            return None
+        plan: _BoundProgram | None = linear.memo.get(_MEMO)
+        if plan is None:
+            plan = linear.memo.setdefault(_MEMO, _BoundProgram.transposed(linear, ctx))
+            if self._add is None and linear.add_operation is not None:
+                self._add = linear.add_operation
+        bindings, results = plan.bindings, plan.results
+        evaluate, eval_ctx, apply = plan.program.eval, self._eval_ctx, self._apply
+        if apply is None and results == (0,) and len(bindings) <= 2:
+            # The common node: one cotangent out of a program of one or two inputs.
+            if bindings == (0,):
+
+                def run_one(seeds: Sequence[Any], values: Mapping[ValueKey, Any]) -> list[Any]:
+                    return evaluate(seeds, eval_ctx)
+
+                return run_one
+            last = bindings[-1]
+            if len(bindings) == 2 and bindings[0] == 0 and isinstance(last, ValueKey):
+                saved: ValueKey = last
+
+                def run_seed_and_saved(
+                    seeds: Sequence[Any], values: Mapping[ValueKey, Any]
+                ) -> list[Any]:
+                    try:
+                        value = values[saved]
+                    except KeyError as missing:
+                        raise _missing("backward: the transpose", missing) from None
+                    return evaluate([seeds[0], value], eval_ctx)
+
+                return run_seed_and_saved
+
+        def run(seeds: Sequence[Any], values: Mapping[ValueKey, Any]) -> list[Any | None]:
+            try:
+                inputs = [
+                    seeds[b] if type(b) is int else values[b]  # type: ignore[index]
+                    for b in bindings
+                ]
+            except KeyError as missing:
+                raise _missing("backward: the transpose", missing) from None
+            out = evaluate(inputs, eval_ctx, apply=apply)
+            return [None if position is None else out[position] for position in results]
+
+        return run
+
     def run_linear(
         self,
         linear: LinearizedGraph,

@@ -80,6 +80,8 @@ def forward(
     if not roots or not result:
         return result
     derivatives = default_derivative_cache if cache is None else cache
+    # Nodes of one structure share a derivative: one shared-cache lookup per structure.
+    local: dict[tuple[Any, ...], Any] = {}
     for node in topological_nodes(roots):
         edges = node.edges
         active: list[int] = []
@@ -94,10 +96,12 @@ def forward(
         if not active:
             continue
         try:
-            tangent_out = _push(derivatives, executor, node, tuple(active), None, tangent_in, ctx)
+            tangent_out = _push(
+                derivatives, executor, node, tuple(active), None, tangent_in, ctx, local
+            )
         except ADRuleError:
             tangent_out = [
-                _push_one(derivatives, executor, node, tuple(active), slot, tangent_in, ctx)
+                _push_one(derivatives, executor, node, tuple(active), slot, tangent_in, ctx, local)
                 for slot in range(len(node.output_keys))
             ]
         for key, tangent in zip(node.output_keys, tangent_out, strict=True):
@@ -121,9 +125,15 @@ def _push(
     slot: int | None,
     tangent_in: list[Any],
     ctx: Any,
+    local: dict[tuple[Any, ...], Any],
 ) -> Sequence[Any | None]:
     """The tangents of the node's outputs (only of output ``slot`` when given)."""
-    derivative = derivatives.forward_derivative(node.recorded, active, ctx, slot)
+    memo_key = (id(node.recorded), active, slot)  # recorded graphs live through the call
+    derivative = local.get(memo_key)
+    if derivative is None:
+        derivative = local[memo_key] = derivatives.forward_derivative(
+            node.recorded, active, ctx, slot
+        )
     values = node_values(executor, node)
     if not derivative.needed <= values.keys():
         replayed = executor.execute_forward(PrimitiveGraph(node.recorded.graph), values)
@@ -146,9 +156,10 @@ def _push_one(
     slot: int,
     tangent_in: list[Any],
     ctx: Any,
+    local: dict[tuple[Any, ...], Any],
 ) -> Any:
     try:
-        (tangent,) = _push(derivatives, executor, node, active, slot, tangent_in, ctx)
+        (tangent,) = _push(derivatives, executor, node, active, slot, tangent_in, ctx, local)
     except ADRuleError as error:
         return _Undefined(error)
     return tangent

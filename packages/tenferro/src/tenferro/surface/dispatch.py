@@ -1,0 +1,286 @@
+"""A dispatch cache for numpy-style functions on concrete tensors.
+
+A numpy-style function (``matmul``, ``x[1:3]``, ``sum``, ``reshape``...) spends most of
+a small call deciding *which* primitives to apply: normalising axes and shapes,
+promoting, broadcasting, validating. For concrete operands (``Tensor`` and
+``EagerTensor``) that decision depends only on the operands' metas and the static
+arguments, so :func:`dispatch_cached` makes it once: on a miss the function runs on
+*probes* (stand-ins carrying only a meta, whose binds record the primitive instances
+applied instead of computing anything), and the recorded steps are cached; on a hit the
+steps are replayed on the real operands through the ordinary :func:`~tenferro.core.bind.bind`,
+so evaluation, tape recording, ``no_grad`` and composite capture behave exactly as in an
+uncached call.
+
+The cache holds structure only (primitive instances and operand positions): a function
+that reads data, or makes a constant from a value, is not cacheable and runs uncached
+(the probe refuses ``_value`` and ``_full``). It is bounded and emptied by
+``tf.clear_caches()``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
+
+from computegraph import DictCache
+from tenferro.core.bind import bind
+from tenferro.core.primitive import TensorPrimitive
+from tenferro.meta import HasMeta, Meta
+
+__all__ = [
+    "UnkeyableError",
+    "dispatch_cached",
+    "is_replayable",
+    "register_replayable",
+    "static_key",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_PROGRAMS: DictCache[Any, Any] = DictCache(8192, "dispatch programs")
+"""(function, kind, operand metas, static key) -> the recorded steps (or _UNCACHEABLE)."""
+
+_REPLAYABLE: set[type] = set()
+"""Tensor kinds whose bind evaluates now (concrete kinds): only those are replayed."""
+
+_UNCACHEABLE = "uncacheable"
+
+
+def register_replayable(kind: type) -> None:
+    """Let calls on operands of ``kind`` (a concrete tensor class) use the dispatch cache."""
+    _REPLAYABLE.add(kind)
+
+
+def is_replayable(kind: type) -> bool:
+    """Whether ``kind`` is a registered concrete tensor kind (see :func:`register_replayable`)."""
+    return kind in _REPLAYABLE
+
+
+class UnkeyableError(Exception):
+    """A static argument that cannot be part of a cache key (the call runs uncached)."""
+
+
+_ATOMS = (int, bool, str, type(None), type(Ellipsis))
+
+
+def static_key(value: Any) -> Any:
+    """A hashable key for a static argument that tells apart values a function may treat
+    differently (``1``, ``True`` and ``1.0`` are different keys); raises
+    :class:`UnkeyableError` for anything else (floats, arrays, tensors, objects)."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return (kind, value)
+    if kind is tuple:
+        for item in value:
+            if type(item) is not int:
+                break
+        else:  # a flat tuple of ints (a shape) is its own key; no other key is one
+            return value
+    if kind is tuple or kind is list:
+        items = []
+        for item in value:
+            items.append(static_key(item))
+        return (kind, tuple(items))
+    if kind is slice:
+        return (slice, static_key(value.start), static_key(value.stop), static_key(value.step))
+    import numpy as np
+
+    if isinstance(value, np.dtype):
+        return (np.dtype, value)
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return (type, value)
+    raise UnkeyableError(value)
+
+
+# ---------------------------------------------------------------------- probes
+
+
+class _RefusedError(Exception):
+    """A probe was asked for data: the function is not a function of metas alone."""
+
+
+class _Probe(HasMeta):
+    """A stand-in operand: only a meta; binding records the step on its recording."""
+
+    __slots__ = ("meta", "recording", "ref")
+    _priority: ClassVar[int] = 50
+
+    def __init__(self, meta: Meta, recording: _Recording, ref: int) -> None:
+        self.meta = meta
+        self.recording = recording
+        self.ref = ref
+
+    @classmethod
+    def _bind(cls, op: TensorPrimitive, operands: Any, like: Any = None) -> tuple[_Probe, ...]:
+        recording = operands[0].recording if operands else like.recording
+        for operand in operands:
+            if type(operand) is not _Probe or operand.recording is not recording:
+                raise _RefusedError  # a constant or another kind met the probe
+        return recording.step(op, tuple(o.ref for o in operands))
+
+    @classmethod
+    def _lift(cls, value: Any) -> _Probe:
+        raise _RefusedError
+
+    @classmethod
+    def _full(cls, meta: Meta, value: Any) -> _Probe:
+        raise _RefusedError  # a constant made from a value: data
+
+    def _rewrap(self, meta: Meta) -> _Probe:
+        return self.recording.rewrap(self, meta)
+
+    @property
+    def _value(self) -> Any:
+        raise _RefusedError
+
+
+class _Rewrap:
+    """A replay step that only changes a tensor's meta (e.g. its weak flag)."""
+
+    __slots__ = ("meta",)
+
+    def __init__(self, meta: Meta) -> None:
+        self.meta = meta
+
+
+class _Recording:
+    __slots__ = ("count", "steps")
+
+    def __init__(self, count: int) -> None:
+        self.steps: list[tuple[Any, tuple[int, ...]]] = []
+        self.count = count
+
+    def step(self, op: TensorPrimitive, refs: tuple[int, ...]) -> tuple[_Probe, ...]:
+        self.steps.append((op, refs))
+        first = self.count
+        self.count += len(op.outputs)
+        return tuple(_Probe(m, self, first + i) for i, m in enumerate(op.outputs))
+
+    def rewrap(self, probe: _Probe, meta: Meta) -> _Probe:
+        self.steps.append((_Rewrap(meta), (probe.ref,)))
+        self.count += 1
+        return _Probe(meta, self, self.count - 1)
+
+
+def _output_refs(result: Any, recording: _Recording) -> Any:
+    """The recorded reference(s) of a function's result (a probe or a tuple of probes)."""
+    if type(result) is _Probe and result.recording is recording:
+        return result.ref
+    if type(result) is tuple and all(
+        type(r) is _Probe and r.recording is recording for r in result
+    ):
+        return tuple(r.ref for r in result)
+    raise _RefusedError
+
+
+class _Program:
+    """Recorded steps, replayable on operands of any concrete kind."""
+
+    __slots__ = ("output", "single", "steps")
+
+    def __init__(self, steps: list[tuple[Any, tuple[int, ...]]], output: Any, count: int) -> None:
+        self.steps = tuple(steps)
+        self.output = output
+        self.single: TensorPrimitive | None = None
+        """The one primitive when the whole call is that primitive on the operands."""
+        if len(steps) == 1 and output == count:
+            op, refs = steps[0]
+            if type(op) is not _Rewrap and len(op.outputs) == 1 and refs == tuple(range(count)):
+                self.single = op
+
+    def replay(self, operands: tuple[Any, ...]) -> Any:
+        single = self.single
+        if single is not None:
+            return bind(single, operands)[0]
+        values = list(operands)
+        like = operands[0]
+        for op, refs in self.steps:
+            if type(op) is _Rewrap:
+                values.append(values[refs[0]]._rewrap(op.meta))
+            else:
+                values.extend(bind(op, [values[r] for r in refs], like))
+        output = self.output
+        if type(output) is int:
+            return values[output]
+        return tuple(values[r] for r in output)
+
+
+def _record(function: Callable[..., Any], metas: tuple[Meta, ...], static: Any) -> Any:
+    recording = _Recording(len(metas))
+    probes = [_Probe(m, recording, i) for i, m in enumerate(metas)]
+    args, kwargs = static
+    try:
+        result = function(*probes, *args, **kwargs)
+        output = _output_refs(result, recording)
+    except _RefusedError:
+        return _UNCACHEABLE
+    return _Program(recording.steps, output, len(metas))
+
+
+def dispatch_cached(operands: int = 1, key: Callable[..., Any] | None = None) -> Callable[[F], F]:
+    """Decorate a numpy-style function whose first ``operands`` arguments are tensors and
+    whose other arguments are static: calls on concrete tensors of one kind replay the
+    primitives recorded for their metas and static arguments.
+
+    ``key(*static_args, **kwargs)`` turns the static arguments into a hashable key and the
+    ``(args, kwargs)`` the function is called with on probes (default: :func:`static_key`
+    of both, the arguments unchanged); it raises :class:`UnkeyableError` when the call cannot be
+    cached.
+    """
+
+    def decorate(function: F) -> F:
+        @functools.wraps(function)
+        def cached(*args: Any, **kwargs: Any) -> Any:
+            if len(args) < operands:
+                return function(*args, **kwargs)
+            first = args[0]
+            kind = type(first)
+            if kind not in _REPLAYABLE:
+                return function(*args, **kwargs)
+            if operands == 1:
+                metas: tuple[Meta, ...] = (first.meta,)
+            elif operands == 2:
+                second = args[1]
+                if type(second) is not kind:
+                    return function(*args, **kwargs)
+                metas = (first.meta, second.meta)
+            else:
+                for other in args[1:operands]:
+                    if type(other) is not kind:
+                        return function(*args, **kwargs)
+                metas = tuple([a.meta for a in args[:operands]])
+            static = args[operands:]
+            try:
+                if key is None:
+                    signature: Any = (
+                        static_key(static) if static else (),
+                        tuple([(k, static_key(v)) for k, v in kwargs.items()]) if kwargs else (),
+                    )
+                    probe_args: Any = (static, kwargs)
+                else:
+                    signature, probe_args = key(*static, **kwargs)
+                cache_key = (cached, kind, metas, signature)
+                program = _PROGRAMS.get(cache_key)
+            except (UnkeyableError, TypeError):
+                return function(*args, **kwargs)
+            if program is None:
+                try:
+                    program = _record(function, metas, probe_args)
+                except Exception:
+                    # Bad arguments: the uncached call raises the function's own error;
+                    # if it does not, the function needs more than probes give.
+                    result = function(*args, **kwargs)
+                    _PROGRAMS.put(cache_key, _UNCACHEABLE)
+                    return result
+                _PROGRAMS.put(cache_key, program)
+            if program is _UNCACHEABLE:
+                return function(*args, **kwargs)
+            single = program.single
+            if single is not None:  # operands of one kind: bind()'s dispatch, inlined
+                return kind._bind(single, args[:operands])[0]
+            return program.replay(args[:operands])
+
+        return cached  # type: ignore[return-value]
+
+    return decorate

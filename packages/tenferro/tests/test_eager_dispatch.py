@@ -1,0 +1,543 @@
+"""The eager fast paths agree with the general ones.
+
+* the dispatch cache (:mod:`tenferro.surface.dispatch`): a cached call replays the
+  primitives the uncached function applies, on every concrete kind, tracked or not;
+  it is bounded, registered, emptied by ``tf.clear_caches()``, holds structure only,
+  and bad arguments raise at every call;
+* ``dot_general``'s precomputed evaluation (direct ``matmul`` layout, or permutations
+  and shapes planned once) equals the evaluation from the arrays' shapes;
+* the tape's recording plans and the backward pass's bound transposes give the
+  gradients of the general path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import hypothesis.strategies as st
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import computegraph
+import tenferro as tf
+from tenferro import lax
+from tenferro.surface import dispatch
+from tenferro.surface.contraction import matmul
+from tenferro.surface.indexing import getitem
+from tenferro.surface.reductions import mean, sum
+from tenferro.surface.shapes import reshape, transpose
+
+DTYPES = [np.float64, np.float32, np.complex128, np.int64]
+
+
+def _array(shape: tuple[int, ...], dtype: Any, seed: int) -> np.ndarray[Any, Any]:
+    rng = np.random.default_rng(seed)
+    data = rng.standard_normal(shape) * 3
+    if np.dtype(dtype).kind == "c":
+        data = data + 1j * rng.standard_normal(shape)
+    return data.astype(dtype)
+
+
+def _uncached(function: Any) -> Any:
+    return function.__wrapped__
+
+
+def _same(cached: Any, reference: Any) -> None:
+    assert type(cached) is type(reference)
+    assert cached.meta == reference.meta
+    np.testing.assert_array_equal(np.asarray(cached), np.asarray(reference))
+
+
+# ---------------------------------------------------------------------- strategies
+
+
+@st.composite
+def basic_indices(draw: Any, shape: tuple[int, ...]) -> Any:
+    """Integers, slices (any step sign), None and one Ellipsis, fitting ``shape``."""
+    items: list[Any] = []
+    for extent in shape:
+        kind = draw(st.sampled_from(["int", "slice", "full", "none"]))
+        if kind == "int" and extent:
+            items.append(draw(st.integers(-extent, extent - 1)))
+        elif kind == "slice":
+            bound = st.none() | st.integers(-extent - 2, extent + 2)
+            step = draw(st.none() | st.integers(-3, 3).filter(lambda s: s != 0))
+            items.append(slice(draw(bound), draw(bound), step))
+        elif kind == "none":
+            items.extend([None, slice(None)])
+        else:
+            items.append(slice(None))
+    if items and draw(st.booleans()):
+        cut = draw(st.integers(0, len(items) - 1))
+        items = [*items[:cut], Ellipsis]
+    return items[0] if len(items) == 1 and draw(st.booleans()) else tuple(items)
+
+
+shapes = st.lists(st.integers(0, 4), min_size=0, max_size=3).map(tuple)
+
+
+@st.composite
+def indexed(draw: Any) -> tuple[tuple[int, ...], Any]:
+    shape = draw(shapes)
+    return shape, draw(basic_indices(shape))
+
+
+# ---------------------------------------------------------------------- agreement
+
+
+@settings(max_examples=60)
+@given(indexed(), st.sampled_from(DTYPES), st.sampled_from(["tensor", "eager", "tracked"]))
+def test_cached_basic_indexing_agrees_with_the_uncached_function(
+    case: Any, dtype: Any, kind: str
+) -> None:
+    shape, index = case
+    data = _array(shape, dtype, 0)
+    x = _operand(data, kind)
+    expected = data[index]
+    for _ in range(2):  # the miss records, the hit replays
+        got = x[index]
+        _same(got, _uncached(getitem)(x, index))
+        np.testing.assert_array_equal(np.asarray(got), expected)
+
+
+def _operand(data: np.ndarray[Any, Any], kind: str) -> Any:
+    if kind == "tensor":
+        return tf.Tensor(data)
+    if kind == "eager" or data.dtype.kind not in "fc":
+        return tf.EagerTensor(data)
+    return tf.Tape().track(data)
+
+
+@st.composite
+def matmul_operands(draw: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    m, k, n = draw(st.integers(1, 4)), draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    batch = draw(st.lists(st.integers(1, 3), max_size=2).map(tuple))
+    left: tuple[int, ...] = (*batch, m, k)
+    right: tuple[int, ...] = (k, n) if draw(st.booleans()) else (*batch, k, n)
+    if draw(st.booleans()):
+        left = (k,)
+    elif draw(st.booleans()):
+        right = (k,)
+    return left, right
+
+
+@settings(max_examples=60)
+@given(matmul_operands(), st.sampled_from(DTYPES), st.sampled_from(["tensor", "tracked"]))
+def test_cached_matmul_agrees_with_numpy_and_the_uncached_function(
+    operands: Any, dtype: Any, kind: str
+) -> None:
+    left, right = operands
+    a, b = _array(left, dtype, 1), _array(right, dtype, 2)
+    if kind == "tracked" and np.dtype(dtype).kind in "fc":
+        tape = tf.Tape()
+        x, y = tape.track(a), tape.track(b)
+    else:
+        x, y = tf.Tensor(a), tf.Tensor(b)
+    for _ in range(2):
+        got = x @ y
+        _same(got, _uncached(matmul)(x, y))
+        np.testing.assert_allclose(np.asarray(got), a @ b, rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=40)
+@given(
+    shapes.filter(lambda s: len(s) > 0),
+    st.sampled_from(DTYPES),
+    st.data(),
+)
+def test_cached_reductions_reshapes_and_transposes_agree(
+    shape: tuple[int, ...], dtype: Any, data: Any
+) -> None:
+    array = _array(shape, dtype, 3)
+    x = tf.EagerTensor(array)
+    axis = data.draw(st.none() | st.integers(-len(shape), len(shape) - 1))
+    keepdims = data.draw(st.booleans())
+    perm = tuple(data.draw(st.permutations(range(len(shape)))))
+    for _ in range(2):
+        _same(tf.sum(x, axis, keepdims), _uncached(sum)(x, axis, keepdims))
+        if array.dtype.kind in "fc":
+            _same(tf.mean(x, axis=axis), _uncached(mean)(x, axis=axis))
+        _same(tf.reshape(x, (-1,)), _uncached(reshape)(x, (-1,)))
+        _same(tf.transpose(x, perm), _uncached(transpose)(x, perm))
+        np.testing.assert_allclose(
+            np.asarray(tf.sum(x, axis, keepdims)), array.sum(axis, keepdims=keepdims), rtol=1e-5
+        )
+
+
+def test_gradients_through_cached_calls_equal_those_of_the_general_path() -> None:
+    data = _array((3, 4), np.float64, 4)
+    other = _array((4, 2), np.float64, 5)
+
+    def loss(f_matmul: Any, f_getitem: Any, f_sum: Any, f_reshape: Any, x: Any) -> Any:
+        y = f_matmul(x, tf.asarray(other))
+        return f_sum(
+            tf.sin(f_reshape(f_getitem(y, (slice(1, None), slice(None, None, -1))), (-1,)))
+        )
+
+    grads = []
+    for functions in (
+        (matmul, getitem, sum, reshape),
+        (matmul, getitem, sum, reshape),  # cached
+        tuple(_uncached(f) for f in (matmul, getitem, sum, reshape)),
+    ):
+        tape = tf.Tape()
+        x = tape.track(data)
+        grads.append(np.asarray(tape.grad(loss(*functions, x), x)))
+    np.testing.assert_array_equal(grads[0], grads[1])
+    np.testing.assert_array_equal(grads[0], grads[2])
+    expected = tf.grad(lambda v: loss(matmul, getitem, sum, reshape, v))(data)
+    np.testing.assert_allclose(grads[0], expected, rtol=1e-12)
+
+
+def test_no_grad_and_composites_see_cached_calls_like_uncached_ones() -> None:
+    tape = tf.Tape()
+    x = tape.track(np.arange(6.0).reshape(2, 3))
+    x[0]  # warm the cache
+    with tf.no_grad():
+        assert not x[0].requires_grad
+    assert x[0].requires_grad
+    s = tf.composite(lambda v: tf.sum(v[1:] @ v.T))(x)
+    expected = tf.grad(lambda v: tf.sum(v[1:] @ v.T))(np.arange(6.0).reshape(2, 3))
+    np.testing.assert_allclose(np.asarray(tape.grad(s, x)), expected)
+
+
+# ---------------------------------------------------------------------- errors and contents
+
+
+def test_bad_arguments_raise_at_every_call() -> None:
+    x = tf.EagerTensor(np.ones((2, 3)))
+    for _ in range(2):
+        with pytest.raises(tf.ShapeError, match="reshape"):
+            tf.reshape(x, (5,))
+        with pytest.raises(tf.IndexingError, match="out of bounds"):
+            x[7]
+        with pytest.raises(tf.ShapeError, match="matmul"):
+            x @ x
+        with pytest.raises(tf.ShapeError, match="reshape"):
+            tf.reshape(x, (6.0,))  # a float extent is not the int 6
+
+
+def test_equal_but_differently_typed_static_arguments_are_different_keys() -> None:
+    assert dispatch.static_key((1,)) != dispatch.static_key((True,))
+    assert dispatch.static_key(slice(1, 2)) != dispatch.static_key(slice(1, 2, 1))
+    with pytest.raises(dispatch.UnkeyableError):
+        dispatch.static_key(1.5)
+    with pytest.raises(dispatch.UnkeyableError):
+        dispatch.static_key(np.arange(3))
+
+
+def test_calls_that_read_data_are_not_cached_and_still_work() -> None:
+    x = tf.EagerTensor(np.arange(12.0).reshape(3, 4))
+    for _ in range(2):  # an index list is data (a gather of constant indices)
+        np.testing.assert_array_equal(np.asarray(x[[0, 2]]), np.arange(12.0).reshape(3, 4)[[0, 2]])
+    programs = list(dispatch._PROGRAMS.values())
+    assert all(p is dispatch._UNCACHEABLE or isinstance(p, dispatch._Program) for p in programs)
+
+
+def _holds_no_data(value: Any) -> bool:
+    if isinstance(value, np.ndarray | tf.Tensor):
+        return False
+    if isinstance(value, tuple):
+        return all(_holds_no_data(v) for v in value)
+    return True
+
+
+def test_the_dispatch_cache_is_bounded_registered_cleared_and_holds_structure() -> None:
+    x = tf.Tape().track(np.ones((3, 4)))
+    x[1:, ::2] @ tf.reshape(x, (4, 3))[:2]
+    tf.sum(x, axis=0)
+    cache = dispatch._PROGRAMS
+    assert cache in computegraph.registered_caches()
+    assert "dispatch programs" in tf.cache_stats()
+    assert 0 < len(cache) <= cache.maxsize
+    for program in cache.values():
+        if program is dispatch._UNCACHEABLE:
+            continue
+        for op, refs in program.steps:
+            assert isinstance(op, tf.ops.TensorPrimitive | dispatch._Rewrap)
+            assert all(type(r) is int for r in refs)
+            if isinstance(op, tf.ops.TensorPrimitive):
+                params = [getattr(op, f) for f in op._field_names]
+                assert all(_holds_no_data(p) for p in params)
+    tf.clear_caches()
+    assert len(cache) == 0
+    assert tf.cache_stats()["dispatch programs"].size == 0
+
+
+# ---------------------------------------------------------------------- dot_general kernels
+
+
+@st.composite
+def dot_general_cases(draw: Any) -> Any:
+    """Random dimension numbers over random axis orders of both operands."""
+    batch = draw(st.integers(0, 2))
+    contracting = draw(st.integers(0, 2))
+    lhs_free, rhs_free = draw(st.integers(0, 2)), draw(st.integers(0, 2))
+    extents = draw(
+        st.lists(st.integers(1, 3), min_size=batch + contracting, max_size=batch + contracting)
+    )
+    lhs_roles = [("b", i) for i in range(batch)] + [("c", i) for i in range(contracting)]
+    rhs_roles = list(lhs_roles)
+    lhs_roles += [("f", i) for i in range(lhs_free)]
+    rhs_roles += [("g", i) for i in range(rhs_free)]
+    lhs_order = draw(st.permutations(lhs_roles))
+    rhs_order = draw(st.permutations(rhs_roles))
+    free_extents = draw(st.lists(st.integers(1, 3), min_size=4, max_size=4))
+
+    def extent(role: tuple[str, int]) -> int:
+        kind, i = role
+        if kind == "b":
+            return extents[i]
+        if kind == "c":
+            return extents[batch + i]
+        return free_extents[i + (2 if kind == "g" else 0)]
+
+    numbers = (
+        tuple(lhs_order.index(("c", i)) for i in range(contracting)),
+        tuple(rhs_order.index(("c", i)) for i in range(contracting)),
+        tuple(lhs_order.index(("b", i)) for i in range(batch)),
+        tuple(rhs_order.index(("b", i)) for i in range(batch)),
+    )
+    return tuple(extent(r) for r in lhs_order), tuple(extent(r) for r in rhs_order), numbers
+
+
+@settings(max_examples=80)
+@given(dot_general_cases(), st.sampled_from([np.float64, np.complex64, np.int32]))
+def test_dot_general_planned_evaluation_equals_the_general_one(case: Any, dtype: Any) -> None:
+    left, right, numbers = case
+    a, b = _array(left, dtype, 6), _array(right, dtype, 7)
+    out = lax.dot_general(tf.Tensor(a), tf.Tensor(b), *numbers)
+    op = tf.ops.DotGeneral.make(
+        (tf.Tensor(a).meta, tf.Tensor(b).meta),
+        lhs_contracting=numbers[0],
+        rhs_contracting=numbers[1],
+        lhs_batch=numbers[2],
+        rhs_batch=numbers[3],
+    )
+    general = op._general(a, b)
+    np.testing.assert_array_equal(np.asarray(out), general)
+    assert np.asarray(out).shape == op.outputs[0].shape
+    lhs_c, rhs_c, lhs_b, rhs_b = numbers
+    letters = iter("abcdefghijkl")
+    lhs_labels = [next(letters) for _ in left]
+    rhs_labels = [next(letters) for _ in right]
+    for i, j in zip(lhs_c + lhs_b, rhs_c + rhs_b, strict=True):
+        rhs_labels[j] = lhs_labels[i]
+    lhs_free = [lhs_labels[i] for i in range(len(left)) if i not in lhs_c + lhs_b]
+    rhs_free = [rhs_labels[i] for i in range(len(right)) if i not in rhs_c + rhs_b]
+    output = [lhs_labels[i] for i in lhs_b] + lhs_free + rhs_free
+    spec = f"{''.join(lhs_labels)},{''.join(rhs_labels)}->{''.join(output)}"
+    np.testing.assert_allclose(np.asarray(out), np.einsum(spec, a, b), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------------- tape plans and backward
+
+
+def test_tape_plans_are_shared_bounded_and_cleared() -> None:
+    from tenferro.eager import tape as tape_module
+
+    for _ in range(2):
+        tape = tf.Tape()
+        x = tape.track(np.linspace(0.1, 1.0, 5))
+        tape.grad(tf.sum(tf.sin(x) * x), x)
+    plans = tape_module._PLANS
+    assert 0 < len(plans) <= plans.maxsize
+    for op, _recorded, inputs, outputs, _active in plans.values():
+        assert isinstance(op, tf.ops.TensorPrimitive)
+        assert all(type(i) is int for i, _ in (*inputs, *outputs))
+    tf.clear_caches()
+    assert len(plans) == 0
+
+
+@settings(max_examples=30)
+@given(
+    st.lists(
+        st.sampled_from(["sin", "mul", "add_const", "square", "slice"]), min_size=1, max_size=8
+    )
+)
+def test_eager_gradients_of_random_chains_equal_traced_ones(steps: list[str]) -> None:
+    def program(v: Any) -> Any:
+        for step in steps:
+            if step == "sin":
+                v = tf.sin(v)
+            elif step == "mul":
+                v = v * v
+            elif step == "add_const":
+                v = v + 0.5
+            elif step == "square":
+                v = v**2
+            else:
+                v = tf.concatenate([v[1:], v[:1]])
+        return tf.sum(v)
+
+    data = np.linspace(0.1, 0.7, 4)
+    tape = tf.Tape()
+    x = tape.track(data)
+    got = np.asarray(tape.grad(program(x), x))
+    np.testing.assert_allclose(got, tf.grad(program)(data), rtol=1e-12)
+
+
+# ---------------------------------------------------------------------- shape-generic derivatives
+
+_ELEMENTWISE = {
+    "sin": tf.sin,
+    "tanh": tf.tanh,
+    "exp": tf.exp,
+    "mul": lambda v: v * v,
+    "add": lambda v: v + v,
+    "scale": lambda v: v * 0.75,
+    "sub": lambda v: 1.0 - v,
+    "abs": tf.abs,
+    "real": lambda v: tf.real(v * v),
+    "conj": lambda v: tf.real(tf.conj(v) * v),
+}
+
+
+@settings(max_examples=40)
+@given(
+    st.lists(st.sampled_from(sorted(_ELEMENTWISE)), min_size=1, max_size=5),
+    st.lists(
+        st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple), min_size=2, max_size=3
+    ),
+    st.sampled_from([np.float64, np.complex128]),
+)
+def test_shape_generic_derivatives_agree_at_every_shape(
+    names: list[str], shapes_: list[tuple[int, ...]], dtype: Any
+) -> None:
+    """Elementwise nodes of any shape share one rank-0 derivative: gradients, forward-mode
+    tangents and Hessian-vector products (create_graph) equal traced mode's at each shape."""
+
+    def program(v: Any) -> Any:
+        for name in names:
+            v = _ELEMENTWISE[name](v)
+        return tf.sum(tf.real(v * tf.conj(v)))
+
+    for shape in shapes_:
+        data = _array(shape, dtype, 8) * 0.3
+        tape = tf.Tape()
+        x = tape.track(data)
+        got = np.asarray(tape.grad(program(x), x))
+        np.testing.assert_allclose(got, tf.grad(program)(data), rtol=1e-10, atol=1e-12)
+        direction = _array(shape, dtype, 9)
+        _, tangent = tf.Tape().jvp(program, [data], [direction])
+        _, expected_tangent = tf.jvp(program, (data,), (direction,))
+        np.testing.assert_allclose(np.asarray(tangent), expected_tangent, rtol=1e-10, atol=1e-12)
+        if dtype == np.float64:
+            hvp = tf.Tape().hvp(program, [data], [direction])
+            expected = tf.hvp(program, (data,), (direction,))
+            np.testing.assert_allclose(np.asarray(hvp), expected, rtol=1e-9, atol=1e-12)
+
+
+def test_elementwise_nodes_of_new_shapes_reuse_one_derivative() -> None:
+    from tenferro.eager import tape as tape_module
+
+    tf.clear_caches()
+    for n in range(2, 7):
+        tape = tf.Tape()
+        x = tape.track(np.linspace(0.1, 1.0, n))
+        y = tf.tanh(tf.sin(x) * x)
+        assert y.node.recorded.graph.operations[0].operation.inputs[0].shape == ()
+        tape.grad(tf.sum(y), x)
+    verdicts = list(tape_module._GENERIC.values())
+    assert all(generic for _, generic in verdicts)
+    # sin, mul (both tracked) and tanh: one rank-0 structure each, whatever the shape
+    assert len(verdicts) == 3
+    tf.clear_caches()
+    assert len(tape_module._GENERIC) == 0
+
+
+# ---------------------------------------------------------------------- tensor and scalar
+
+
+@settings(max_examples=80)
+@given(
+    st.sampled_from([np.float64, np.float32, np.complex64, np.int32, np.int64, np.bool_]),
+    st.one_of(
+        st.integers(-(2**40), 2**40),
+        st.floats(allow_nan=True, allow_infinity=True, width=64),
+        st.booleans(),
+    ),
+    st.booleans(),
+    st.sampled_from(["add", "multiply"]),
+    st.sampled_from(["tensor", "eager", "tracked", "weak"]),
+)
+def test_cached_tensor_scalar_arithmetic_agrees_with_preparing(
+    dtype: Any, scalar: Any, scalar_first: bool, name: str, kind: str
+) -> None:
+    from tenferro.surface.convert import prepare
+
+    data = _array((2, 3), dtype, 10)
+    if kind == "weak":
+        x: Any = tf.asarray(2.5)  # a weakly typed tensor promotes like a Python scalar
+    elif kind == "tracked" and data.dtype.kind in "fc":
+        x = tf.Tape().track(data)
+    else:
+        x = tf.EagerTensor(data) if kind != "tensor" else tf.Tensor(data)
+    function = getattr(tf, name)
+    operands = (scalar, x) if scalar_first else (x, scalar)
+
+    def reference() -> Any:
+        a, b = prepare(name, operands, kinds="bifc")
+        if a.meta.dtype.kind == "b":
+            return (lax.logical_or if name == "add" else lax.logical_and)(a, b)
+        return (lax.add if name == "add" else lax.mul)(a, b)
+
+    try:
+        expected = reference()
+    except tf.TenferroError as error:
+        for _ in range(2):
+            with pytest.raises(type(error)):
+                function(*operands)
+        return
+    for _ in range(2):  # the miss prepares, the hit dispatches from the cache
+        got = function(*operands)
+        assert type(got) is type(expected)
+        assert got.meta == expected.meta
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+        assert getattr(got, "requires_grad", False) == getattr(x, "requires_grad", False)
+
+
+def test_gradients_through_cached_tensor_scalar_calls() -> None:
+    data = np.linspace(0.2, 0.8, 5)
+    for _ in range(2):
+        tape = tf.Tape()
+        x = tape.track(data)
+        y = 0.5 * (x * 3.0 + 2.0) * x + 1.5
+        np.testing.assert_allclose(np.asarray(tape.grad(tf.sum(y), x)), 3.0 * data + 1.0)
+        with tf.no_grad():
+            assert not (x * 3.0).requires_grad
+
+
+@settings(max_examples=40)
+@given(
+    st.sampled_from([np.float64, np.complex128, np.int32, np.bool_]),
+    st.sampled_from(["add", "multiply"]),
+    st.sampled_from(["tensor", "eager", "tracked", "weak", "one tracked"]),
+)
+def test_two_tensors_of_one_meta_agree_with_preparing(dtype: Any, name: str, kind: str) -> None:
+    from tenferro.surface.convert import prepare
+
+    a, b = _array((3,), dtype, 11), _array((3,), dtype, 12)
+    if kind == "weak":
+        x, y = tf.asarray(1.5), tf.asarray(-2.0)
+    elif kind in ("tracked", "one tracked") and a.dtype.kind in "fc":
+        tape = tf.Tape()
+        x = tape.track(a)
+        y = tape.track(b) if kind == "tracked" else tf.EagerTensor(b)
+    else:
+        x, y = (
+            (tf.EagerTensor(a), tf.EagerTensor(b))
+            if kind != "tensor"
+            else (tf.Tensor(a), tf.Tensor(b))
+        )
+    p, q = prepare(name, (x, y), kinds="bifc")
+    if p.meta.dtype.kind == "b":
+        expected = (lax.logical_or if name == "add" else lax.logical_and)(p, q)
+    else:
+        expected = (lax.add if name == "add" else lax.mul)(p, q)
+    got = getattr(tf, name)(x, y)
+    assert type(got) is type(expected)
+    assert got.meta == expected.meta
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+    assert getattr(got, "requires_grad", False) == getattr(expected, "requires_grad", False)
