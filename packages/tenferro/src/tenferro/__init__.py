@@ -11,8 +11,9 @@
 * numpy-style functions (``tf.add``, ``tf.exp``, ``tf.sum``, ``tf.matmul``, indexing,
   ...), with numpy broadcasting and promotion made explicit as primitives;
 * JAX-style transforms: ``tf.grad``, ``tf.value_and_grad``, ``tf.vjp``, ``tf.jvp``,
-  ``tf.linearize``, ``tf.hvp``, ``tf.jit``; ``tf.stop_gradient``, ``tf.custom_jvp``,
-  ``tf.custom_vjp`` and ``tf.tree_util`` (pytrees);
+  ``tf.linearize``, ``tf.hvp``, ``tf.jit``, ``tf.vmap`` (batching), ``tf.jacfwd``,
+  ``tf.jacrev``, ``tf.jacobian``, ``tf.hessian``; ``tf.stop_gradient``,
+  ``tf.custom_jvp``, ``tf.custom_vjp`` and ``tf.tree_util`` (pytrees);
 * ``tf.lax`` (one strict function per primitive), ``tf.ops`` (the primitives) and
   ``tf.extension`` (user-defined primitive families with their own AD rules).
 
@@ -22,6 +23,7 @@ equal to PyTorch's and the conjugate of JAX's.
 
 import computegraph
 from tenferro import extension, lax, ops, random, testing, tree_util
+from tenferro.batching import vmap
 from tenferro.concrete import Tensor
 from tenferro.custom_rules import custom_jvp, custom_vjp, stop_gradient
 from tenferro.dtypes import (
@@ -63,6 +65,7 @@ from tenferro.errors import (
     TenferroError,
     UnsupportedError,
 )
+from tenferro.jacobians import hessian, jacfwd, jacobian, jacrev
 from tenferro.meta import Meta
 from tenferro.surface import (
     abs,
@@ -316,6 +319,7 @@ __all__ = [
     "graph_to_dot",
     "greater",
     "greater_equal",
+    "hessian",
     "hvp",
     "hypot",
     "imag",
@@ -326,6 +330,9 @@ __all__ = [
     "isfinite",
     "isinf",
     "isnan",
+    "jacfwd",
+    "jacobian",
+    "jacrev",
     "jit",
     "jvp",
     "kron",
@@ -416,6 +423,7 @@ __all__ = [
     "vdot",
     "vecdot",
     "vjp",
+    "vmap",
     "where",
     "zeros",
     "zeros_like",

@@ -551,6 +551,7 @@ class _CustomCall(ExtensionOp):
     the JVP is the user's rule (``rule`` is the decorated function)."""
 
     __slots__ = ()
+    batch_loop = "the user's function and rule hold for one example: applied per example"
     rule: Any
     in_tree: Hashable
     statics: tuple[tuple[int, Any], ...]
@@ -586,6 +587,8 @@ class _CustomVJPLinear(ExtensionOp):
     """The linear map of a ``custom_vjp`` function at its residuals: operands are the
     residuals, then one tangent per argument leaf. Its transpose is the user's ``bwd``;
     it has no evaluation (forward mode) and raises there, as JAX does."""
+
+    batch_loop = "the user's bwd holds for one example: applied per example"
 
     rule: Any
     in_tree: Hashable

@@ -43,6 +43,13 @@ returns one tangent per output; ``transpose(cts, xs, active)`` gets output
 cotangents, the inputs (readable only where not ``active``) and the active mask,
 and returns one cotangent per input (``None`` for inactive ones). Rules must
 only emit operations that have rules themselves (built-in primitives do).
+
+For ``tf.vmap``, a family may also define a batching rule ``batch(xs, dims)`` (a
+method, or ``define(..., batch=...)``): ``xs`` hold the whole batch, ``dims[i]`` is
+the batch axis of ``xs[i]`` (``None``: not batched); it returns the outputs and
+their batch axes. :mod:`tenferro.batching.rules` has helpers (``leading`` for
+families that accept leading batch axes, ``elementwise``, ``to_front``). A family
+without one is batched by applying it to each example and stacking the results.
 """
 
 from __future__ import annotations
@@ -250,6 +257,13 @@ class _FunctionalOp(ExtensionOp):
             raise ADRuleError(self.name, "transpose")
         return _as_list(rule(cts, xs, active, **dict(self.params)))
 
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        rule = self.spec.batch_rule
+        if rule is None:
+            return super().batch(xs, dims)
+        outs, out_dims = rule(xs, dims, **dict(self.params))
+        return _as_list(outs), _as_list(out_dims)
+
 
 def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (tuple, list)) else [value]
@@ -266,12 +280,14 @@ class ExtensionFamily:
         jvp: Rule | None,
         transpose: Rule | None,
         linear: bool,
+        batch: Callable[..., Any] | None = None,
     ) -> None:
         self.name = name
         self.infer = infer
         self.impl = impl
         self.jvp_rule = jvp
         self.transpose_rule = transpose
+        self.batch_rule = batch
         namespace = {"spec": self, "linear": linear, "__qualname__": name}
         self.primitive: type[ExtensionOp] = register(name)(
             type(f"Extension[{name}]", (_FunctionalOp,), namespace)
@@ -290,8 +306,19 @@ class ExtensionFamily:
         self.transpose_rule = rule
         return rule
 
+    def defbatch(self, rule: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator: set the batching rule ``rule(xs, dims, **params)`` (see
+        :mod:`tenferro.batching.rules`; without one, ``vmap`` loops over examples)."""
+        self.batch_rule = rule
+        return rule
+
     def __repr__(self) -> str:
-        rules = [r for r, f in (("jvp", self.jvp_rule), ("transpose", self.transpose_rule)) if f]
+        pairs = (
+            ("jvp", self.jvp_rule),
+            ("transpose", self.transpose_rule),
+            ("batch", self.batch_rule),
+        )
+        rules = [r for r, f in pairs if f]
         return f"<extension family {self.name!r} rules={rules}>"
 
 
@@ -303,6 +330,7 @@ def define(
     jvp: Rule | None = None,
     transpose: Rule | None = None,
     linear: bool = False,
+    batch: Callable[..., Any] | None = None,
 ) -> ExtensionFamily:
     """Define and register an operation family from functions.
 
@@ -311,10 +339,13 @@ def define(
     * ``impl(*arrays, **params)``: numpy evaluation, one array or a tuple;
     * ``jvp(xs, ys, ts, **params)`` / ``transpose(cts, xs, active, **params)``:
       optional AD rules (see the module documentation); ``linear=True`` means the
-      family is linear in all operands, so only ``transpose`` is needed.
+      family is linear in all operands, so only ``transpose`` is needed;
+    * ``batch(xs, dims, **params)``: optional batching rule for ``tf.vmap``, returning
+      ``(outputs, out_dims)`` (see :mod:`tenferro.batching.rules`); without one,
+      ``vmap`` applies the family to each example and stacks the results.
 
     Parameters are passed as keywords when calling the family and must be hashable.
     """
     if not callable(infer) or not callable(impl):
         raise TenferroError(name, "define() needs callable infer and impl")
-    return ExtensionFamily(name, infer, impl, jvp, transpose, linear)
+    return ExtensionFamily(name, infer, impl, jvp, transpose, linear, batch)

@@ -13,6 +13,7 @@ user data and a retraced computation that reads new data finds its program.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +84,14 @@ class CheckpointKey:
         return f"checkpoint:{self.meta.describe()}#{id(self) & 0xFFFF:04x}"
 
 
+_ALIAS_SERIALS = itertools.count()
+
+
+def alias_serial() -> int:
+    """A serial number below that of every :class:`AliasKey` made from now on."""
+    return next(_ALIAS_SERIALS)
+
+
 class AliasKey:
     """An input that stands for another traced value (``origin``).
 
@@ -91,11 +100,14 @@ class AliasKey:
     flow through it.
     """
 
-    __slots__ = ("__weakref__", "meta", "origin")
+    __slots__ = ("__weakref__", "meta", "origin", "serial")
 
     def __init__(self, meta: Meta, origin: ValueKey) -> None:
         self.meta = meta
         self.origin = origin
+        self.serial = next(_ALIAS_SERIALS)
+        """Creation order: ``vmap`` tells the aliases made inside its trace (whose
+        derivatives are explicit there) from those of enclosing transforms."""
 
     def __repr__(self) -> str:
         return f"alias:{self.meta.describe()}#{id(self) & 0xFFFF:04x}"

@@ -225,6 +225,21 @@ class TensorPrimitive:
     def add(self) -> TensorPrimitive:
         return ADD_ANY
 
+    # ------------------------------------------------------------------ batching
+
+    batch_loop: ClassVar[str] = ""
+    """Why this primitive is batched by the loop fallback on purpose (empty: it has a
+    batching rule, or nobody has written one yet)."""
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        """The batching rule used by ``tf.vmap`` (see :mod:`tenferro.batching.rules`):
+        ``xs`` hold the whole batch, ``dims[i]`` is the batch axis of ``xs[i]`` (``None``:
+        not batched); returns the outputs and their batch axes. Default: the loop
+        fallback (the primitive per example, results stacked)."""
+        from tenferro.batching.rules import loop
+
+        return loop(self, xs, dims)
+
     def jvp_rule(
         self,
         builder: Any,

@@ -23,6 +23,7 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.algebra import adjoint, diag_embed, diagonal, eye_like, matmul, matrix_transpose
+from tenferro.batching.rules import leading
 from tenferro.core.bind import bind, bind1
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import DTypeError, ParameterError, ShapeError
@@ -72,6 +73,8 @@ def _is_empty(meta: Meta) -> bool:
 @register("linalg.qr")
 class QR(ExtensionOp):
     """A = Q R; ``complete``: Q is MxM and R is MxN, else Q is MxK, R is KxN (K = min)."""
+
+    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     complete: bool
     positive: bool
@@ -182,6 +185,8 @@ def _not_positive_definite(m: np.ndarray[Any, Any]) -> bool:
 class Cholesky(ExtensionOp):
     """A = L L^H (lower L; ``upper``: returns U = L^H with A = U^H U)."""
 
+    batch = leading  # numpy.linalg semantics: leading axes are batch axes
+
     upper: bool
 
     def infer(self) -> list[Meta]:
@@ -267,6 +272,8 @@ class LU(ExtensionOp):
     dtype), L MxK unit lower, U KxN upper; a fourth output holds the pivots (int32, as
     lu_factor's), which the JVP uses instead of P (so no derivative flows through P)."""
 
+    batch = leading  # numpy.linalg semantics: leading axes are batch axes
+
     def infer(self) -> list[Meta]:
         (a,) = self.inputs
         check_matrix("lu", a)
@@ -341,6 +348,8 @@ class PivotRows(ExtensionOp):
     """``P^T B`` (or ``P B`` when ``inverse``) where ``pivots`` are LAPACK row interchanges
     (0-based; row i was swapped with row pivots[i], in order). Linear in B."""
 
+    batch = leading  # numpy.linalg semantics: leading axes are batch axes
+
     inverse: bool
 
     def infer(self) -> list[Meta]:
@@ -395,6 +404,8 @@ def pivot_rows(b: Any, pivots: Any, *, inverse: bool) -> Any:
 class LUFactor(ExtensionOp):
     """scipy_linalg().lu_factor: packed LU (L strictly below the diagonal, U on and above)
     and 0-based int32 pivots (row i interchanged with row pivots[i])."""
+
+    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     def infer(self) -> list[Meta]:
         (a,) = self.inputs

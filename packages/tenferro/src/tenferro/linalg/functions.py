@@ -20,6 +20,7 @@ import numpy as np
 import tenferro
 from tenferro import lax
 from tenferro.algebra import adjoint, eye_like, matmul
+from tenferro.batching.rules import leading
 from tenferro.core.bind import bind1
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import ParameterError, ShapeError
@@ -50,6 +51,8 @@ def _blocks(a: Any, e: Any, zeros: Any) -> Any:
 class MatrixExp(ExtensionOp):
     """The matrix exponential of square matrices (scipy_linalg().expm, batched)."""
 
+    batch = leading  # numpy.linalg semantics: leading axes are batch axes
+
     def infer(self) -> list[Meta]:
         (a,) = self.inputs
         check_square("matrix_exp", a)
@@ -75,6 +78,8 @@ class MatrixExp(ExtensionOp):
 @register("linalg.expm_frechet")
 class ExpmFrechet(ExtensionOp):
     """``L_A(E)``: the Fréchet derivative of expm at A along E (linear in E)."""
+
+    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     def infer(self) -> list[Meta]:
         a, e = self.inputs

@@ -24,6 +24,7 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.algebra import adjoint, matmul, trace
+from tenferro.batching.rules import leading
 from tenferro.core.bind import bind, bind1
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import LinAlgError, ShapeError
@@ -52,6 +53,8 @@ class TriangularSolve(ExtensionOp):
     """op(A) X = B (``left``) or X op(A) = B, A upper or lower triangular (only that
     triangle is read; ``unitriangular``: its diagonal is taken as ones). ``caller`` names
     the public operation in errors."""
+
+    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     upper: bool
     left: bool
@@ -196,6 +199,8 @@ def _check_nonsingular(op: str, a: np.ndarray[Any, Any]) -> None:
 class Solve(ExtensionOp):
     """A X = B for square A and a matrix stack B ``[..., N, K]`` (same batch axes)."""
 
+    batch = leading  # numpy.linalg semantics: leading axes are batch axes
+
     caller: str
 
     def infer(self) -> list[Meta]:
@@ -276,6 +281,8 @@ def solve(a: Any, b: Any) -> Any:
 class Inv(ExtensionOp):
     """The inverse of square matrices."""
 
+    batch = leading  # numpy.linalg semantics: leading axes are batch axes
+
     def infer(self) -> list[Meta]:
         (a,) = self.inputs
         check_square("inv", a)
@@ -324,6 +331,8 @@ def _trace_of_solve(a: Any, da: Any, caller: str) -> Any:
 class Det(ExtensionOp):
     """The determinant of square matrices ``[..., N, N] -> [...]``."""
 
+    batch = leading  # numpy.linalg semantics: leading axes are batch axes
+
     def infer(self) -> list[Meta]:
         (a,) = self.inputs
         check_square("det", a)
@@ -356,6 +365,8 @@ def det(a: Any) -> Any:
 @register("linalg.slogdet")
 class Slogdet(ExtensionOp):
     """``(sign, log|det|)`` of square matrices; sign has the input dtype, logabsdet is real."""
+
+    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     def infer(self) -> list[Meta]:
         (a,) = self.inputs

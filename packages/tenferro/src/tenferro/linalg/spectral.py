@@ -31,6 +31,7 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.algebra import adjoint, diag_embed, diagonal, eye_like, matmul, scale_columns
+from tenferro.batching.rules import leading
 from tenferro.core.bind import bind
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import LinAlgError, ParameterError
@@ -232,6 +233,8 @@ class Svd(ExtensionOp):
     """The thin ``A = U diag(S) Vh``; outputs ``U, S, Vh`` and, with the canonical
     gauge, the pivot mask of ``U``'s columns (bool, internal)."""
 
+    batch = leading  # numpy.linalg semantics: leading axes are batch axes
+
     eps: float
     gauge: str
 
@@ -282,6 +285,8 @@ class SvdComplement(ExtensionOp):
     (``"right"``). They are any orthonormal basis of a null space, so they have no
     derivative (it raises, pointing to ``full_matrices=False``)."""
 
+    batch = leading  # numpy.linalg semantics: leading axes are batch axes
+
     side: str
     gauge: str
 
@@ -327,6 +332,8 @@ class SvdComplement(ExtensionOp):
 class Eigh(ExtensionOp):
     """``A = V diag(w) V^H`` from the ``uplo`` triangle of ``A``; outputs ``w``
     (ascending, real), ``V`` and, with the canonical gauge, the pivot mask (internal)."""
+
+    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     uplo: str
     eps: float
@@ -378,6 +385,8 @@ class Eigh(ExtensionOp):
 class Eig(ExtensionOp):
     """``A V = V diag(w)``, complex outputs ``w, V`` (unit-norm columns) and ``V^-1``
     (internal: the eigenvalue derivative needs it; NaN when ``V`` is singular)."""
+
+    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     eps: float
 

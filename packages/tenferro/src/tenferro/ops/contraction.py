@@ -43,6 +43,40 @@ def _ranges_like(*groups: Sequence[int]) -> list[tuple[int, ...]]:
 @primitive
 class DotGeneral(TensorPrimitive):
     name = "dot_general"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import move_axis, rebind
+
+        (lhs, rhs), (dl, dr) = xs, dims
+        nb = len(self.lhs_batch)
+
+        def shifted(axes: tuple[int, ...], by: int) -> tuple[int, ...]:
+            return tuple(a + by for a in axes)
+
+        lc, rc, lb, rb = self.lhs_contracting, self.rhs_contracting, self.lhs_batch, self.rhs_batch
+        if dl is not None:
+            lhs, lc, lb = move_axis(lhs, dl, 0), shifted(lc, 1), shifted(lb, 1)
+        if dr is not None:
+            rhs, rc, rb = move_axis(rhs, dr, 0), shifted(rc, 1), shifted(rb, 1)
+        if dl is not None and dr is not None:
+            # The batch axis pairs up as one more batch dimension (output axis 0).
+            (out,) = rebind(
+                self,
+                [lhs, rhs],
+                lhs_contracting=lc,
+                rhs_contracting=rc,
+                lhs_batch=(0, *lb),
+                rhs_batch=(0, *rb),
+            )
+            return [out], [0]
+        (out,) = rebind(
+            self, [lhs, rhs], lhs_contracting=lc, rhs_contracting=rc, lhs_batch=lb, rhs_batch=rb
+        )
+        if dl is not None:
+            return [out], [nb]  # lhs's first free axis
+        lhs_free = self.inputs[0].ndim - len(self.lhs_contracting) - nb
+        return [out], [nb + lhs_free]  # rhs's first free axis
+
     lhs_contracting: tuple[int, ...]
     rhs_contracting: tuple[int, ...]
     lhs_batch: tuple[int, ...] = ()

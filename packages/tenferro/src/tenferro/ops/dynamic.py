@@ -14,6 +14,7 @@ the runtime extent to restore.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,7 @@ class Constant(TensorPrimitive):
     """A rank-0 literal; identified by its dtype and bytes (so 0.0 and -0.0 differ)."""
 
     name = "constant"
+    batch_loop = "has no operands: never batched"
     dtype: np.dtype[Any]
     bits: bytes
 
@@ -65,6 +67,13 @@ class ShapeOf(TensorPrimitive):
     """The runtime extent of ``axis`` as a float64 scalar (not differentiable)."""
 
     name = "shape_of"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import move_axis, rebind
+
+        x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
+        return rebind(self, [x], axis=self.axis + 1), [None]  # every example has one extent
+
     axis: int
 
     def infer(self) -> tuple[Meta]:
@@ -90,6 +99,20 @@ class DynamicTruncate(TensorPrimitive):
     nearest integer and clamped to the extent). Linear in ``x``."""
 
     name = "dynamic_truncate"
+    batch_loop = "a batched size gives each example its own extent (the loop then raises)"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import batch_size, loop, rebind, to_front
+
+        if dims[1] is not None:
+            return loop(self, xs, dims)
+        size = batch_size(xs, dims)
+        operands = [
+            v if i == 1 else to_front(v, d, size)
+            for i, (v, d) in enumerate(zip(xs, dims, strict=True))
+        ]
+        return rebind(self, operands, axis=self.axis + 1), [0]
+
     axis: int
     with_source: bool = False
 
@@ -134,6 +157,14 @@ class PadToMatch(TensorPrimitive):
     smaller). Linear in ``x``; the result's extent along ``axis`` is static again."""
 
     name = "pad_to_match"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import batch_size, rebind, to_front
+
+        size = batch_size(xs, dims)
+        operands = [to_front(v, d, size) for v, d in zip(xs, dims, strict=True)]
+        return rebind(self, operands, axis=self.axis + 1), [0]
+
     axis: int
     with_source: bool = False
 

@@ -8,6 +8,7 @@ sign' = 0; comparisons are not differentiable.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -55,6 +56,11 @@ class Elementwise(TensorPrimitive):
 
     def result_dtype(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return dtype
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import elementwise
+
+        return elementwise(self, xs, dims)
 
     def infer(self) -> tuple[Meta]:
         meta = check_same(self.name, self.inputs)
@@ -368,6 +374,11 @@ class Select(TensorPrimitive):
 
     name = "select"
 
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import elementwise
+
+        return elementwise(self, xs, dims)
+
     def infer(self) -> tuple[Meta]:
         pred, on_true, on_false = self.inputs
         if pred.dtype != bool_:
@@ -416,6 +427,11 @@ class Clamp(TensorPrimitive):
     """
 
     name = "clamp"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import elementwise
+
+        return elementwise(self, xs, dims)
 
     def infer(self) -> tuple[Meta]:
         meta = check_same(self.name, self.inputs)

@@ -48,6 +48,14 @@ class Slice(TensorPrimitive):
     """``x[start:limit:stride]`` on every axis (static, positive strides)."""
 
     name = "slice"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import move_axis, rebind
+
+        x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
+        starts, limits = (0, *self.starts), (x.meta.shape[0], *self.limits)
+        return rebind(self, [x], starts=starts, limits=limits, strides=(1, *self.strides)), [0]
+
     linear = True
     starts: tuple[int, ...]
     limits: tuple[int, ...]
@@ -107,6 +115,14 @@ class Pad(TensorPrimitive):
     between neighbouring elements."""
 
     name = "pad"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import move_axis, rebind
+
+        x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
+        config = {k: (0, *getattr(self, k)) for k in ("low", "high", "interior")}
+        return rebind(self, [x], **config), [0]
+
     linear = True
     low: tuple[int, ...]
     high: tuple[int, ...]
@@ -168,6 +184,14 @@ class Concatenate(TensorPrimitive):
     """Join operands along ``axis`` (other extents equal)."""
 
     name = "concatenate"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import batch_size, rebind, to_front
+
+        size = batch_size(xs, dims)
+        fronted = [to_front(x, d, size) for x, d in zip(xs, dims, strict=True)]
+        return rebind(self, fronted, axis=self.axis + 1), [0]
+
     linear = True
     axis: int
 
@@ -226,6 +250,12 @@ class Concatenate(TensorPrimitive):
 # ---------------------------------------------------------------------- dynamic slices
 
 
+def _prepend_zero(starts: Any) -> Any:
+    """Start indices with a leading 0 (for a new leading batch axis)."""
+    zero = lax.zeros(starts.meta._replace(shape=(1,), weak=False), starts)
+    return lax.concatenate([zero, starts], 0)
+
+
 def _clamped_starts(starts: Any, extents: Sequence[int], sizes: Sequence[int]) -> list[int]:
     values = np.asarray(starts).reshape(-1)
     return [int(min(max(int(s), 0), e - n)) for s, e, n in zip(values, extents, sizes, strict=True)]
@@ -236,6 +266,25 @@ class DynamicSlice(TensorPrimitive):
     """A ``sizes`` window at ``starts`` (a rank-1 integer tensor), clamped to fit."""
 
     name = "dynamic_slice"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import move_axis, rebind
+
+        if dims[1] is not None:
+            # A window per example: the equivalent gather (it clamps starts the same way).
+            rank = len(self.sizes)
+            gather = Gather.make(
+                self.inputs,
+                offset_dims=tuple(range(rank)),
+                collapsed_slice_dims=(),
+                start_index_map=tuple(range(rank)),
+                index_vector_dim=0,
+                slice_sizes=self.sizes,
+            )
+            return gather.batch(xs, dims)
+        x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
+        return rebind(self, [x, _prepend_zero(xs[1])], sizes=(x.meta.shape[0], *self.sizes)), [0]
+
     sizes: tuple[int, ...]
 
     def infer(self) -> tuple[Meta]:
@@ -270,6 +319,16 @@ class DynamicUpdateSlice(TensorPrimitive):
     """A copy of ``operand`` with ``update`` written at ``starts`` (clamped to fit)."""
 
     name = "dynamic_update_slice"
+    batch_loop = "batched start indices write a different window per example"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import batch_size, loop, rebind, to_front
+
+        if dims[2] is not None:
+            return loop(self, xs, dims)
+        size = batch_size(xs, dims)
+        x, update = (to_front(v, d, size) for v, d in zip(xs[:2], dims[:2], strict=True))
+        return rebind(self, [x, update, _prepend_zero(xs[2])]), [0]
 
     def infer(self) -> tuple[Meta]:
         x, update, starts = self.inputs
@@ -349,6 +408,47 @@ class Gather(TensorPrimitive):
     """StableHLO gather (``jax.lax.gather``); start indices are clamped so slices fit."""
 
     name = "gather"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import counted_indices, move_axis, rebind
+
+        offsets = tuple(d + 1 for d in self.offset_dims)
+        if dims[1] is not None:
+            indices = move_axis(xs[1], dims[1], 0)
+            if dims[0] is None:
+                # One more leading batch axis of the indices: the output's first axis.
+                (out,) = rebind(
+                    self,
+                    [xs[0], indices],
+                    offset_dims=offsets,
+                    index_vector_dim=self.index_vector_dim + 1,
+                )
+                return [out], [0]
+            # Both batched: each index vector also selects its example's operand.
+            operand = move_axis(xs[0], dims[0], 0)
+            indices, vector_dim = counted_indices(indices, self.index_vector_dim)
+            (out,) = rebind(
+                self,
+                [operand, indices],
+                offset_dims=offsets,
+                collapsed_slice_dims=(0, *(d + 1 for d in self.collapsed_slice_dims)),
+                start_index_map=(0, *(d + 1 for d in self.start_index_map)),
+                index_vector_dim=vector_dim,
+                slice_sizes=(1, *self.slice_sizes),
+            )
+            return [out], [0]
+        # The batch axis becomes the first window axis, placed first in the output.
+        operand = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
+        (out,) = rebind(
+            self,
+            [operand, xs[1]],
+            offset_dims=(0, *(d + 1 for d in self.offset_dims)),
+            collapsed_slice_dims=tuple(d + 1 for d in self.collapsed_slice_dims),
+            start_index_map=tuple(d + 1 for d in self.start_index_map),
+            slice_sizes=(operand.meta.shape[0], *self.slice_sizes),
+        )
+        return [out], [0]
+
     offset_dims: tuple[int, ...]
     collapsed_slice_dims: tuple[int, ...]
     start_index_map: tuple[int, ...]
@@ -451,6 +551,40 @@ class Scatter(TensorPrimitive):
     the indices select; windows out of bounds are dropped."""
 
     name = "scatter_add"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import batch_size, counted_indices, rebind, to_front
+
+        size = batch_size(xs, dims)
+        operand, updates = to_front(xs[0], dims[0], size), to_front(xs[2], dims[2], size)
+        if dims[1] is not None:
+            # Each index vector also selects its example's operand; the updates' batch
+            # axis is a scatter axis (it pairs with the indices' first axis).
+            indices, vector_dim = counted_indices(
+                to_front(xs[1], dims[1], size), self.index_vector_dim
+            )
+            (out,) = rebind(
+                self,
+                [operand, indices, updates],
+                update_window_dims=tuple(d + 1 for d in self.update_window_dims),
+                inserted_window_dims=(0, *(d + 1 for d in self.inserted_window_dims)),
+                scatter_dims_to_operand_dims=(
+                    0,
+                    *(d + 1 for d in self.scatter_dims_to_operand_dims),
+                ),
+                index_vector_dim=vector_dim,
+            )
+            return [out], [0]
+        # The batch axis becomes the first window axis of operand and updates.
+        (out,) = rebind(
+            self,
+            [operand, xs[1], updates],
+            update_window_dims=(0, *(d + 1 for d in self.update_window_dims)),
+            inserted_window_dims=tuple(d + 1 for d in self.inserted_window_dims),
+            scatter_dims_to_operand_dims=tuple(d + 1 for d in self.scatter_dims_to_operand_dims),
+        )
+        return [out], [0]
+
     update_window_dims: tuple[int, ...]
     inserted_window_dims: tuple[int, ...]
     scatter_dims_to_operand_dims: tuple[int, ...]

@@ -7,6 +7,7 @@ reduce_min share the derivative equally among tied extremal entries.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -52,6 +53,12 @@ class Reduction(TensorPrimitive):
 
     def kept(self) -> tuple[int, ...]:
         return tuple(i for i in range(self.inputs[0].ndim) if i not in self.axes)
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import move_axis, rebind
+
+        x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
+        return rebind(self, [x], axes=tuple(a + 1 for a in self.axes)), [0]
 
     def broadcast_back(self, value: RuleValue) -> RuleValue:
         """A reduced-shape value broadcast back to the input shape."""

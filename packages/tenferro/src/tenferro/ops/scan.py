@@ -9,6 +9,7 @@ differentiable again to every order.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -34,6 +35,12 @@ class Scan(TensorPrimitive):
     kinds: ClassVar[str] = "ifc"
     axis: int
     reverse: bool
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import move_axis, rebind
+
+        x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
+        return rebind(self, [x], axis=self.axis + 1), [0]
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs

@@ -11,6 +11,7 @@ each element keeps the slot the stable order gives it, like JAX and PyTorch).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -36,6 +37,12 @@ class _AlongAxis(TensorPrimitive):
     __slots__ = ()
     kinds: ClassVar[str] = "bif"
     axis: int
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import move_axis, rebind
+
+        x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
+        return rebind(self, [x], axis=self.axis + 1), [0] * len(self.outputs)
 
     def operand(self) -> Meta:
         x = self.inputs[0]
@@ -147,6 +154,13 @@ class ApplyPermutation(TensorPrimitive):
 
     name = "apply_permutation"
     axis: int
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import batch_size, rebind, to_front
+
+        size = batch_size(xs, dims)
+        fronted = [to_front(v, d, size) for v, d in zip(xs, dims, strict=True)]
+        return rebind(self, fronted, axis=self.axis + 1), [0]
 
     def infer(self) -> tuple[Meta]:
         x, permutation = self.inputs

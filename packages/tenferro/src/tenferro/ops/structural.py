@@ -48,6 +48,14 @@ class Transpose(TensorPrimitive):
     """Output axis ``i`` is input axis ``permutation[i]``."""
 
     name = "transpose"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import move_axis, rebind
+
+        x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
+        perm = (0, *(p + 1 for p in self.permutation))
+        return rebind(self, [x], permutation=perm), [0]
+
     linear = True
     permutation: tuple[int, ...]
 
@@ -69,6 +77,13 @@ class Reshape(TensorPrimitive):
     """Same elements, new shape, row-major (C) order."""
 
     name = "reshape"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import move_axis, rebind
+
+        x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
+        return rebind(self, [x], shape=(x.meta.shape[0], *self.shape)), [0]
+
     linear = True
     shape: tuple[int, ...]
 
@@ -98,6 +113,14 @@ class BroadcastInDim(TensorPrimitive):
     the other output axes repeat the operand."""
 
     name = "broadcast_in_dim"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import move_axis, rebind
+
+        x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
+        shape = (x.meta.shape[0], *self.shape)
+        return rebind(self, [x], shape=shape, dims=(0, *(d + 1 for d in self.dims))), [0]
+
     linear = True
     shape: tuple[int, ...]
     dims: tuple[int, ...]
@@ -158,6 +181,12 @@ class Convert(TensorPrimitive):
     """
 
     name = "convert"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import elementwise
+
+        return elementwise(self, xs, dims)
+
     dtype: np.dtype[Any]
 
     def infer(self) -> tuple[Meta]:
@@ -195,6 +224,13 @@ class ExtractDiag(TensorPrimitive):
     diagonal (length ``min`` of the two extents) takes ``axis_a``'s place."""
 
     name = "extract_diag"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import move_axis, rebind
+
+        x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
+        return rebind(self, [x], axis_a=self.axis_a + 1, axis_b=self.axis_b + 1), [0]
+
     linear = True
     axis_a: int
     axis_b: int
@@ -235,6 +271,13 @@ class EmbedDiag(TensorPrimitive):
     the input on the diagonal between them (zeros elsewhere)."""
 
     name = "embed_diag"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import move_axis, rebind
+
+        x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
+        return rebind(self, [x], axis_a=self.axis_a + 1, axis_b=self.axis_b + 1), [0]
+
     linear = True
     axis_a: int
     axis_b: int
@@ -270,6 +313,11 @@ class EmbedDiag(TensorPrimitive):
 class _Triangle(TensorPrimitive):
     __slots__ = ()
     linear = True
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import leading
+
+        return leading(self, xs, dims)
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
@@ -309,6 +357,13 @@ class Reverse(TensorPrimitive):
     """Flip the listed axes."""
 
     name = "reverse"
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import move_axis, rebind
+
+        x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
+        return rebind(self, [x], axes=tuple(a + 1 for a in self.axes)), [0]
+
     linear = True
     axes: tuple[int, ...]
 

@@ -32,6 +32,7 @@ class NoDerivative(TensorPrimitive):
     """
 
     name = "no_derivative"
+    batch_loop = "stands for an absent derivative: evaluating it raises in any case"
     linear = True
     operation: str
     slot: int

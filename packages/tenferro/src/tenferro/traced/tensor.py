@@ -10,7 +10,8 @@ scalar becomes a structural constant).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,6 +26,13 @@ from tenferro.meta import Meta
 from tenferro.surface.methods import TensorMethods
 
 __all__ = ["TracedTensor", "placeholder", "traced"]
+
+
+EAGER_CAPTURE: ContextVar[Callable[[Any], Any] | None] = ContextVar(
+    "tenferro_eager_capture", default=None
+)
+"""Set by ``vmap`` while it traces: turns a tracked EagerTensor the function captured into
+a leaf that ``vmap`` replaces by the tensor itself (so the tape sees the batched use)."""
 
 
 class TracedTensor(TensorMethods):
@@ -56,6 +64,9 @@ class TracedTensor(TensorMethods):
     @classmethod
     def _lift(cls, value: Any) -> TracedTensor:
         if getattr(value, "tape", None) is not None:
+            capture = EAGER_CAPTURE.get()
+            if capture is not None:
+                return capture(value)
             raise TenferroError(
                 "traced",
                 "a tracked EagerTensor cannot enter a traced computation (its gradient "
