@@ -31,6 +31,14 @@ REVEAL
 
 EXPECTED = {
     "tf.exp(t)": "tenferro.concrete.Tensor",
+    "tf.softmax(e)": "tenferro.eager.tensor.EagerTensor",
+    "tf.logsumexp(g, axis=0)": "tenferro.traced.tensor.TracedTensor",
+    "tf.argmax(t, 0)": "tenferro.concrete.Tensor",
+    "tf.erf(a)": "tenferro.concrete.Tensor",
+    "tf.cumsum(e, axis=1)": "tenferro.eager.tensor.EagerTensor",
+    "tf.kron(g, a)": "tenferro.traced.tensor.TracedTensor",
+    "tf.cross(e, e)": "tenferro.eager.tensor.EagerTensor",
+    "tf.nanmean(g)": "tenferro.traced.tensor.TracedTensor",
     "tf.exp(e)": "tenferro.eager.tensor.EagerTensor",
     "tf.tanh(g)": "tenferro.traced.tensor.TracedTensor",
     "tf.sin(a)": "tenferro.concrete.Tensor",

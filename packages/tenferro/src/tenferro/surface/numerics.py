@@ -25,6 +25,12 @@ from tenferro.surface.math import multiply, subtract
 from tenferro.surface.reductions import _accumulator, _axes, _keep
 from tenferro.surface.reductions import sum as _sum
 from tenferro.surface.shapes import moveaxis, reshape, stack
+from tenferro.surface.signatures import (
+    binary,
+    binary_preserving,
+    preserving,
+    unary,
+)
 
 __all__ = [
     "argmax",
@@ -69,6 +75,7 @@ def _no_axis(x: Any, axis: Any, op: str) -> int:
 # ---------------------------------------------------------------------- softmax family
 
 
+@preserving
 def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """``log(sum(exp(x)))`` over ``axis`` (every axis when None), computed as
     ``m + log(sum(exp(x - m)))`` with ``m`` the maximum (of the real parts): no overflow
@@ -92,6 +99,7 @@ def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     return _keep(a, result, axes, keepdims)
 
 
+@preserving
 def softmax(x: Any, axis: Axis = -1) -> Any:
     """``exp(x) / sum(exp(x))`` over ``axis`` (default the last, as ``jax.nn.softmax``;
     a tuple normalises over several axes), as ``exp(x - logsumexp(x))``: stable, with
@@ -100,12 +108,14 @@ def softmax(x: Any, axis: Axis = -1) -> Any:
     return lax.exp(subtract(a, logsumexp(a, axis, keepdims=True)))
 
 
+@preserving
 def log_softmax(x: Any, axis: Axis = -1) -> Any:
     """``x - logsumexp(x)`` over ``axis`` (default the last): stable for every x."""
     a = _inexact(x, "log_softmax")
     return subtract(a, logsumexp(a, axis, keepdims=True))
 
 
+@unary
 def relu(x: Any) -> Any:
     """``max(x, 0)`` of real ``x``; NaN stays NaN and the derivative at 0 is 0 (as in
     PyTorch and JAX)."""
@@ -116,11 +126,13 @@ def relu(x: Any) -> Any:
     return lax.select(lax.compare(a, zero, "le"), zero, a)
 
 
+@unary
 def erf(x: Any) -> Any:
     """The error function (floating or complex; integers and bool become float64)."""
     return lax.erf(_inexact(x, "erf"))
 
 
+@unary
 def erfc(x: Any) -> Any:
     """``1 - erf(x)``, accurate where erf(x) is close to 1."""
     return lax.erfc(_inexact(x, "erfc"))
@@ -129,31 +141,34 @@ def erfc(x: Any) -> Any:
 # ---------------------------------------------------------------------- ordering
 
 
-def _arg_extremum(op: str, reduce: Any) -> Any:
-    def apply(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:
-        a = asarray(x, op=op)
-        flat, position = _flat_or_axis(a, axis, op)
-        result = reduce(flat, position)
-        if not keepdims:
-            return result
-        if axis is None:
-            return lax.reshape(result, (1,) * a.meta.ndim)
-        shape = list(a.meta.shape)
-        shape[position] = 1
-        return lax.reshape(result, shape)
-
-    apply.__name__ = op
-    apply.__doc__ = (
-        f"The int64 index of the first {op[3:]}imum along ``axis`` (of the flattened tensor "
-        f"when None; the first NaN wins, as in numpy). Integer output: no derivative."
-    )
-    return apply
+def _arg_extremum(op: str, reduce: Any, x: Any, axis: int | None, keepdims: bool) -> Any:
+    a = asarray(x, op=op)
+    flat, position = _flat_or_axis(a, axis, op)
+    result = reduce(flat, position)
+    if not keepdims:
+        return result
+    if axis is None:
+        return lax.reshape(result, (1,) * a.meta.ndim)
+    shape = list(a.meta.shape)
+    shape[position] = 1
+    return lax.reshape(result, shape)
 
 
-argmax = _arg_extremum("argmax", lax.argmax)
-argmin = _arg_extremum("argmin", lax.argmin)
+@preserving
+def argmax(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:
+    """The int64 index of the first maximum along ``axis`` (of the flattened tensor when
+    None; the first NaN wins, as in numpy). Integer output: no derivative."""
+    return _arg_extremum("argmax", lax.argmax, x, axis, keepdims)
 
 
+@preserving
+def argmin(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:
+    """The int64 index of the first minimum along ``axis`` (of the flattened tensor when
+    None; the first NaN wins, as in numpy). Integer output: no derivative."""
+    return _arg_extremum("argmin", lax.argmin, x, axis, keepdims)
+
+
+@preserving
 def sort(x: Any, axis: int | None = -1, *, descending: bool = False, stable: bool = True) -> Any:
     """``x`` sorted along ``axis`` (flattened when None). Always stable (``stable=False``
     is accepted, as numpy allows a stable result for it); NaNs sort last, first when
@@ -163,6 +178,7 @@ def sort(x: Any, axis: int | None = -1, *, descending: bool = False, stable: boo
     return lax.sort(flat, position, descending=descending)
 
 
+@preserving
 def argsort(x: Any, axis: int | None = -1, *, descending: bool = False, stable: bool = True) -> Any:
     """The int64 indices that sort ``x`` along ``axis`` (flattened when None), stable;
     ``descending`` keeps equal elements in their original order (like JAX)."""
@@ -174,6 +190,7 @@ def argsort(x: Any, axis: int | None = -1, *, descending: bool = False, stable: 
 # ---------------------------------------------------------------------- scans
 
 
+@preserving
 def cumsum(x: Any, axis: int | None = None, dtype: Any = None) -> Any:
     """The cumulative sum along ``axis`` (of the flattened tensor when None); bool and
     integers accumulate in int64 as in numpy unless ``dtype`` says otherwise."""
@@ -182,6 +199,7 @@ def cumsum(x: Any, axis: int | None = None, dtype: Any = None) -> Any:
     return lax.cumsum(flat, position)
 
 
+@preserving
 def cumprod(x: Any, axis: int | None = None, dtype: Any = None) -> Any:
     """The cumulative product along ``axis`` (flattened when None); its derivative is
     built from multiplications only, exact at zeros and differentiable again."""
@@ -235,6 +253,7 @@ def split(x: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> li
     return pieces
 
 
+@binary
 def kron(a: Any, b: Any) -> Any:
     """The Kronecker product (numpy's: the operand of lower rank gains leading axes;
     ``out[i*nb + k] = a[i] * b[k]`` on every axis)."""
@@ -248,6 +267,7 @@ def kron(a: Any, b: Any) -> Any:
     return reshape(product, [p * q for p, q in zip(xs, ys, strict=True)])
 
 
+@binary_preserving
 def cross(
     a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None
 ) -> Any:
@@ -290,6 +310,7 @@ def _without_nans(a: Any) -> tuple[Any, Any]:
     return lax.select(nan, lax.zeros_like(a), a), nan
 
 
+@preserving
 def nansum(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Any:
     """The sum over ``axis`` treating NaNs as zero (they receive zero gradient)."""
     a = asarray(x, op="nansum")
@@ -298,6 +319,7 @@ def nansum(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None)
     return _sum(a, axis, keepdims, dtype)
 
 
+@preserving
 def nanmean(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """The mean over ``axis`` of the values that are not NaN (NaN where all are)."""
     a = _inexact(x, "nanmean")
