@@ -407,3 +407,24 @@ def test_jit_static_cache_is_bounded_and_cleared():
     assert len(jitted.cache) <= 128
     tf.clear_caches()
     assert len(jitted.cache) == 0
+
+
+@pytest.mark.parametrize(
+    ("argnums", "argnames"), [(5, ()), (-3, ()), ((0, 2), ()), ((), "nope"), ((), ("a", "z"))]
+)
+def test_jit_static_arguments_outside_the_signature_are_refused_at_jit(
+    argnums: Any, argnames: Any
+) -> None:
+    def f(a: Any, b: Any = 1) -> Any:
+        return a * b
+
+    with pytest.raises(tf.ParameterError, match=r"jit: static_argnames|jit: static_argnums"):
+        tf.jit(f, static_argnums=argnums, static_argnames=argnames)
+
+
+def test_jit_static_argnums_beyond_a_variadic_signature_are_accepted() -> None:
+    def f(a: Any, *rest: Any) -> Any:
+        return a * len(rest)
+
+    compiled = tf.jit(f, static_argnums=2)
+    np.testing.assert_allclose(np.asarray(compiled(np.ones(2), 0, "x")), 2 * np.ones(2))

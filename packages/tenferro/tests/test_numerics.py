@@ -458,3 +458,9 @@ def test_random_tensors_for_every_use() -> None:
 def test_random_bad_input(call: Any, error: type) -> None:
     with pytest.raises(error):
         call(tf.random.default_rng(0))
+
+
+@pytest.mark.parametrize("seed", ["a", -1, 1.5, [1, "b"]])
+def test_random_bad_seeds_raise_a_named_error(seed: Any) -> None:
+    with pytest.raises(tf.ArgumentTypeError, match="default_rng: seed"):
+        tf.random.default_rng(seed)

@@ -221,3 +221,14 @@ def test_in_place_elsewhere_is_out_of_place_and_keeps_the_gradient(operator):
     reference = tf.tensor(np.eye(2) + 1, requires_grad=True)
     eval(f"z {operator[:-1]} y", {"z": reference * 1.5, "y": y}).sum().backward()
     np.testing.assert_allclose(leaf.grad, reference.grad)
+
+
+def test_format_spec_on_a_non_scalar_and_unknown_array_api_versions_raise_named_errors() -> None:
+    x = tf.Tensor(np.ones((2, 3)))
+    with pytest.raises(tf.ArgumentTypeError, match="format: unsupported format string"):
+        f"{x:.3f}"
+    with pytest.raises(TypeError):  # still a TypeError, as in PyTorch
+        format(x, ".3f")
+    with pytest.raises(tf.ParameterError, match=r"__array_namespace__: api_version '1999\.12'"):
+        x.__array_namespace__(api_version="1999.12")
+    assert x.__array_namespace__(api_version="2022.12") is tf.array_api

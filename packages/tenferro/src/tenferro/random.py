@@ -26,7 +26,7 @@ import numpy as np
 
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64, int64, is_complex, real_dtype
-from tenferro.errors import DTypeError, ParameterError, ShapeError
+from tenferro.errors import ArgumentTypeError, DTypeError, ParameterError, ShapeError
 
 __all__ = ["Generator", "default_rng"]
 
@@ -216,4 +216,10 @@ class Generator:
 def default_rng(seed: int | Sequence[int] | None = None) -> Generator:
     """A :class:`Generator` on numpy's PCG64 seeded with ``seed`` (fresh OS entropy when
     None: then the values are not reproducible)."""
-    return Generator(np.random.PCG64(seed))
+    try:
+        return Generator(np.random.PCG64(seed))
+    except (TypeError, ValueError) as error:
+        raise ArgumentTypeError(
+            "default_rng",
+            f"seed must be None, a non-negative int or a sequence of them, got {seed!r}",
+        ) from error

@@ -389,7 +389,24 @@ def _static_spec(
         for p in parameters
         if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     ]
-    more_names = {positional[n] for n in numbers if -len(positional) <= n < len(positional)}
+    variadic = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
+    outside = [n for n in numbers if not -len(positional) <= n < len(positional)]
+    if outside and not variadic:
+        raise ParameterError(
+            "jit",
+            f"static_argnums {tuple(outside)} are out of range for "
+            f"{getattr(fun, '__name__', 'the function')} with {len(positional)} positional "
+            f"parameter(s) {tuple(positional)}",
+        )
+    known = [n for n in numbers if -len(positional) <= n < len(positional)]
+    unknown = [name for name in names if name not in {p.name for p in parameters}]
+    if unknown and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        raise ParameterError(
+            "jit",
+            f"static_argnames {tuple(unknown)} are not parameters of "
+            f"{getattr(fun, '__name__', 'the function')} {tuple(p.name for p in parameters)}",
+        )
+    more_names = {positional[n] for n in known}
     more_numbers = {i for i, name in enumerate(positional) if name in names}
     return tuple(sorted({*numbers, *more_numbers})), frozenset({*names, *more_names})
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NoReturn, Self, cast
 
+from tenferro.errors import ArgumentTypeError, ParameterError
 from tenferro.meta import HasMeta, Meta
 from tenferro.surface import contraction as _contraction
 from tenferro.surface import convert as _convert
@@ -47,6 +48,12 @@ class TensorMethods(HasMeta):
         function names and signatures over the tenferro functions)."""
         from tenferro import array_api
 
+        if api_version not in (None, "2021.12", "2022.12", array_api.__array_api_version__):
+            raise ParameterError(
+                "__array_namespace__",
+                f"api_version {api_version!r} is not supported; tenferro implements "
+                f"{array_api.__array_api_version__!r}",
+            )
         return array_api
 
     @property
@@ -57,8 +64,6 @@ class TensorMethods(HasMeta):
     def to_device(self, device: Any, /, *, stream: Any = None) -> Self:
         """The tensor itself on the cpu (the Array API's method); other devices raise."""
         if device != "cpu":
-            from tenferro.errors import ParameterError
-
             raise ParameterError("to_device", f"tenferro tensors live on the cpu, not {device!r}")
         return self
 
@@ -428,9 +433,10 @@ class TensorMethods(HasMeta):
         if not spec:
             return str(self)
         if self.meta.shape != ():
-            raise TypeError(
+            raise ArgumentTypeError(
+                "format",
                 f"unsupported format string {spec!r} for {type(self).__name__} of shape "
-                f"{self.meta.shape}: only 0-d tensors take a format spec"
+                f"{self.meta.shape}: only 0-d tensors take a format spec",
             )
         import numpy as np
 
