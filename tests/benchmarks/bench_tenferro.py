@@ -399,6 +399,102 @@ def _per_call(run: Callable[[], Any], calls: int) -> Callable[[], Any]:
     return loop
 
 
+def _check_same(ours: Any, theirs: Any) -> None:
+    """Our result equals torch's; tuples entry by entry, up to the sign gauge of
+    factorizations (absolute values)."""
+    if isinstance(ours, tuple):
+        for mine, other in zip(ours, theirs, strict=True):
+            _check_same(mine, other)
+        return
+    mine, other = np.asarray(ours), theirs.detach().numpy()
+    np.testing.assert_allclose(np.abs(mine), np.abs(other), rtol=1e-8, atol=1e-12)
+
+
+def linalg_table(torch: Any, rng: np.random.Generator) -> dict[str, tuple[Any, Any]]:
+    """The linalg calls tensor-network code makes at small sizes (issue 12: <= 1.5x
+    torch): tracked forward at 4x4 and 8x8 (and a 3x4x4 batch), tracked forward +
+    backward of the factorizations at 4x4. ``truncated_svd`` is compared with torch's
+    thin SVD and slicing (torch has no truncated SVD). tenferro has no ``lstsq``."""
+    tla, ttl = tf.linalg, torch.linalg
+    table: dict[str, tuple[Any, Any]] = {}
+    for shape in ((4, 4), (8, 8), (3, 4, 4)):
+        n = shape[-1]
+        a, b = rng.standard_normal(shape), rng.standard_normal(shape)
+        spd = a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
+        tape = tf.Tape()
+        x, y, p = tape.track(a), tape.track(b), tape.track(spd)
+        xt, yt, pt = (torch.tensor(c, requires_grad=True) for c in (a, b, spd))
+        rows: dict[str, tuple[Any, Any]] = {
+            "svd": (
+                lambda x=x: tuple(tla.svd(x, full_matrices=False)),
+                lambda xt=xt: tuple(ttl.svd(xt, full_matrices=False)),
+            ),
+            "solve": (lambda x=x, y=y: tla.solve(x, y), lambda xt=xt, yt=yt: ttl.solve(xt, yt)),
+        }
+        if len(shape) == 2:
+            k = n // 2
+            rows |= {
+                "qr": (lambda x=x: tuple(tla.qr(x)), lambda xt=xt: tuple(ttl.qr(xt))),
+                "svdvals": (lambda x=x: tla.svdvals(x), lambda xt=xt: ttl.svdvals(xt)),
+                "truncated_svd": (
+                    lambda x=x, k=k: tuple(tla.truncated_svd(x, max_rank=k)),
+                    lambda xt=xt, k=k: _torch_truncated(ttl.svd(xt, full_matrices=False), k),
+                ),
+                "eigh": (lambda x=x: tuple(tla.eigh(x)), lambda xt=xt: tuple(ttl.eigh(xt))),
+                "eigvalsh": (lambda x=x: tla.eigvalsh(x), lambda xt=xt: ttl.eigvalsh(xt)),
+                "cholesky": (lambda p=p: tla.cholesky(p), lambda pt=pt: ttl.cholesky(pt)),
+                "det": (lambda x=x: tla.det(x), lambda xt=xt: ttl.det(xt)),
+                "slogdet": (
+                    lambda x=x: tuple(tla.slogdet(x)),
+                    lambda xt=xt: tuple(ttl.slogdet(xt)),
+                ),
+                "inv": (lambda x=x: tla.inv(x), lambda xt=xt: ttl.inv(xt)),
+                "norm": (lambda x=x: tla.norm(x), lambda xt=xt: ttl.norm(xt)),
+            }
+        size = "x".join(map(str, shape))
+        for name, pair in rows.items():
+            table[f"linalg.{name} {size}"] = pair
+    a = rng.standard_normal((4, 4))
+    for name, ours, theirs in (
+        ("svd", tla.svd, ttl.svd),
+        ("qr", tla.qr, ttl.qr),
+        # eigh of the symmetric part: torch's derivative symmetrizes, ours reads a triangle
+        ("eigh", lambda x: tla.eigh((x + x.mT) * 0.5), lambda x: ttl.eigh((x + x.mT) * 0.5)),
+    ):
+        table[f"linalg.{name} 4x4 fwd+bwd"] = (
+            functools.partial(_tf_factor_grad, a, ours),
+            functools.partial(_torch_factor_grad, torch, a, theirs),
+        )
+    return table
+
+
+def _torch_truncated(usv: Any, k: int) -> tuple[Any, Any, Any]:
+    u, s, vh = usv
+    return u[:, :k], s[:k], vh[:k]
+
+
+def _factor_loss(m: Any, factors: Any) -> Any:
+    """A loss through every output that the sign gauge leaves alone: sum |.| of each."""
+    total = m.sum(m.abs(factors[0]))
+    for f in factors[1:]:
+        total = total + m.sum(m.abs(f))
+    return total
+
+
+def _tf_factor_grad(a: Any, factor: Any) -> Any:
+    tape = tf.Tape()
+    x = tape.track(a)
+    kwargs = {"full_matrices": False} if factor is tf.linalg.svd else {}
+    return tape.grad(_factor_loss(tf, factor(x, **kwargs)), x)
+
+
+def _torch_factor_grad(torch: Any, a: Any, factor: Any) -> Any:
+    x = torch.tensor(a, requires_grad=True)
+    kwargs = {"full_matrices": False} if factor is torch.linalg.svd else {}
+    (g,) = torch.autograd.grad(_factor_loss(torch, factor(x, **kwargs)), x)
+    return g
+
+
 def bench_eager_ops(report: Report, rounds: int = 7) -> None:
     """Issue 12's eager targets, each a ratio of interleaved rounds in this process:
     per-op tracked forward at 4x4 vs torch (<= 1.5x), W3 eager at n = 16 vs torch
@@ -432,14 +528,15 @@ def bench_eager_ops(report: Report, rounds: int = 7) -> None:
         "linalg.solve": (lambda: tf.linalg.solve(x, y), lambda: torch.linalg.solve(xt, yt)),
         "linalg.inv": (lambda: tf.linalg.inv(x), lambda: torch.linalg.inv(xt)),
     }
+    table.update(linalg_table(torch, rng))
     for name, (ours, theirs) in table.items():
-        np.testing.assert_allclose(np.asarray(ours()), theirs().detach().numpy(), rtol=1e-9)
+        _check_same(ours(), theirs())
         got = _interleaved(
             {"tf": _per_call(ours, calls), "torch": _per_call(theirs, calls)}, rounds, 10
         )
         ratio, spread = _ratio(got["tf"], got["torch"])
         report.add(
-            workload=f"4x4 tracked forward: {name}",
+            workload=name if name.startswith("linalg.") else f"4x4 tracked forward: {name}",
             tenferro_us=median(got["tf"]) / calls * 1e6,
             torch_us=median(got["torch"]) / calls * 1e6,
             ratio_tenferro_over_torch=ratio,

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from tenferro import lax
+from tenferro.concrete import Tensor
 from tenferro.core.bind import lift
 from tenferro.errors import DTypeError, LinAlgError, ShapeError
 from tenferro.linalg.checks import failing_batch, inexact_dtype
@@ -29,6 +30,11 @@ __all__ = [
 def inexact_operands(op: str, *values: Any) -> list[Any]:
     """``values`` as tensors of one kind in one inexact dtype (numpy.linalg's promotion:
     integers and bool to float64, mixed operands to their common type)."""
+    first = values[0]
+    if isinstance(first, Tensor):  # the common case: tensors of one kind and dtype already
+        kind, dt = type(first), first.meta.dtype
+        if dt.kind in "fc" and all(type(v) is kind and v.meta.dtype == dt for v in values):
+            return list(values)
     tensors = lift([asarray(v) for v in values])
     kinds = [inexact_dtype(op, t.meta) for t in tensors]
     common = np.result_type(*kinds)

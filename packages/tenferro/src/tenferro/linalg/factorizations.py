@@ -23,11 +23,11 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.algebra import adjoint, diag_embed, diagonal, eye_like, matmul, matrix_transpose
-from tenferro.batching.rules import leading
 from tenferro.core.bind import bind, bind1
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import DTypeError, ParameterError, ShapeError
-from tenferro.extension import ExtensionOp, register
+from tenferro.extension import register
+from tenferro.linalg import lapack
 from tenferro.linalg._common import (
     broadcast_batch,
     inexact_operands,
@@ -37,6 +37,7 @@ from tenferro.linalg._common import (
     scipy_linalg,
 )
 from tenferro.linalg.checks import check_finite, check_matrix, check_square
+from tenferro.linalg.family import LinalgOp, matrix_operand
 from tenferro.linalg.solvers import triangular_solve
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
@@ -71,10 +72,8 @@ def _is_empty(meta: Meta) -> bool:
 
 
 @register("linalg.qr")
-class QR(ExtensionOp):
+class QR(LinalgOp):
     """A = Q R; ``complete``: Q is MxM and R is MxN, else Q is MxK, R is KxN (K = min)."""
-
-    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     complete: bool
     positive: bool
@@ -90,7 +89,12 @@ class QR(ExtensionOp):
 
     def impl(self, a: Any) -> Any:
         check_finite("qr", a)
-        q, r = np.linalg.qr(a, mode="complete" if self.complete else "reduced")
+        complete = self.complete
+        q, r = lapack.apply(
+            lambda m: lapack.qr(m, complete),
+            lambda m: np.linalg.qr(m, mode="complete" if complete else "reduced"),
+            a,
+        )
         if self.positive and r.size:
             d = np.diagonal(r, axis1=-2, axis2=-1)
             magnitude = np.abs(d)
@@ -163,10 +167,8 @@ def qr(a: Any, mode: str = "reduced", *, gauge: str = "raw") -> Any:
         raise ParameterError("qr", f"mode must be 'reduced', 'complete' or 'r', got {mode!r}")
     if gauge not in ("raw", "positive"):
         raise ParameterError("qr", f"gauge must be 'raw' or 'positive', got {gauge!r}")
-    (a,) = inexact_operands("qr", a)
-    check_matrix("qr", a.meta)
-    op = QR.make((a.meta,), complete=mode == "complete", positive=gauge == "positive")
-    q, r = bind(op, (a,))
+    a = matrix_operand("qr", a)
+    q, r = QR.bind(a, complete=mode == "complete", positive=gauge == "positive")
     return r if mode == "r" else QRResult(q, r)
 
 
@@ -182,10 +184,8 @@ def _not_positive_definite(m: np.ndarray[Any, Any]) -> bool:
 
 
 @register("linalg.cholesky")
-class Cholesky(ExtensionOp):
+class Cholesky(LinalgOp):
     """A = L L^H (lower L; ``upper``: returns U = L^H with A = U^H U)."""
-
-    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     upper: bool
 
@@ -200,7 +200,7 @@ class Cholesky(ExtensionOp):
             return np.zeros(a.shape, a.dtype)
         check_finite("cholesky", a)
         try:
-            factor = np.linalg.cholesky(a)
+            factor = lapack.apply(lapack.cholesky, np.linalg.cholesky, a)
         except np.linalg.LinAlgError:
             raise_per_matrix("cholesky", a, _not_positive_definite, "not positive definite")
             raise  # pragma: no cover
@@ -230,9 +230,7 @@ def cholesky(a: Any, upper: bool = False) -> Any:
     ``a`` is read; the derivative treats ``a`` as Hermitian (the tangent's Hermitian
     part is differentiated, as in torch). A matrix that is not positive definite raises
     :class:`~tenferro.errors.LinAlgError` naming the first failing batch index."""
-    (a,) = inexact_operands("cholesky", a)
-    check_square("cholesky", a.meta)
-    return bind1(Cholesky.make((a.meta,), upper=bool(upper)), (a,))
+    return Cholesky.bind(matrix_operand("cholesky", a, square=True), upper=bool(upper))
 
 
 # ---------------------------------------------------------------------- LU
@@ -267,12 +265,10 @@ def _lu_tangents(ptda: Any, lower: Any, upper: Any) -> tuple[Any, Any]:
 
 
 @register("linalg.lu")
-class LU(ExtensionOp):
+class LU(LinalgOp):
     """A = P L U with partial pivoting (scipy_linalg().lu): P MxM permutation (in A's
     dtype), L MxK unit lower, U KxN upper; a fourth output holds the pivots (int32, as
     lu_factor's), which the JVP uses instead of P (so no derivative flows through P)."""
-
-    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     def infer(self) -> list[Meta]:
         (a,) = self.inputs
@@ -344,11 +340,9 @@ def _permutation(pivots: np.ndarray[Any, Any], m: int) -> np.ndarray[Any, Any]:
 
 
 @register("linalg.pivot_rows")
-class PivotRows(ExtensionOp):
+class PivotRows(LinalgOp):
     """``P^T B`` (or ``P B`` when ``inverse``) where ``pivots`` are LAPACK row interchanges
     (0-based; row i was swapped with row pivots[i], in order). Linear in B."""
-
-    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     inverse: bool
 
@@ -401,11 +395,9 @@ def pivot_rows(b: Any, pivots: Any, *, inverse: bool) -> Any:
 
 
 @register("linalg.lu_factor")
-class LUFactor(ExtensionOp):
+class LUFactor(LinalgOp):
     """scipy_linalg().lu_factor: packed LU (L strictly below the diagonal, U on and above)
     and 0-based int32 pivots (row i interchanged with row pivots[i])."""
-
-    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     def infer(self) -> list[Meta]:
         (a,) = self.inputs

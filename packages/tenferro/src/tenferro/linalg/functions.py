@@ -20,11 +20,10 @@ import numpy as np
 import tenferro
 from tenferro import lax
 from tenferro.algebra import adjoint, eye_like, matmul
-from tenferro.batching.rules import leading
 from tenferro.core.bind import bind1
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import ParameterError, ShapeError
-from tenferro.extension import ExtensionOp, register
+from tenferro.extension import register
 from tenferro.linalg._common import (
     inexact_operands,
     matrix_slice,
@@ -33,6 +32,7 @@ from tenferro.linalg._common import (
     scipy_linalg,
 )
 from tenferro.linalg.checks import check_finite, check_square
+from tenferro.linalg.family import LinalgOp
 from tenferro.linalg.solvers import inv, solve
 from tenferro.meta import Meta
 
@@ -48,10 +48,8 @@ def _blocks(a: Any, e: Any, zeros: Any) -> Any:
 
 
 @register("linalg.matrix_exp")
-class MatrixExp(ExtensionOp):
+class MatrixExp(LinalgOp):
     """The matrix exponential of square matrices (scipy_linalg().expm, batched)."""
-
-    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     def infer(self) -> list[Meta]:
         (a,) = self.inputs
@@ -76,10 +74,8 @@ class MatrixExp(ExtensionOp):
 
 
 @register("linalg.expm_frechet")
-class ExpmFrechet(ExtensionOp):
+class ExpmFrechet(LinalgOp):
     """``L_A(E)``: the Fréchet derivative of expm at A along E (linear in E)."""
-
-    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     def infer(self) -> list[Meta]:
         a, e = self.inputs

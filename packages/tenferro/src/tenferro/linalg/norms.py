@@ -1,6 +1,7 @@
 """Vector and matrix norms (numpy.linalg.norm semantics) with AD.
 
-Norms are compositions of differentiable operations (the spectral ones of
+The 2-norm and the Frobenius norm (the defaults) are one primitive, ``linalg.norm2``;
+the other norms are compositions of differentiable operations (the spectral ones of
 :func:`tenferro.linalg.svdvals`). At a zero vector or matrix a norm is not
 differentiable; like torch we return the subgradient 0 there, not NaN (the root is
 taken on a guarded value, so its derivative never divides by zero).
@@ -15,12 +16,15 @@ from typing import Any
 import numpy as np
 
 from tenferro import lax
+from tenferro.batching.rules import batch_size, to_front
 from tenferro.errors import ParameterError, ShapeError
+from tenferro.extension import register
 from tenferro.linalg.checks import inexact_dtype
-from tenferro.meta import normalize_axis
+from tenferro.linalg.family import LinalgOp
+from tenferro.meta import Meta, normalize_axis
 from tenferro.surface.convert import asarray
 from tenferro.surface.math import abs as abs_
-from tenferro.surface.math import conj, real, where
+from tenferro.surface.math import where
 from tenferro.surface.reductions import amax, amin, sum
 from tenferro.surface.shapes import expand_dims, moveaxis
 
@@ -49,13 +53,51 @@ def _root(total: Any, order: float) -> Any:
     """``total ** (1 / order)`` with derivative 0 (not inf) where ``total`` is 0."""
     zero = total == 0
     safe = where(zero, 1, total)
-    root = lax.sqrt(safe) if order == 2 else safe ** (1.0 / order)
-    return where(zero, 0, root)
+    return where(zero, 0, safe ** (1.0 / order))
+
+
+@register("linalg.norm2")
+class Norm2(LinalgOp):
+    """``sqrt(sum |x|**2)`` over ``axes`` (sorted, non-negative), real: the vector
+    2-norm and the Frobenius norm in one primitive. Its derivative at a zero norm is
+    the subgradient 0 (the scale ``1/norm`` is taken as 0 there)."""
+
+    axes: tuple[int, ...]
+    keepdims: bool
+
+    def infer(self) -> list[Meta]:
+        (x,) = self.inputs
+        kept = tuple(1 if i in self.axes else n for i, n in enumerate(x.shape))
+        shape = kept if self.keepdims else _dropped(x.shape, self.axes)
+        return [x.with_(shape=shape, dtype=np.finfo(x.dtype).dtype)]
+
+    def impl(self, x: Any) -> Any:
+        squares = x.real * x.real + x.imag * x.imag if x.dtype.kind == "c" else x * x
+        return np.sqrt(np.sum(squares, axis=self.axes, keepdims=self.keepdims))
+
+    def jvp(self, xs: Any, ys: Any, ts: Any) -> list[Any]:
+        (x,), (n,), (dx,) = xs, ys, ts
+        if dx is None:
+            return [None]
+        inner = lax.real(lax.mul(lax.conj(x), dx)) if dx.meta.dtype.kind == "c" else lax.mul(x, dx)
+        total = lax.reduce_sum(inner, self.axes)
+        if self.keepdims:
+            total = lax.reshape(total, n.meta.shape)
+        zero = lax.compare(n, lax.zeros_like(n), "eq")
+        one = lax.full_like(n, 1)
+        scale = lax.select(zero, lax.zeros_like(n), lax.div(one, lax.select(zero, one, n)))
+        return [lax.mul(total, scale)]
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        (x,), (d,) = xs, dims
+        fronted = to_front(x, d, batch_size(xs, dims))
+        axes = tuple(a + 1 for a in self.axes)
+        return [Norm2.bind(fronted, axes=axes, keepdims=self.keepdims)], [0]
 
 
 def _vector_norm(x: Any, order: float, axes: tuple[int, ...], keepdims: bool) -> Any:
     if order == 2:
-        return _root(sum(real(x * conj(x)), axis=axes, keepdims=keepdims), 2)
+        return Norm2.bind(x, axes=tuple(sorted(axes)), keepdims=bool(keepdims))
     magnitude = abs_(x)
     if order == math.inf:
         return amax(magnitude, axis=axes, keepdims=keepdims)

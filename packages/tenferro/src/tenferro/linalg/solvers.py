@@ -24,11 +24,11 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.algebra import adjoint, matmul, trace
-from tenferro.batching.rules import leading
-from tenferro.core.bind import bind, bind1
+from tenferro.core.bind import bind1
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import LinAlgError, ShapeError
-from tenferro.extension import ExtensionOp, register
+from tenferro.extension import register
+from tenferro.linalg import lapack
 from tenferro.linalg._common import (
     broadcast_batch,
     inexact_operands,
@@ -38,6 +38,7 @@ from tenferro.linalg._common import (
     scipy_linalg,
 )
 from tenferro.linalg.checks import check_finite, check_matrix, check_square, failing_batch
+from tenferro.linalg.family import LinalgOp, matrix_operand
 from tenferro.meta import Meta
 
 __all__ = ["SlogdetResult", "det", "inv", "slogdet", "solve", "solve_triangular"]
@@ -49,12 +50,10 @@ SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 
 
 @register("linalg.solve_triangular")
-class TriangularSolve(ExtensionOp):
+class TriangularSolve(LinalgOp):
     """op(A) X = B (``left``) or X op(A) = B, A upper or lower triangular (only that
     triangle is read; ``unitriangular``: its diagonal is taken as ones). ``caller`` names
     the public operation in errors."""
-
-    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     upper: bool
     left: bool
@@ -79,27 +78,23 @@ class TriangularSolve(ExtensionOp):
     def impl(self, a: Any, b: Any) -> Any:
         if a.size == 0 or b.size == 0:
             return np.zeros(b.shape, b.dtype)
-        if not self.unitriangular:
+        try:
+            return self._solve_one(a, b) if a.ndim == 2 else lapack.looped(self._solve_one, a, b)
+        except np.linalg.LinAlgError:
             singular = (np.diagonal(a, axis1=-2, axis2=-1) == 0).any(axis=-1)
-            if singular.any():
-                raise LinAlgError(
-                    self.caller,
-                    f"the triangular matrix of shape {a.shape} is singular (a zero on its "
-                    f"diagonal){failing_batch(singular)}",
-                )
+            raise LinAlgError(
+                self.caller,
+                f"the triangular matrix of shape {a.shape} is singular (a zero on its "
+                f"diagonal){failing_batch(singular)}",
+            ) from None
+
+    def _solve_one(self, a: Any, b: Any) -> Any:
+        lower, unit = not self.upper, self.unitriangular
         if self.left:
-            return scipy_linalg().solve_triangular(
-                a, b, lower=not self.upper, unit_diagonal=self.unitriangular, check_finite=False
-            )
-        x = scipy_linalg().solve_triangular(
-            a,
-            np.swapaxes(b, -1, -2),
-            trans=1,
-            lower=not self.upper,
-            unit_diagonal=self.unitriangular,
-            check_finite=False,
-        )
-        return np.ascontiguousarray(np.swapaxes(x, -1, -2))
+            return lapack.triangular_solve(a, b, lower=lower, trans=0, unit=unit)
+        # X A = B is A^T X^T = B^T
+        x = lapack.triangular_solve(a, b.T, lower=lower, trans=1, unit=unit)
+        return x.T
 
     def _triangle(self, m: Any) -> Any:
         offset = 1 if self.unitriangular else 0
@@ -196,10 +191,8 @@ def _check_nonsingular(op: str, a: np.ndarray[Any, Any]) -> None:
 
 
 @register("linalg.solve")
-class Solve(ExtensionOp):
+class Solve(LinalgOp):
     """A X = B for square A and a matrix stack B ``[..., N, K]`` (same batch axes)."""
-
-    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     caller: str
 
@@ -220,7 +213,7 @@ class Solve(ExtensionOp):
             return np.zeros(b.shape, b.dtype)
         check_finite(self.caller, a)
         try:
-            return np.linalg.solve(a, b)
+            return lapack.apply(lapack.solve, np.linalg.solve, a, b)
         except np.linalg.LinAlgError:
             _check_nonsingular(self.caller, a)
             raise  # pragma: no cover - LAPACK failed without an exactly singular pivot
@@ -269,8 +262,9 @@ def solve(a: Any, b: Any) -> Any:
     if vector:
         b = lax.reshape(b, (*b.meta.shape, 1))
     check_matrix(name, b.meta)
-    a, b = broadcast_batch(name, a, b)
-    x = general_solve(a, b, caller=name)
+    if a.meta.shape[:-2] != b.meta.shape[:-2]:
+        a, b = broadcast_batch(name, a, b)
+    x = Solve.bind(a, b, caller=name)
     return lax.reshape(x, x.meta.shape[:-1]) if vector else x
 
 
@@ -278,10 +272,8 @@ def solve(a: Any, b: Any) -> Any:
 
 
 @register("linalg.inv")
-class Inv(ExtensionOp):
+class Inv(LinalgOp):
     """The inverse of square matrices."""
-
-    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     def infer(self) -> list[Meta]:
         (a,) = self.inputs
@@ -294,7 +286,7 @@ class Inv(ExtensionOp):
             return np.zeros(a.shape, a.dtype)
         check_finite("inv", a)
         try:
-            return np.linalg.inv(a)
+            return lapack.apply(lapack.inv, np.linalg.inv, a)
         except np.linalg.LinAlgError:
             _check_nonsingular("inv", a)
             raise  # pragma: no cover
@@ -314,9 +306,7 @@ class Inv(ExtensionOp):
 def inv(a: Any) -> Any:
     """The inverse of a (batch of) square matrices; singular or non-finite input raises
     :class:`~tenferro.errors.LinAlgError` naming the first failing batch index."""
-    (a,) = inexact_operands("inv", a)
-    check_square("inv", a.meta)
-    return bind1(Inv.make((a.meta,)), (a,))
+    return Inv.bind(matrix_operand("inv", a, square=True))
 
 
 # ---------------------------------------------------------------------- determinants
@@ -328,10 +318,8 @@ def _trace_of_solve(a: Any, da: Any, caller: str) -> Any:
 
 
 @register("linalg.det")
-class Det(ExtensionOp):
+class Det(LinalgOp):
     """The determinant of square matrices ``[..., N, N] -> [...]``."""
-
-    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     def infer(self) -> list[Meta]:
         (a,) = self.inputs
@@ -357,16 +345,12 @@ class Det(ExtensionOp):
 def det(a: Any) -> Any:
     """The determinant ``[..., N, N] -> [...]``. Its derivative ``det(A) tr(A^-1 dA)``
     needs a nonsingular ``a`` (a singular one raises LinAlgError when differentiated)."""
-    (a,) = inexact_operands("det", a)
-    check_square("det", a.meta)
-    return bind1(Det.make((a.meta,)), (a,))
+    return Det.bind(matrix_operand("det", a, square=True))
 
 
 @register("linalg.slogdet")
-class Slogdet(ExtensionOp):
+class Slogdet(LinalgOp):
     """``(sign, log|det|)`` of square matrices; sign has the input dtype, logabsdet is real."""
-
-    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     def infer(self) -> list[Meta]:
         (a,) = self.inputs
@@ -404,7 +388,5 @@ def slogdet(a: Any) -> Any:
     dtype. A singular matrix gives sign 0 and logabsdet -inf. Derivatives as torch's:
     the sign's is zero for real input and ``sign * i Im tr(A^-1 dA)`` for complex input.
     """
-    (a,) = inexact_operands("slogdet", a)
-    check_square("slogdet", a.meta)
-    sign, logabsdet = bind(Slogdet.make((a.meta,)), (a,))
+    sign, logabsdet = Slogdet.bind(matrix_operand("slogdet", a, square=True))
     return SlogdetResult(sign, logabsdet)

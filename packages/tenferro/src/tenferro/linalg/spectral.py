@@ -31,11 +31,12 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.algebra import adjoint, diag_embed, diagonal, eye_like, matmul, scale_columns
-from tenferro.batching.rules import leading
+from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import LinAlgError, ParameterError
-from tenferro.extension import ExtensionOp, register
+from tenferro.extension import register
+from tenferro.linalg import lapack
 from tenferro.linalg.checks import (
     check_eps,
     check_finite,
@@ -44,7 +45,9 @@ from tenferro.linalg.checks import (
     failing_batch,
     inexact_dtype,
 )
+from tenferro.linalg.family import LinalgOp, matrix_operand
 from tenferro.meta import Meta
+from tenferro.ops import Slice
 from tenferro.surface.convert import asarray
 
 __all__ = [
@@ -93,6 +96,10 @@ def _real_dtype(dt: np.dtype[Any]) -> np.dtype[Any]:
 
 def _complex_dtype(dt: np.dtype[Any]) -> np.dtype[Any]:
     return np.result_type(dt, np.complex64)
+
+
+def _numpy_svd(a: np.ndarray[Any, Any]) -> Any:
+    return np.linalg.svd(a, full_matrices=False)
 
 
 def _first_failure(op: str, a: np.ndarray[Any, Any], kernel: Any) -> str:
@@ -229,11 +236,9 @@ def _hermitian_tangent(da: Any, uplo: str) -> Any:
 
 
 @register("linalg.svd")
-class Svd(ExtensionOp):
+class Svd(LinalgOp):
     """The thin ``A = U diag(S) Vh``; outputs ``U, S, Vh`` and, with the canonical
     gauge, the pivot mask of ``U``'s columns (bool, internal)."""
-
-    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     eps: float
     gauge: str
@@ -253,7 +258,7 @@ class Svd(ExtensionOp):
     def impl(self, a: Any) -> Any:
         check_finite(self.name, a)
         try:
-            u, s, vh = np.linalg.svd(a, full_matrices=False)
+            u, s, vh = lapack.apply(lapack.svd, _numpy_svd, a)
         except np.linalg.LinAlgError:
             where = _first_failure(self.name, a, np.linalg.svd)
             raise LinAlgError(
@@ -279,13 +284,11 @@ class Svd(ExtensionOp):
 
 
 @register("linalg.svd_complement")
-class SvdComplement(ExtensionOp):
+class SvdComplement(LinalgOp):
     """The extra singular vectors of a full non-square SVD: the last ``M - K`` columns
     of the full ``U`` (``side="left"``) or last ``N - K`` rows of the full ``Vh``
     (``"right"``). They are any orthonormal basis of a null space, so they have no
     derivative (it raises, pointing to ``full_matrices=False``)."""
-
-    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     side: str
     gauge: str
@@ -329,11 +332,9 @@ class SvdComplement(ExtensionOp):
 
 
 @register("linalg.eigh")
-class Eigh(ExtensionOp):
+class Eigh(LinalgOp):
     """``A = V diag(w) V^H`` from the ``uplo`` triangle of ``A``; outputs ``w``
     (ascending, real), ``V`` and, with the canonical gauge, the pivot mask (internal)."""
-
-    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     uplo: str
     eps: float
@@ -350,7 +351,12 @@ class Eigh(ExtensionOp):
     def impl(self, a: Any) -> Any:
         check_finite(self.name, a)
         try:
-            w, v = np.linalg.eigh(a, UPLO=self.uplo)  # type: ignore[call-overload]
+            lower = self.uplo == "L"
+            w, v = lapack.apply(
+                lambda m: lapack.eigh(m, lower),
+                lambda m: np.linalg.eigh(m, UPLO=self.uplo),  # type: ignore[call-overload]
+                a,
+            )
         except np.linalg.LinAlgError:
             where = _first_failure(self.name, a, np.linalg.eigh)
             raise LinAlgError(
@@ -382,11 +388,9 @@ class Eigh(ExtensionOp):
 
 
 @register("linalg.eig")
-class Eig(ExtensionOp):
+class Eig(LinalgOp):
     """``A V = V diag(w)``, complex outputs ``w, V`` (unit-norm columns) and ``V^-1``
     (internal: the eigenvalue derivative needs it; NaN when ``V`` is singular)."""
-
-    batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
     eps: float
 
@@ -470,11 +474,13 @@ def svd(
     the spectral gaps of the derivative (module documentation); ``gauge`` is
     ``"raw"`` or ``"canonical"``.
     """
-    x = _operand("linalg.svd", a)
-    eps = check_eps("linalg.svd", eps)
-    gauge = _check_gauge("linalg.svd", gauge)
+    x = matrix_operand("linalg.svd", a)
+    if eps is not DEFAULT_EPS:
+        eps = check_eps("linalg.svd", eps)
+    if gauge != "raw":
+        gauge = _check_gauge("linalg.svd", gauge)
     m, n = x.meta.shape[-2:]
-    outs = bind(Svd.make((x.meta,), eps=eps, gauge=gauge), [x])
+    outs = Svd.bind(x, eps=eps, gauge=gauge)
     u, s, vh = outs[0], outs[1], outs[2]
     if full_matrices and m != n:
         side = "left" if m > n else "right"
@@ -530,17 +536,15 @@ def truncated_svd(
     m, n = u.meta.shape[-2], vh.meta.shape[-1]
     k = s.meta.shape[-1]
     cap = k if max_rank is None else min(k, int(max_rank))
-    values = _concrete(s)
-    if values is not None:
-        threshold = _rank_threshold(values, (m, n), rtol, atol)
-        counts = (values > threshold).sum(axis=-1)
-        rank = min(cap, int(counts.max(initial=0)))
-        batch = s.meta.shape[:-1]
-        zeros = [0] * (len(batch) + 2)
+    if isinstance(s, Tensor):
+        rank = min(cap, _concrete_rank(s._value, (m, n), rtol, atol))
+        if rank == k:
+            return SVDResult(u, s, vh)
+        *batch, _ = s.meta.shape
         return SVDResult(
-            lax.slice(u, zeros, (*batch, m, rank)),
-            lax.slice(s, zeros[:-1], (*batch, rank)),
-            lax.slice(vh, zeros, (*batch, rank, n)),
+            _leading(u, (*batch, m, rank)),
+            _leading(s, (*batch, rank)),
+            _leading(vh, (*batch, rank, n)),
         )
     rank_value = _traced_rank(s, (m, n), rtol, atol, cap)
     batch = s.meta.ndim - 1
@@ -551,11 +555,30 @@ def truncated_svd(
     )
 
 
-def _concrete(x: Any) -> np.ndarray[Any, Any] | None:
-    """The values of a concrete (``Tensor``/``EagerTensor``) tensor, else None."""
-    from tenferro.concrete import Tensor
+def _concrete_rank(
+    s: np.ndarray[Any, Any], shape: tuple[int, int], rtol: float | None, atol: float | None
+) -> int:
+    """How many singular values (descending, ``[..., K]``) exceed the tolerance, the
+    largest count over a batch."""
+    if s.ndim == 1:  # one matrix: the threshold in Python floats
+        if not s.size:
+            return 0
+        if rtol is None:
+            rtol = 0.0 if atol is not None and atol > 0 else _EPS[s.dtype] * max(shape)
+        threshold = max(0.0 if atol is None else atol, rtol * float(s[0]))
+        return int(np.count_nonzero(s > threshold))
+    counts = (s > _rank_threshold(s, shape, rtol, atol)).sum(axis=-1)
+    return int(counts.max(initial=0))
 
-    return x.numpy() if isinstance(x, Tensor) else None
+
+_EPS = {np.dtype(t): float(np.finfo(t).eps) for t in (np.float32, np.float64)}
+"""Machine epsilon of the real dtypes singular values have."""
+
+
+def _leading(x: Any, limits: tuple[int, ...]) -> Any:
+    """``x[:limits[0], :limits[1], ...]``."""
+    ndim = len(limits)
+    return Slice.bind(x, starts=(0,) * ndim, limits=limits, strides=(1,) * ndim)
 
 
 def _traced_rank(
@@ -589,12 +612,14 @@ def eigh(a: Any, UPLO: str = "L", *, eps: float = DEFAULT_EPS, gauge: str = "raw
     gaps, ``gauge`` is ``"raw"`` or ``"canonical"``.
     """
     op = "linalg.eigh"
-    x = _operand(op, a)
-    check_square(op, x.meta)
+    x = matrix_operand(op, a, square=True)
     if UPLO not in ("L", "U"):
         raise ParameterError(op, f"UPLO must be 'L' or 'U', got {UPLO!r}")
-    family = Eigh.make((x.meta,), uplo=UPLO, eps=check_eps(op, eps), gauge=_check_gauge(op, gauge))
-    outs = bind(family, [x])
+    if eps is not DEFAULT_EPS:
+        eps = check_eps(op, eps)
+    if gauge != "raw":
+        gauge = _check_gauge(op, gauge)
+    outs = Eigh.bind(x, uplo=UPLO, eps=eps, gauge=gauge)
     return EighResult(outs[0], outs[1])
 
 

@@ -1,0 +1,171 @@
+"""Direct LAPACK kernels for one matrix: the small sizes of tensor-network code.
+
+``numpy.linalg`` runs every call through a generalized ufunc with Python-level
+preparation (type resolution, error-state contexts, ``triu`` masks) that costs
+several times the LAPACK work on a 4x4 matrix. These kernels call the same LAPACK
+drivers as numpy (``geqrf``/``orgqr``, ``gesdd``, ``syevd``/``heevd``, ``potrf``,
+``gesv``) and ``trtrs`` through scipy's wrappers, looked up once per dtype. They take
+one matrix (``[M, N]``, float32/float64/complex64/complex128, finite) and raise
+``numpy.linalg.LinAlgError`` where numpy would (LAPACK's ``info > 0``), so the
+families' error paths serve both. :func:`apply` runs them over small batches too, so
+a batch gives what its matrices give one by one (``vmap`` equals a loop).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from computegraph import DictCache
+from tenferro.linalg._common import scipy_linalg
+
+__all__ = [
+    "LOOP_LIMIT",
+    "apply",
+    "cholesky",
+    "eigh",
+    "inv",
+    "looped",
+    "qr",
+    "routine",
+    "solve",
+    "svd",
+    "triangular_solve",
+]
+
+Array = np.ndarray[Any, Any]
+
+_ROUTINES: DictCache[tuple[str, np.dtype[Any]], Any] = DictCache(64, "linalg LAPACK routines")
+"""LAPACK wrappers by (driver name, dtype): structure only, at most 4 dtypes per name."""
+
+
+def routine(name: str, dtype: np.dtype[Any]) -> Any:
+    """scipy's wrapper of the LAPACK driver ``name`` (no prefix) for ``dtype``."""
+    key = (name, dtype)
+    found = _ROUTINES.get(key)
+    if found is None:
+        found = scipy_linalg().get_lapack_funcs(name, dtype=dtype)
+        _ROUTINES.put(key, found)
+    return found
+
+
+LOOP_LIMIT = 64
+"""Batches of at most this many matrices loop over the one-matrix kernels (so a batch
+computes what its matrices compute one by one); larger ones take numpy's gufuncs."""
+
+
+def apply(kernel: Callable[..., Any], fallback: Callable[..., Any], *arrays: Array) -> Any:
+    """``kernel`` on one matrix (or each matrix of a small batch, results stacked);
+    ``fallback`` (numpy's batched call) for empty inputs and large batches. The arrays
+    share their batch axes."""
+    a = arrays[0]
+    if not a.size:
+        return fallback(*arrays)
+    if a.ndim == 2:
+        return kernel(*arrays)
+    if a.size // (a.shape[-1] * a.shape[-2]) > LOOP_LIMIT:
+        return fallback(*arrays)
+    return looped(kernel, *arrays)
+
+
+def looped(kernel: Callable[..., Any], *arrays: Array) -> Any:
+    """``kernel`` on each matrix of non-empty ``arrays`` (one batch), results stacked."""
+    batch = arrays[0].shape[:-2]
+    outputs: tuple[Array, ...] = ()
+    single = False
+    for index in np.ndindex(*batch):
+        got = kernel(*[x[index] for x in arrays])
+        single = not isinstance(got, tuple)
+        parts = (got,) if single else got
+        if not outputs:
+            outputs = tuple(np.empty((*batch, *p.shape), p.dtype) for p in parts)
+        for out, part in zip(outputs, parts, strict=True):
+            out[index] = part
+    return outputs[0] if single else outputs
+
+
+def _failed(info: int, what: str) -> None:
+    if info > 0:
+        raise np.linalg.LinAlgError(what)
+    if info < 0:  # pragma: no cover - a wrapper bug, never the data
+        raise ValueError(f"LAPACK: illegal value in argument {-info} ({what})")
+
+
+def qr(a: Array, complete: bool) -> tuple[Array, Array]:
+    """numpy.linalg.qr's ``reduced`` (or ``complete``) factors of one matrix."""
+    m, n = a.shape
+    k = min(m, n)
+    dt = a.dtype
+    packed, tau, _, info = routine("geqrf", dt)(a)
+    _failed(info, "geqrf")
+    generate = routine("ungqr" if dt.kind == "c" else "orgqr", dt)
+    if complete and m > n:
+        square = np.empty((m, m), dt, order="F")
+        square[:, :n] = packed
+        q, _, info = generate(square, tau)
+        r = packed
+    else:
+        q, _, info = generate(packed[:, :k], tau)
+        r = packed if complete else packed[:k]
+    _failed(info, "orgqr")
+    r = np.array(r, order="C")
+    r[_strictly_lower(r.shape)] = 0
+    return q, r
+
+
+_LOWER: DictCache[tuple[int, ...], Array] = DictCache(256, "linalg strictly-lower masks")
+
+
+def _strictly_lower(shape: tuple[int, ...]) -> Array:
+    """The mask below the diagonal (``np.triu``'s complement), built once per shape."""
+    mask = _LOWER.get(shape)
+    if mask is None:
+        mask = np.tri(shape[0], shape[1], -1, dtype=bool)
+        mask.flags.writeable = False
+        _LOWER.put(shape, mask)
+    return mask
+
+
+def svd(a: Array) -> tuple[Array, Array, Array]:
+    """The thin SVD ``(U, S, Vh)`` of one matrix (``gesdd``, numpy's driver)."""
+    u, s, vh, info = routine("gesdd", a.dtype)(a, compute_uv=1, full_matrices=0)
+    _failed(info, "SVD did not converge")
+    return u, s, vh
+
+
+def eigh(a: Array, lower: bool) -> tuple[Array, Array]:
+    """Eigenvalues (ascending) and eigenvectors of the Hermitian matrix read from one
+    triangle of ``a`` (``syevd``/``heevd``, numpy's drivers)."""
+    driver = "heevd" if a.dtype.kind == "c" else "syevd"
+    w, v, info = routine(driver, a.dtype)(a, compute_v=1, lower=int(lower))
+    _failed(info, "Eigenvalues did not converge")
+    return w, v
+
+
+def cholesky(a: Array) -> Array:
+    """The lower Cholesky factor, read from the lower triangle (``potrf``)."""
+    factor, info = routine("potrf", a.dtype)(a, lower=1, clean=1)
+    _failed(info, "Matrix is not positive definite")
+    return factor
+
+
+def solve(a: Array, b: Array) -> Array:
+    """``A X = B`` for a square A and a matrix B (``gesv``, numpy's driver)."""
+    _, _, x, info = routine("gesv", a.dtype)(a, b)
+    _failed(info, "Singular matrix")
+    return x
+
+
+def inv(a: Array) -> Array:
+    """The inverse, as numpy computes it: ``gesv`` against the identity."""
+    return solve(a, np.eye(a.shape[0], dtype=a.dtype))
+
+
+def triangular_solve(a: Array, b: Array, *, lower: bool, trans: int, unit: bool) -> Array:
+    """``op(A) X = B`` with A triangular (only that triangle read); ``trans`` 0, 1, 2:
+    A, A^T, A^H. A zero on A's diagonal raises (unless ``unit``)."""
+    x, info = routine("trtrs", a.dtype)(a, b, lower=int(lower), trans=trans, unitdiag=int(unit))
+    _failed(info, "Singular matrix")
+    return x
