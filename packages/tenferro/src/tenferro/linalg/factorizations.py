@@ -102,7 +102,8 @@ class QR(LinalgOp):
             k = d.shape[-1]
             q = q.copy()
             q[..., :, :k] *= phase[..., None, :]
-            r = np.conj(phase)[..., :, None] * r
+            r = r.copy()
+            r[..., :k, :] *= np.conj(phase)[..., :, None]  # complete tall R: rows past K are 0
         return q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
 
     def jvp(
