@@ -22,7 +22,7 @@ from tenferro.linalg import lapack
 from tenferro.linalg.factorizations import QR, Cholesky
 from tenferro.linalg.norms import Norm2
 from tenferro.linalg.solvers import Inv, Solve, TriangularSolve
-from tenferro.linalg.spectral import Eigh, Svd
+from tenferro.linalg.spectral import Eigh, GapInverse, Lorentzian, Svd
 from tenferro.meta import Meta
 
 DTYPES = [np.dtype(d) for d in ("float32", "float64", "complex64", "complex128")]
@@ -209,3 +209,31 @@ def test_the_2_norm_derivatives(dt):
     )
     zero = np.zeros((2, 2), dt)
     np.testing.assert_array_equal(np.asarray(tf.grad(lambda v: linalg.norm(v))(zero)), 0)
+
+
+@settings(max_examples=20)
+@given(
+    k=st.integers(1, 5),
+    batch=st.sampled_from([(), (2,)]),
+    squared=st.booleans(),
+    dt=st.sampled_from(["float32", "float64"]),
+    seed=st.integers(0, 2**16),
+)
+def test_the_spectral_coefficient_primitives_equal_their_formulas(k, batch, squared, dt, seed):
+    v = np.random.default_rng(seed).standard_normal((*batch, k)).astype(dt)
+    v[..., 0] = v[..., -1]  # an exact degeneracy (and the diagonal): F is 0 there
+    eps = 1e-3
+    p = v * v if squared else v
+    g = p[..., None, :] - p[..., :, None]
+    expected = np.where(np.eye(k, dtype=bool), 0, g / (g * g + eps * eps))
+    got = np.asarray(GapInverse.bind(tf.asarray(v), eps=eps, squared=squared))
+    _close(got, expected, np.dtype(dt))
+    assert got.dtype == np.dtype(dt)
+    _close(Lorentzian.bind(tf.asarray(v), eps=eps), v / (v * v + eps * eps), np.dtype(dt))
+
+
+@pytest.mark.parametrize("squared", [False, True])
+def test_the_spectral_coefficient_primitives_derivatives(squared):
+    v = np.array([0.3, -1.2, 2.0, 0.7])
+    tf.testing.check_grads(lambda x: GapInverse.bind(x, eps=0.1, squared=squared), (v,), order=2)
+    tf.testing.check_grads(lambda x: Lorentzian.bind(x, eps=0.1), (v,), order=2)

@@ -153,23 +153,83 @@ def _grid(v: Any, axis: int) -> Any:
     return lax.broadcast_in_dim(v, shape, (*range(ndim - 2), keep))
 
 
-def _lorentzian(g: Any, eps: float) -> Any:
-    """``g / (g**2 + eps**2)`` for real ``g``: ``1/g`` away from 0, 0 at 0."""
-    return lax.div(g, lax.add(lax.mul(g, g), lax.full_like(g, eps * eps)))
+def _lorentzian_slope(g: Any, eps: float) -> Any:
+    """The derivative of ``L = g / d``, ``d = g**2 + eps**2``: ``(1 - 2 g L) / d`` (never
+    ``d**2``, which underflows in float32 where ``g`` is tiny)."""
+    denominator = lax.add(lax.mul(g, g), lax.full_like(g, eps * eps))
+    twice = lax.add(g, g)
+    one = lax.full_like(g, 1)
+    return lax.div(lax.sub(one, lax.mul(twice, lax.div(g, denominator))), denominator)
 
 
-def _gap_inverse(g: Any, eps: float) -> Any:
-    """The Lorentzian of a real gap matrix with its diagonal set to exactly 0.
+@register("linalg.lorentzian")
+class Lorentzian(LinalgOp):
+    """``x / (x**2 + eps**2)`` elementwise for real ``x``: ``1/x`` away from 0, 0 at 0
+    (the regularised inverse of singular values in the SVD derivative)."""
+
+    eps: float
+
+    def infer(self) -> list[Meta]:
+        return [self.inputs[0]]
+
+    def impl(self, x: Any) -> Any:
+        return x / (x * x + self.eps * self.eps)
+
+    def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
+        (x,), (dx,) = xs, ts
+        return [None if dx is None else lax.mul(_lorentzian_slope(x, self.eps), dx)]
+
+
+@register("linalg.gap_inverse")
+class GapInverse(LinalgOp):
+    """``F[..., i, j] = g / (g**2 + eps**2)`` of the gaps ``g = p_j - p_i`` of a real
+    spectrum ``v`` (``p = v**2`` when ``squared``: singular values; else ``p = v``:
+    eigenvalues), ``[..., K] -> [..., K, K]``, with its diagonal exactly 0.
 
     The diagonal gap is identically 0, where the Lorentzian's slope is ``1/eps**2``;
     masking it (rather than relying on ``0 * 1/eps**2`` cancelling between the two
-    grid terms) keeps reverse-over-reverse derivatives free of rounding blow-up."""
-    off_diagonal = lax.sub(lax.full_like(g, 1), eye_like(g))
-    return lax.mul(_lorentzian(g, eps), off_diagonal)
+    grid terms) keeps reverse-over-reverse derivatives free of rounding blow-up. One
+    primitive: the first-order derivative programs of svd and eigh read it as one
+    instruction."""
+
+    eps: float
+    squared: bool
+
+    def infer(self) -> list[Meta]:
+        (v,) = self.inputs
+        return [v.with_(shape=(*v.shape, v.shape[-1]))]
+
+    def impl(self, v: Any) -> Any:
+        p = v * v if self.squared else v
+        g = p[..., None, :] - p[..., :, None]
+        f = g / (g * g + self.eps * self.eps)
+        diagonal = np.arange(v.shape[-1])
+        f[..., diagonal, diagonal] = 0
+        return f
+
+    def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
+        (v,), (dv,) = xs, ts
+        if dv is None:
+            return [None]
+        p, dp = v, dv
+        if self.squared:
+            p, dp = lax.mul(v, v), lax.mul(lax.add(v, v), dv)
+        gap = lax.sub(_grid(p, -1), _grid(p, -2))
+        dgap = lax.sub(_grid(dp, -1), _grid(dp, -2))
+        eye = eye_like(gap)
+        off_diagonal = lax.sub(lax.full_like(gap, 1), eye)
+        # The slope is used off the diagonal only; on it the gap is exactly 0, replaced
+        # by 1 so that no order of derivative meets 1/eps**2 (inf in float32) times 0.
+        slope = _lorentzian_slope(lax.add(gap, eye), self.eps)
+        return [lax.mul(lax.mul(slope, off_diagonal), dgap)]
+
+
+def _gap_inverse(v: Any, eps: float, squared: bool) -> Any:
+    return GapInverse.bind(v, eps=eps, squared=squared)
 
 
 def _regularised_inverse(s: Any, eps: float) -> Any:
-    return _lorentzian(s, eps)
+    return Lorentzian.bind(s, eps=eps)
 
 
 def _pick(mask: Any, x: Any) -> Any:
@@ -198,8 +258,7 @@ def _svd_tangents(u: Any, s: Any, vh: Any, da: Any, eps: float, mask: Any) -> tu
     dp = matmul(adjoint(u), dav)
     dpd = diagonal(dp)
     ds = lax.real(dpd) if complex_ else dpd
-    gap = lax.sub(lax.mul(_grid(s, -1), _grid(s, -1)), lax.mul(_grid(s, -2), _grid(s, -2)))
-    f = _to(_gap_inverse(gap, eps), dt)
+    f = _to(_gap_inverse(s, eps, squared=True), dt)
     sc = _to(s, dt)
     dps = scale_columns(dp, sc)
     sdp = adjoint(scale_columns(adjoint(dp), sc))  # S dP
@@ -380,7 +439,7 @@ class Eigh(LinalgOp):
         dp = matmul(adjoint(v), matmul(_hermitian_tangent(da, self.uplo), v))
         dpd = diagonal(dp)
         dw = lax.real(dpd) if dt.kind == "c" else dpd
-        f = _to(_gap_inverse(lax.sub(_grid(w, -1), _grid(w, -2)), self.eps), dt)
+        f = _to(_gap_inverse(w, self.eps, squared=False), dt)
         dv = matmul(v, lax.mul(f, dp))
         if count == 3 and dt.kind == "c":
             dv = lax.sub(dv, scale_columns(v, _phase_correction(ys[2], v, dv)))
