@@ -110,21 +110,25 @@ def qr(a: Array, complete: bool) -> tuple[Array, Array]:
         q, _, info = generate(packed[:, :k], tau)
         r = packed if complete else packed[:k]
     _failed(info, "orgqr")
-    r = np.array(r, order="C")
-    r[_strictly_lower(r.shape)] = 0
+    r = r * _upper(r.shape, dt)
+    r += 0  # -0.0 below the diagonal (negative entries times 0) prints as 0.0, as np.triu's
     return q, r
 
 
-_LOWER: DictCache[tuple[int, ...], Array] = DictCache(256, "linalg strictly-lower masks")
+_UPPER: DictCache[tuple[tuple[int, ...], np.dtype[Any]], Array] = DictCache(
+    256, "linalg upper-triangle masks"
+)
 
 
-def _strictly_lower(shape: tuple[int, ...]) -> Array:
-    """The mask below the diagonal (``np.triu``'s complement), built once per shape."""
-    mask = _LOWER.get(shape)
+def _upper(shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+    """Ones on and above the diagonal, zeros below, in ``dtype``: ``np.triu`` as one
+    multiplication (the factor is finite), built once per shape and dtype."""
+    key = (shape, dtype)
+    mask = _UPPER.get(key)
     if mask is None:
-        mask = np.tri(shape[0], shape[1], -1, dtype=bool)
+        mask = np.triu(np.ones(shape, dtype))
         mask.flags.writeable = False
-        _LOWER.put(shape, mask)
+        _UPPER.put(key, mask)
     return mask
 
 
