@@ -12,7 +12,9 @@ operations. Conventions (numpy.linalg / torch.linalg):
   unchanged). At an exactly degenerate spectrum the rotations inside a degenerate
   subspace get no derivative (``F = 0`` there) while every gauge-invariant quantity
   (singular/eigen values, projectors onto complete degenerate subspaces,
-  ``U diag(f(S)) Vh``) keeps its exact, finite derivative;
+  ``U diag(f(S)) Vh``) keeps its exact, finite derivative. A loss that weights
+  tied values differently has no derivative there: the reverse pass warns
+  (:mod:`tenferro.linalg.degeneracy`);
 * gauges: ``gauge="raw"`` returns LAPACK's vectors; their complex phase derivative
   follows the convention ``diag(V^H dV) = 0`` with the phase carried by ``U`` (SVD)
   and ``diag(V^H dV) = 0`` (eigh). ``gauge="canonical"`` makes the largest-magnitude
@@ -45,6 +47,7 @@ from tenferro.linalg.checks import (
     failing_batch,
     inexact_dtype,
 )
+from tenferro.linalg.degeneracy import guard_ties
 from tenferro.linalg.family import LinalgOp, matrix_operand
 from tenferro.meta import Meta
 from tenferro.ops import Slice
@@ -257,7 +260,7 @@ def _svd_tangents(u: Any, s: Any, vh: Any, da: Any, eps: float, mask: Any) -> tu
     dav = matmul(da, v)
     dp = matmul(adjoint(u), dav)
     dpd = diagonal(dp)
-    ds = lax.real(dpd) if complex_ else dpd
+    ds = guard_ties("linalg.svd", s, lax.real(dpd) if complex_ else dpd, eps)
     f = _to(_gap_inverse(s, eps, squared=True), dt)
     sc = _to(s, dt)
     dps = scale_columns(dp, sc)
@@ -438,7 +441,7 @@ class Eigh(LinalgOp):
         dt = v.meta.dtype
         dp = matmul(adjoint(v), matmul(_hermitian_tangent(da, self.uplo), v))
         dpd = diagonal(dp)
-        dw = lax.real(dpd) if dt.kind == "c" else dpd
+        dw = guard_ties(self.name, w, lax.real(dpd) if dt.kind == "c" else dpd, self.eps)
         f = _to(_gap_inverse(w, self.eps, squared=False), dt)
         dv = matmul(v, lax.mul(f, dp))
         if count == 3 and dt.kind == "c":
