@@ -68,6 +68,13 @@ class TensorPrimitive:
     for missing ones) and only ``transpose`` is written."""
     ufunc: ClassVar[Any] = None
     """The numpy function that is the whole evaluation, when there is one."""
+    extent_generic: ClassVar[bool] = False
+    """Its JVP and transpose rules read the operands' ranks and dtypes, never their
+    extents, and emit only primitives whose parameters hold no extents: the derivative
+    programs of one instance serve every instance with the same parameters, ranks and
+    dtypes once each instruction is re-made from its operands' metas. The eager tape
+    then derives once per such class, not once per shape (``test_extent_generic``
+    checks every declaration against fresh derivations)."""
 
     inputs: tuple[Meta, ...]
     outputs: tuple[Meta, ...]

@@ -27,6 +27,7 @@ from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
+from tenferro.eager.extents import extent_class, specialize
 from tenferro.eager.tensor import EagerTensor
 from tenferro.errors import DTypeError, InactiveError, NonScalarError, ShapeError, TenferroError
 from tenferro.meta import Meta
@@ -94,10 +95,12 @@ def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
     and outputs to save (by position and recorded key: those its derivative reads), and
     the tracked positions."""
     active = tuple(i for i, tracked in enumerate(flags) if tracked)
+    keys = _canonical(len(flags))
     generic = _shape_generic(op, active)
-    recorded = RecordedGraph.from_primitive(
-        op if generic is None else generic, _canonical(len(flags))
-    )
+    if generic is not None:
+        recorded = RecordedGraph.from_primitive(generic, keys)
+    else:  # one derivation per extent class, where the primitive declares it
+        recorded = extent_class(op, active, keys) or RecordedGraph.from_primitive(op, keys)
     needed = _learn_needed(recorded, active)
     keep_all = needed is _SAVE_ALL
     plan = (
@@ -212,7 +215,7 @@ class Tape:
         self._leaves_lock = threading.Lock()
         """Guards ``_leaves``: threads may track leaves while another zeroes gradients."""
         self._derivatives = default_derivative_cache
-        self._plain = ProgramExecutor(ADD_ANY)
+        self._plain = ProgramExecutor(ADD_ANY, specialize=specialize)
         self._recording = _RecordingExecutor(self)
 
     # ------------------------------------------------------------------ leaves
@@ -559,7 +562,7 @@ class _RecordingExecutor(ProgramExecutor):
     """Runs derivative programs through the eager surface, so they are recorded."""
 
     def __init__(self, tape: Tape) -> None:
-        super().__init__(ADD_ANY, apply=_apply)
+        super().__init__(ADD_ANY, apply=_apply, specialize=specialize)
         self._tape = tape
 
     def primal_values(self, node: Trace) -> Mapping[ValueKey, Any]:

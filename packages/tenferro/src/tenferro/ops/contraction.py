@@ -43,6 +43,7 @@ def _ranges_like(*groups: Sequence[int]) -> list[tuple[int, ...]]:
 @primitive
 class DotGeneral(TensorPrimitive):
     name = "dot_general"
+    extent_generic = True  # the rules read ranks and dimension numbers only
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
         from tenferro.batching.rules import move_axis, rebind

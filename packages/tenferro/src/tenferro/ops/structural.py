@@ -57,6 +57,7 @@ class Transpose(TensorPrimitive):
         return rebind(self, [x], permutation=perm), [0]
 
     linear = True
+    extent_generic = True  # its transpose is the inverse permutation
     permutation: tuple[int, ...]
 
     def infer(self) -> tuple[Meta]:
