@@ -126,6 +126,19 @@ class _BoundProgram:
         return [None if position is None else values[position] for position in self.results]
 
 
+def _only_kernel(program: CompiledProgram) -> Callable[..., Any] | None:
+    """The ``kernel()`` of ``program``'s one instruction when running it is the whole
+    program (it reads the inputs in order and writes the one output), else ``None``."""
+    if len(program.instructions) != 1 or program.constants:
+        return None
+    (instruction,) = program.instructions
+    if instruction.inputs != program.input_slots or instruction.outputs != program.output_slots:
+        return None
+    make = getattr(instruction.operation, "kernel", None)
+    kernel: Callable[..., Any] | None = None if make is None else make()
+    return kernel
+
+
 def _missing(what: str, missing: KeyError) -> TransformError:
     return TransformError(
         f"{what} needs the primal value {missing.args[0]!r}, which was neither saved nor recomputed"
@@ -258,8 +271,20 @@ class ProgramExecutor:
 
             return run_specialized
         if apply is None and results == (0,) and len(bindings) <= 2:
-            # The common node: one cotangent out of a program of one or two inputs.
+            # The common node: one cotangent out of a program of one or two inputs. A
+            # program of one instruction with a kernel runs as that kernel (no interpreter,
+            # and no code generated for a structure that may never come back).
+            kernel = _only_kernel(plan.program)
             if bindings == (0,):
+                if kernel is not None:
+                    only: Callable[[Any], Any] = kernel
+
+                    def run_kernel(
+                        seeds: Sequence[Any], values: Mapping[ValueKey, Any]
+                    ) -> list[Any]:
+                        return [only(seeds[0])]
+
+                    return run_kernel
 
                 def run_one(seeds: Sequence[Any], values: Mapping[ValueKey, Any]) -> list[Any]:
                     return evaluate(seeds, eval_ctx)
@@ -268,6 +293,19 @@ class ProgramExecutor:
             last = bindings[-1]
             if len(bindings) == 2 and bindings[0] == 0 and isinstance(last, ValueKey):
                 saved: ValueKey = last
+                if kernel is not None:
+                    binary: Callable[[Any, Any], Any] = kernel
+
+                    def run_kernel_with_saved(
+                        seeds: Sequence[Any], values: Mapping[ValueKey, Any]
+                    ) -> list[Any]:
+                        try:
+                            value = values[saved]
+                        except KeyError as missing:
+                            raise _missing("backward: the transpose", missing) from None
+                        return [binary(seeds[0], value)]
+
+                    return run_kernel_with_saved
 
                 def run_seed_and_saved(
                     seeds: Sequence[Any], values: Mapping[ValueKey, Any]
