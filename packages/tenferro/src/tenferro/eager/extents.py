@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from computegraph import CompiledProgram, DictCache, Instruction
+from computegraph import CompiledProgram, DictCache
 from tenferro.core.primitive import AddAny, TensorPrimitive
 from tenferro.meta import Meta
 from tidu import ADRuleError, linear_transpose
@@ -142,29 +142,19 @@ def reinstantiate(program: CompiledProgram, inputs: Sequence[Any]) -> CompiledPr
             else given._replace(shape=_shape(value))
         )
     changed = False
-    instructions: list[Instruction] = []
+    operations: list[Any] = []
     for instruction in program.instructions:
         operation = instruction.operation
         if type(operation) is AddAny:  # one meta in, the same out
             metas[instruction.outputs[0]] = metas[instruction.inputs[0]]
-            instructions.append(instruction)
+            operations.append(operation)
             continue
         operands = tuple([metas[slot] for slot in instruction.inputs])
         if operands != operation.inputs:
             params = {f: getattr(operation, f) for f in operation._field_names if f != "inputs"}
             operation = type(operation).make(operands, **params)
-            instruction = Instruction(operation, instruction.inputs, instruction.outputs)
             changed = True
         for slot, meta in zip(instruction.outputs, operation.outputs, strict=True):
             metas[slot] = meta
-        instructions.append(instruction)
-    if not changed:
-        return program
-    return CompiledProgram(
-        tuple(instructions),
-        program.input_slots,
-        program.output_slots,
-        program.n_slots,
-        program.input_keys,
-        program.output_keys,
-    )
+        operations.append(operation)
+    return program.with_operations(operations) if changed else program
