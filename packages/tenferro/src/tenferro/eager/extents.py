@@ -43,6 +43,10 @@ _SPECIALIZED: DictCache[tuple[int, tuple[Any, ...]], Any] = DictCache(
 """(id of a derivative program, operand extents) -> (the program, kept alive so its id
 stays its own; the program re-instantiated at those extents)."""
 
+_TEMPLATES: DictCache[int, Any] = DictCache(1024, "re-instantiation templates")
+"""id of a derivative program -> (the program, its input metas, each instruction's
+``make`` and parameters): what :func:`reinstantiate` reads, computed once."""
+
 
 def extent_class(
     op: TensorPrimitive, active: tuple[int, ...], keys: tuple[str, ...]
@@ -121,40 +125,54 @@ def reinstantiate(program: CompiledProgram, inputs: Sequence[Any]) -> CompiledPr
     """``program`` with each instruction re-made (``type(op).make(metas, **params)``)
     from the metas its operands have when the program's inputs are ``inputs``
     (``program`` itself when nothing changes)."""
-    if program.constants:
-        raise AssertionError(
-            f"a derivative program with constants is not extent-generic: {program}"
-        )
-    template: dict[int, Meta] = {}
-    operation: Any
-    for instruction in program.instructions:
-        operation = instruction.operation
-        if type(operation) is AddAny:
-            continue
-        for position, slot in enumerate(instruction.inputs):
-            template.setdefault(slot, operation.inputs[position])
+    found = _TEMPLATES.get(id(program))
+    if found is None or found[0] is not program:
+        found = (program, *_template(program))
+        _TEMPLATES.put(id(program), found)
+    _, given, remakes = found
     metas: list[Any] = [None] * program.n_slots
-    for slot, value in zip(program.input_slots, inputs, strict=True):
-        given = template.get(slot)
+    for slot, meta, value in zip(program.input_slots, given, inputs, strict=True):
+        shape = _shape(value)
         metas[slot] = (
-            Meta(_shape(value), np.asarray(value).dtype)
-            if given is None
-            else given._replace(shape=_shape(value))
+            Meta(shape, np.asarray(value).dtype)
+            if meta is None
+            else Meta(shape, meta.dtype, meta.weak, meta.dynamic)
         )
     changed = False
     operations: list[Any] = []
-    for instruction in program.instructions:
-        operation = instruction.operation
-        if type(operation) is AddAny:  # one meta in, the same out
+    for instruction, remake in zip(program.instructions, remakes, strict=True):
+        operation: Any = instruction.operation
+        if remake is None:  # cotangent accumulation: one meta in, the same out
             metas[instruction.outputs[0]] = metas[instruction.inputs[0]]
             operations.append(operation)
             continue
         operands = tuple([metas[slot] for slot in instruction.inputs])
         if operands != operation.inputs:
-            params = {f: getattr(operation, f) for f in operation._field_names if f != "inputs"}
-            operation = type(operation).make(operands, **params)
+            operation = remake[0](operands, **remake[1])
             changed = True
         for slot, meta in zip(instruction.outputs, operation.outputs, strict=True):
             metas[slot] = meta
         operations.append(operation)
     return program.with_operations(operations) if changed else program
+
+
+def _template(program: CompiledProgram) -> tuple[tuple[Meta | None, ...], tuple[Any, ...]]:
+    """The metas ``program``'s inputs were derived for (by input position; ``None`` when
+    only an accumulation reads one), and per instruction its ``make`` and parameters
+    (``None`` for an accumulation)."""
+    if program.constants:
+        raise AssertionError(
+            f"a derivative program with constants is not extent-generic: {program}"
+        )
+    by_slot: dict[int, Meta] = {}
+    remakes: list[Any] = []
+    for instruction in program.instructions:
+        operation: Any = instruction.operation
+        if type(operation) is AddAny:
+            remakes.append(None)
+            continue
+        for position, slot in enumerate(instruction.inputs):
+            by_slot.setdefault(slot, operation.inputs[position])
+        params = {f: getattr(operation, f) for f in operation._field_names if f != "inputs"}
+        remakes.append((type(operation).make, params))
+    return tuple(by_slot.get(slot) for slot in program.input_slots), tuple(remakes)
