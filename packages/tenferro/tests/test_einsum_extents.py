@@ -1,7 +1,8 @@
-"""One- and two-operand einsum programs re-made at never-seen extents equal fresh ones.
+"""Einsum programs re-made at never-seen extents equal fresh ones.
 
-An einsum of at most two operands without an ellipsis re-makes, at new extents, the
-primitives of the program lowered for its labels, ranks and dtypes. For random
+An einsum without an ellipsis re-makes, at new extents, the primitives of the program
+lowered for its labels, ranks, dtypes and path (one or two operands: not even parsed or
+planned). For random
 subscripts (repeated labels, implicit and explicit outputs, summed labels) and extents
 (size 1 and empty included), the re-made program equals, instruction by instruction, a
 program planned and lowered afresh, and its values equal numpy's.
@@ -25,8 +26,8 @@ lowering = sys.modules["tenferro.einsum.lowering"]
 
 @st.composite
 def calls(draw: Any) -> tuple[str, list[list[tuple[int, ...]]]]:
-    """Subscripts of one or two operands and three sets of operand shapes for them."""
-    count = draw(st.integers(1, 2))
+    """Subscripts of one to three operands and three sets of operand shapes for them."""
+    count = draw(st.integers(1, 3))
     terms = [
         "".join(draw(st.lists(st.sampled_from("abcd"), min_size=0, max_size=3)))
         for _ in range(count)
@@ -39,7 +40,7 @@ def calls(draw: Any) -> tuple[str, list[list[tuple[int, ...]]]]:
         subscripts = ",".join(terms)
 
     def shapes() -> list[tuple[int, ...]]:
-        sizes = {label: draw(st.integers(0, 3)) for label in used}
+        sizes = {label: draw(st.sampled_from([0, 1, 2, 3, 5])) for label in used}
         return [tuple(sizes[c] for c in term) for term in terms]
 
     return subscripts, [shapes() for _ in range(3)]

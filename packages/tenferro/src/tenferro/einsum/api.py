@@ -1,12 +1,12 @@
 """``tf.einsum`` and ``tf.einsum_path``: parse, plan (cached), lower, run.
 
 Plans are cached by structure: ``(subscripts, shapes, optimize, memory_limit)`` for
-paths and, with the operands' metas (shapes, dtypes), for lowered programs. A call of one
-or two operands without an ellipsis plans and lowers the same way at every extent (one
-pair, decisions made on labels alone): at never-seen extents it re-makes the primitives
-of the program lowered for its labels, ranks and dtypes (when their parameters are axes,
-never extents) instead of parsing, planning and lowering again. The caches are bounded
-and emptied by :func:`tenferro.clear_caches`. An eager call with a known
+paths and, with the operands' metas (shapes, dtypes), for lowered programs. Without an
+ellipsis, lowering along a path decides on labels alone: at never-seen extents a call
+re-makes the primitives of the program lowered for its labels, ranks, dtypes and path
+(when their parameters are axes, never extents) instead of lowering again; one or two
+operands have one path at every extent, so they are not even parsed or planned. The
+caches are bounded and emptied by :func:`tenferro.clear_caches`. An eager call with a known
 structure only binds the cached primitives; a traced call emits them into the graph,
 so every AD mode differentiates einsum through the primitives' own rules.
 """
@@ -39,9 +39,9 @@ _programs: DictCache[Hashable, Program] = DictCache(CACHE_LIMIT, "einsum program
 _structures: DictCache[Hashable, tuple[tuple[str, ...], Program] | None] = DictCache(
     CACHE_LIMIT, "einsum programs by ranks"
 )
-"""(subscripts, operand ranks, dtypes and weak flags, optimize) of one- and two-operand
-calls -> (each operand's labels, a program lowered for them whose primitives take axes,
-not extents), or ``None`` when its program holds extents."""
+"""(subscripts, operand ranks, dtypes and weak flags, optimize, the path of three or more
+operands) -> (each operand's labels, a program lowered for them whose primitives take
+axes, not extents), or ``None`` when its program holds extents."""
 _EXTENT_FREE = (DotGeneral, Transpose, Mul, ReduceSum, ExtractDiag, EmbedDiag)
 """The lowering's primitives whose parameters are axes, never extents."""
 
@@ -89,24 +89,35 @@ def einsum(*args: Any, optimize: Any = "auto", memory_limit: Any = None) -> Any:
 
 def _lowered(subscripts: str, metas: tuple[Meta, ...], optimize: Any, memory_limit: Any) -> Program:
     """The program for these operands: re-made from the one lowered for their labels,
-    ranks and dtypes when that one serves every extent, else planned and lowered."""
-    structure: Hashable = None
+    ranks, dtypes and path when that one serves every extent, else lowered."""
     if (
-        len(metas) <= 2
-        and memory_limit is None
-        and "." not in subscripts
-        and isinstance(optimize, (str, bool))
-        and not any(m.dynamic for m in metas)
+        memory_limit is not None
+        or "." in subscripts
+        or not isinstance(optimize, (str, bool))
+        or any(m.dynamic for m in metas)
     ):
-        structure = (subscripts, tuple((m.ndim, m.dtype, m.weak) for m in metas), optimize)
+        equation, _, ssa = _plan(subscripts, [m.shape for m in metas], optimize, memory_limit)
+        return lower(equation, metas, ssa)
+    ranks = (subscripts, tuple((m.ndim, m.dtype, m.weak) for m in metas), optimize)
+    structure: Hashable
+    if len(metas) <= 2:  # one path at every extent: neither parse nor plan
+        structure = (*ranks, None)
         found = _structures.get(structure)
         if found is not None:
             remade = _remade(*found, metas)
             if remade is not None:
                 return remade
-    equation, _, ssa = _plan(subscripts, [m.shape for m in metas], optimize, memory_limit)
+        equation, _, ssa = _plan(subscripts, [m.shape for m in metas], optimize, None)
+    else:  # the path depends on the extents; the lowering along it does not
+        equation, _, ssa = _plan(subscripts, [m.shape for m in metas], optimize, None)
+        structure = (*ranks, tuple(tuple(pair) for pair in ssa))
+        found = _structures.get(structure)
+        if found is not None:
+            remade = _remade(*found, metas)
+            if remade is not None:
+                return remade
     program = lower(equation, metas, ssa)
-    if structure is not None and structure not in _structures:
+    if structure not in _structures:
         generic = all(isinstance(op, _EXTENT_FREE) for op, _, _ in program.instructions)
         _structures.put(structure, (equation.inputs, program) if generic else None)
     return program
