@@ -214,3 +214,15 @@ def test_nodes_of_new_extents_share_the_class_derivation() -> None:
     tf.clear_caches()
     assert len(extents._CLASSES) == 0
     assert len(extents._SPECIALIZED) == 0
+
+
+@settings(max_examples=40)
+@given(dot_generals())
+def test_dot_general_shape_rule_agrees_with_its_evaluation(case: Any) -> None:
+    """The shape rule (its axis structure validated once per dimension numbers and ranks)
+    gives the shape evaluation from the arrays' own shapes gives, at every extent."""
+    params, shape_sets = case
+    for shapes in shape_sets:
+        op = _instance(ops.DotGeneral, params, shapes, np.dtype(np.float64))
+        arrays = [np.zeros(s) for s in shapes]
+        assert op.outputs[0].shape == op._general(*arrays).shape

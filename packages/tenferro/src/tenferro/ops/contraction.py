@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from computegraph import DictCache
 from tenferro import algebra, lax
 from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs, check_kind, primitive
 from tenferro.errors import AxisError, DTypeError, ShapeError
@@ -24,6 +25,10 @@ __all__ = ["DotGeneral"]
 
 _MATMUL = "matmul"
 _GENERAL = "general"
+
+_STRUCTURES: DictCache[Any, Any] = DictCache(4096, "dot_general structures")
+"""(dimension numbers, operand ranks) -> the validated axis structure ``infer`` reads, so
+an instance of a never-seen shape only checks and collects extents."""
 
 
 def _free(ndim: int, contracting: Sequence[int], batch: Sequence[int]) -> tuple[int, ...]:
@@ -89,6 +94,41 @@ class DotGeneral(TensorPrimitive):
         if lhs.dtype != rhs.dtype:
             raise DTypeError(name, f"operands must have one dtype, got {lhs.dtype} and {rhs.dtype}")
         check_kind(name, lhs, "ifc")
+        key = (self._numbers(), lhs.ndim, rhs.ndim)
+        structure = _STRUCTURES.get(key)
+        if structure is None:  # validated once per dimension numbers and ranks
+            structure = self._structure()
+            _STRUCTURES.put(key, structure)
+        pairs, source = structure
+        for kind, a, b in pairs:
+            if lhs.shape[a] != rhs.shape[b] or (
+                (lhs.dynamic or rhs.dynamic) and (a in lhs.dynamic) != (b in rhs.dynamic)
+            ):
+                if (a in lhs.dynamic) != (b in rhs.dynamic):
+                    raise ShapeError(
+                        name, f"{kind} axes {a} and {b}: only one has a data-dependent extent"
+                    )
+                raise ShapeError(
+                    name,
+                    f"{kind} axis {a} of lhs {lhs.shape} (extent {lhs.shape[a]}) does not "
+                    f"match axis {b} of rhs {rhs.shape} (extent {rhs.shape[b]})",
+                )
+        lhs_shape, rhs_shape = lhs.shape, rhs.shape
+        shape = tuple([lhs_shape[a] if side == 0 else rhs_shape[a] for side, a in source])
+        dynamic: tuple[int, ...] = ()
+        if lhs.dynamic or rhs.dynamic:
+            dynamic = tuple(
+                i
+                for i, (side, a) in enumerate(source)
+                if a in (lhs.dynamic if side == 0 else rhs.dynamic)
+            )
+        return (Meta(shape, lhs.dtype, lhs.weak and rhs.weak, dynamic),)
+
+    def _structure(self) -> tuple[tuple[tuple[str, int, int], ...], tuple[tuple[int, int], ...]]:
+        """The validated axis structure (extent-free): the paired (kind, lhs axis, rhs axis)
+        and, per output axis, its (side, axis) source (side 0 = lhs, 1 = rhs)."""
+        lhs, rhs = self.inputs
+        name = self.name
         for side, meta, contracting, batch in (
             ("lhs", lhs, self.lhs_contracting, self.lhs_batch),
             ("rhs", rhs, self.rhs_contracting, self.rhs_batch),
@@ -110,31 +150,22 @@ class DotGeneral(TensorPrimitive):
             raise AxisError(
                 name, f"batch axes {self.lhs_batch} and {self.rhs_batch} differ in number"
             )
-        for kind, left, right in (
-            ("contracting", self.lhs_contracting, self.rhs_contracting),
-            ("batch", self.lhs_batch, self.rhs_batch),
-        ):
-            for a, b in zip(left, right, strict=True):
-                if (a in lhs.dynamic) != (b in rhs.dynamic):
-                    raise ShapeError(
-                        name, f"{kind} axes {a} and {b}: only one has a data-dependent extent"
-                    )
-                if lhs.shape[a] != rhs.shape[b]:
-                    raise ShapeError(
-                        name,
-                        f"{kind} axis {a} of lhs {lhs.shape} (extent {lhs.shape[a]}) does not "
-                        f"match axis {b} of rhs {rhs.shape} (extent {rhs.shape[b]})",
-                    )
+        pairs = tuple(
+            (kind, a, b)
+            for kind, left, right in (
+                ("contracting", self.lhs_contracting, self.rhs_contracting),
+                ("batch", self.lhs_batch, self.rhs_batch),
+            )
+            for a, b in zip(left, right, strict=True)
+        )
         lhs_free = _free(lhs.ndim, self.lhs_contracting, self.lhs_batch)
         rhs_free = _free(rhs.ndim, self.rhs_contracting, self.rhs_batch)
         source = (
-            [(lhs, a) for a in self.lhs_batch]
-            + [(lhs, a) for a in lhs_free]
-            + [(rhs, a) for a in rhs_free]
+            tuple((0, a) for a in self.lhs_batch)
+            + tuple((0, a) for a in lhs_free)
+            + tuple((1, a) for a in rhs_free)
         )
-        shape = tuple(meta.shape[a] for meta, a in source)
-        dynamic = tuple(i for i, (meta, a) in enumerate(source) if a in meta.dynamic)
-        return (Meta(shape, lhs.dtype, lhs.weak and rhs.weak, dynamic),)
+        return pairs, source
 
     def impl(self, lhs: Any, rhs: Any) -> Any:
         plan = self._prepared
