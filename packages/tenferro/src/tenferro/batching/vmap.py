@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -49,6 +49,9 @@ from tenferro.traced.tensor import EAGER_CAPTURE, TracedTensor
 
 __all__ = ["vmap"]
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
 AxisSpec = Any
 """An int, ``None``, or a container of them shaped like (a prefix of) a pytree."""
 
@@ -61,11 +64,11 @@ slots supply each call's captured data: the cache holds no user data)."""
 
 
 def vmap(
-    fun: Callable[..., Any],
+    fun: Callable[P, R],
     in_axes: AxisSpec = 0,
     out_axes: AxisSpec = 0,
     axis_size: int | None = None,
-) -> Callable[..., Any]:
+) -> Callable[P, R]:
     """Vectorise ``fun`` over a batch axis of its arguments, as ``jax.vmap`` does.
 
     * ``in_axes``: an int or ``None`` for every argument, or a tuple/list with one
