@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import Any
 
@@ -493,21 +494,32 @@ def test_elementwise_nodes_of_new_shapes_reuse_one_derivative() -> None:
 # ---------------------------------------------------------------------- tensor and scalar
 
 
-@settings(max_examples=80)
+_NUMBERS = st.one_of(
+    st.integers(-(2**40), 2**40),
+    st.sampled_from([0, -1, 2**31, 2**63, -(2**63) - 1, 2**1100]),
+    st.floats(allow_nan=True, allow_infinity=True, width=64),
+    st.sampled_from([0.0, -0.0, 1e300, -1e300, 5e-324]),
+    st.booleans(),
+)
+
+
+@settings(max_examples=120)
 @given(
-    st.sampled_from([np.float64, np.float32, np.complex64, np.int32, np.int64, np.bool_]),
-    st.one_of(
-        st.integers(-(2**40), 2**40),
-        st.floats(allow_nan=True, allow_infinity=True, width=64),
-        st.booleans(),
+    st.sampled_from(
+        [np.float64, np.float32, np.complex64, np.complex128, np.int32, np.int64, np.bool_]
     ),
+    _NUMBERS,
+    _NUMBERS,
     st.booleans(),
     st.sampled_from(["add", "multiply"]),
     st.sampled_from(["tensor", "eager", "tracked", "weak"]),
 )
 def test_cached_tensor_scalar_arithmetic_agrees_with_preparing(
-    dtype: Any, scalar: Any, scalar_first: bool, name: str, kind: str
+    dtype: Any, primer: Any, scalar: Any, scalar_first: bool, name: str, kind: str
 ) -> None:
+    """The cache learns a structure from a first number (``primer``); a later call with
+    another number of any kind (zero, -0.0, nan, inf, an int out of range, a bool) must
+    give exactly what preparing the operands gives, or the same error."""
     from tenferro.surface.convert import prepare
 
     data = _array((2, 3), dtype, 10)
@@ -518,27 +530,72 @@ def test_cached_tensor_scalar_arithmetic_agrees_with_preparing(
     else:
         x = tf.EagerTensor(data) if kind != "tensor" else tf.Tensor(data)
     function = getattr(tf, name)
-    operands = (scalar, x) if scalar_first else (x, scalar)
 
-    def reference() -> Any:
+    def call(number: Any) -> Any:
+        return function(*((number, x) if scalar_first else (x, number)))
+
+    def reference(number: Any) -> Any:
+        operands = (number, x) if scalar_first else (x, number)
         a, b = prepare(name, operands, kinds="bifc")
         if a.meta.dtype.kind == "b":
             return (lax.logical_or if name == "add" else lax.logical_and)(a, b)
         return (lax.add if name == "add" else lax.mul)(a, b)
 
+    with contextlib.suppress(tf.TenferroError):
+        call(primer)  # teaches the cache this structure (or fails like the reference)
     try:
-        expected = reference()
+        expected = reference(scalar)
     except tf.TenferroError as error:
         for _ in range(2):
             with pytest.raises(type(error)):
-                function(*operands)
+                call(scalar)
         return
-    for _ in range(2):  # the miss prepares, the hit dispatches from the cache
-        got = function(*operands)
+    for _ in range(2):  # a hit after another number's miss, then a hit after its own
+        got = call(scalar)
         assert type(got) is type(expected)
         assert got.meta == expected.meta
         np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+        assert np.asarray(got).shape == np.asarray(expected).shape
+        assert np.asarray(got).dtype == np.asarray(expected).dtype
         assert getattr(got, "requires_grad", False) == getattr(x, "requires_grad", False)
+
+
+def test_the_tensor_scalar_cache_holds_no_numbers() -> None:
+    """Caches hold structure: after ``x * c`` and ``x + c`` for many ``c``, the cache has
+    one entry per structure and no cached object holds any of the numbers."""
+    from tenferro.surface import math as math_module
+
+    tf.clear_caches()
+    x = tf.Tape().track(np.linspace(0.1, 0.9, 6))
+    numbers = [0.1 * i + 0.123456789 for i in range(50)]
+    for c in numbers:
+        x = tf.sin(x) * c + c
+    assert len(math_module._TENSOR_AND_SCALAR) == 2
+    seen: list[Any] = []
+    for entry in math_module._TENSOR_AND_SCALAR.values():
+        seen.extend(entry if isinstance(entry, tuple) else [entry])
+    for item in seen:
+        for c in numbers:
+            assert not (isinstance(item, (float, np.ndarray, tf.Tensor)) and np.any(item == c))
+        if isinstance(item, tf.Tensor):
+            raise AssertionError(f"a tensor is cached: {item!r}")
+
+
+def test_gradients_through_tensor_scalar_calls_use_each_calls_number() -> None:
+    """One structure, different numbers: each node's derivative reads its own number."""
+    for dtype in (np.float64, np.float32, np.complex128):
+        data = np.linspace(0.2, 0.8, 5).astype(dtype)
+        tape = tf.Tape()
+        x = tape.track(data)
+        y = x
+        factors = [0.5, 3.0, -2.0, 0.0, 1.25]
+        for f in factors:
+            y = y * f + f
+        seed = np.ones(5, dtype)
+        got = np.asarray(tape.vjp(y, x, tf.EagerTensor(seed)))
+        expected = np.full(5, np.prod(factors), dtype)
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+        assert got.dtype == np.dtype(dtype)
 
 
 def test_gradients_through_cached_tensor_scalar_calls() -> None:

@@ -156,6 +156,16 @@ class EagerTensor(Tensor):
         return cls._make(filled(meta, value), meta, None, None, None)
 
     @classmethod
+    def _scalar_operand(cls, meta: Meta, value: Any) -> EagerTensor:
+        """A detached operand of ``meta`` holding the numpy scalar ``value`` (see
+        :meth:`Tensor._scalar_operand <tenferro.concrete.Tensor._scalar_operand>`)."""
+        tensor = _new(cls)
+        tensor._value = value
+        tensor.meta = meta
+        tensor.key = tensor.node = tensor.tape = tensor._grad = None
+        return tensor
+
+    @classmethod
     def _lift(cls, value: Any) -> EagerTensor:
         if isinstance(value, Tensor):
             return cls._make(value._value, value.meta, None, None, None)

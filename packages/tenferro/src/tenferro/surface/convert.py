@@ -231,12 +231,18 @@ _SCALAR_DTYPES = {
 
 
 _SCALAR_OPERANDS: DictCache[Any, Any] = DictCache(4096, "scalar operands")
+"""(kind, meta, kinds, scalar type) -> the meta of a Python number's operand beside a
+tensor of that meta (or ``_PROMOTES``): structure only; the operand holding the number is
+made at each call."""
+
+_PROMOTES = "promotes"
 
 
 def _tensor_and_scalar(op: str, first: Any, second: Any, kinds: str) -> list[Any] | None:
     """The common ``tensor op scalar`` (either order) for concrete tensor kinds, when the
-    scalar adopts the tensor's dtype: the scalar's constant is cached, keyed by the
-    tensor's meta (a hit means every check below passed before). ``None`` otherwise."""
+    scalar adopts the tensor's dtype: whether it does is cached by structure (the
+    tensor's meta and the scalar's type); the number's range is checked at each call.
+    ``None`` otherwise."""
     if type(second) in _SCALARS:
         tensor, scalar, scalar_first = first, second, False
     elif type(first) in _SCALARS:
@@ -248,21 +254,23 @@ def _tensor_and_scalar(op: str, first: Any, second: Any, kinds: str) -> list[Any
         meta = tensor.meta
     except AttributeError:  # an array, a list or another scalar: the general path converts it
         return None
-    # ``0.0 == -0.0`` and ``nan != nan`` as keys: only finite non-zero values are cached.
-    cacheable = scalar == scalar and scalar != 0
-    key = (kind, meta, kinds, type(scalar), scalar)
-    constant = _SCALAR_OPERANDS.get(key) if cacheable else None
-    if constant is None:
-        make_full = getattr(kind, "_full", None)
-        if make_full is None or meta.weak or meta.dynamic or meta.dtype.kind not in kinds:
-            return None
-        scalar_dtype = _SCALAR_DTYPES[type(scalar)]
-        if promote_types((meta.dtype, False), (scalar_dtype, True)) != meta.dtype:
-            return None
-        check_int_fits(op, scalar, meta.dtype)
-        constant = make_full(Meta(meta.shape, meta.dtype, scalar_dtype == meta.dtype), scalar)
-        if cacheable:
-            _SCALAR_OPERANDS.put(key, constant)
+    make_full = getattr(kind, "_full", None)
+    if make_full is None:
+        return None
+    scalar_type = type(scalar)
+    key = (kind, meta, kinds, scalar_type)
+    constant_meta = _SCALAR_OPERANDS.get(key)
+    if constant_meta is None:
+        constant_meta = _PROMOTES
+        if not (meta.weak or meta.dynamic or meta.dtype.kind not in kinds):
+            scalar_dtype = _SCALAR_DTYPES[scalar_type]
+            if promote_types((meta.dtype, False), (scalar_dtype, True)) == meta.dtype:
+                constant_meta = Meta(meta.shape, meta.dtype, scalar_dtype == meta.dtype)
+        _SCALAR_OPERANDS.put(key, constant_meta)
+    if constant_meta is _PROMOTES:
+        return None
+    check_int_fits(op, scalar, meta.dtype)
+    constant = make_full(constant_meta, scalar)
     return [constant, tensor] if scalar_first else [tensor, constant]
 
 
