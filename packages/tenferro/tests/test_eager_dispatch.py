@@ -749,3 +749,85 @@ def test_analytic_functions_on_concrete_tensors_agree_with_lax(
         first = x.tape.grad(tf.sum(getattr(tf, name)(x)), x)
         second = x.tape.grad(tf.sum(getattr(lax, name)(x)), x)
         np.testing.assert_array_equal(np.asarray(first), np.asarray(second))
+
+
+# ---------------------------------------------------------------------- direct evaluations
+
+
+@settings(max_examples=40)
+@given(
+    st.integers(1, 4),
+    st.integers(1, 4),
+    st.integers(1, 4),
+    st.sampled_from([np.float64, np.float32, np.complex128, np.int32, np.int64]),
+    st.sampled_from(["c", "f", "transposed", "broadcast", "sliced"]),
+)
+def test_two_matrix_dot_general_equals_matmul_in_every_layout(
+    m: int, k: int, n: int, dtype: Any, layout: str
+) -> None:
+    """``dot_general`` of two matrices in matmul layout evaluates as ``ndarray.dot``: the
+    value of ``np.matmul`` for every memory layout and dtype."""
+
+    def laid_out(shape: tuple[int, int], seed: int) -> Any:
+        base = _array(shape, dtype, seed)
+        if layout == "f":
+            return np.asfortranarray(base)
+        if layout == "transposed":
+            return np.ascontiguousarray(base.T).T
+        if layout == "broadcast":
+            return np.broadcast_to(base[:1], shape)
+        if layout == "sliced":
+            return np.concatenate([base, base], axis=1)[:, ::2]
+        return base
+
+    a, b = laid_out((m, k), 3), laid_out((k, n), 4)
+    op = tf.ops.DotGeneral.make(
+        (tf.Tensor(a).meta, tf.Tensor(b).meta),
+        lhs_contracting=(1,),
+        rhs_contracting=(0,),
+        lhs_batch=(),
+        rhs_batch=(),
+    )
+    got = op.impl(a, b)
+    expected = np.matmul(a, b)
+    assert got.dtype == expected.dtype
+    assert got.shape == expected.shape
+    if np.dtype(dtype).kind in "fc":
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+    else:
+        np.testing.assert_array_equal(got, expected)
+    traced = lax.dot_general(tf.Tensor(a), tf.Tensor(b), (1,), (0,), (), ())
+    np.testing.assert_array_equal(np.asarray(traced), got)
+
+
+def test_data_moving_primitives_need_no_silencing_and_agree_with_numpy() -> None:
+    """Primitives marked ``moves_data`` are evaluated without silencing numpy's
+    floating-point warnings: on inf and nan they must still raise none, tracked or not."""
+    import warnings
+
+    data = np.array([[np.inf, np.nan, -np.inf], [1e308, -0.0, 5e-324]])
+    marked = [
+        name
+        for name in dir(tf.ops)
+        if isinstance(getattr(tf.ops, name), type)
+        and getattr(getattr(tf.ops, name), "moves_data", False)
+    ]
+    assert {"Reshape", "Transpose", "Slice", "BroadcastInDim", "Reverse"} <= set(marked)
+    for kind in ("tensor", "eager", "tracked"):
+        x: Any = {
+            "tensor": tf.Tensor,
+            "eager": tf.EagerTensor,
+            "tracked": lambda d: tf.Tape().track(d),
+        }[kind](data)
+        with warnings.catch_warnings(), np.errstate(all="raise"):
+            warnings.simplefilter("error")
+            results = {
+                "reshape": (tf.reshape(x, (3, 2)), data.reshape(3, 2)),
+                "transpose": (x.T, data.T),
+                "slice": (x[:, 1:], data[:, 1:]),
+                "broadcast": (tf.broadcast_to(x, (2, 2, 3)), np.broadcast_to(data, (2, 2, 3))),
+                "flip": (tf.flip(x, 1), data[:, ::-1]),
+            }
+        for name, (got, expected) in results.items():
+            np.testing.assert_array_equal(np.asarray(got), expected, err_msg=name)
+            assert getattr(got, "requires_grad", False) == (kind == "tracked")

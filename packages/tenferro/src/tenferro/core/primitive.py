@@ -59,7 +59,7 @@ _INSTANCE_LIMIT = 1 << 16
 class TensorPrimitive:
     """Base class of the primitive catalogue (see the module documentation)."""
 
-    __slots__ = ("_hash", "_prepared", "outputs")
+    __slots__ = ("_hash", "_prepared", "_tape_plans", "outputs")
 
     name: ClassVar[str] = "primitive"
     output_arity: ClassVar[int] = 1
@@ -75,7 +75,14 @@ class TensorPrimitive:
     _prepared: Any
     """What a primitive precomputes for its evaluation, built on first use (structure
     only: it depends on the instance's parameters and input metas, never on data)."""
+    _tape_plans: dict[Any, Any] | None
+    """How a tape records this instance, by which operands are tracked (the tape's
+    plans, kept here too so recording finds them without hashing the instance; built on
+    first use, structure only)."""
     _field_names: ClassVar[tuple[str, ...]] = ()
+    moves_data: ClassVar[bool] = False
+    """Evaluation only selects or rearranges elements (no arithmetic), so it never meets
+    a floating-point exception: concrete kinds skip silencing numpy's warnings."""
     direct_impl: ClassVar[bool] = True
     """``eval`` is ``(impl(*inputs),)``: concrete kinds may call ``impl`` themselves (set
     per class: false when a class has several outputs or its own ``eval``)."""
@@ -144,6 +151,7 @@ class TensorPrimitive:
         outputs = tuple(self.infer())
         object.__setattr__(self, "outputs", outputs)
         object.__setattr__(self, "_prepared", None)
+        object.__setattr__(self, "_tape_plans", None)
         object.__setattr__(
             self, "_hash", hash((type(self), *(getattr(self, f) for f in self._field_names)))
         )
@@ -487,6 +495,7 @@ class AddAny(TensorPrimitive):
     def __init__(self) -> None:
         object.__setattr__(self, "outputs", ())
         object.__setattr__(self, "_prepared", None)
+        object.__setattr__(self, "_tape_plans", None)
         object.__setattr__(self, "_hash", hash(AddAny))
 
     def __reduce__(self) -> Any:

@@ -92,31 +92,37 @@ class EagerTensor(Tensor):
     ) -> tuple[EagerTensor, ...]:
         ufunc = op.ufunc
         count = len(operands)
-        token = _set_errors(IGNORE)  # IEEE special values are data: no warnings
-        try:
-            if ufunc is None:
-                if count == 1:
-                    if op.direct_impl:  # op.eval's frame skipped
-                        values: Sequence[Any] = (op.impl(operands[0]._value),)
+        if op.moves_data and count == 1 and op.direct_impl:  # no arithmetic: no warnings
+            try:
+                values: Sequence[Any] = (op.impl(operands[0]._value),)
+            except MemoryError as error:
+                raise AllocationError(op.name, str(error)) from None
+        else:
+            token = _set_errors(IGNORE)  # IEEE special values are data: no warnings
+            try:
+                if ufunc is None:
+                    if count == 1:
+                        if op.direct_impl:  # op.eval's frame skipped
+                            values = (op.impl(operands[0]._value),)
+                        else:
+                            values = op.eval((operands[0]._value,), None)
+                    elif count == 2:
+                        if op.direct_impl:
+                            values = (op.impl(operands[0]._value, operands[1]._value),)
+                        else:
+                            values = op.eval((operands[0]._value, operands[1]._value), None)
                     else:
-                        values = op.eval((operands[0]._value,), None)
+                        values = op.eval([o._value for o in operands], None)
+                elif count == 1:  # the common cases, without a list or two Python frames
+                    values = (ufunc(operands[0]._value),)
                 elif count == 2:
-                    if op.direct_impl:
-                        values = (op.impl(operands[0]._value, operands[1]._value),)
-                    else:
-                        values = op.eval((operands[0]._value, operands[1]._value), None)
+                    values = (ufunc(operands[0]._value, operands[1]._value),)
                 else:
-                    values = op.eval([o._value for o in operands], None)
-            elif count == 1:  # the common cases, without a list or two Python frames
-                values = (ufunc(operands[0]._value),)
-            elif count == 2:
-                values = (ufunc(operands[0]._value, operands[1]._value),)
-            else:
-                values = (ufunc(*[o._value for o in operands]),)
-        except MemoryError as error:
-            raise AllocationError(op.name, str(error)) from None
-        finally:
-            _reset_errors(token)
+                    values = (ufunc(*[o._value for o in operands]),)
+            except MemoryError as error:
+                raise AllocationError(op.name, str(error)) from None
+            finally:
+                _reset_errors(token)
         if captures_open[0]:
             capture = getattr(capture_state, "capture", None)
             if capture is not None:
