@@ -135,8 +135,10 @@ class TensorPrimitive:
             metas = tuple([o.meta for o in operands])
         key = (cls, metas, *params.items()) if params else (cls, metas)
         try:
-            op = cls._instances[key]
-        except (KeyError, TypeError):  # not built yet, or unhashable parameters
+            op = cls._instances.get(key)  # .get: subscripting a dict subclass is slower
+        except TypeError:  # unhashable parameters: _make_shared reports them
+            op = None
+        if op is None:
             op = cls._make_shared(metas, key, params)
         if count == 1 or (count == 2 and type(operands[1]) is type(operands[0])):
             results = type(operands[0])._bind(op, operands, like)  # bind()'s common case
