@@ -1,4 +1,4 @@
-"""Exceptions raised by tenferro.
+"""Exceptions raised by tenferro, and its warnings.
 
 Every error names the operation, the phase in which the problem was found
 (``build``: while constructing a value or graph, ``bind``: when binding inputs,
@@ -17,6 +17,7 @@ __all__ = [
     "AxisError",
     "BindingError",
     "DTypeError",
+    "DegenerateDerivativeWarning",
     "ExecutionError",
     "InPlaceError",
     "InactiveError",
@@ -112,3 +113,8 @@ class AllocationError(TenferroError, MemoryError):
 class InPlaceError(TenferroError, RuntimeError):
     """An in-place operation (``x += 1``, ``x[i] = v``) on a tracked leaf: as in PyTorch,
     it would lose the leaf whose gradient the tape accumulates."""
+
+
+class DegenerateDerivativeWarning(RuntimeWarning):
+    """A derivative asked for where it is not defined: a loss that weights tied
+    eigen/singular values differently (see :mod:`tenferro.linalg.degeneracy`)."""
