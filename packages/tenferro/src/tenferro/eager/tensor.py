@@ -129,6 +129,17 @@ class EagerTensor(Tensor):
                 return capture.apply(op, list(operands), values)
         if count == 1:
             tape = operands[0].tape
+        elif count == 2:  # unrolled: the common binary case
+            tape = operands[0].tape
+            other = operands[1].tape
+            if tape is None:
+                tape = other
+            elif other is not None and other is not tape:
+                raise TenferroError(
+                    op.name,
+                    "operands belong to different tapes; detach() one of them or "
+                    "track both on one tape",
+                )
         else:
             tape = None
             for operand in operands:
