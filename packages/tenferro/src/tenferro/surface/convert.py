@@ -25,6 +25,7 @@ from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import promote_types
 from tenferro.errors import DTypeError, ScalarOverflowError, ShapeError
 from tenferro.meta import Meta, broadcast_shapes
+from tenferro.surface.dispatch import REPLAYABLE
 from tenferro.surface.signatures import preserving
 
 __all__ = [
@@ -237,6 +238,11 @@ made at each call."""
 
 _PROMOTES = "promotes"
 
+_LITERALS: DictCache[Any, Any] = DictCache(4096, "traced scalar literals")
+"""(kind, meta, scalar type, scalar) -> a Python number's constant beside a traced tensor:
+a literal node of the traced program (structure, like the program itself), so retraces
+share it. Concrete kinds never use it: their numbers are data."""
+
 
 def _tensor_and_scalar(op: str, first: Any, second: Any, kinds: str) -> list[Any] | None:
     """The common ``tensor op scalar`` (either order) for concrete tensor kinds, when the
@@ -270,7 +276,17 @@ def _tensor_and_scalar(op: str, first: Any, second: Any, kinds: str) -> list[Any
     if constant_meta is _PROMOTES:
         return None
     check_int_fits(op, scalar, meta.dtype)
-    constant = make_full(constant_meta, scalar)
+    if kind in REPLAYABLE:  # concrete data: the number's operand is made now
+        constant = make_full(constant_meta, scalar)
+    else:  # a traced literal is a node of the program's structure: shared
+        # ``0.0 == -0.0`` and ``nan != nan`` as keys: only finite non-zero values are kept.
+        cacheable = scalar == scalar and scalar != 0
+        literal_key = (kind, constant_meta, scalar_type, scalar)
+        constant = _LITERALS.get(literal_key) if cacheable else None
+        if constant is None:
+            constant = make_full(constant_meta, scalar)
+            if cacheable:
+                _LITERALS.put(literal_key, constant)
     return [constant, tensor] if scalar_first else [tensor, constant]
 
 
