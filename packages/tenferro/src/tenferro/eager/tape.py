@@ -262,9 +262,14 @@ class Tape:
             first, second = operands
             first_tracked, second_tracked = first.tape is not None, second.tape is not None
             flags = (first_tracked, second_tracked)
-            edges = (
-                (first.node, first.key, True) if first_tracked else (None, _UNTRACKED, False)
-            ) + ((second.node, second.key, True) if second_tracked else (None, _UNTRACKED, False))
+            if first_tracked and second_tracked:
+                edges = (first.node, first.key, True, second.node, second.key, True)
+            else:
+                edges = (
+                    (first.node, first.key, True) if first_tracked else (None, _UNTRACKED, False)
+                ) + (
+                    (second.node, second.key, True) if second_tracked else (None, _UNTRACKED, False)
+                )
         else:
             flags = tuple([o.tape is not None for o in operands])
             flat: list[Any] = []
@@ -274,10 +279,20 @@ class Tape:
                 else:
                     flat += (operand.node, operand.key, True)
             edges = tuple(flat)
-        # By identity: primitives are shared instances, and their __hash__ is Python code.
-        plan = _PLANS.get((id(op), flags))
-        if plan is None or plan[0] is not op:
-            plan = _plan(op, flags)
+        try:
+            plans = op._tape_plans  # the instance's own plans: no hashing of it or its id
+        except AttributeError:  # an instance whose __post_init__ did not set the slot
+            plans = None
+        plan = None if plans is None else plans.get(flags)
+        if plan is None:
+            # By identity: primitives are shared instances, and their __hash__ is Python code.
+            plan = _PLANS.get((id(op), flags))
+            if plan is None or plan[0] is not op:
+                plan = _plan(op, flags)
+            if plans is None:
+                plans = {}
+                object.__setattr__(op, "_tape_plans", plans)
+            plans[flags] = plan
         _, recorded, save_inputs, save_outputs, active = plan
         saved: dict[ValueKey, Any] = {}
         for i, key in save_inputs:  # loops, not comprehensions: no extra frame

@@ -24,6 +24,7 @@ __all__ = ["DotGeneral"]
 
 
 _MATMUL = "matmul"
+_DOT = "dot"
 _GENERAL = "general"
 
 _STRUCTURES: DictCache[Any, Any] = DictCache(4096, "dot_general structures")
@@ -172,6 +173,8 @@ class DotGeneral(TensorPrimitive):
         if plan is None:
             plan = self._plan()
             object.__setattr__(self, "_prepared", plan)
+        if plan is _DOT:
+            return lhs.dot(rhs)  # two matrices: ndarray.dot skips matmul's ufunc overhead
         if plan is _MATMUL:
             return np.matmul(lhs, rhs)
         if plan is _GENERAL:
@@ -182,10 +185,11 @@ class DotGeneral(TensorPrimitive):
         return np.matmul(a.reshape(lhs_shape), b.reshape(rhs_shape)).reshape(out_shape)
 
     def _plan(self) -> Any:
-        """How to evaluate, from the static metas: ``_MATMUL`` when the operands already
-        are in ``matmul`` layout (batch, then rows and contracted axis / contracted axis
-        and columns), else the permutations (``None``: none needed) and shapes around
-        one batched ``matmul``; ``_GENERAL`` for data-dependent extents."""
+        """How to evaluate, from the static metas: ``_DOT`` for two matrices in matmul
+        layout (rows and contracted axis / contracted axis and columns), ``_MATMUL`` for a
+        batch of them (batch axes first), else the permutations (``None``: none needed)
+        and shapes around one batched ``matmul``; ``_GENERAL`` for data-dependent
+        extents."""
         lhs, rhs = self.inputs
         if lhs.dynamic or rhs.dynamic:
             return _GENERAL
@@ -197,7 +201,7 @@ class DotGeneral(TensorPrimitive):
             and self.lhs_contracting == (n + 1,)
             and self.rhs_contracting == (n,)
         ):
-            return _MATMUL
+            return _DOT if n == 0 else _MATMUL
         lhs_free = _free(lhs.ndim, self.lhs_contracting, self.lhs_batch)
         rhs_free = _free(rhs.ndim, self.rhs_contracting, self.rhs_batch)
         batch_shape = tuple(lhs.shape[a] for a in self.lhs_batch)
