@@ -9,8 +9,13 @@ recorded structures are cached (:class:`DerivativeCache`).
 """
 
 from tidu.eager.backward import BackwardExecutor, backward, topological_nodes
-from tidu.eager.derivatives import DerivativeCache, NodeDerivative, default_derivative_cache
-from tidu.eager.executor import Apply, ProgramExecutor
+from tidu.eager.derivatives import (
+    RESPECIALIZABLE,
+    DerivativeCache,
+    NodeDerivative,
+    default_derivative_cache,
+)
+from tidu.eager.executor import Apply, ProgramExecutor, Specialize
 from tidu.eager.forward import ForwardExecutor, forward
 from tidu.eager.recorded import EAGER_PASS, RecordedGraph
 from tidu.eager.tape import (
@@ -25,6 +30,7 @@ from tidu.eager.tape import (
 
 __all__ = [
     "EAGER_PASS",
+    "RESPECIALIZABLE",
     "Apply",
     "BackwardExecutor",
     "CountingKeySource",
@@ -38,6 +44,7 @@ __all__ = [
     "ProgramExecutor",
     "RecordedGraph",
     "Recorder",
+    "Specialize",
     "Trace",
     "backward",
     "default_derivative_cache",
