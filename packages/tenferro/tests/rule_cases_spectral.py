@@ -17,6 +17,7 @@ from tenferro_support import FLOATS, sample
 import tenferro as tf
 from tenferro.algebra import adjoint, scale_columns
 from tenferro.linalg.degeneracy import TieCheck, TieGuard
+from tenferro.linalg.spectral import GapInverse, Lorentzian
 
 MATRICES = ((3, 3), (4, 2), (2, 4), (2, 3, 3))
 SQUARE = ((3, 3), (2, 3, 3))
@@ -175,6 +176,16 @@ def _tie_identity(family: Any) -> Any:
     return build
 
 
+def _spectral_coefficient(primitive: Any, **params: Any) -> Any:
+    """A spectral-derivative coefficient on separated values (gaps well above eps)."""
+
+    def build(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+        values = np.cumsum(rng.uniform(0.5, 1.5, shape), axis=-1).astype(dt)
+        return (lambda v: primitive.bind(v, **params)), [values]
+
+    return build
+
+
 CASES: list[Case] = [
     Case("linalg_svd_thin", _svd_thin, shapes=MATRICES),
     # Non-square last: the completeness gate runs the last shape (the complement family).
@@ -189,6 +200,16 @@ CASES: list[Case] = [
     Case("linalg_truncated_svd", _truncated, shapes=((),), static_output=False),
     Case("linalg_tie_guard", _tie_identity(TieGuard), FLOATS, shapes=((3,), (2, 4))),
     Case("linalg_tie_check", _tie_identity(TieCheck), FLOATS, shapes=((3,), (2, 4))),
+    *(
+        Case(
+            f"linalg_gap_inverse_{'squared' if squared else 'plain'}",
+            _spectral_coefficient(GapInverse, eps=0.1, squared=squared),
+            FLOATS,
+            shapes=((3,), (2, 4)),
+        )
+        for squared in (False, True)
+    ),
+    Case("linalg_lorentzian", _spectral_coefficient(Lorentzian, eps=0.1), FLOATS, shapes=((4,),)),
     *(
         Case(
             f"linalg_matrix_norm_{name}",
