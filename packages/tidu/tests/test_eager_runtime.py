@@ -15,7 +15,7 @@ import pytest
 from tidu_support import EXT_SCALAR, Op
 
 from computegraph import GraphBuilder, Input, Local, ValueKey
-from tidu import RuleContractError, TransformError
+from tidu import ReleasedGraphError, RuleContractError, TransformError
 from tidu.eager import (
     DerivativeCache,
     EagerInput,
@@ -366,3 +366,34 @@ def test_backward_reports_reached_inputs_and_frees_unkept_cotangents():
     assert lean == {Input("x"): -2.0, Input("w"): -3.0}  # only the inputs remain
     kept = backward(y.key, y.trace, 1.0, ProgramExecutor(Add), keep={h.key})
     assert kept[h.key] == -1.0
+
+
+def test_backward_without_retaining_releases_saved_values():
+    recorder = Recorder()
+    mul = RecordedGraph.from_primitive(Mul, ["a0", "a1"])
+    neg = RecordedGraph.from_primitive(Neg, ["a0"])
+    x = EagerInput(Input("x"), None, True, 3.0)
+    w = EagerInput(Input("w"), None, True, 2.0)
+    (h,) = recorder.record_graph(mul, [x, w], [6.0])
+    (y,) = recorder.record_graph(neg, [EagerInput(h.key, h.trace, True, None)], [-6.0])
+    assert h.trace is not None
+    assert y.trace is not None
+    assert h.trace.saved_values()
+    assert not y.trace.saved_values()
+    executor = ProgramExecutor(Add)
+    retained = backward(y.key, y.trace, 1.0, executor, keep=())
+    assert not h.trace.released
+    released = backward(y.key, y.trace, 1.0, executor, keep=(), retain_graph=False)
+    assert released == retained == {Input("x"): -2.0, Input("w"): -3.0}
+    assert h.trace.released
+    assert not h.trace.saved_values()
+    assert not y.trace.released  # nothing saved, nothing released: usable again
+    with pytest.raises(ReleasedGraphError, match="retain_graph=True") as caught:
+        backward(y.key, y.trace, 1.0, executor)
+    assert caught.value.node is h.trace
+    assert caught.value.mode == "backward"
+    with pytest.raises(ReleasedGraphError) as caught:
+        forward({Input("x"): 1.0}, [y.trace], executor)
+    assert caught.value.node is h.trace
+    assert caught.value.mode == "forward"
+    assert isinstance(caught.value, TransformError)

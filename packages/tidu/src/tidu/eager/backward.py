@@ -14,13 +14,15 @@ that records what it runs makes the backward pass differentiable.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from heapq import heappop as pop
+from heapq import heappush as push
 from operator import attrgetter
 from typing import Any, Protocol, runtime_checkable
 
 from computegraph import ValueKey
 from tidu.eager.derivatives import DerivativeCache, default_derivative_cache
-from tidu.eager.tape import Trace
-from tidu.errors import RuleContractError, TransformError
+from tidu.eager.tape import RELEASED, Trace
+from tidu.errors import ReleasedGraphError, RuleContractError, TransformError
 from tidu.linearized import LinearizedGraph, PrimitiveGraph
 
 __all__ = ["BackwardExecutor", "backward", "node_values", "topological_nodes"]
@@ -68,10 +70,14 @@ class BackwardExecutor(Protocol):
         ...
 
 
-def node_values(executor: Any, node: Trace) -> Mapping[ValueKey, Any]:
+def node_values(executor: Any, node: Trace, mode: str = "forward") -> Mapping[ValueKey, Any]:
     """The primal values of ``node`` the derivative reads: the executor's
     ``primal_values(node)`` if it defines one (an optional hook, e.g. to hand the rules
-    differentiable handles instead of the saved arrays), else what the node saved."""
+    differentiable handles instead of the saved arrays), else what the node saved.
+    Raises :class:`~tidu.ReleasedGraphError` (naming ``mode``) if a backward pass
+    released them."""
+    if node.saved_data is RELEASED:
+        raise ReleasedGraphError(node, mode)
     hook = getattr(executor, "primal_values", None)
     return node.saved_data if hook is None else hook(node)
 
@@ -86,6 +92,7 @@ def backward(
     cache: DerivativeCache | None = None,
     reached: set[ValueKey] | None = None,
     keep: Collection[ValueKey] | None = None,
+    retain_graph: bool = True,
 ) -> dict[ValueKey, Any]:
     """Reverse mode from ``output_key`` (produced by ``output_trace``) with cotangent ``seed``.
 
@@ -105,6 +112,12 @@ def backward(
     ``keep``, when given, frees memory: the cotangent of an intermediate value is dropped
     as soon as its producer has consumed it, unless its key is in ``keep``; the result
     then holds the inputs' cotangents and those of ``keep`` only.
+
+    ``retain_graph=False`` frees more: each node's saved values are released
+    (:meth:`Trace.release`) as soon as its derivative has run, so they die during the
+    pass instead of with the tape. A later pass that needs them raises
+    :class:`~tidu.ReleasedGraphError`, as does this one on reaching a node an earlier
+    pass released.
     """
     if not isinstance(output_key, ValueKey):
         raise TypeError(f"backward: output_key must be a ValueKey, got {output_key!r}")
@@ -125,23 +138,34 @@ def backward(
     supply = getattr(executor, "primal_values", None)
     transposer = getattr(executor, "transposer", None)  # an optional hook: bound runners
     transpose = executor.run_transposed_linear
-    nodes = topological_nodes([output_trace])
-    if reached is not None:
-        for node in nodes:
-            edges = node.edges
-            for position in range(0, len(edges), 3):
-                if edges[position + 2]:
-                    reached.add(edges[position + 1])
-    for node in reversed(nodes):
+    add = executor.add_operands
+    get = cotangents.get
+    reach = (set() if reached is None else reached).add
+    release = not retain_graph
+    # Walk and differentiate in one loop, latest node first: a node is visited after
+    # every consumer of its outputs (consumers are created later, so have larger
+    # serials), and the heap holds only the frontier of the walk.
+    seen = {output_trace}
+    frontier: list[tuple[int, Trace]] = [(-output_trace.serial, output_trace)]
+    while frontier:
+        node = pop(frontier)[1]
+        edges = node.edges
+        for position in range(0, len(edges), 3):
+            parent = edges[position]
+            if parent is not None and parent not in seen:
+                seen.add(parent)
+                push(frontier, (-parent.serial, parent))
+            if edges[position + 2]:
+                reach(edges[position + 1])
         outputs = node.output_keys
         if len(outputs) == 1:
-            only = cotangents.get(outputs[0])
+            only = get(outputs[0])
             if only is None:
                 continue
-            slots: tuple[int, ...] = (0,)
+            slots: tuple[int, ...] = _FIRST
             seeds: list[Any] = [only]
         else:
-            pending = [cotangents.get(key) for key in outputs]
+            pending = [get(key) for key in outputs]
             slots = tuple(slot for slot, c in enumerate(pending) if c is not None)
             if not slots:
                 continue
@@ -158,18 +182,22 @@ def backward(
             runner = None if transposer is None else transposer(linear, ctx)
             found = local[memo_key] = (linear, derivative.needed, runner)
         linear, needed, runner = found
-        values = node.saved_data if supply is None else supply(node)
-        if not needed <= values.keys():
+        saved = node.saved_data
+        if saved is RELEASED:
+            raise ReleasedGraphError(node, "backward")
+        values = saved if supply is None else supply(node)
+        if needed and not needed <= values.keys():
             values = _replay(executor, recorded, values, needed)
         incoming = (
             transpose(linear, seeds, values, ctx) if runner is None else runner(seeds, values)
         )
+        if release and saved:
+            node.saved_data = RELEASED
         if keep is not None:
             for key in outputs:
                 if key not in keep:
                     cotangents.pop(key, None)
-            del seeds, values
-        edges = node.edges
+            del seeds, values, saved
         if len(incoming) != len(active):
             raise RuleContractError(
                 f"backward: run_transposed_linear returned {len(incoming)} cotangent(s) for "
@@ -179,11 +207,13 @@ def backward(
             if cotangent is None:
                 continue
             key = edges[3 * position + 1]
-            existing = cotangents.get(key)
-            cotangents[key] = (
-                cotangent if existing is None else executor.add_operands(existing, cotangent)
-            )
+            existing = get(key)
+            cotangents[key] = cotangent if existing is None else add(existing, cotangent)
     return cotangents
+
+
+_FIRST = (0,)
+"""The seeded slots of a single-output node."""
 
 
 def _replay(
