@@ -146,31 +146,35 @@ def backward(
     # every consumer of its outputs (consumers are created later, so have larger
     # serials), and the heap holds only the frontier of the walk.
     seen = {output_trace}
+    see = seen.add
     frontier: list[tuple[int, Trace]] = [(-output_trace.serial, output_trace)]
     while frontier:
         node = pop(frontier)[1]
         edges = node.edges
-        for position in range(0, len(edges), 3):
-            parent = edges[position]
+        for parent in edges[::3]:
             if parent is not None and parent not in seen:
-                seen.add(parent)
+                see(parent)
                 push(frontier, (-parent.serial, parent))
-            if edges[position + 2]:
-                reach(edges[position + 1])
+        active = node.active  # the positions whose edges require grad
         outputs = node.output_keys
         if len(outputs) == 1:
-            only = get(outputs[0])
+            output = outputs[0]
+            only = get(output)
             if only is None:
+                for position in active:
+                    reach(edges[3 * position + 1])
                 continue
             slots: tuple[int, ...] = _FIRST
             seeds: list[Any] = [only]
         else:
+            output = None
             pending = [get(key) for key in outputs]
             slots = tuple(slot for slot, c in enumerate(pending) if c is not None)
             if not slots:
+                for position in active:
+                    reach(edges[3 * position + 1])
                 continue
             seeds = [pending[slot] for slot in slots]
-        active = node.active
         if not active:
             continue
         recorded = node.recorded
@@ -194,26 +198,44 @@ def backward(
         if release and saved:
             node.saved_data = RELEASED
         if keep is not None:
-            for key in outputs:
-                if key not in keep:
-                    cotangents.pop(key, None)
+            if output is None:
+                for key in outputs:
+                    if key not in keep:
+                        cotangents.pop(key, None)
+            elif output not in keep:
+                del cotangents[output]
             del seeds, values, saved
+        if len(active) == 1:
+            try:
+                (cotangent,) = incoming
+            except ValueError:
+                raise _miscounted(incoming, active) from None
+            key = edges[3 * active[0] + 1]
+            reach(key)
+            if cotangent is not None:
+                existing = get(key)
+                cotangents[key] = cotangent if existing is None else add(existing, cotangent)
+            continue
         if len(incoming) != len(active):
-            raise RuleContractError(
-                f"backward: run_transposed_linear returned {len(incoming)} cotangent(s) for "
-                f"{len(active)} input(s) that require grad"
-            )
+            raise _miscounted(incoming, active)
         for position, cotangent in zip(active, incoming, strict=True):
-            if cotangent is None:
-                continue
             key = edges[3 * position + 1]
-            existing = get(key)
-            cotangents[key] = cotangent if existing is None else add(existing, cotangent)
+            reach(key)
+            if cotangent is not None:
+                existing = get(key)
+                cotangents[key] = cotangent if existing is None else add(existing, cotangent)
     return cotangents
 
 
 _FIRST = (0,)
 """The seeded slots of a single-output node."""
+
+
+def _miscounted(incoming: Sequence[Any], active: tuple[int, ...]) -> RuleContractError:
+    return RuleContractError(
+        f"backward: run_transposed_linear returned {len(incoming)} cotangent(s) for "
+        f"{len(active)} input(s) that require grad"
+    )
 
 
 def _replay(
