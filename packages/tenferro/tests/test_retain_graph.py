@@ -159,3 +159,25 @@ def test_freeing_never_changes_a_gradient(steps: list[tuple[int, int, bool]]):
         except tf.ReleasedGraphError:
             return
         np.testing.assert_array_equal(again, retained)
+
+
+def test_the_gradient_of_an_intermediate_runs_and_frees_nothing_below_it():
+    tape = tf.Tape()
+    x = _leaf(tape)
+    h = tf.sin(x) * x  # below the target: neither run nor freed
+    y = tf.exp(h)
+    loss = tf.sum(y * y)
+    np.testing.assert_allclose(tape.grad(loss, y), 2 * np.exp(np.sin(X) * X), rtol=1e-14)
+    with pytest.raises(tf.ReleasedGraphError, match="'mul'"):
+        tape.grad(loss, y)  # the nodes above y were freed
+    np.testing.assert_allclose(  # those below it were not
+        tape.grad(tf.sum(h), x), np.cos(X) * X + np.sin(X), rtol=1e-14
+    )
+    # a target below another still gets its gradient through the nodes between them
+    tape2 = tf.Tape()
+    x2 = _leaf(tape2)
+    h2 = tf.sin(x2) * x2
+    y2 = tf.exp(h2)
+    gy, gh, gx = tape2.grad(tf.sum(y2 * y2), [y2, h2, x2])
+    np.testing.assert_allclose(gh, gy * np.exp(np.sin(X) * X), rtol=1e-14)
+    np.testing.assert_allclose(gx, gh * (np.cos(X) * X + np.sin(X)), rtol=1e-14)

@@ -24,6 +24,7 @@ from tidu.eager import (
     Recorder,
     Trace,
     backward,
+    contributing_nodes,
     forward,
 )
 
@@ -397,3 +398,27 @@ def test_backward_without_retaining_releases_saved_values():
     assert caught.value.node is h.trace
     assert caught.value.mode == "forward"
     assert isinstance(caught.value, TransformError)
+
+
+def test_a_pass_restricted_to_the_contributing_nodes():
+    recorder = Recorder()
+    mul = RecordedGraph.from_primitive(Mul, ["a0", "a1"])
+    sin = RecordedGraph.from_primitive(Sin, ["a0"])
+    x = EagerInput(Input("x"), None, True, 0.5)
+    (h,) = recorder.record_graph(sin, [x], [math.sin(0.5)])
+    hin = EagerInput(h.key, h.trace, True, math.sin(0.5))
+    (y,) = recorder.record_graph(mul, [hin, hin], [math.sin(0.5) ** 2])
+    assert y.trace is not None
+    assert contributing_nodes(y.trace, {h.key}) == {y.trace}
+    assert contributing_nodes(y.trace, {Input("x")}) == {y.trace, h.trace}
+    reached: set[ValueKey] = set()
+    only = contributing_nodes(y.trace, {h.key})
+    got = backward(
+        y.key, y.trace, 1.0, ProgramExecutor(Add), keep={h.key}, retain_graph=False,
+        only=only, reached=reached,
+    )  # fmt: skip
+    assert got == {h.key: 2 * math.sin(0.5)}
+    assert reached == {h.key, Input("x")}  # the walk still reaches below
+    assert h.trace is not None
+    assert not h.trace.released  # not run, not freed
+    assert y.trace.released

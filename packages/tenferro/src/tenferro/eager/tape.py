@@ -46,6 +46,7 @@ from tidu.eager import (
     Recorder,
     Trace,
     backward,
+    contributing_nodes,
     default_derivative_cache,
     forward,
 )
@@ -355,7 +356,18 @@ class Tape:
         else:
             keep = {t.key for t in targets}
             retain = create_graph if retain_graph is None else retain_graph
-            cotangents = self._reverse("grad", output, seed, create_graph, reached, keep, retain)
+            # Gradients of intermediates need no node below them (unless it leads to
+            # another target): those are neither run nor freed, as in PyTorch.
+            only = (
+                contributing_nodes(output.node, keep)
+                if isinstance(output, EagerTensor)
+                and output.node is not None
+                and any(t.node is not None for t in targets)
+                else None
+            )
+            cotangents = self._reverse(
+                "grad", output, seed, create_graph, reached, keep, retain, only
+            )
         results: list[Any] = []
         unused: list[int] = []
         for position, target in enumerate(targets):
@@ -404,7 +416,7 @@ class Tape:
         ``retain_graph`` is true.
         """
         reached: set[Any] = set()
-        cotangents = self._reverse("backward", output, seed, False, reached, (), retain_graph)
+        cotangents = self._reverse("backward", output, seed, False, reached, (), retain_graph, None)
         if inputs is None:
             with self._leaves_lock:
                 leaves = [
@@ -436,6 +448,7 @@ class Tape:
         reached: set[Any],
         keep: Any,
         retain_graph: bool,
+        only: Any,
     ) -> dict[Any, Any]:
         """Cotangents of the tape's inputs and of the keys in ``keep`` (intermediate
         cotangents are freed after their last use; the nodes' saved values too, unless
@@ -458,6 +471,7 @@ class Tape:
                     reached=reached,
                     keep=keep,
                     retain_graph=retain_graph,
+                    only=only,
                 )
         except _Released as error:
             raise _released(op, error.node) from None

@@ -8,7 +8,12 @@ with :func:`forward`. Derivatives of
 recorded structures are cached (:class:`DerivativeCache`).
 """
 
-from tidu.eager.backward import BackwardExecutor, backward, topological_nodes
+from tidu.eager.backward import (
+    BackwardExecutor,
+    backward,
+    contributing_nodes,
+    topological_nodes,
+)
 from tidu.eager.derivatives import DerivativeCache, NodeDerivative, default_derivative_cache
 from tidu.eager.executor import Apply, ProgramExecutor
 from tidu.eager.forward import ForwardExecutor, forward
@@ -40,6 +45,7 @@ __all__ = [
     "Recorder",
     "Trace",
     "backward",
+    "contributing_nodes",
     "default_derivative_cache",
     "forward",
     "topological_nodes",

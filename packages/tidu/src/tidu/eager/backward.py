@@ -25,7 +25,13 @@ from tidu.eager.tape import RELEASED, Trace
 from tidu.errors import ReleasedGraphError, RuleContractError, TransformError
 from tidu.linearized import LinearizedGraph, PrimitiveGraph
 
-__all__ = ["BackwardExecutor", "backward", "node_values", "topological_nodes"]
+__all__ = [
+    "BackwardExecutor",
+    "backward",
+    "contributing_nodes",
+    "node_values",
+    "topological_nodes",
+]
 
 
 @runtime_checkable
@@ -93,6 +99,7 @@ def backward(
     reached: set[ValueKey] | None = None,
     keep: Collection[ValueKey] | None = None,
     retain_graph: bool = True,
+    only: Collection[Trace] | None = None,
 ) -> dict[ValueKey, Any]:
     """Reverse mode from ``output_key`` (produced by ``output_trace``) with cotangent ``seed``.
 
@@ -118,6 +125,10 @@ def backward(
     pass instead of with the tape. A later pass that needs them raises
     :class:`~tidu.ReleasedGraphError`, as does this one on reaching a node an earlier
     pass released.
+
+    ``only``, when given, restricts the pass to those nodes (e.g.
+    :func:`contributing_nodes` of the wanted keys): the others are walked (for
+    ``reached``) but neither differentiated nor released.
     """
     if not isinstance(output_key, ValueKey):
         raise TypeError(f"backward: output_key must be a ValueKey, got {output_key!r}")
@@ -159,13 +170,13 @@ def backward(
         outputs = node.output_keys
         if len(outputs) == 1:
             output = outputs[0]
-            only = get(output)
-            if only is None:
+            seed_in = get(output)
+            if seed_in is None:
                 for position in active:
                     reach(edges[3 * position + 1])
                 continue
             slots: tuple[int, ...] = _FIRST
-            seeds: list[Any] = [only]
+            seeds: list[Any] = [seed_in]
         else:
             output = None
             pending = [get(key) for key in outputs]
@@ -176,6 +187,14 @@ def backward(
                 continue
             seeds = [pending[slot] for slot in slots]
         if not active:
+            continue
+        if only is not None and node not in only:
+            for position in active:
+                reach(edges[3 * position + 1])
+            if keep is not None:
+                for key in outputs:
+                    if key not in keep:
+                        cotangents.pop(key, None)
             continue
         recorded = node.recorded
         memo_key = (id(recorded), slots, active)  # recorded graphs live through this call
@@ -252,6 +271,22 @@ def _replay(
         replayed = executor.execute_forward(graph, values)
     recovered = {key: replayed[key] for key in needed if key not in values and key in replayed}
     return {**values, **recovered}
+
+
+def contributing_nodes(root: Trace, keys: Collection[ValueKey]) -> set[Trace]:
+    """The nodes below ``root`` whose derivatives carry cotangents to any of ``keys``:
+    those with an input edge that requires grad and either has one of ``keys`` or
+    comes from such a node (a reverse pass for ``keys`` needs to run no other)."""
+    contributing: set[Trace] = set()
+    for node in topological_nodes([root]):  # producers first
+        edges = node.edges
+        for position in range(0, len(edges), 3):
+            if edges[position + 2] and (
+                edges[position + 1] in keys or edges[position] in contributing
+            ):
+                contributing.add(node)
+                break
+    return contributing
 
 
 def topological_nodes(roots: Sequence[Trace]) -> list[Trace]:
