@@ -343,8 +343,10 @@ class Tape:
         :class:`~tenferro.InactiveError`, or gets ``None`` with ``allow_unused=True``;
         one it depends on only through operations with a zero derivative (``floor``)
         gets zeros. With ``create_graph``, the result is recorded (tracked) and can be
-        differentiated again. The saved values of the nodes it runs are freed as it uses
-        them unless ``retain_graph`` (default: ``create_graph``) is true.
+        differentiated again. The saved values of the nodes it runs (those that carry
+        cotangents to ``wrt``) are freed as it uses them unless ``retain_graph``
+        (default: ``create_graph``) is true; as in PyTorch, that includes a call that
+        then raises :class:`~tenferro.InactiveError`.
         """
         single = isinstance(wrt, Tensor)
         targets: list[EagerTensor] = [wrt] if isinstance(wrt, EagerTensor) else list(wrt)
