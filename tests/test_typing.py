@@ -122,3 +122,48 @@ def test_mypy_strict_rejects_confused_kinds(tmp_path):
     output, status = _mypy(USER_CODE.replace("REVEAL", wrong), tmp_path)
     assert status == 1
     assert output.count("Incompatible types in assignment") == 3, output
+
+
+TRANSFORMED = """
+import tenferro as tf
+
+def h(x: tf.Tensor, scale: float = 1.0) -> tf.Tensor:
+    return tf.sum(x * scale)
+
+REVEAL
+"""
+
+SIGNATURE = "x: tenferro.concrete.Tensor, scale: float ="
+TRANSFORMS = {
+    "tf.jit(h)": f"def ({SIGNATURE}) -> tenferro.concrete.Tensor",
+    "tf.vmap(h)": f"def ({SIGNATURE}) -> tenferro.concrete.Tensor",
+    "tf.checkpoint(h)": f"def ({SIGNATURE}) -> tenferro.concrete.Tensor",
+    "tf.composite(h)": f"def ({SIGNATURE}) -> tenferro.concrete.Tensor",
+    "tf.value_and_grad(h)": f"def ({SIGNATURE}) -> tuple[tenferro.concrete.Tensor, Any]",
+    "tf.grad(h)": f"def ({SIGNATURE}) -> Any",
+    "tf.jacfwd(h)": f"def ({SIGNATURE}) -> Any",
+    "tf.jacrev(h)": f"def ({SIGNATURE}) -> Any",
+    "tf.hessian(h)": f"def ({SIGNATURE}) -> Any",
+}
+
+
+def test_transforms_keep_the_signature_of_the_function_they_transform(tmp_path):
+    """``jit``/``vmap``/``checkpoint`` keep the whole type; the derivative transforms keep
+    the parameters (their results are pytrees shaped by ``argnums``: ``Any``)."""
+    reveals = "\n".join(f"reveal_type({expression})" for expression in TRANSFORMS)
+    output, status = _mypy(TRANSFORMED.replace("REVEAL", reveals), tmp_path)
+    assert status == 0, output
+    revealed = [
+        line.split('Revealed type is "')[1].rstrip('"')
+        for line in output.splitlines()
+        if "Revealed type is" in line
+    ]
+    assert dict(zip(TRANSFORMS, revealed, strict=True)) == TRANSFORMS
+
+
+def test_mypy_strict_rejects_wrong_calls_of_transformed_functions(tmp_path):
+    wrong = 'tf.grad(h)(tf.ones(2), 1.0, 2.0)\ntf.jit(h)(tf.ones(2), scale="big")\n'
+    output, status = _mypy(TRANSFORMED.replace("REVEAL", wrong), tmp_path)
+    assert status == 1
+    assert "Too many arguments" in output, output
+    assert 'Argument "scale"' in output, output

@@ -163,3 +163,27 @@ def test_per_example_jacobians_and_hessians_and_the_jacobian_of_a_batched_functi
             np.testing.assert_allclose(full[k, :, m, :], expected, rtol=1e-12, atol=0)
     _, jvp_fn = tf.linearize(layer, xs[0])
     np.testing.assert_allclose(tf.vmap(jvp_fn)(np.eye(3)), layer_jacobian(xs[0]).T, rtol=1e-12)
+
+
+@pytest.mark.parametrize("transform", ["jacfwd", "jacrev", "hessian"])
+@pytest.mark.parametrize("has_aux", [False, True])
+def test_keyword_arguments_pass_through_undifferentiated(transform: str, has_aux: bool) -> None:
+    """As JAX's: keywords reach the function at every call; only ``argnums`` are
+    differentiated."""
+    x = np.array([0.3, -0.7, 1.1])
+
+    def f(v: Any, *, power: int, scale: float) -> Any:
+        value = scale * tf.sum(v**power)
+        return (value, {"scale": scale}) if has_aux else value
+
+    jac = getattr(tf, transform)(f, has_aux=has_aux)
+    for power, scale in [(2, 1.5), (3, -0.5)]:
+        result = jac(x, power=power, scale=scale)
+        got, aux = result if has_aux else (result, None)
+        if transform == "hessian":
+            expected = np.diag(scale * power * (power - 1) * x ** (power - 2))
+        else:
+            expected = scale * power * x ** (power - 1)
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+        if has_aux:
+            assert aux == {"scale": scale}

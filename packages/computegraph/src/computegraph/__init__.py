@@ -76,11 +76,13 @@ from computegraph.resolve import (
     resolve,
     structural_view,
 )
+from computegraph.walk import After, fold, rewrite
 
 __version__ = "0.1.0"
 
 __all__ = [
     "PRIMARY",
+    "After",
     "BindingError",
     "BoundedCache",
     "CacheStats",
@@ -128,11 +130,13 @@ __all__ = [
     "compile",
     "default_program_cache",
     "describe_key",
+    "fold",
     "gc_paused",
     "interned_key_count",
     "materialize_merge",
     "register_cache",
     "registered_caches",
     "resolve",
+    "rewrite",
     "structural_view",
 ]

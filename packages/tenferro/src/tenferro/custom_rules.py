@@ -34,7 +34,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from computegraph import BoundedCache, Derived, Input, ValueKey
+from computegraph import After, BoundedCache, Derived, Input, OperationKey, ValueKey, fold
 from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.bind import lift
@@ -110,46 +110,32 @@ def _replay(
     """Emit the traced computation of ``outputs`` into the scope of the rule being run,
     ``RuleArgKey(i)`` standing for ``values[i]`` (an iterative walk: any depth)."""
     scope = like.scope
-    done: dict[int, RuleValue] = {}
-    emitted: dict[int, tuple[RuleValue, ...]] = {}
-    stack: list[ValueKey] = list(reversed(outputs))
-    while stack:
-        key = stack[-1]
-        if id(key) in done:
-            stack.pop()
-            continue
-        if type(key) is Derived:
-            operation = key.operation_key
-            results = emitted.get(id(operation))
-            if results is None:
-                pending = [k for k in operation.inputs if id(k) not in done]
-                if pending:
-                    stack.extend(reversed(pending))
-                    continue
-                operands = [done[id(k)] for k in operation.inputs]
-                results = scope.emit(cast(TensorPrimitive, operation.operation), operands)
-                emitted[id(operation)] = results
-            done[id(key)] = results[key.output_slot]
-            stack.pop()
-            continue
+
+    def emit(operation: OperationKey, operands: list[RuleValue]) -> tuple[RuleValue, ...]:
+        return scope.emit(cast(TensorPrimitive, operation.operation), operands)
+
+    def argument(key: ValueKey) -> RuleValue | After[RuleValue]:
         input_name = key.key if type(key) is Input else None
         if type(input_name) is RuleArgKey:
-            done[id(key)] = values[input_name.position]
-        elif type(input_name) is AliasKey:  # a transform applied inside the rule
-            origin = input_name.origin
-            if id(origin) not in done:
-                stack.append(origin)
-                continue
-            done[id(key)] = done[id(origin)]
-        else:
-            raise TenferroError(
-                name,
-                f"a rule read {input_name!r}, a value that is not one of its arguments (an "
-                f"array or traced value captured from outside the rule); pass it as an "
-                f"argument of the function instead",
-            )
-        stack.pop()
-    return [done[id(k)] for k in outputs]
+            return values[input_name.position]
+        if type(input_name) is AliasKey:  # a transform applied inside the rule
+            return After(input_name.origin, _itself)
+        raise TenferroError(
+            name,
+            f"a rule read {input_name!r}, a value that is not one of its arguments (an "
+            f"array or traced value captured from outside the rule); pass it as an "
+            f"argument of the function instead",
+        )
+
+    return fold(outputs, emit, _output, argument)
+
+
+def _output(results: tuple[RuleValue, ...], key: Derived) -> RuleValue:
+    return results[key.output_slot]
+
+
+def _itself(value: RuleValue) -> RuleValue:
+    return value
 
 
 def _check_result(

@@ -1,4 +1,4 @@
-"""Exceptions raised by tenferro.
+"""Exceptions raised by tenferro, and its warnings.
 
 Every error names the operation, the phase in which the problem was found
 (``build``: while constructing a value or graph, ``bind``: when binding inputs,
@@ -17,6 +17,7 @@ __all__ = [
     "AxisError",
     "BindingError",
     "DTypeError",
+    "DegenerateDerivativeWarning",
     "ExecutionError",
     "InPlaceError",
     "InactiveError",
@@ -119,3 +120,8 @@ class ReleasedGraphError(TenferroError, RuntimeError):
     """A backward or forward pass through tape nodes whose saved values an earlier
     backward pass freed: as in PyTorch, ``tape.grad``/``.backward()`` free them as they
     use them unless given ``retain_graph=True``."""
+
+
+class DegenerateDerivativeWarning(RuntimeWarning):
+    """A derivative asked for where it is not defined: a loss that weights tied
+    eigen/singular values differently (see :mod:`tenferro.linalg.degeneracy`)."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ParamSpec
 
 import numpy as np
 
@@ -38,21 +38,25 @@ from tenferro.surface.convert import asarray
 
 __all__ = ["hessian", "jacfwd", "jacobian", "jacrev"]
 
+P = ParamSpec("P")
+
 
 def jacfwd(
-    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
-) -> Callable[..., Any]:
+    fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[P, Any]:
     """The Jacobian of ``fun`` with respect to ``args[argnums]`` by forward mode (one JVP
     per input element, vectorised): efficient for few inputs and many outputs. With
-    ``has_aux``, ``fun`` returns ``(output, aux)`` and the result is ``(jacobian, aux)``."""
+    ``has_aux``, ``fun`` returns ``(output, aux)`` and the result is ``(jacobian, aux)``.
+    Keyword arguments are passed to ``fun`` and not differentiated."""
     _check(fun, argnums, has_aux, "jacfwd")
 
     @functools.wraps(fun, updated=())
-    def jacobian_fwd(*args: Any) -> Any:
+    def jacobian_fwd(*args: Any, **kwargs: Any) -> Any:
         from tenferro.transforms import jvp
 
+        f = _keywords(fun, kwargs)
         selected = _Selected(args, argnums, "jacfwd")
-        partial = selected.partial(fun, has_aux, "jacfwd")
+        partial = selected.partial(f, has_aux, "jacfwd")
         primals = selected.leaves
         basis = _basis([p.meta for p in primals])
 
@@ -76,26 +80,27 @@ def jacfwd(
             blocks.append(selected.arrange(per_input))
         result = unflatten(out_def, blocks)
         if has_aux:
-            return result, _aux_pair(fun(*args), "jacfwd")[1]
+            return result, _aux_pair(f(*args), "jacfwd")[1]
         return result
 
     return jacobian_fwd
 
 
 def jacrev(
-    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
-) -> Callable[..., Any]:
+    fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[P, Any]:
     """The Jacobian of ``fun`` with respect to ``args[argnums]`` by reverse mode (one VJP
     per output element, vectorised): efficient for few outputs and many inputs. Complex
     conventions: see the module documentation. With ``has_aux``, ``(jacobian, aux)``."""
     _check(fun, argnums, has_aux, "jacrev")
 
     @functools.wraps(fun, updated=())
-    def jacobian_rev(*args: Any) -> Any:
+    def jacobian_rev(*args: Any, **kwargs: Any) -> Any:
         from tenferro.transforms import vjp
 
+        f = _keywords(fun, kwargs)
         selected = _Selected(args, argnums, "jacrev")
-        partial = selected.partial(fun, has_aux, "jacrev")
+        partial = selected.partial(f, has_aux, "jacrev")
 
         def main(*leaves: Any) -> Any:
             return partial(*leaves)[0] if has_aux else partial(*leaves)
@@ -132,7 +137,7 @@ def jacrev(
             blocks.append(selected.arrange(per_input))
         result = unflatten(out_def, blocks)
         if has_aux:
-            return result, _aux_pair(fun(*args), "jacrev")[1]
+            return result, _aux_pair(f(*args), "jacrev")[1]
         return result
 
     return jacobian_rev
@@ -143,24 +148,30 @@ jacobian = jacrev
 
 
 def hessian(
-    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
-) -> Callable[..., Any]:
+    fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[P, Any]:
     """The Hessian of a scalar ``fun``: ``jacfwd(jacrev(fun))`` (forward over reverse),
     of shape ``S + S`` for an argument of shape ``S``. With ``has_aux``, ``(hessian, aux)``."""
     _check(fun, argnums, has_aux, "hessian")
     if not has_aux:
         return jacfwd(jacrev(fun, argnums), argnums)
     gradient = jacrev(fun, argnums, has_aux=True)
-    second = jacfwd(lambda *args: gradient(*args)[0], argnums)
+    second = jacfwd(lambda *args, **kwargs: gradient(*args, **kwargs)[0], argnums)
 
     @functools.wraps(fun, updated=())
-    def hessian_with_aux(*args: Any) -> Any:
-        return second(*args), _aux_pair(fun(*args), "hessian")[1]
+    def hessian_with_aux(*args: Any, **kwargs: Any) -> Any:
+        return second(*args, **kwargs), _aux_pair(fun(*args, **kwargs), "hessian")[1]
 
     return hessian_with_aux
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _keywords(fun: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..., Any]:
+    """``fun`` with the keyword arguments of a call bound: they are passed through,
+    never differentiated (as JAX's Jacobian transforms do)."""
+    return functools.partial(fun, **kwargs) if kwargs else fun
 
 
 def _check(fun: Any, argnums: Any, has_aux: Any, op: str) -> None:

@@ -29,7 +29,7 @@ import inspect
 import weakref
 from collections.abc import Callable, Hashable, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -63,6 +63,9 @@ __all__ = [
     "value_and_grad",
     "vjp",
 ]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _caches: weakref.WeakSet[BoundedCache[Any, Any]] = weakref.WeakSet()
 
@@ -316,10 +319,10 @@ def _forward_plan(call: _Args, trace: _Trace) -> _Plan:
 
 
 def jit(
-    fun: Callable[..., Any],
+    fun: Callable[P, R],
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
-) -> Callable[..., Any]:
+) -> Callable[P, R]:
     """Trace ``fun`` once per argument signature, compile, and run the cached program.
 
     Like ``jax.jit``, the trace is cached by the arguments' tree structure, shapes,
@@ -481,8 +484,8 @@ def _jit_static(
 
 
 def value_and_grad(
-    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
-) -> Callable[..., Any]:
+    fun: Callable[P, R], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[P, tuple[R, Any]]:
     """``(fun(*args), gradient)`` of a real scalar ``fun`` with respect to ``args[argnums]``.
 
     The gradient has the structure of the selected arguments (a tuple when
@@ -614,8 +617,8 @@ def _gradient_tree(
 
 
 def grad(
-    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
-) -> Callable[..., Any]:
+    fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[P, Any]:
     """The gradient of a real scalar ``fun`` with respect to ``args[argnums]``
     (see :func:`value_and_grad`); with ``has_aux``, ``(gradient, aux)``."""
     both = _value_and_grad_transform(fun, argnums, has_aux, "grad")

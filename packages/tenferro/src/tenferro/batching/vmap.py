@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
-from computegraph import BoundedCache, Derived, Input, ValueKey
+from computegraph import After, BoundedCache, Derived, Input, OperationKey, ValueKey, fold
 from tenferro import lax
 from tenferro.batching.rules import move_axis
 from tenferro.concrete import Tensor
@@ -49,6 +49,9 @@ from tenferro.traced.tensor import EAGER_CAPTURE, TracedTensor
 
 __all__ = ["vmap"]
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
 AxisSpec = Any
 """An int, ``None``, or a container of them shaped like (a prefix of) a pytree."""
 
@@ -61,11 +64,11 @@ slots supply each call's captured data: the cache holds no user data)."""
 
 
 def vmap(
-    fun: Callable[..., Any],
+    fun: Callable[P, R],
     in_axes: AxisSpec = 0,
     out_axes: AxisSpec = 0,
     axis_size: int | None = None,
-) -> Callable[..., Any]:
+) -> Callable[P, R]:
     """Vectorise ``fun`` over a batch axis of its arguments, as ``jax.vmap`` does.
 
     * ``in_axes``: an int or ``None`` for every argument, or a tuple/list with one
@@ -399,37 +402,25 @@ def _interpret(
     value, or ``None`` for an alias that stands for its origin (an alias made by a
     transform inside the trace: its derivatives are explicit there; aliases of
     enclosing transforms stay leaves). An iterative walk (any depth)."""
-    values: dict[int, _Value] = {}
-    applied: dict[int, list[_Value]] = {}
-    stack: list[ValueKey] = list(reversed(roots))
-    while stack:
-        node = stack[-1]
-        if id(node) in values:
-            stack.pop()
-            continue
-        if type(node) is Derived:
-            operation = node.operation_key
-            results = applied.get(id(operation))
-            if results is None:
-                pending = [k for k in operation.inputs if id(k) not in values]
-                if pending:
-                    stack.extend(reversed(pending))
-                    continue
-                results = _apply(operation.operation, [values[id(k)] for k in operation.inputs])
-                applied[id(operation)] = results
-            values[id(node)] = results[node.output_slot]
-        else:
-            name: Any = node.key  # type: ignore[attr-defined]
-            found = resolve(node, name)
-            if found is None:
-                origin = name.origin
-                if id(origin) not in values:
-                    stack.append(origin)
-                    continue
-                found = values[id(origin)]
-            values[id(node)] = found
-        stack.pop()
-    return [values[id(k)] for k in roots]
+
+    def leaf(node: ValueKey) -> _Value | After[_Value]:
+        name: Any = node.key  # type: ignore[attr-defined]
+        found = resolve(node, name)
+        return After(name.origin, _itself) if found is None else found
+
+    return fold(roots, _apply_key, _output, leaf)
+
+
+def _apply_key(operation: OperationKey, inputs: list[_Value]) -> list[_Value]:
+    return _apply(operation.operation, inputs)
+
+
+def _output(results: list[_Value], key: Derived) -> _Value:
+    return results[key.output_slot]
+
+
+def _itself(value: _Value) -> _Value:
+    return value
 
 
 def _leaf(node: Any, name: Any) -> Any:

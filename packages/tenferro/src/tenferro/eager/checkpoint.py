@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from tenferro.core.pytree import flatten
 from tenferro.eager.composite import composite
@@ -21,8 +21,11 @@ from tenferro.errors import TenferroError
 
 __all__ = ["checkpoint"]
 
+P = ParamSpec("P")
+R = TypeVar("R")
 
-def checkpoint(f: Callable[..., Any]) -> Callable[..., Any]:
+
+def checkpoint(f: Callable[P, R]) -> Callable[P, R]:
     """``f`` as one checkpointed segment: on eager tensors ``composite(f, save="inputs")``;
     on traced values a segment whose backward recomputes ``f`` from its inputs.
 

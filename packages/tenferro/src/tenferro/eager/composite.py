@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -38,6 +38,9 @@ from tidu import ADRuleError
 from tidu.eager import EagerInput, RecordedGraph
 
 __all__ = ["Capture", "SavePolicy", "composite"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 SavePolicy = Literal["needed", "inputs"]
 
@@ -98,7 +101,7 @@ def active_capture() -> Capture | None:
     return getattr(capture_state, "capture", None)
 
 
-def composite(f: Callable[..., Any], *, save: SavePolicy = "needed") -> Callable[..., Any]:
+def composite(f: Callable[P, R], *, save: SavePolicy = "needed") -> Callable[P, R]:
     """``f`` recorded as one node of the eager tape (see the module documentation).
 
     ``f`` takes and returns tensors (or tuples/lists/dicts of them). Only the returned

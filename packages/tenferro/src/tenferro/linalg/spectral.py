@@ -12,7 +12,9 @@ operations. Conventions (numpy.linalg / torch.linalg):
   unchanged). At an exactly degenerate spectrum the rotations inside a degenerate
   subspace get no derivative (``F = 0`` there) while every gauge-invariant quantity
   (singular/eigen values, projectors onto complete degenerate subspaces,
-  ``U diag(f(S)) Vh``) keeps its exact, finite derivative;
+  ``U diag(f(S)) Vh``) keeps its exact, finite derivative. A loss that weights
+  tied values differently has no derivative there: the reverse pass warns
+  (:mod:`tenferro.linalg.degeneracy`);
 * gauges: ``gauge="raw"`` returns LAPACK's vectors; their complex phase derivative
   follows the convention ``diag(V^H dV) = 0`` with the phase carried by ``U`` (SVD)
   and ``diag(V^H dV) = 0`` (eigh). ``gauge="canonical"`` makes the largest-magnitude
@@ -44,6 +46,7 @@ from tenferro.linalg.checks import (
     failing_batch,
     inexact_dtype,
 )
+from tenferro.linalg.degeneracy import guard_ties
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
 
@@ -190,7 +193,7 @@ def _svd_tangents(u: Any, s: Any, vh: Any, da: Any, eps: float, mask: Any) -> tu
     dav = matmul(da, v)
     dp = matmul(adjoint(u), dav)
     dpd = diagonal(dp)
-    ds = lax.real(dpd) if complex_ else dpd
+    ds = guard_ties("linalg.svd", s, lax.real(dpd) if complex_ else dpd, eps)
     gap = lax.sub(lax.mul(_grid(s, -1), _grid(s, -1)), lax.mul(_grid(s, -2), _grid(s, -2)))
     f = _to(_gap_inverse(gap, eps), dt)
     sc = _to(s, dt)
@@ -373,7 +376,7 @@ class Eigh(ExtensionOp):
         dt = v.meta.dtype
         dp = matmul(adjoint(v), matmul(_hermitian_tangent(da, self.uplo), v))
         dpd = diagonal(dp)
-        dw = lax.real(dpd) if dt.kind == "c" else dpd
+        dw = guard_ties(self.name, w, lax.real(dpd) if dt.kind == "c" else dpd, self.eps)
         f = _to(_gap_inverse(lax.sub(_grid(w, -1), _grid(w, -2)), self.eps), dt)
         dv = matmul(v, lax.mul(f, dp))
         if count == 3 and dt.kind == "c":

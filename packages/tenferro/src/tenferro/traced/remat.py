@@ -29,10 +29,10 @@ from computegraph import (
     CompiledProgram,
     Derived,
     Input,
-    OperationKey,
     ValueKey,
     compile,
     materialize_merge,
+    rewrite,
     structural_view,
 )
 from tenferro.core.bind import bind
@@ -372,47 +372,19 @@ def _close(
     """``outputs`` with every input other than the first ``count`` segment arguments
     replaced by a new segment argument (iterative); and the values those stand for."""
     captured: list[TracedTensor] = []
-    canonical: dict[int, ValueKey] = {}
-    operations: dict[int, OperationKey] = {}
-    stack: list[ValueKey] = list(reversed(outputs))
-    while stack:
-        key = stack[-1]
-        if id(key) in canonical:
-            stack.pop()
-            continue
-        if type(key) is Derived:
-            operation = key.operation_key
-            rewritten = operations.get(id(operation))
-            if rewritten is None:
-                pending = [k for k in operation.inputs if id(k) not in canonical]
-                if pending:
-                    stack.extend(reversed(pending))
-                    continue
-                inputs = tuple([canonical[id(k)] for k in operation.inputs])
-                unchanged = all(a is b for a, b in zip(inputs, operation.inputs, strict=True))
-                rewritten = (
-                    operation
-                    if unchanged
-                    else OperationKey(operation.operation, inputs, operation.role)
-                )
-                operations[id(operation)] = rewritten
-            canonical[id(key)] = (
-                key if rewritten is operation else Derived(rewritten, key.output_slot)
+
+    def argument(key: ValueKey) -> ValueKey:
+        if type(key) is not Input:
+            return key
+        name = key.key
+        if type(name) is SegmentArgKey and name.depth == depth and name.index < count:
+            return key
+        meta = getattr(name, "meta", None)
+        if not isinstance(meta, Meta):
+            raise TenferroError(
+                "checkpoint", f"the segment reads {name!r}, which is not a tensor value"
             )
-        elif type(key) is Input:
-            name = key.key
-            if type(name) is SegmentArgKey and name.depth == depth and name.index < count:
-                canonical[id(key)] = key
-            else:
-                meta = getattr(name, "meta", None)
-                if not isinstance(meta, Meta):
-                    raise TenferroError(
-                        "checkpoint", f"the segment reads {name!r}, which is not a tensor value"
-                    )
-                captured.append(TracedTensor(key, meta))
-                index = count + len(captured) - 1
-                canonical[id(key)] = Input(SegmentArgKey(depth, index, meta))
-        else:
-            canonical[id(key)] = key
-        stack.pop()
-    return tuple([canonical[id(k)] for k in outputs]), captured
+        captured.append(TracedTensor(key, meta))
+        return Input(SegmentArgKey(depth, count + len(captured) - 1, meta))
+
+    return tuple(rewrite(outputs, argument)), captured

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from computegraph import BoundedCache, Derived, Input, OperationKey, ValueKey, gc_paused
+from computegraph import After, BoundedCache, Input, ValueKey, gc_paused, rewrite
 from tenferro.core.keys import (
     AliasKey,
     CheckpointKey,
@@ -67,73 +67,38 @@ def structure(outputs: Sequence[ValueKey]) -> Structure:
 
 
 def _walk(outputs: tuple[ValueKey, ...]) -> Structure:
-    canonical: dict[int, ValueKey] = {}
-    operations: dict[int, OperationKey] = {}
     slots: list[Hashable] = []
-    stack: list[ValueKey] = list(reversed(outputs))
-    while stack:
-        key = stack[-1]
-        if id(key) in canonical:
-            stack.pop()
-            continue
-        if type(key) is Derived:
-            operation = key.operation_key
-            rewritten = operations.get(id(operation))
-            if rewritten is None:
-                pending = [k for k in operation.inputs if id(k) not in canonical]
-                if pending:
-                    stack.extend(reversed(pending))
-                    continue
-                inputs = tuple([canonical[id(k)] for k in operation.inputs])
-                unchanged = all(a is b for a, b in zip(inputs, operation.inputs, strict=True))
-                rewritten = (
-                    operation
-                    if unchanged
-                    else OperationKey(operation.operation, inputs, operation.role)
-                )
-                operations[id(operation)] = rewritten
-            canonical[id(key)] = (
-                key if rewritten is operation else Derived(rewritten, key.output_slot)
+
+    def slot(key: ValueKey) -> ValueKey | After[ValueKey]:
+        if type(key) is not Input:
+            return key
+        name: Any = key.key
+        kind = type(name)
+        if kind is LeafKey or kind is PlaceholderKey:
+            slots.append(name)
+            return Input(SlotKey(len(slots) - 1, name.meta))
+        if kind is AliasKey or kind is CheckpointKey:
+            return After(name.origin, lambda origin: _origin_slot(name, origin, slots))
+        if kind in _SLOTTED:
+            raise BindingError(
+                "evaluate",
+                f"{name!r} belongs to a derivative program's structure, not to a traced "
+                f"computation; it cannot be evaluated on its own",
+                "bind",
             )
-            stack.pop()
-            continue
-        if type(key) is Input:
-            replaced = _input(key, canonical, slots, stack)
-            if replaced is None:
-                continue  # an origin to visit first
-            canonical[id(key)] = replaced
-        else:
-            canonical[id(key)] = key
-        stack.pop()
-    return Structure(tuple([canonical[id(k)] for k in outputs]), tuple(slots))
+        return key
+
+    keys = rewrite(outputs, slot)
+    return Structure(tuple(keys), tuple(slots))
 
 
-def _input(
-    key: Input, canonical: dict[int, ValueKey], slots: list[Hashable], stack: list[ValueKey]
-) -> ValueKey | None:
-    name: Any = key.key
-    kind = type(name)
-    if kind is LeafKey or kind is PlaceholderKey:
-        slots.append(name)
-        return Input(SlotKey(len(slots) - 1, name.meta))
-    if kind is AliasKey or kind is CheckpointKey:
-        origin = canonical.get(id(name.origin))
-        if origin is None:
-            stack.append(name.origin)
-            return None
-        slots.append(name)
-        index = len(slots) - 1
-        if kind is AliasKey:
-            return Input(SlotAliasKey(index, name.meta, origin))
-        return Input(SlotCheckpointKey(index, name.meta, origin))
-    if kind in _SLOTTED:
-        raise BindingError(
-            "evaluate",
-            f"{name!r} belongs to a derivative program's structure, not to a traced "
-            f"computation; it cannot be evaluated on its own",
-            "bind",
-        )
-    return key
+def _origin_slot(name: Any, origin: ValueKey, slots: list[Hashable]) -> ValueKey:
+    """An alias or checkpoint, slotted after its origin computation."""
+    slots.append(name)
+    index = len(slots) - 1
+    if type(name) is AliasKey:
+        return Input(SlotAliasKey(index, name.meta, origin))
+    return Input(SlotCheckpointKey(index, name.meta, origin))
 
 
 def clear_caches() -> None:
