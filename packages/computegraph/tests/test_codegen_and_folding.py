@@ -10,6 +10,7 @@ import pytest
 from cg_support import ScalarOp
 
 from computegraph import (
+    BindingError,
     GraphBuilder,
     Local,
     OperationContractError,
@@ -213,3 +214,24 @@ def test_folding_leaves_large_results_to_run_time():
     program = compile(materialize_merge(resolve(graph), [graph.key_of(big)]), fold_constants=True)
     assert len(program.instructions) == 1
     assert program.constants == {}
+
+
+def test_with_operations_runs_other_operations_in_the_same_slots() -> None:
+    """``with_operations`` keeps slots and liveness and swaps each instruction's operation,
+    in both tiers (the loop, then generated code)."""
+    builder = GraphBuilder()
+    x, y = builder.add_input("x"), builder.add_input("y")
+    (s,) = builder.add_operation(ScalarOp.ADD, [Local(x), Local(y)])
+    (t,) = builder.add_operation(ScalarOp.NEG, [Local(s)])
+    builder.set_outputs([t])
+    graph = builder.build()
+    program = compile(materialize_merge(resolve(graph), graph.output_keys()))
+    swapped = program.with_operations([ScalarOp.MUL, ScalarOp.EXP])
+    assert [i.operation for i in swapped.instructions] == [ScalarOp.MUL, ScalarOp.EXP]
+    assert swapped.free_after == program.free_after
+    for _ in range(3):
+        assert swapped.eval([2.0, 0.5]) == [pytest.approx(2.718281828459045)]
+        assert program.eval([2.0, 0.5]) == [-2.5]
+    assert swapped.generated
+    with pytest.raises(BindingError, match="1 operation"):
+        program.with_operations([ScalarOp.ADD])

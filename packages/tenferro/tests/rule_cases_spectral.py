@@ -12,10 +12,11 @@ from typing import Any
 
 import numpy as np
 from rule_cases import Case
-from tenferro_support import sample
+from tenferro_support import FLOATS, sample
 
 import tenferro as tf
 from tenferro.algebra import adjoint, scale_columns
+from tenferro.linalg.degeneracy import TieCheck, TieGuard
 
 MATRICES = ((3, 3), (4, 2), (2, 4), (2, 3, 3))
 SQUARE = ((3, 3), (2, 3, 3))
@@ -160,6 +161,20 @@ def _norm(fn: Any) -> Any:
     return build
 
 
+def _tie_identity(family: Any) -> Any:
+    """A tie guard/check on separated sorted values (no tie: no warning): the identity
+    on its second operand, with a zero derivative in the values."""
+
+    def build(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+        values = np.cumsum(rng.uniform(0.5, 1.5, shape), axis=-1).astype(dt)
+        return (
+            lambda w, x: family.bind(w, x, family_name="linalg.eigh", eps=1e-12),
+            [values, sample(shape, dt, rng)],
+        )
+
+    return build
+
+
 CASES: list[Case] = [
     Case("linalg_svd_thin", _svd_thin, shapes=MATRICES),
     # Non-square last: the completeness gate runs the last shape (the complement family).
@@ -172,6 +187,8 @@ CASES: list[Case] = [
     Case("linalg_pinv", _pinv(False), shapes=((3, 3), (4, 2), (2, 4))),
     Case("linalg_pinv_hermitian", _pinv(True), shapes=((3, 3),)),
     Case("linalg_truncated_svd", _truncated, shapes=((),), static_output=False),
+    Case("linalg_tie_guard", _tie_identity(TieGuard), FLOATS, shapes=((3,), (2, 4))),
+    Case("linalg_tie_check", _tie_identity(TieCheck), FLOATS, shapes=((3,), (2, 4))),
     *(
         Case(
             f"linalg_matrix_norm_{name}",

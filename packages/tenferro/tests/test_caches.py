@@ -40,7 +40,6 @@ def test_every_cache_is_named_bounded_and_registered():
         "traced programs",
         "promotions",
         "scalar operands",
-        "filled constants",
     ):
         assert expected in names
     for cache in caches:

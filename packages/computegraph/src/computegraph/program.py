@@ -190,6 +190,39 @@ class CompiledProgram:
                 f"{self._plan[position][0]!r}"
             )
 
+    def with_operations(self, operations: Sequence[GraphOperation]) -> CompiledProgram:
+        """The same program (slots, liveness, inputs and outputs) running ``operations``,
+        one per instruction in order, each with its instruction's input and output
+        counts: e.g. the instructions re-instantiated for other operand shapes. Costs a
+        pass over the instructions, not a compilation."""
+        if len(operations) != len(self.instructions):
+            raise BindingError(
+                f"CompiledProgram.with_operations: {len(operations)} operation(s) for "
+                f"{len(self.instructions)} instruction(s)"
+            )
+        program: CompiledProgram = object.__new__(CompiledProgram)
+        program.instructions = tuple(
+            Instruction(operation, ins.inputs, ins.outputs)
+            for operation, ins in zip(operations, self.instructions, strict=True)
+        )
+        program.constants = self.constants
+        program.input_slots = self.input_slots
+        program.output_slots = self.output_slots
+        program.n_slots = self.n_slots
+        program.input_keys = self.input_keys
+        program.output_keys = self.output_keys
+        program._input_position = self._input_position
+        program.free_after = self.free_after
+        program._runs = 0
+        program._fast = None
+        program._plan = [
+            (operation, _eval_function(operation, position), args, out, dead)
+            for position, (operation, (_, _, args, out, dead)) in enumerate(
+                zip(operations, self._plan, strict=True)
+            )
+        ]
+        return program
+
     def eval_with(self, bindings: Mapping[Hashable, Any], ctx: Any = None) -> list[Any]:
         """Evaluate with inputs bound by input key (``{"x": 1.0, ...}``).
 

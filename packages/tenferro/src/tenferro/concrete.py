@@ -7,7 +7,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from computegraph import DictCache
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import AllocationError, DTypeError, ScalarOverflowError
@@ -79,6 +78,17 @@ class Tensor(TensorMethods):
         tensor = object.__new__(cls)
         tensor._value = value
         tensor.meta = Meta(np.shape(value), value.dtype, weak)
+        return tensor
+
+    @classmethod
+    def _scalar_operand(cls, meta: Meta, value: Any) -> Tensor:
+        """The operand of ``meta`` that stands for a Python number in ``tensor op number``:
+        ``value`` is the number as a numpy scalar of ``meta``'s dtype (rank 0), which the
+        ufunc primitive it is given to broadcasts. Made per call; never returned to users
+        (see :mod:`tenferro.surface.math`)."""
+        tensor = object.__new__(cls)
+        tensor._value = value
+        tensor.meta = meta
         return tensor
 
     @classmethod
@@ -158,25 +168,15 @@ class Tensor(TensorMethods):
         return (Tensor, (np.asarray(self._value), self.meta.dtype))
 
 
-_FILLED: DictCache[Any, np.ndarray[Any, Any]] = DictCache(1024, "filled constants")
-
-
 def filled(meta: Meta, value: Any) -> np.ndarray[Any, Any]:
     """A read-only array of ``meta``'s shape and dtype holding ``value`` everywhere: a
-    broadcast view of one element, cached for recurring finite non-zero scalars (zeros
-    and NaN are not cached: ``0.0 == -0.0`` and ``nan != nan`` as dictionary keys)."""
-    cacheable = value == value and value != 0
-    key = (type(value), value, meta.dtype, meta.shape)
-    if cacheable:
-        found = _FILLED.get(key)
-        if found is not None:
-            return found
-    with np.errstate(over="ignore"):  # a Python float beyond float32 becomes inf: data
-        element = np.asarray(value, dtype=meta.dtype)
-    array = np.broadcast_to(element, meta.shape)
-    if cacheable:
-        _FILLED.put(key, array)
-    return array
+    zero-strided view of one element, made at each call (no cache holds the value)."""
+    token = quiet()  # a Python float beyond float32 becomes inf: data
+    try:
+        element = np.asarray(value, dtype=meta.dtype)[()]  # a numpy scalar: read-only
+    finally:
+        restore(token)
+    return np.ndarray(meta.shape, meta.dtype, element, 0, (0,) * len(meta.shape))
 
 
 def _read_only(value: Any) -> np.ndarray[Any, Any]:

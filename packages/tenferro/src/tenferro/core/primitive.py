@@ -59,7 +59,7 @@ _INSTANCE_LIMIT = 1 << 16
 class TensorPrimitive:
     """Base class of the primitive catalogue (see the module documentation)."""
 
-    __slots__ = ("_hash", "_prepared", "outputs")
+    __slots__ = ("_hash", "_prepared", "_tape_plans", "outputs")
 
     name: ClassVar[str] = "primitive"
     output_arity: ClassVar[int] = 1
@@ -68,6 +68,13 @@ class TensorPrimitive:
     for missing ones) and only ``transpose`` is written."""
     ufunc: ClassVar[Any] = None
     """The numpy function that is the whole evaluation, when there is one."""
+    extent_generic: ClassVar[bool] = False
+    """Its JVP and transpose rules read the operands' ranks and dtypes, never their
+    extents, and emit only primitives whose parameters hold no extents: the derivative
+    programs of one instance serve every instance with the same parameters, ranks and
+    dtypes once each instruction is re-made from its operands' metas. The eager tape
+    then derives once per such class, not once per shape (``test_extent_generic``
+    checks every declaration against fresh derivations)."""
 
     inputs: tuple[Meta, ...]
     outputs: tuple[Meta, ...]
@@ -75,7 +82,14 @@ class TensorPrimitive:
     _prepared: Any
     """What a primitive precomputes for its evaluation, built on first use (structure
     only: it depends on the instance's parameters and input metas, never on data)."""
+    _tape_plans: dict[Any, Any] | None
+    """How a tape records this instance, by which operands are tracked (the tape's
+    plans, kept here too so recording finds them without hashing the instance; built on
+    first use, structure only)."""
     _field_names: ClassVar[tuple[str, ...]] = ()
+    moves_data: ClassVar[bool] = False
+    """Evaluation only selects or rearranges elements (no arithmetic), so it never meets
+    a floating-point exception: concrete kinds skip silencing numpy's warnings."""
     direct_impl: ClassVar[bool] = True
     """``eval`` is ``(impl(*inputs),)``: concrete kinds may call ``impl`` themselves (set
     per class: false when a class has several outputs or its own ``eval``)."""
@@ -128,8 +142,10 @@ class TensorPrimitive:
             metas = tuple([o.meta for o in operands])
         key = (cls, metas, *params.items()) if params else (cls, metas)
         try:
-            op = cls._instances[key]
-        except (KeyError, TypeError):  # not built yet, or unhashable parameters
+            op = cls._instances.get(key)  # .get: subscripting a dict subclass is slower
+        except TypeError:  # unhashable parameters: _make_shared reports them
+            op = None
+        if op is None:
             op = cls._make_shared(metas, key, params)
         if count == 1 or (count == 2 and type(operands[1]) is type(operands[0])):
             results = type(operands[0])._bind(op, operands, like)  # bind()'s common case
@@ -144,6 +160,7 @@ class TensorPrimitive:
         outputs = tuple(self.infer())
         object.__setattr__(self, "outputs", outputs)
         object.__setattr__(self, "_prepared", None)
+        object.__setattr__(self, "_tape_plans", None)
         object.__setattr__(
             self, "_hash", hash((type(self), *(getattr(self, f) for f in self._field_names)))
         )
@@ -487,6 +504,7 @@ class AddAny(TensorPrimitive):
     def __init__(self) -> None:
         object.__setattr__(self, "outputs", ())
         object.__setattr__(self, "_prepared", None)
+        object.__setattr__(self, "_tape_plans", None)
         object.__setattr__(self, "_hash", hash(AddAny))
 
     def __reduce__(self) -> Any:

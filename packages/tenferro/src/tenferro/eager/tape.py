@@ -27,6 +27,7 @@ from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
+from tenferro.eager.extents import extent_class, specialize
 from tenferro.eager.tensor import EagerTensor
 from tenferro.errors import (
     DTypeError,
@@ -103,10 +104,12 @@ def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
     and outputs to save (by position and recorded key: those its derivative reads), and
     the tracked positions."""
     active = tuple(i for i, tracked in enumerate(flags) if tracked)
+    keys = _canonical(len(flags))
     generic = _shape_generic(op, active)
-    recorded = RecordedGraph.from_primitive(
-        op if generic is None else generic, _canonical(len(flags))
-    )
+    if generic is not None:
+        recorded = RecordedGraph.from_primitive(generic, keys)
+    else:  # one derivation per extent class, where the primitive declares it
+        recorded = extent_class(op, active, keys) or RecordedGraph.from_primitive(op, keys)
     needed = _learn_needed(recorded, active)
     keep_all = needed is _SAVE_ALL
     plan = (
@@ -226,7 +229,7 @@ class Tape:
         self._leaves_lock = threading.Lock()
         """Guards ``_leaves``: threads may track leaves while another zeroes gradients."""
         self._derivatives = default_derivative_cache
-        self._plain = ProgramExecutor(ADD_ANY)
+        self._plain = ProgramExecutor(ADD_ANY, specialize=specialize)
         self._recording = _RecordingExecutor(self)
 
     # ------------------------------------------------------------------ leaves
@@ -273,9 +276,14 @@ class Tape:
             first, second = operands
             first_tracked, second_tracked = first.tape is not None, second.tape is not None
             flags = (first_tracked, second_tracked)
-            edges = (
-                (first.node, first.key, True) if first_tracked else (None, _UNTRACKED, False)
-            ) + ((second.node, second.key, True) if second_tracked else (None, _UNTRACKED, False))
+            if first_tracked and second_tracked:
+                edges = (first.node, first.key, True, second.node, second.key, True)
+            else:
+                edges = (
+                    (first.node, first.key, True) if first_tracked else (None, _UNTRACKED, False)
+                ) + (
+                    (second.node, second.key, True) if second_tracked else (None, _UNTRACKED, False)
+                )
         else:
             flags = tuple([o.tape is not None for o in operands])
             flat: list[Any] = []
@@ -285,10 +293,20 @@ class Tape:
                 else:
                     flat += (operand.node, operand.key, True)
             edges = tuple(flat)
-        # By identity: primitives are shared instances, and their __hash__ is Python code.
-        plan = _PLANS.get((id(op), flags))
-        if plan is None or plan[0] is not op:
-            plan = _plan(op, flags)
+        try:
+            plans = op._tape_plans  # the instance's own plans: no hashing of it or its id
+        except AttributeError:  # an instance whose __post_init__ did not set the slot
+            plans = None
+        plan = None if plans is None else plans.get(flags)
+        if plan is None:
+            # By identity: primitives are shared instances, and their __hash__ is Python code.
+            plan = _PLANS.get((id(op), flags))
+            if plan is None or plan[0] is not op:
+                plan = _plan(op, flags)
+            if plans is None:
+                plans = {}
+                object.__setattr__(op, "_tape_plans", plans)
+            plans[flags] = plan
         _, recorded, save_inputs, save_outputs, active = plan
         saved: dict[ValueKey, Any] = {}
         for i, key in save_inputs:  # loops, not comprehensions: no extra frame
@@ -633,7 +651,7 @@ class _RecordingExecutor(ProgramExecutor):
     """Runs derivative programs through the eager surface, so they are recorded."""
 
     def __init__(self, tape: Tape) -> None:
-        super().__init__(ADD_ANY, apply=_apply)
+        super().__init__(ADD_ANY, apply=_apply, specialize=specialize)
         self._tape = tape
 
     def primal_values(self, node: Trace) -> Mapping[ValueKey, Any]:

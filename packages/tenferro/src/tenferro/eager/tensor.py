@@ -92,37 +92,54 @@ class EagerTensor(Tensor):
     ) -> tuple[EagerTensor, ...]:
         ufunc = op.ufunc
         count = len(operands)
-        token = _set_errors(IGNORE)  # IEEE special values are data: no warnings
-        try:
-            if ufunc is None:
-                if count == 1:
-                    if op.direct_impl:  # op.eval's frame skipped
-                        values: Sequence[Any] = (op.impl(operands[0]._value),)
+        if op.moves_data and count == 1 and op.direct_impl:  # no arithmetic: no warnings
+            try:
+                values: Sequence[Any] = (op.impl(operands[0]._value),)
+            except MemoryError as error:
+                raise AllocationError(op.name, str(error)) from None
+        else:
+            token = _set_errors(IGNORE)  # IEEE special values are data: no warnings
+            try:
+                if ufunc is None:
+                    if count == 1:
+                        if op.direct_impl:  # op.eval's frame skipped
+                            values = (op.impl(operands[0]._value),)
+                        else:
+                            values = op.eval((operands[0]._value,), None)
+                    elif count == 2:
+                        if op.direct_impl:
+                            values = (op.impl(operands[0]._value, operands[1]._value),)
+                        else:
+                            values = op.eval((operands[0]._value, operands[1]._value), None)
                     else:
-                        values = op.eval((operands[0]._value,), None)
+                        values = op.eval([o._value for o in operands], None)
+                elif count == 1:  # the common cases, without a list or two Python frames
+                    values = (ufunc(operands[0]._value),)
                 elif count == 2:
-                    if op.direct_impl:
-                        values = (op.impl(operands[0]._value, operands[1]._value),)
-                    else:
-                        values = op.eval((operands[0]._value, operands[1]._value), None)
+                    values = (ufunc(operands[0]._value, operands[1]._value),)
                 else:
-                    values = op.eval([o._value for o in operands], None)
-            elif count == 1:  # the common cases, without a list or two Python frames
-                values = (ufunc(operands[0]._value),)
-            elif count == 2:
-                values = (ufunc(operands[0]._value, operands[1]._value),)
-            else:
-                values = (ufunc(*[o._value for o in operands]),)
-        except MemoryError as error:
-            raise AllocationError(op.name, str(error)) from None
-        finally:
-            _reset_errors(token)
+                    values = (ufunc(*[o._value for o in operands]),)
+            except MemoryError as error:
+                raise AllocationError(op.name, str(error)) from None
+            finally:
+                _reset_errors(token)
         if captures_open[0]:
             capture = getattr(capture_state, "capture", None)
             if capture is not None:
                 return capture.apply(op, list(operands), values)
         if count == 1:
             tape = operands[0].tape
+        elif count == 2:  # unrolled: the common binary case
+            tape = operands[0].tape
+            other = operands[1].tape
+            if tape is None:
+                tape = other
+            elif other is not None and other is not tape:
+                raise TenferroError(
+                    op.name,
+                    "operands belong to different tapes; detach() one of them or "
+                    "track both on one tape",
+                )
         else:
             tape = None
             for operand in operands:
@@ -154,6 +171,16 @@ class EagerTensor(Tensor):
     def _full(cls, meta: Meta, value: Any) -> EagerTensor:
         """A detached constant of ``meta`` holding the Python scalar ``value``."""
         return cls._make(filled(meta, value), meta, None, None, None)
+
+    @classmethod
+    def _scalar_operand(cls, meta: Meta, value: Any) -> EagerTensor:
+        """A detached operand of ``meta`` holding the numpy scalar ``value`` (see
+        :meth:`Tensor._scalar_operand <tenferro.concrete.Tensor._scalar_operand>`)."""
+        tensor = _new(cls)
+        tensor._value = value
+        tensor.meta = meta
+        tensor.key = tensor.node = tensor.tape = tensor._grad = None
+        return tensor
 
     @classmethod
     def _lift(cls, value: Any) -> EagerTensor:

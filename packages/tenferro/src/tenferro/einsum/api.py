@@ -1,8 +1,12 @@
 """``tf.einsum`` and ``tf.einsum_path``: parse, plan (cached), lower, run.
 
 Plans are cached by structure: ``(subscripts, shapes, optimize, memory_limit)`` for
-paths and, with the operands' metas (shapes, dtypes), for lowered programs. Both caches
-are bounded and emptied by :func:`tenferro.clear_caches`. An eager call with a known
+paths and, with the operands' metas (shapes, dtypes), for lowered programs. Without an
+ellipsis, lowering along a path decides on labels alone: at never-seen extents a call
+re-makes the primitives of the program lowered for its labels, ranks, dtypes and path
+(when their parameters are axes, never extents) instead of lowering again; one or two
+operands have one path at every extent, so they are not even parsed or planned. The
+caches are bounded and emptied by :func:`tenferro.clear_caches`. An eager call with a known
 structure only binds the cached primitives; a traced call emits them into the graph,
 so every AD mode differentiates einsum through the primitives' own rules.
 """
@@ -19,6 +23,10 @@ from tenferro.einsum.path_info import PathInfo, describe
 from tenferro.einsum.planners import Network, Pair, plan
 from tenferro.errors import DTypeError, ParameterError
 from tenferro.meta import Meta
+from tenferro.ops.contraction import DotGeneral
+from tenferro.ops.elementwise import Mul
+from tenferro.ops.reduction import ReduceSum
+from tenferro.ops.structural import EmbedDiag, ExtractDiag, Transpose
 from tenferro.surface.convert import asarray, prepare
 
 __all__ = ["clear_caches", "einsum", "einsum_path"]
@@ -28,6 +36,14 @@ _plans: DictCache[Hashable, tuple[Equation, Network, list[Pair]]] = DictCache(
     CACHE_LIMIT, "einsum plans"
 )
 _programs: DictCache[Hashable, Program] = DictCache(CACHE_LIMIT, "einsum programs")
+_structures: DictCache[Hashable, tuple[tuple[str, ...], Program] | None] = DictCache(
+    CACHE_LIMIT, "einsum programs by ranks"
+)
+"""(subscripts, operand ranks, dtypes and weak flags, optimize, the path of three or more
+operands) -> (each operand's labels, a program lowered for them whose primitives take
+axes, not extents), or ``None`` when its program holds extents."""
+_EXTENT_FREE = (DotGeneral, Transpose, Mul, ReduceSum, ExtractDiag, EmbedDiag)
+"""The lowering's primitives whose parameters are axes, never extents."""
 
 
 def clear_caches() -> None:
@@ -35,6 +51,7 @@ def clear_caches() -> None:
     both caches are registered)."""
     _plans.clear()
     _programs.clear()
+    _structures.clear()
 
 
 def einsum(*args: Any, optimize: Any = "auto", memory_limit: Any = None) -> Any:
@@ -63,12 +80,65 @@ def einsum(*args: Any, optimize: Any = "auto", memory_limit: Any = None) -> Any:
                 raise DTypeError(
                     OP, f"operands must be numeric, got {meta.dtype} in subscripts {subscripts!r}"
                 )
-        equation, _, ssa = _plan(subscripts, [m.shape for m in metas], optimize, memory_limit)
-        program = lower(equation, metas, ssa)
+        program = _lowered(subscripts, metas, optimize, memory_limit)
         _programs.put(key, program)
     if not program.instructions:
         return tensors[program.result]
     return program.run(tensors)
+
+
+def _lowered(subscripts: str, metas: tuple[Meta, ...], optimize: Any, memory_limit: Any) -> Program:
+    """The program for these operands: re-made from the one lowered for their labels,
+    ranks, dtypes and path when that one serves every extent, else lowered."""
+    if (
+        memory_limit is not None
+        or "." in subscripts
+        or not isinstance(optimize, (str, bool))
+        or any(m.dynamic for m in metas)
+    ):
+        equation, _, ssa = _plan(subscripts, [m.shape for m in metas], optimize, memory_limit)
+        return lower(equation, metas, ssa)
+    ranks = (subscripts, tuple((m.ndim, m.dtype, m.weak) for m in metas), optimize)
+    structure: Hashable
+    if len(metas) <= 2:  # one path at every extent: neither parse nor plan
+        structure = (*ranks, None)
+        found = _structures.get(structure)
+        if found is not None:
+            remade = _remade(*found, metas)
+            if remade is not None:
+                return remade
+        equation, _, ssa = _plan(subscripts, [m.shape for m in metas], optimize, None)
+    else:  # the path depends on the extents; the lowering along it does not
+        equation, _, ssa = _plan(subscripts, [m.shape for m in metas], optimize, None)
+        structure = (*ranks, tuple(tuple(pair) for pair in ssa))
+        found = _structures.get(structure)
+        if found is not None:
+            remade = _remade(*found, metas)
+            if remade is not None:
+                return remade
+    program = lower(equation, metas, ssa)
+    if structure not in _structures:
+        generic = all(isinstance(op, _EXTENT_FREE) for op, _, _ in program.instructions)
+        _structures.put(structure, (equation.inputs, program) if generic else None)
+    return program
+
+
+def _remade(labels: tuple[str, ...], template: Program, metas: tuple[Meta, ...]) -> Program | None:
+    """``template``'s primitives re-made for operands of ``metas``; ``None`` when a label's
+    extents disagree (the full path then reports it)."""
+    sizes: dict[str, int] = {}
+    for term, meta in zip(labels, metas, strict=True):
+        for label, extent in zip(term, meta.shape, strict=True):
+            if sizes.setdefault(label, extent) != extent:
+                return None
+    values = list(metas)
+    instructions = []
+    for op, args, free in template.instructions:
+        params = {f: getattr(op, f) for f in op._field_names if f != "inputs"}
+        remade = type(op).make(tuple(values[a] for a in args), **params)
+        values.append(remade.outputs[0])
+        instructions.append((remade, args, free))
+    return Program(tuple(instructions), template.result)
 
 
 def einsum_path(

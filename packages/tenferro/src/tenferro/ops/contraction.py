@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from computegraph import DictCache
 from tenferro import algebra, lax
 from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs, check_kind, primitive
 from tenferro.errors import AxisError, DTypeError, ShapeError
@@ -23,7 +24,12 @@ __all__ = ["DotGeneral"]
 
 
 _MATMUL = "matmul"
+_DOT = "dot"
 _GENERAL = "general"
+
+_STRUCTURES: DictCache[Any, Any] = DictCache(4096, "dot_general structures")
+"""(dimension numbers, operand ranks) -> the validated axis structure ``infer`` reads, so
+an instance of a never-seen shape only checks and collects extents."""
 
 
 def _free(ndim: int, contracting: Sequence[int], batch: Sequence[int]) -> tuple[int, ...]:
@@ -43,6 +49,7 @@ def _ranges_like(*groups: Sequence[int]) -> list[tuple[int, ...]]:
 @primitive
 class DotGeneral(TensorPrimitive):
     name = "dot_general"
+    extent_generic = True  # the rules read ranks and dimension numbers only
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
         from tenferro.batching.rules import move_axis, rebind
@@ -88,6 +95,41 @@ class DotGeneral(TensorPrimitive):
         if lhs.dtype != rhs.dtype:
             raise DTypeError(name, f"operands must have one dtype, got {lhs.dtype} and {rhs.dtype}")
         check_kind(name, lhs, "ifc")
+        key = (self._numbers(), lhs.ndim, rhs.ndim)
+        structure = _STRUCTURES.get(key)
+        if structure is None:  # validated once per dimension numbers and ranks
+            structure = self._structure()
+            _STRUCTURES.put(key, structure)
+        pairs, source = structure
+        for kind, a, b in pairs:
+            if lhs.shape[a] != rhs.shape[b] or (
+                (lhs.dynamic or rhs.dynamic) and (a in lhs.dynamic) != (b in rhs.dynamic)
+            ):
+                if (a in lhs.dynamic) != (b in rhs.dynamic):
+                    raise ShapeError(
+                        name, f"{kind} axes {a} and {b}: only one has a data-dependent extent"
+                    )
+                raise ShapeError(
+                    name,
+                    f"{kind} axis {a} of lhs {lhs.shape} (extent {lhs.shape[a]}) does not "
+                    f"match axis {b} of rhs {rhs.shape} (extent {rhs.shape[b]})",
+                )
+        lhs_shape, rhs_shape = lhs.shape, rhs.shape
+        shape = tuple([lhs_shape[a] if side == 0 else rhs_shape[a] for side, a in source])
+        dynamic: tuple[int, ...] = ()
+        if lhs.dynamic or rhs.dynamic:
+            dynamic = tuple(
+                i
+                for i, (side, a) in enumerate(source)
+                if a in (lhs.dynamic if side == 0 else rhs.dynamic)
+            )
+        return (Meta(shape, lhs.dtype, lhs.weak and rhs.weak, dynamic),)
+
+    def _structure(self) -> tuple[tuple[tuple[str, int, int], ...], tuple[tuple[int, int], ...]]:
+        """The validated axis structure (extent-free): the paired (kind, lhs axis, rhs axis)
+        and, per output axis, its (side, axis) source (side 0 = lhs, 1 = rhs)."""
+        lhs, rhs = self.inputs
+        name = self.name
         for side, meta, contracting, batch in (
             ("lhs", lhs, self.lhs_contracting, self.lhs_batch),
             ("rhs", rhs, self.rhs_contracting, self.rhs_batch),
@@ -109,37 +151,30 @@ class DotGeneral(TensorPrimitive):
             raise AxisError(
                 name, f"batch axes {self.lhs_batch} and {self.rhs_batch} differ in number"
             )
-        for kind, left, right in (
-            ("contracting", self.lhs_contracting, self.rhs_contracting),
-            ("batch", self.lhs_batch, self.rhs_batch),
-        ):
-            for a, b in zip(left, right, strict=True):
-                if (a in lhs.dynamic) != (b in rhs.dynamic):
-                    raise ShapeError(
-                        name, f"{kind} axes {a} and {b}: only one has a data-dependent extent"
-                    )
-                if lhs.shape[a] != rhs.shape[b]:
-                    raise ShapeError(
-                        name,
-                        f"{kind} axis {a} of lhs {lhs.shape} (extent {lhs.shape[a]}) does not "
-                        f"match axis {b} of rhs {rhs.shape} (extent {rhs.shape[b]})",
-                    )
+        pairs = tuple(
+            (kind, a, b)
+            for kind, left, right in (
+                ("contracting", self.lhs_contracting, self.rhs_contracting),
+                ("batch", self.lhs_batch, self.rhs_batch),
+            )
+            for a, b in zip(left, right, strict=True)
+        )
         lhs_free = _free(lhs.ndim, self.lhs_contracting, self.lhs_batch)
         rhs_free = _free(rhs.ndim, self.rhs_contracting, self.rhs_batch)
         source = (
-            [(lhs, a) for a in self.lhs_batch]
-            + [(lhs, a) for a in lhs_free]
-            + [(rhs, a) for a in rhs_free]
+            tuple((0, a) for a in self.lhs_batch)
+            + tuple((0, a) for a in lhs_free)
+            + tuple((1, a) for a in rhs_free)
         )
-        shape = tuple(meta.shape[a] for meta, a in source)
-        dynamic = tuple(i for i, (meta, a) in enumerate(source) if a in meta.dynamic)
-        return (Meta(shape, lhs.dtype, lhs.weak and rhs.weak, dynamic),)
+        return pairs, source
 
     def impl(self, lhs: Any, rhs: Any) -> Any:
         plan = self._prepared
         if plan is None:
             plan = self._plan()
             object.__setattr__(self, "_prepared", plan)
+        if plan is _DOT:
+            return lhs.dot(rhs)  # two matrices: ndarray.dot skips matmul's ufunc overhead
         if plan is _MATMUL:
             return np.matmul(lhs, rhs)
         if plan is _GENERAL:
@@ -150,10 +185,11 @@ class DotGeneral(TensorPrimitive):
         return np.matmul(a.reshape(lhs_shape), b.reshape(rhs_shape)).reshape(out_shape)
 
     def _plan(self) -> Any:
-        """How to evaluate, from the static metas: ``_MATMUL`` when the operands already
-        are in ``matmul`` layout (batch, then rows and contracted axis / contracted axis
-        and columns), else the permutations (``None``: none needed) and shapes around
-        one batched ``matmul``; ``_GENERAL`` for data-dependent extents."""
+        """How to evaluate, from the static metas: ``_DOT`` for two matrices in matmul
+        layout (rows and contracted axis / contracted axis and columns), ``_MATMUL`` for a
+        batch of them (batch axes first), else the permutations (``None``: none needed)
+        and shapes around one batched ``matmul``; ``_GENERAL`` for data-dependent
+        extents."""
         lhs, rhs = self.inputs
         if lhs.dynamic or rhs.dynamic:
             return _GENERAL
@@ -165,7 +201,7 @@ class DotGeneral(TensorPrimitive):
             and self.lhs_contracting == (n + 1,)
             and self.rhs_contracting == (n,)
         ):
-            return _MATMUL
+            return _DOT if n == 0 else _MATMUL
         lhs_free = _free(lhs.ndim, self.lhs_contracting, self.lhs_batch)
         rhs_free = _free(rhs.ndim, self.rhs_contracting, self.rhs_batch)
         batch_shape = tuple(lhs.shape[a] for a in self.lhs_batch)

@@ -47,6 +47,7 @@ def _check_integer_indices(op: str, meta: Meta, what: str = "indices") -> None:
 class Slice(TensorPrimitive):
     """``x[start:limit:stride]`` on every axis (static, positive strides)."""
 
+    moves_data = True
     name = "slice"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:

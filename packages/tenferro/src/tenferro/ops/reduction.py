@@ -71,7 +71,13 @@ class ReduceSum(Reduction):
     linear = True
 
     def impl(self, x: Any) -> Any:
-        return _add_reduce(x, axis=self.axes, dtype=self.inputs[0].dtype)  # np.sum, unwrapped
+        plan = self._prepared  # (axis argument, dtype): numpy's cheapest spelling of both
+        if plan is None:
+            (meta,) = self.inputs
+            whole = len(self.axes) == meta.ndim > 0  # every axis: numpy's axis=None
+            plan = (None if whole else self.axes, meta.dtype)
+            object.__setattr__(self, "_prepared", plan)
+        return _add_reduce(x, plan[0], plan[1])  # np.sum, unwrapped, positional
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         return [self.broadcast_back(cts[0])]  # type: ignore[arg-type]

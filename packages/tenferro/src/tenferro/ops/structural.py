@@ -47,6 +47,7 @@ def _inverse(perm: Sequence[int]) -> tuple[int, ...]:
 class Transpose(TensorPrimitive):
     """Output axis ``i`` is input axis ``permutation[i]``."""
 
+    moves_data = True
     name = "transpose"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
@@ -57,6 +58,7 @@ class Transpose(TensorPrimitive):
         return rebind(self, [x], permutation=perm), [0]
 
     linear = True
+    extent_generic = True  # its transpose is the inverse permutation
     permutation: tuple[int, ...]
 
     def infer(self) -> tuple[Meta]:
@@ -66,7 +68,7 @@ class Transpose(TensorPrimitive):
         return (Meta(tuple(x.shape[p] for p in perm), x.dtype, x.weak, dynamic),)
 
     def impl(self, x: Any) -> Any:
-        return np.transpose(x, self.permutation)
+        return x.transpose(self.permutation)  # np.transpose without its wrappers
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         return [lax.transpose(cts[0], _inverse(self.permutation))]
@@ -76,6 +78,7 @@ class Transpose(TensorPrimitive):
 class Reshape(TensorPrimitive):
     """Same elements, new shape, row-major (C) order."""
 
+    moves_data = True
     name = "reshape"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
@@ -112,6 +115,7 @@ class BroadcastInDim(TensorPrimitive):
     """Operand axis ``j`` becomes output axis ``dims[j]`` (extent equal, or 1 to expand);
     the other output axes repeat the operand."""
 
+    moves_data = True
     name = "broadcast_in_dim"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
@@ -356,6 +360,7 @@ class Triu(_Triangle):
 class Reverse(TensorPrimitive):
     """Flip the listed axes."""
 
+    moves_data = True
     name = "reverse"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:

@@ -25,6 +25,7 @@ from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import promote_types
 from tenferro.errors import DTypeError, ScalarOverflowError, ShapeError
 from tenferro.meta import Meta, broadcast_shapes
+from tenferro.surface.dispatch import REPLAYABLE
 from tenferro.surface.signatures import preserving
 
 __all__ = [
@@ -231,12 +232,23 @@ _SCALAR_DTYPES = {
 
 
 _SCALAR_OPERANDS: DictCache[Any, Any] = DictCache(4096, "scalar operands")
+"""(kind, meta, kinds, scalar type) -> the meta of a Python number's operand beside a
+tensor of that meta (or ``_PROMOTES``): structure only; the operand holding the number is
+made at each call."""
+
+_PROMOTES = "promotes"
+
+_LITERALS: DictCache[Any, Any] = DictCache(4096, "traced scalar literals")
+"""(kind, meta, scalar type, scalar) -> a Python number's constant beside a traced tensor:
+a literal node of the traced program (structure, like the program itself), so retraces
+share it. Concrete kinds never use it: their numbers are data."""
 
 
 def _tensor_and_scalar(op: str, first: Any, second: Any, kinds: str) -> list[Any] | None:
     """The common ``tensor op scalar`` (either order) for concrete tensor kinds, when the
-    scalar adopts the tensor's dtype: the scalar's constant is cached, keyed by the
-    tensor's meta (a hit means every check below passed before). ``None`` otherwise."""
+    scalar adopts the tensor's dtype: whether it does is cached by structure (the
+    tensor's meta and the scalar's type); the number's range is checked at each call.
+    ``None`` otherwise."""
     if type(second) in _SCALARS:
         tensor, scalar, scalar_first = first, second, False
     elif type(first) in _SCALARS:
@@ -248,21 +260,33 @@ def _tensor_and_scalar(op: str, first: Any, second: Any, kinds: str) -> list[Any
         meta = tensor.meta
     except AttributeError:  # an array, a list or another scalar: the general path converts it
         return None
-    # ``0.0 == -0.0`` and ``nan != nan`` as keys: only finite non-zero values are cached.
-    cacheable = scalar == scalar and scalar != 0
-    key = (kind, meta, kinds, type(scalar), scalar)
-    constant = _SCALAR_OPERANDS.get(key) if cacheable else None
-    if constant is None:
-        make_full = getattr(kind, "_full", None)
-        if make_full is None or meta.weak or meta.dynamic or meta.dtype.kind not in kinds:
-            return None
-        scalar_dtype = _SCALAR_DTYPES[type(scalar)]
-        if promote_types((meta.dtype, False), (scalar_dtype, True)) != meta.dtype:
-            return None
-        check_int_fits(op, scalar, meta.dtype)
-        constant = make_full(Meta(meta.shape, meta.dtype, scalar_dtype == meta.dtype), scalar)
-        if cacheable:
-            _SCALAR_OPERANDS.put(key, constant)
+    make_full = getattr(kind, "_full", None)
+    if make_full is None:
+        return None
+    scalar_type = type(scalar)
+    key = (kind, meta, kinds, scalar_type)
+    constant_meta = _SCALAR_OPERANDS.get(key)
+    if constant_meta is None:
+        constant_meta = _PROMOTES
+        if not (meta.weak or meta.dynamic or meta.dtype.kind not in kinds):
+            scalar_dtype = _SCALAR_DTYPES[scalar_type]
+            if promote_types((meta.dtype, False), (scalar_dtype, True)) == meta.dtype:
+                constant_meta = Meta(meta.shape, meta.dtype, scalar_dtype == meta.dtype)
+        _SCALAR_OPERANDS.put(key, constant_meta)
+    if constant_meta is _PROMOTES:
+        return None
+    check_int_fits(op, scalar, meta.dtype)
+    if kind in REPLAYABLE:  # concrete data: the number's operand is made now
+        constant = make_full(constant_meta, scalar)
+    else:  # a traced literal is a node of the program's structure: shared
+        # ``0.0 == -0.0`` and ``nan != nan`` as keys: only finite non-zero values are kept.
+        cacheable = scalar == scalar and scalar != 0
+        literal_key = (kind, constant_meta, scalar_type, scalar)
+        constant = _LITERALS.get(literal_key) if cacheable else None
+        if constant is None:
+            constant = make_full(constant_meta, scalar)
+            if cacheable:
+                _LITERALS.put(literal_key, constant)
     return [constant, tensor] if scalar_first else [tensor, constant]
 
 

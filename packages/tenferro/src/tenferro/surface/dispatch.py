@@ -69,6 +69,9 @@ class UnkeyableError(Exception):
 _ATOMS = (int, bool, str, type(None), type(Ellipsis))
 _INT = frozenset({int})
 _INT_OR_NONE = frozenset({int, type(None)})
+_ONLY_INT = _INT.issuperset
+"""``_ONLY_INT(map(type, values))``: every value is an ``int`` (not a bool); faster than
+building the set of their types."""
 
 
 def static_key(value: Any) -> Any:
@@ -78,13 +81,13 @@ def static_key(value: Any) -> Any:
     kind = type(value)
     if kind in _ATOMS:
         return (kind, value)
-    if kind is tuple and {*map(type, value)} <= _INT:
+    if kind is tuple and _ONLY_INT(map(type, value)):
         return value  # a flat tuple of ints (a shape) is its own key; no other key is one
     if kind is tuple or kind is list:
         return (kind, tuple(map(static_key, value)))
     if kind is slice:
         start, stop, step = value.start, value.stop, value.step
-        if {type(start), type(stop), type(step)} <= _INT_OR_NONE:  # no bool, no float
+        if _INT_OR_NONE.issuperset((type(start), type(stop), type(step))):  # no bool or float
             return (slice, start, stop, step)
         return (slice, static_key(start), static_key(stop), static_key(step))
     import numpy as np
@@ -268,18 +271,14 @@ def dispatch_cached(operands: int = 1, key: Callable[..., Any] | None = None) ->
                 else:  # one static argument: a shape or an int/None slice is keyed inline
                     probe_args = (static, kwargs)
                     only = static[0]
-                    if type(only) is tuple and {*map(type, only)} <= _INT:
+                    if type(only) is tuple and _ONLY_INT(map(type, only)):
                         signature = (only,)  # 1-tuple: never a general signature (a pair)
-                    elif (
-                        type(only) is slice
-                        and {
-                            type(only.start),
-                            type(only.stop),
-                            type(only.step),
-                        }
-                        <= _INT_OR_NONE
+                    elif type(only) is slice and (
+                        ((start := only.start) is None or type(start) is int)
+                        and ((stop := only.stop) is None or type(stop) is int)
+                        and ((step := only.step) is None or type(step) is int)
                     ):
-                        signature = (only.start, only.stop, only.step)  # a triple: likewise
+                        signature = (start, stop, step)  # a triple: likewise
                     else:
                         signature = (static_key(static), ())
                 cache_key = (cached, kind, metas, signature)
@@ -300,7 +299,7 @@ def dispatch_cached(operands: int = 1, key: Callable[..., Any] | None = None) ->
                 return function(*args, **kwargs)
             single = program.single
             if single is not None:  # operands of one kind: bind()'s dispatch, inlined
-                return kind._bind(single, args[:operands])[0]
+                return kind._bind(single, (first,) if operands == 1 else args[:operands])[0]
             return program.replay(args[:operands])
 
         return cached  # type: ignore[return-value]

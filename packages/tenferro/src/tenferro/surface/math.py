@@ -11,10 +11,11 @@ from tenferro import lax
 from tenferro.core.bind import lift
 from tenferro.dtypes import float64, is_complex
 from tenferro.errors import DTypeError
+from tenferro.ieee import IGNORE, error_state
 from tenferro.meta import broadcast_shapes
 from tenferro.ops.analytic import Cos, Exp, Log, Sin, Sqrt, Tanh
 from tenferro.ops.elementwise import Add, Mul
-from tenferro.surface.convert import asarray, broadcast_to, prepare
+from tenferro.surface.convert import asarray, broadcast_to, check_int_fits, prepare
 from tenferro.surface.dispatch import REPLAYABLE
 from tenferro.surface.signatures import Binary, Unary, binary, preserving, select, unary
 
@@ -101,11 +102,32 @@ def _inexact(op: str, *values: Any) -> list[Any]:
 
 
 _TENSOR_AND_SCALAR: DictCache[Any, Any] = DictCache(4096, "tensor-scalar dispatch")
-"""(primitive class, kind, meta, scalar type, scalar, scalar first) -> (its instance, the
-scalar's constant operand): ``tensor * 0.5`` on a concrete tensor skips preparing. Keys
-and constants as in the "scalar operands" cache (finite non-zero scalars only)."""
+"""(primitive class, kind, meta, scalar type, scalar first) -> the primitive instance
+``tensor op scalar`` binds, the meta of the scalar's operand and the scalar's conversion
+to the tensor's dtype (or ``_GENERAL``): structure only; the scalar itself becomes an
+operand at each call (the kind's ``_scalar_operand``)."""
 
 _FAST_SCALARS = (int, float)
+_GENERAL = "general"
+_set_errors = error_state.set
+_reset_errors = error_state.reset
+
+
+def _converter(dtype: Any) -> Any:
+    """Python number -> numpy scalar of ``dtype``, as numpy converts a weak scalar: a
+    float beyond a narrow dtype's range becomes inf silently (IEEE values are data)."""
+    convert = dtype.type
+    if dtype.kind in "fc" and dtype.itemsize < (8 if dtype.kind == "f" else 16):
+
+        def narrowing(scalar: Any) -> Any:
+            token = _set_errors(IGNORE)
+            try:
+                return convert(scalar)
+            finally:
+                _reset_errors(token)
+
+        return narrowing
+    return convert
 
 
 def _boolean_aware(
@@ -113,8 +135,9 @@ def _boolean_aware(
 ) -> Binary:
     """A binary function that, like numpy, is a logical one on two bool operands.
 
-    With ``primitive`` (the class ``arithmetic`` binds), calls of a concrete tensor and a
-    Python number are dispatched from :data:`_TENSOR_AND_SCALAR` after the first.
+    With ``primitive`` (the class ``arithmetic`` binds, a ufunc primitive), calls of a
+    concrete tensor and a Python number take the instance :data:`_TENSOR_AND_SCALAR`
+    learned from the first call of that structure, and the number as a runtime operand.
     """
 
     accepted = "b" + kinds
@@ -129,6 +152,23 @@ def _boolean_aware(
 
     instances = primitive._instances  # primitive.make's cache, read without its frames
 
+    def learn(x: Any, y: Any, tensor: Any, first: bool) -> Any:
+        """How ``tensor op scalar`` binds, from preparing it once (``_GENERAL`` when it
+        promotes, broadcasts or is a logical operation, or the tensor is weakly typed:
+        preparing then depends on the number, beyond the range check made per call)."""
+        if tensor.meta.weak:
+            return _GENERAL
+        a, b = prepare(op, (x, y), kinds=accepted)
+        constant = a if first else b
+        if (
+            (b if first else a) is not tensor
+            or a.meta.shape != b.meta.shape
+            or a.meta.dtype != b.meta.dtype
+            or a.meta.dtype.kind not in kinds
+        ):
+            return _GENERAL
+        return (primitive.make((a.meta, b.meta)), constant.meta, _converter(a.meta.dtype))
+
     def apply(x: Any, y: Any) -> Any:
         kind = type(x)
         if kind is type(y) and kind in REPLAYABLE:
@@ -141,30 +181,31 @@ def _boolean_aware(
                     instance = primitive.make(metas)
                 return kind._bind(instance, (x, y))[0]
             return general(x, y)
-        if type(y) in _FAST_SCALARS:
+        scalar_type = type(y)
+        if scalar_type in _FAST_SCALARS:
             tensor, scalar, first = x, y, False
-        elif type(x) in _FAST_SCALARS:
-            tensor, scalar, first = y, x, True
         else:
-            return general(x, y)
+            scalar_type = type(x)
+            if scalar_type not in _FAST_SCALARS:
+                return general(x, y)
+            tensor, scalar, first = y, x, True
         kind = type(tensor)
-        if kind not in REPLAYABLE or scalar != scalar or scalar == 0:
+        if kind not in REPLAYABLE:
             return general(x, y)
-        key = (primitive, kind, tensor.meta, type(scalar), scalar, first)
+        meta = tensor.meta
+        key = (primitive, kind, meta, scalar_type, first)
         found = _TENSOR_AND_SCALAR.get(key)
         if found is None:
-            a, b = prepare(op, (x, y), kinds=accepted)
-            constant = a if first else b
-            if (
-                (b if first else a) is not tensor
-                or a.meta.shape != b.meta.shape
-                or a.meta.dtype != b.meta.dtype
-                or a.meta.dtype.kind == "b"
-            ):  # promoted or broadcast: nothing to cache
-                return boolean(a, b) if a.meta.dtype.kind == "b" else arithmetic(a, b)
-            found = (primitive.make((a.meta, b.meta)), constant)
+            found = learn(x, y, tensor, first)
             _TENSOR_AND_SCALAR.put(key, found)
-        instance, constant = found
+        if found is _GENERAL:
+            return general(x, y)
+        instance, constant_meta, convert = found
+        if scalar_type is int:
+            check_int_fits(op, scalar, meta.dtype)
+        # The number is an operand made now (a rank-0 value the ufunc broadcasts): the
+        # cache holds structure only.
+        constant = kind._scalar_operand(constant_meta, convert(scalar))
         operands = (constant, tensor) if first else (tensor, constant)
         return kind._bind(instance, operands)[0]
 

@@ -9,7 +9,7 @@ compare elementwise, like PyTorch's; numpy defers to their reflected operators.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NoReturn, Self, cast
+from typing import TYPE_CHECKING, Any, NoReturn, Self, cast
 
 from tenferro.errors import ArgumentTypeError, ParameterError
 from tenferro.meta import HasMeta, Meta
@@ -125,8 +125,12 @@ class TensorMethods(HasMeta):
 
     # ------------------------------------------------------------------ arithmetic
 
-    def __add__(self, other: Any) -> Self:
-        return _math.add(self, other)
+    if TYPE_CHECKING:
+
+        def __add__(self, other: Any) -> Self: ...
+
+    else:
+        __add__ = _math.add  # the function itself: no wrapper frame on the hot path
 
     def __radd__(self, other: Any) -> Self:
         return _math.add(other, self)
@@ -137,8 +141,12 @@ class TensorMethods(HasMeta):
     def __rsub__(self, other: Any) -> Self:
         return _math.subtract(other, self)
 
-    def __mul__(self, other: Any) -> Self:
-        return _math.multiply(self, other)
+    if TYPE_CHECKING:
+
+        def __mul__(self, other: Any) -> Self: ...
+
+    else:
+        __mul__ = _math.multiply  # the function itself: no wrapper frame on the hot path
 
     def __rmul__(self, other: Any) -> Self:
         return _math.multiply(other, self)
@@ -167,8 +175,12 @@ class TensorMethods(HasMeta):
     def __rpow__(self, other: Any) -> Self:
         return _math.power(other, self)
 
-    def __matmul__(self, other: Any) -> Self:
-        return _contraction.matmul(self, other)
+    if TYPE_CHECKING:
+
+        def __matmul__(self, other: Any) -> Self: ...
+
+    else:
+        __matmul__ = _contraction.matmul  # the function itself: no wrapper frame on the hot path
 
     def __rmatmul__(self, other: Any) -> Self:
         return _contraction.matmul(other, self)
@@ -234,8 +246,12 @@ class TensorMethods(HasMeta):
 
     # ------------------------------------------------------------------ indexing
 
-    def __getitem__(self, index: Any) -> Self:
-        return _indexing.getitem(self, index)
+    if TYPE_CHECKING:
+
+        def __getitem__(self, index: Any) -> Self: ...
+
+    else:
+        __getitem__ = _indexing.getitem  # the function itself: no wrapper frame on the hot path
 
     def __setitem__(self, index: Any, value: Any) -> NoReturn:
         raise TypeError(

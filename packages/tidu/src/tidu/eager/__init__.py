@@ -14,8 +14,13 @@ from tidu.eager.backward import (
     contributing_nodes,
     topological_nodes,
 )
-from tidu.eager.derivatives import DerivativeCache, NodeDerivative, default_derivative_cache
-from tidu.eager.executor import Apply, ProgramExecutor
+from tidu.eager.derivatives import (
+    RESPECIALIZABLE,
+    DerivativeCache,
+    NodeDerivative,
+    default_derivative_cache,
+)
+from tidu.eager.executor import Apply, ProgramExecutor, Specialize
 from tidu.eager.forward import ForwardExecutor, forward
 from tidu.eager.recorded import EAGER_PASS, RecordedGraph
 from tidu.eager.tape import (
@@ -30,6 +35,7 @@ from tidu.eager.tape import (
 
 __all__ = [
     "EAGER_PASS",
+    "RESPECIALIZABLE",
     "Apply",
     "BackwardExecutor",
     "CountingKeySource",
@@ -43,6 +49,7 @@ __all__ = [
     "ProgramExecutor",
     "RecordedGraph",
     "Recorder",
+    "Specialize",
     "Trace",
     "backward",
     "contributing_nodes",

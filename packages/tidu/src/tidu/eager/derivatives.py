@@ -16,7 +16,33 @@ from tidu.errors import PassReuseError
 from tidu.linearize import linearize
 from tidu.linearized import LinearizedGraph, external_keys
 
-__all__ = ["DerivativeCache", "NodeDerivative", "default_derivative_cache"]
+__all__ = [
+    "RESPECIALIZABLE",
+    "RESPECIALIZE",
+    "DerivativeCache",
+    "NodeDerivative",
+    "default_derivative_cache",
+]
+
+
+class _Respecializable:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "RESPECIALIZABLE"
+
+    def __reduce__(self) -> str:
+        return "RESPECIALIZABLE"
+
+
+RESPECIALIZABLE = _Respecializable()
+"""The ``derivative_signature`` of a recorded graph that stands for its operation at
+every extent (a frontend records nodes of other extents with it): the linear maps
+derived from it are marked (``linear.memo[RESPECIALIZE]``), so an executor with a
+``specialize`` hook runs each program re-instantiated at the actual operands."""
+
+RESPECIALIZE = "tidu.eager.respecialize"
+"""The ``memo`` entry marking a linear map derived from a ``RESPECIALIZABLE`` graph."""
 
 
 class NodeDerivative(NamedTuple):
@@ -87,7 +113,13 @@ def derive_forward(
         linear = linearize(recorded.view(), outputs, wrt, EAGER_PASS, ctx)
     except PassReuseError:
         linear = linearize(recorded.view(), outputs, wrt, None, ctx)
-    return NodeDerivative(linear, external_keys(linear.graph))
+    return _marked(recorded, NodeDerivative(linear, external_keys(linear.graph)))
+
+
+def _marked(recorded: RecordedGraph, derivative: NodeDerivative) -> NodeDerivative:
+    if recorded.derivative_signature is RESPECIALIZABLE:
+        derivative.linear.memo[RESPECIALIZE] = True
+    return derivative
 
 
 def derive(
@@ -112,7 +144,7 @@ def derive(
         linear = linearize(recorded.view(), outputs, wrt, EAGER_PASS, ctx)
     except PassReuseError:  # the recorded graph is itself an eager linear graph
         linear = linearize(recorded.view(), outputs, wrt, None, ctx)
-    return NodeDerivative(linear, external_keys(linear.graph))
+    return _marked(recorded, NodeDerivative(linear, external_keys(linear.graph)))
 
 
 default_derivative_cache = DerivativeCache()

@@ -5,6 +5,11 @@ graph, which the derivative cache shares between nodes of one structure) into a
 flat program whose inputs are the seeds and the saved primal values, so a steady
 backward step costs a few dictionary lookups and the program's instructions.
 
+A node recorded with a ``RESPECIALIZABLE`` graph (one graph standing for its
+operation at every extent) has marked derivatives; with a ``specialize`` hook, the
+executor runs their programs as ``specialize(program, inputs)`` returns them (the
+frontend re-instantiates the instructions at the inputs' extents, and caches that).
+
 By default instructions run through each operation's ``eval``. With ``apply``,
 they run as ``apply(operation, inputs, ctx)``: a frontend passes its own eager
 executor there, which records what it runs when its operands are tracked; the
@@ -26,14 +31,19 @@ from computegraph import (
     materialize_merge,
     resolve,
 )
+from tidu.eager.derivatives import RESPECIALIZE
 from tidu.errors import TransformError
 from tidu.linearized import LinearizedGraph, PrimitiveGraph, external_keys
 from tidu.transpose import linear_transpose
 
-__all__ = ["Apply", "ProgramExecutor"]
+__all__ = ["Apply", "ProgramExecutor", "Specialize"]
 
 Apply = Callable[[Any, Sequence[Any], Any], Sequence[Any]]
 """``apply(operation, inputs, ctx) -> outputs``: how an instruction is executed."""
+
+Specialize = Callable[[CompiledProgram, Sequence[Any]], CompiledProgram]
+"""``specialize(program, inputs) -> program``: ``program`` itself, or the same program
+with its instructions re-instantiated for the extents of ``inputs``."""
 
 _MEMO = "tidu.eager.transposed_program"
 _LINEAR_MEMO = "tidu.eager.linear_program"
@@ -102,6 +112,7 @@ class _BoundProgram:
         eval_ctx: Any,
         apply: Apply | None,
         what: str,
+        specialize: Specialize | None = None,
     ) -> list[Any | None]:
         try:
             inputs = [
@@ -110,8 +121,22 @@ class _BoundProgram:
             ]
         except KeyError as missing:
             raise _missing(what, missing) from None
-        values = self.program.eval(inputs, eval_ctx, apply=apply)
+        program = self.program if specialize is None else specialize(self.program, inputs)
+        values = program.eval(inputs, eval_ctx, apply=apply)
         return [None if position is None else values[position] for position in self.results]
+
+
+def _only_kernel(program: CompiledProgram) -> Callable[..., Any] | None:
+    """The ``kernel()`` of ``program``'s one instruction when running it is the whole
+    program (it reads the inputs in order and writes the one output), else ``None``."""
+    if len(program.instructions) != 1 or program.constants:
+        return None
+    (instruction,) = program.instructions
+    if instruction.inputs != program.input_slots or instruction.outputs != program.output_slots:
+        return None
+    make = getattr(instruction.operation, "kernel", None)
+    kernel: Callable[..., Any] | None = None if make is None else make()
+    return kernel
 
 
 def _missing(what: str, missing: KeyError) -> TransformError:
@@ -127,14 +152,22 @@ class ProgramExecutor:
       linear graphs it runs when not given.
     * ``apply``: how to execute an instruction (default: ``operation.eval``).
     * ``eval_ctx``: the evaluation context passed to ``eval`` / ``apply``.
+    * ``specialize``: how to run the derivative programs of ``RESPECIALIZABLE`` nodes at
+      their actual extents (see :data:`Specialize`); without it, they run as derived.
     """
 
     def __init__(
-        self, add: Any = None, *, apply: Apply | None = None, eval_ctx: Any = None
+        self,
+        add: Any = None,
+        *,
+        apply: Apply | None = None,
+        eval_ctx: Any = None,
+        specialize: Specialize | None = None,
     ) -> None:
         self._add = add
         self._apply = apply
         self._eval_ctx = eval_ctx
+        self._specialize = specialize
         self._forward: BoundedCache[Any, CompiledProgram] = BoundedCache(256, "replays")
 
     def execute_forward(
@@ -196,7 +229,10 @@ class ProgramExecutor:
             ]
         except KeyError as missing:
             raise _missing("backward: the transpose", missing) from None
-        values = plan.program.eval(inputs, self._eval_ctx, apply=self._apply)
+        program = plan.program
+        if self._specialize is not None and linear.memo.get(RESPECIALIZE):
+            program = self._specialize(program, inputs)
+        values = program.eval(inputs, self._eval_ctx, apply=self._apply)
         return [None if position is None else values[position] for position in plan.results]
 
     def transposer(
@@ -216,9 +252,39 @@ class ProgramExecutor:
                 self._add = linear.add_operation
         bindings, results = plan.bindings, plan.results
         evaluate, eval_ctx, apply = plan.program.eval, self._eval_ctx, self._apply
+        specialize = self._specialize
+        if specialize is not None and linear.memo.get(RESPECIALIZE):
+            program = plan.program
+
+            def run_specialized(
+                seeds: Sequence[Any], values: Mapping[ValueKey, Any]
+            ) -> list[Any | None]:
+                try:
+                    inputs = [
+                        seeds[b] if type(b) is int else values[b]  # type: ignore[index]
+                        for b in bindings
+                    ]
+                except KeyError as missing:
+                    raise _missing("backward: the transpose", missing) from None
+                out = specialize(program, inputs).eval(inputs, eval_ctx, apply=apply)
+                return [None if position is None else out[position] for position in results]
+
+            return run_specialized
         if apply is None and results == (0,) and len(bindings) <= 2:
-            # The common node: one cotangent out of a program of one or two inputs.
+            # The common node: one cotangent out of a program of one or two inputs. A
+            # program of one instruction with a kernel runs as that kernel (no interpreter,
+            # and no code generated for a structure that may never come back).
+            kernel = _only_kernel(plan.program)
             if bindings == (0,):
+                if kernel is not None:
+                    only: Callable[[Any], Any] = kernel
+
+                    def run_kernel(
+                        seeds: Sequence[Any], values: Mapping[ValueKey, Any]
+                    ) -> list[Any]:
+                        return [only(seeds[0])]
+
+                    return run_kernel
 
                 def run_one(seeds: Sequence[Any], values: Mapping[ValueKey, Any]) -> list[Any]:
                     return evaluate(seeds, eval_ctx)
@@ -227,6 +293,19 @@ class ProgramExecutor:
             last = bindings[-1]
             if len(bindings) == 2 and bindings[0] == 0 and isinstance(last, ValueKey):
                 saved: ValueKey = last
+                if kernel is not None:
+                    binary: Callable[[Any, Any], Any] = kernel
+
+                    def run_kernel_with_saved(
+                        seeds: Sequence[Any], values: Mapping[ValueKey, Any]
+                    ) -> list[Any]:
+                        try:
+                            value = values[saved]
+                        except KeyError as missing:
+                            raise _missing("backward: the transpose", missing) from None
+                        return [binary(seeds[0], value)]
+
+                    return run_kernel_with_saved
 
                 def run_seed_and_saved(
                     seeds: Sequence[Any], values: Mapping[ValueKey, Any]
@@ -264,7 +343,10 @@ class ProgramExecutor:
         plan: _BoundProgram | None = linear.memo.get(_LINEAR_MEMO)
         if plan is None:
             plan = linear.memo.setdefault(_LINEAR_MEMO, _BoundProgram.forward(linear))
-        return plan.run(tangent_in, external_data, self._eval_ctx, self._apply, "forward: the JVP")
+        specialize = self._specialize if linear.memo.get(RESPECIALIZE) else None
+        return plan.run(
+            tangent_in, external_data, self._eval_ctx, self._apply, "forward: the JVP", specialize
+        )
 
     def add_operands(self, a: Any, b: Any) -> Any:
         """``a + b`` with the primitive set's addition."""

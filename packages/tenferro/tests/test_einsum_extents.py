@@ -1,0 +1,85 @@
+"""Einsum programs re-made at never-seen extents equal fresh ones.
+
+An einsum without an ellipsis re-makes, at new extents, the primitives of the program
+lowered for its labels, ranks, dtypes and path (one or two operands: not even parsed or
+planned). For random
+subscripts (repeated labels, implicit and explicit outputs, summed labels) and extents
+(size 1 and empty included), the re-made program equals, instruction by instruction, a
+program planned and lowered afresh, and its values equal numpy's.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import hypothesis.strategies as st
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import tenferro as tf
+
+api = sys.modules["tenferro.einsum.api"]
+lowering = sys.modules["tenferro.einsum.lowering"]
+
+
+@st.composite
+def calls(draw: Any) -> tuple[str, list[list[tuple[int, ...]]]]:
+    """Subscripts of one to three operands and three sets of operand shapes for them."""
+    count = draw(st.integers(1, 3))
+    terms = [
+        "".join(draw(st.lists(st.sampled_from("abcd"), min_size=0, max_size=3)))
+        for _ in range(count)
+    ]
+    used = sorted(set("".join(terms)))
+    if draw(st.booleans()):
+        output = "".join(draw(st.permutations(used))[: draw(st.integers(0, len(used)))])
+        subscripts = ",".join(terms) + "->" + output
+    else:
+        subscripts = ",".join(terms)
+
+    def shapes() -> list[tuple[int, ...]]:
+        sizes = {label: draw(st.sampled_from([0, 1, 2, 3, 5])) for label in used}
+        return [tuple(sizes[c] for c in term) for term in terms]
+
+    return subscripts, [shapes() for _ in range(3)]
+
+
+def _structure(program: Any) -> list[Any]:
+    return [(op, args, free) for op, args, free in program.instructions] + [program.result]
+
+
+@settings(max_examples=60)
+@given(calls(), st.sampled_from([np.float64, np.complex128]))
+def test_programs_re_made_at_new_extents_equal_fresh_ones(case: Any, dtype: Any) -> None:
+    subscripts, shape_sets = case
+    tf.clear_caches()
+    rng = np.random.default_rng(0)
+    for shapes in shape_sets:
+        operands = [rng.standard_normal(s).astype(dtype) for s in shapes]
+        got = tf.einsum(subscripts, *[tf.asarray(o) for o in operands])
+        np.testing.assert_allclose(
+            np.asarray(got), np.einsum(subscripts, *operands), rtol=1e-12, atol=1e-12
+        )
+        metas = tuple(tf.asarray(o).meta for o in operands)
+        equation, _, ssa = api._plan(subscripts, list(shapes), "auto", None)
+        fresh = lowering.lower(equation, metas, ssa)
+        used = api._programs.get((subscripts, metas, "auto", None))
+        assert used is not None
+        assert _structure(used) == _structure(fresh)
+
+
+def test_a_new_extent_reuses_the_program_of_its_ranks() -> None:
+    tf.clear_caches()
+    for n in (2, 3, 5):
+        tf.einsum("ij,jk->ik", np.ones((n, 4)), np.ones((4, n + 1)))
+    assert len(api._structures) == 1
+    assert len(api._plans) == 1  # planned once, re-made at the other extents
+
+
+def test_mismatched_extents_at_a_known_structure_still_raise() -> None:
+    tf.clear_caches()
+    tf.einsum("ij,jk->ik", np.ones((2, 3)), np.ones((3, 4)))
+    with pytest.raises(tf.ShapeError, match="label 'j' has extent 3 in operand 0 and 2"):
+        tf.einsum("ij,jk->ik", np.ones((2, 3)), np.ones((2, 4)))
