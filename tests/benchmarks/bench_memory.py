@@ -78,44 +78,93 @@ def liveness_minimum(program: Any) -> float:
     return liveness_peak(program) / UNIT
 
 
-def liveness_rows() -> list[dict[str, Any]]:
-    """Eager backward and traced evaluation peaks against the liveness minimum."""
-    x0 = np.linspace(0.0, 1.0, N)
-    plain = _chain(tf, lambda v: _segment(tf, v))
-    gradient = tf.jit(tf.grad(plain))
-    gradient(x0)
+def _branches(x: Any) -> Any:
+    """A branching function: values used by several later operations."""
+    a = tf.sin(x) * tf.cos(x)
+    b = tf.exp(x * 0.1) * x
+    c = tf.tanh(a + b)
+    return tf.sum(c * a - b**2) + tf.mean(tf.log1p(x * x))
+
+
+MLP_BATCH, MLP_WIDTH = 1000, 100  # hidden activations of 1e5 elements
+
+
+def _mlp(x: Any, w1: Any, b1: Any, w2: Any, b2: Any, w3: Any) -> Any:
+    """A small MLP loss of its weights: two tanh layers, the second with a skip
+    connection (the first layer's activations are used twice), a linear read-out."""
+    h1 = tf.tanh(x @ w1 + b1)
+    h2 = tf.tanh(h1 @ w2 + b2) + h1
+    return tf.mean((h2 @ w3 - 1.0) ** 2)
+
+
+def _mlp_args() -> tuple[Any, ...]:
+    rng = np.random.default_rng(0)
+    width = MLP_WIDTH
+    return (
+        rng.standard_normal((MLP_BATCH, width)),
+        rng.standard_normal((width, width)) / np.sqrt(width),
+        np.zeros(width),
+        rng.standard_normal((width, width)) / np.sqrt(width),
+        np.zeros(width),
+        rng.standard_normal((width, 10)) / np.sqrt(width),
+    )
+
+
+def _liveness_row(
+    name: str, f: Callable[..., Any], args: tuple[Any, ...], argnums: tuple[int, ...]
+) -> list[dict[str, Any]]:
+    """The liveness minimum of ``tf.grad(f, argnums)``'s program, and the traced and
+    eager (forward + backward) peaks against it."""
+    gradient = tf.jit(tf.grad(f, argnums=argnums))
+    gradient(*args)
     (plan,) = list(gradient.cache._entries.values())  # type: ignore[attr-defined]
     minimum = liveness_minimum(plan.program.program)
-    traced = peak_arrays(lambda: gradient(x0))
+    traced = peak_arrays(lambda: gradient(*args))
 
     def eager() -> Any:
-        x = tf.EagerTensor(x0, requires_grad=True)
-        plain(x).backward()
-        return x.grad
+        tape = tf.Tape()
+        operands = [
+            tape.track(a) if i in argnums else tf.EagerTensor(a) for i, a in enumerate(args)
+        ]
+        return tape.grad(f(*operands), [operands[i] for i in argnums])
 
     eager_peak = peak_arrays(eager)
-    rows = [
-        {"workload": "M1 liveness minimum (tf.grad program)", "peak_arrays": minimum},
+    return [
+        {"workload": f"M1 {name}: liveness minimum (tf.grad program)", "peak_arrays": minimum},
         {
-            "workload": "M1 traced tf.jit(tf.grad) eval",
+            "workload": f"M1 {name}: traced tf.jit(tf.grad) eval",
             "peak_arrays": traced,
             "ratio_to_minimum": traced / minimum,
         },
         {
-            "workload": "M1 eager forward + backward",
+            "workload": f"M1 {name}: eager forward + backward",
             "peak_arrays": eager_peak,
             "ratio_to_minimum": eager_peak / minimum,
         },
+    ]
+
+
+def liveness_rows() -> list[dict[str, Any]]:
+    """Eager backward and traced evaluation peaks against the liveness minimum: a
+    240-op chain, a branching function, a small MLP (eager backward frees each node's
+    saved values once it has used them, so branching graphs stay near the minimum)."""
+    x0 = np.linspace(0.0, 1.0, N)
+    plain = _chain(tf, lambda v: _segment(tf, v))
+    rows = [
+        *_liveness_row("chain", plain, (x0,), (0,)),
+        *_liveness_row("branching", _branches, (x0,), (0,)),
+        *_liveness_row("MLP", _mlp, _mlp_args(), (1, 2, 3, 4, 5)),
     ]
     if importlib.util.find_spec("autograd") is not None:
         import autograd
         import autograd.numpy as anp
 
+        minimum = rows[0]["peak_arrays"]
         peer = autograd.grad(_chain(anp, lambda v: _segment(anp, v)))
         peak = peak_arrays(lambda: peer(x0))
         rows.append(
             {
-                "workload": "M1 autograd grad",
+                "workload": "M1 chain: autograd grad",
                 "peak_arrays": peak,
                 "ratio_to_minimum": peak / minimum,
             }

@@ -138,23 +138,50 @@ def _branches(x: Any) -> Any:
     return tf.sum(c * a - b**2) + tf.mean(tf.log1p(x * x))
 
 
+def _mlp(x: Any, w1: Any, w2: Any, w3: Any) -> Any:
+    """Two tanh layers, the second with a skip connection, and a linear read-out."""
+    h1 = tf.tanh(x @ w1)
+    h2 = tf.tanh(h1 @ w2) + h1
+    return tf.mean((h2 @ w3 - 1.0) ** 2)
+
+
+def _mlp_args() -> tuple[Any, ...]:
+    rng = np.random.default_rng(1)
+    return (
+        rng.standard_normal((SIZE // 100, 100)),  # hidden activations of SIZE elements
+        rng.standard_normal((100, 100)) / 10,
+        rng.standard_normal((100, 100)) / 10,
+        rng.standard_normal((100, 10)) / 10,
+    )
+
+
 def test_peaks_stay_within_the_liveness_minimum():
     x0 = np.linspace(0.0, 1.0, SIZE)
-    for f in (_sin_chain, _branches):
-        gradient = tf.jit(tf.grad(f))
-        gradient(x0)
+    cases: list[tuple[Any, tuple[Any, ...], tuple[int, ...]]] = [
+        (_sin_chain, (x0,), (0,)),
+        (_branches, (x0,), (0,)),
+        (_mlp, _mlp_args(), (1, 2, 3)),
+    ]
+    for f, args, argnums in cases:
+        gradient = tf.jit(tf.grad(f, argnums=argnums))
+        gradient(*args)
         (plan,) = list(gradient.cache._entries.values())  # type: ignore[attr-defined]
         minimum = liveness_peak(plan.program.program)
-        assert minimum >= 10 * 8 * SIZE  # residuals of 1e5-element arrays dominate
-        assert _peak(lambda g=gradient: g(x0)) <= 1.2 * minimum  # type: ignore[misc]
+        assert minimum >= 5 * 8 * SIZE  # activations of 1e5-element arrays dominate
+        assert _peak(lambda g=gradient, a=args: g(*a)) <= 1.2 * minimum  # type: ignore[misc]
 
-        def eager(f: Any = f) -> None:
-            x = tf.EagerTensor(x0, requires_grad=True)
-            f(x).backward()
+        def eager(f: Any = f, args: Any = args, argnums: Any = argnums, **retain: bool) -> None:
+            tape = tf.Tape()
+            operands = [
+                tape.track(a) if i in argnums else tf.EagerTensor(a) for i, a in enumerate(args)
+            ]
+            tape.backward(f(*operands), **retain)
 
-        if f is _sin_chain:  # (the tape keeps saved values until backward ends: 1.26x on
-            # _branches, where a compiled program frees each after its last use)
-            assert _peak(eager) <= 1.2 * minimum
+        # backward frees each node's saved values once it has used them (measured 1.01,
+        # 1.01 and 0.90 x; keeping them all to the end, 1.01, 1.26 and 1.19 x)
+        assert _peak(eager) <= 1.2 * minimum, f.__name__
+        if f is not _sin_chain:  # a chain's saved values die in the order they are used
+            assert _peak(eager) < _peak(lambda e=eager: e(retain_graph=True)), f.__name__
 
 
 def test_the_collector_is_restored_when_tracing_fails():

@@ -15,7 +15,7 @@ import pytest
 from tidu_support import EXT_SCALAR, Op
 
 from computegraph import GraphBuilder, Input, Local, ValueKey
-from tidu import RuleContractError, TransformError
+from tidu import ReleasedGraphError, RuleContractError, TransformError
 from tidu.eager import (
     DerivativeCache,
     EagerInput,
@@ -24,6 +24,7 @@ from tidu.eager import (
     Recorder,
     Trace,
     backward,
+    contributing_nodes,
     forward,
 )
 
@@ -366,3 +367,58 @@ def test_backward_reports_reached_inputs_and_frees_unkept_cotangents():
     assert lean == {Input("x"): -2.0, Input("w"): -3.0}  # only the inputs remain
     kept = backward(y.key, y.trace, 1.0, ProgramExecutor(Add), keep={h.key})
     assert kept[h.key] == -1.0
+
+
+def test_backward_without_retaining_releases_saved_values():
+    recorder = Recorder()
+    mul = RecordedGraph.from_primitive(Mul, ["a0", "a1"])
+    neg = RecordedGraph.from_primitive(Neg, ["a0"])
+    x = EagerInput(Input("x"), None, True, 3.0)
+    w = EagerInput(Input("w"), None, True, 2.0)
+    (h,) = recorder.record_graph(mul, [x, w], [6.0])
+    (y,) = recorder.record_graph(neg, [EagerInput(h.key, h.trace, True, None)], [-6.0])
+    assert h.trace is not None
+    assert y.trace is not None
+    assert h.trace.saved_values()
+    assert not y.trace.saved_values()
+    executor = ProgramExecutor(Add)
+    retained = backward(y.key, y.trace, 1.0, executor, keep=())
+    assert not h.trace.released
+    released = backward(y.key, y.trace, 1.0, executor, keep=(), retain_graph=False)
+    assert released == retained == {Input("x"): -2.0, Input("w"): -3.0}
+    assert h.trace.released
+    assert not h.trace.saved_values()
+    assert not y.trace.released  # nothing saved, nothing released: usable again
+    with pytest.raises(ReleasedGraphError, match="retain_graph=True") as caught:
+        backward(y.key, y.trace, 1.0, executor)
+    assert caught.value.node is h.trace
+    assert caught.value.mode == "backward"
+    with pytest.raises(ReleasedGraphError) as caught:
+        forward({Input("x"): 1.0}, [y.trace], executor)
+    assert caught.value.node is h.trace
+    assert caught.value.mode == "forward"
+    assert isinstance(caught.value, TransformError)
+
+
+def test_a_pass_restricted_to_the_contributing_nodes():
+    recorder = Recorder()
+    mul = RecordedGraph.from_primitive(Mul, ["a0", "a1"])
+    sin = RecordedGraph.from_primitive(Sin, ["a0"])
+    x = EagerInput(Input("x"), None, True, 0.5)
+    (h,) = recorder.record_graph(sin, [x], [math.sin(0.5)])
+    hin = EagerInput(h.key, h.trace, True, math.sin(0.5))
+    (y,) = recorder.record_graph(mul, [hin, hin], [math.sin(0.5) ** 2])
+    assert y.trace is not None
+    assert contributing_nodes(y.trace, {h.key}) == {y.trace}
+    assert contributing_nodes(y.trace, {Input("x")}) == {y.trace, h.trace}
+    reached: set[ValueKey] = set()
+    only = contributing_nodes(y.trace, {h.key})
+    got = backward(
+        y.key, y.trace, 1.0, ProgramExecutor(Add), keep={h.key}, retain_graph=False,
+        only=only, reached=reached,
+    )  # fmt: skip
+    assert got == {h.key: 2 * math.sin(0.5)}
+    assert reached == {h.key, Input("x")}  # the walk still reaches below
+    assert h.trace is not None
+    assert not h.trace.released  # not run, not freed
+    assert y.trace.released

@@ -26,6 +26,7 @@ __all__ = [
     "NonScalarError",
     "ParameterError",
     "Phase",
+    "ReleasedGraphError",
     "ScalarOverflowError",
     "ShapeError",
     "TenferroError",
@@ -113,6 +114,12 @@ class AllocationError(TenferroError, MemoryError):
 class InPlaceError(TenferroError, RuntimeError):
     """An in-place operation (``x += 1``, ``x[i] = v``) on a tracked leaf: as in PyTorch,
     it would lose the leaf whose gradient the tape accumulates."""
+
+
+class ReleasedGraphError(TenferroError, RuntimeError):
+    """A backward or forward pass through tape nodes whose saved values an earlier
+    backward pass freed: as in PyTorch, ``tape.grad``/``.backward()`` free them as they
+    use them unless given ``retain_graph=True``."""
 
 
 class DegenerateDerivativeWarning(RuntimeWarning):

@@ -12,7 +12,14 @@ A missing rule raises :class:`ADRuleError`, never a silent zero.
 """
 
 from computegraph import External, Local
-from tidu.errors import ADRuleError, ADRuleKind, PassReuseError, RuleContractError, TransformError
+from tidu.errors import (
+    ADRuleError,
+    ADRuleKind,
+    PassReuseError,
+    ReleasedGraphError,
+    RuleContractError,
+    TransformError,
+)
 from tidu.keys import (
     ADKey,
     CopyPass,
@@ -56,6 +63,7 @@ __all__ = [
     "PrimitiveBuilder",
     "PrimitiveGraph",
     "PrimitiveValue",
+    "ReleasedGraphError",
     "RuleContractError",
     "SeedPass",
     "Tangent",

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-__all__ = ["ADRuleError", "ADRuleKind", "PassReuseError", "RuleContractError", "TransformError"]
+__all__ = [
+    "ADRuleError",
+    "ADRuleKind",
+    "PassReuseError",
+    "ReleasedGraphError",
+    "RuleContractError",
+    "TransformError",
+]
 
 ADRuleKind = Literal["jvp", "transpose"]
 
@@ -42,3 +49,21 @@ class TransformError(ValueError):
 
 class PassReuseError(TransformError):
     """A ``linearize`` pass id was already used by a transform whose graph is in the view."""
+
+
+class ReleasedGraphError(TransformError):
+    """A pass needs the values a tape node saved, and an earlier backward pass that did
+    not retain the graph released them. ``node`` is the tape node (a
+    :class:`tidu.eager.Trace`); ``mode`` is ``"backward"`` or ``"forward"``."""
+
+    def __init__(self, node: Any, mode: str) -> None:
+        self.node = node
+        self.mode = mode
+        super().__init__(
+            f"{mode}: the values {node!r} saved for differentiation were released by an "
+            f"earlier backward pass; run that pass with retain_graph=True to differentiate "
+            f"through the same graph again"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ReleasedGraphError, (self.node, self.mode))

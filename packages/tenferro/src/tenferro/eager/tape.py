@@ -29,16 +29,25 @@ from tenferro.core.bind import bind
 from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
 from tenferro.eager.extents import extent_class, specialize
 from tenferro.eager.tensor import EagerTensor
-from tenferro.errors import DTypeError, InactiveError, NonScalarError, ShapeError, TenferroError
+from tenferro.errors import (
+    DTypeError,
+    InactiveError,
+    NonScalarError,
+    ReleasedGraphError,
+    ShapeError,
+    TenferroError,
+)
 from tenferro.meta import Meta
 from tenferro.surface.convert import broadcast_to
 from tidu import ADRuleError, linear_transpose
+from tidu import ReleasedGraphError as _Released
 from tidu.eager import (
     ProgramExecutor,
     RecordedGraph,
     Recorder,
     Trace,
     backward,
+    contributing_nodes,
     default_derivative_cache,
     forward,
 )
@@ -202,6 +211,11 @@ class Tape:
       ``hvp(f, primals, tangents)`` (forward over reverse);
     * ``create_graph=True`` records the backward pass itself, for higher order.
 
+    As in PyTorch, a reverse pass frees each node's saved values once it has used them
+    (``retain_graph=False``, the default unless ``create_graph=True``), so backward
+    peaks near the liveness minimum; a later pass through those nodes raises
+    :class:`~tenferro.ReleasedGraphError`. Pass ``retain_graph=True`` to differentiate
+    one graph more than once.
     """
 
     def __init__(self) -> None:
@@ -337,6 +351,7 @@ class Tape:
         *,
         create_graph: bool = False,
         allow_unused: bool = False,
+        retain_graph: bool | None = None,
     ) -> Any:
         """The gradient of ``output`` with respect to ``wrt`` (one tensor or a sequence),
         returned; ``.grad`` is not touched (``torch.autograd.grad``).
@@ -346,7 +361,10 @@ class Tape:
         :class:`~tenferro.InactiveError`, or gets ``None`` with ``allow_unused=True``;
         one it depends on only through operations with a zero derivative (``floor``)
         gets zeros. With ``create_graph``, the result is recorded (tracked) and can be
-        differentiated again.
+        differentiated again. The saved values of the nodes it runs (those that carry
+        cotangents to ``wrt``) are freed as it uses them unless ``retain_graph``
+        (default: ``create_graph``) is true; as in PyTorch, that includes a call that
+        then raises :class:`~tenferro.InactiveError`.
         """
         single = isinstance(wrt, Tensor)
         targets: list[EagerTensor] = [wrt] if isinstance(wrt, EagerTensor) else list(wrt)
@@ -357,7 +375,19 @@ class Tape:
             cotangents: dict[Any, Any] = {}
         else:
             keep = {t.key for t in targets}
-            cotangents = self._reverse("grad", output, seed, create_graph, reached, keep)
+            retain = create_graph if retain_graph is None else retain_graph
+            # Gradients of intermediates need no node below them (unless it leads to
+            # another target): those are neither run nor freed, as in PyTorch.
+            only = (
+                contributing_nodes(output.node, keep)
+                if isinstance(output, EagerTensor)
+                and output.node is not None
+                and any(t.node is not None for t in targets)
+                else None
+            )
+            cotangents = self._reverse(
+                "grad", output, seed, create_graph, reached, keep, retain, only
+            )
         results: list[Any] = []
         unused: list[int] = []
         for position, target in enumerate(targets):
@@ -378,10 +408,16 @@ class Tape:
         *,
         create_graph: bool = False,
         allow_unused: bool = False,
+        retain_graph: bool | None = None,
     ) -> Any:
         """``J^H c`` for each tensor of ``wrt`` (conjugate convention); as :meth:`grad`."""
         return self.grad(
-            output, wrt, cotangent, create_graph=create_graph, allow_unused=allow_unused
+            output,
+            wrt,
+            cotangent,
+            create_graph=create_graph,
+            allow_unused=allow_unused,
+            retain_graph=retain_graph,
         )
 
     def backward(
@@ -390,14 +426,17 @@ class Tape:
         seed: Any = None,
         *,
         inputs: EagerTensor | Sequence[EagerTensor] | None = None,
+        retain_graph: bool = False,
     ) -> None:
         """Reverse mode from ``output``, accumulating into ``.grad`` of every tracked leaf
         it depends on (only of ``inputs`` when given), as ``torch.autograd.backward``.
         ``EagerTensor.backward(seed)`` calls this. Leaves reached only through operations
         with a zero derivative accumulate zeros. Use :meth:`grad` for returned gradients.
+        The saved values of the nodes it runs are freed as it uses them unless
+        ``retain_graph`` is true.
         """
         reached: set[Any] = set()
-        cotangents = self._reverse("backward", output, seed, False, reached, ())
+        cotangents = self._reverse("backward", output, seed, False, reached, (), retain_graph, None)
         if inputs is None:
             with self._leaves_lock:
                 leaves = [
@@ -428,9 +467,12 @@ class Tape:
         create_graph: bool,
         reached: set[Any],
         keep: Any,
+        retain_graph: bool,
+        only: Any,
     ) -> dict[Any, Any]:
         """Cotangents of the tape's inputs and of the keys in ``keep`` (intermediate
-        cotangents are freed after their last use)."""
+        cotangents are freed after their last use; the nodes' saved values too, unless
+        ``retain_graph``)."""
         if not isinstance(output, EagerTensor) or output.tape is not self:
             raise TenferroError(
                 op,
@@ -439,10 +481,20 @@ class Tape:
             )
         seed_value = self._seed(op, output, seed, create_graph)
         executor = self._recording if create_graph else self._plain
-        with np.errstate(all="ignore"):
-            return backward(
-                output.key, output.node, seed_value, executor, reached=reached, keep=keep
-            )
+        try:
+            with np.errstate(all="ignore"):
+                return backward(
+                    output.key,
+                    output.node,
+                    seed_value,
+                    executor,
+                    reached=reached,
+                    keep=keep,
+                    retain_graph=retain_graph,
+                    only=only,
+                )
+        except _Released as error:
+            raise _released(op, error.node) from None
 
     def _seed(self, op: str, output: EagerTensor, seed: Any, create_graph: bool) -> Any:
         meta = output.meta
@@ -532,7 +584,10 @@ class Tape:
         traces = [o.node for o in outs if isinstance(o, EagerTensor)]
         with np.errstate(all="ignore"):
             wanted = {o.key for o in outs if isinstance(o, EagerTensor)}
-            result = forward(seeds, traces, self._plain, wanted=wanted)
+            try:
+                result = forward(seeds, traces, self._plain, wanted=wanted)
+            except _Released as error:
+                raise _released("jvp", error.node) from None
         tangent_out = [
             self._result(result.get(o.key) if isinstance(o, EagerTensor) else None, o, False)
             for o in outs
@@ -559,6 +614,25 @@ class Tape:
 
     def __repr__(self) -> str:
         return f"<Tape: {len(self._leaves)} live leaves>"
+
+
+def _released(op: str, node: Trace) -> ReleasedGraphError:
+    """The error for a pass that reached ``node`` after an earlier backward freed it."""
+    operations = [o.operation for o in node.recorded.graph.operations]
+    names = [getattr(o, "name", type(o).__name__) for o in operations]
+    what = (
+        repr(names[0])
+        if len(names) == 1
+        else f"a recorded segment of {len(names)} operations ({', '.join(names[:4])}"
+        f"{', ...' if len(names) > 4 else ''})"
+    )
+    return ReleasedGraphError(
+        op,
+        f"trying to differentiate through the graph a second time: the values {what} saved "
+        f"for differentiation were freed by an earlier tape.grad / backward(), which frees "
+        f"them as it uses them. Pass retain_graph=True to that earlier call to "
+        f"differentiate the same graph again",
+    )
 
 
 def _unused_message(output: Any, positions: list[int]) -> str:

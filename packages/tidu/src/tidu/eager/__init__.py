@@ -8,7 +8,12 @@ with :func:`forward`. Derivatives of
 recorded structures are cached (:class:`DerivativeCache`).
 """
 
-from tidu.eager.backward import BackwardExecutor, backward, topological_nodes
+from tidu.eager.backward import (
+    BackwardExecutor,
+    backward,
+    contributing_nodes,
+    topological_nodes,
+)
 from tidu.eager.derivatives import (
     RESPECIALIZABLE,
     DerivativeCache,
@@ -47,6 +52,7 @@ __all__ = [
     "Specialize",
     "Trace",
     "backward",
+    "contributing_nodes",
     "default_derivative_cache",
     "forward",
     "topological_nodes",

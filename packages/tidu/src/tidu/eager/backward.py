@@ -14,16 +14,24 @@ that records what it runs makes the backward pass differentiable.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from heapq import heappop as pop
+from heapq import heappush as push
 from operator import attrgetter
 from typing import Any, Protocol, runtime_checkable
 
 from computegraph import ValueKey
 from tidu.eager.derivatives import DerivativeCache, default_derivative_cache
-from tidu.eager.tape import Trace
-from tidu.errors import RuleContractError, TransformError
+from tidu.eager.tape import RELEASED, Trace
+from tidu.errors import ReleasedGraphError, RuleContractError, TransformError
 from tidu.linearized import LinearizedGraph, PrimitiveGraph
 
-__all__ = ["BackwardExecutor", "backward", "node_values", "topological_nodes"]
+__all__ = [
+    "BackwardExecutor",
+    "backward",
+    "contributing_nodes",
+    "node_values",
+    "topological_nodes",
+]
 
 
 @runtime_checkable
@@ -68,10 +76,14 @@ class BackwardExecutor(Protocol):
         ...
 
 
-def node_values(executor: Any, node: Trace) -> Mapping[ValueKey, Any]:
+def node_values(executor: Any, node: Trace, mode: str = "forward") -> Mapping[ValueKey, Any]:
     """The primal values of ``node`` the derivative reads: the executor's
     ``primal_values(node)`` if it defines one (an optional hook, e.g. to hand the rules
-    differentiable handles instead of the saved arrays), else what the node saved."""
+    differentiable handles instead of the saved arrays), else what the node saved.
+    Raises :class:`~tidu.ReleasedGraphError` (naming ``mode``) if a backward pass
+    released them."""
+    if node.saved_data is RELEASED:
+        raise ReleasedGraphError(node, mode)
     hook = getattr(executor, "primal_values", None)
     return node.saved_data if hook is None else hook(node)
 
@@ -86,6 +98,8 @@ def backward(
     cache: DerivativeCache | None = None,
     reached: set[ValueKey] | None = None,
     keep: Collection[ValueKey] | None = None,
+    retain_graph: bool = True,
+    only: Collection[Trace] | None = None,
 ) -> dict[ValueKey, Any]:
     """Reverse mode from ``output_key`` (produced by ``output_trace``) with cotangent ``seed``.
 
@@ -105,6 +119,16 @@ def backward(
     ``keep``, when given, frees memory: the cotangent of an intermediate value is dropped
     as soon as its producer has consumed it, unless its key is in ``keep``; the result
     then holds the inputs' cotangents and those of ``keep`` only.
+
+    ``retain_graph=False`` frees more: each node's saved values are released
+    (:meth:`Trace.release`) as soon as its derivative has run, so they die during the
+    pass instead of with the tape. A later pass that needs them raises
+    :class:`~tidu.ReleasedGraphError`, as does this one on reaching a node an earlier
+    pass released.
+
+    ``only``, when given, restricts the pass to those nodes (e.g.
+    :func:`contributing_nodes` of the wanted keys): the others are walked (for
+    ``reached``) but neither differentiated nor released.
     """
     if not isinstance(output_key, ValueKey):
         raise TypeError(f"backward: output_key must be a ValueKey, got {output_key!r}")
@@ -125,29 +149,52 @@ def backward(
     supply = getattr(executor, "primal_values", None)
     transposer = getattr(executor, "transposer", None)  # an optional hook: bound runners
     transpose = executor.run_transposed_linear
-    nodes = topological_nodes([output_trace])
-    if reached is not None:
-        for node in nodes:
-            edges = node.edges
-            for position in range(0, len(edges), 3):
-                if edges[position + 2]:
-                    reached.add(edges[position + 1])
-    for node in reversed(nodes):
+    add = executor.add_operands
+    get = cotangents.get
+    reach = (set() if reached is None else reached).add
+    release = not retain_graph
+    # Walk and differentiate in one loop, latest node first: a node is visited after
+    # every consumer of its outputs (consumers are created later, so have larger
+    # serials), and the heap holds only the frontier of the walk.
+    seen = {output_trace}
+    see = seen.add
+    frontier: list[tuple[int, Trace]] = [(-output_trace.serial, output_trace)]
+    while frontier:
+        node = pop(frontier)[1]
+        edges = node.edges
+        for parent in edges[::3]:
+            if parent is not None and parent not in seen:
+                see(parent)
+                push(frontier, (-parent.serial, parent))
+        active = node.active  # the positions whose edges require grad
         outputs = node.output_keys
         if len(outputs) == 1:
-            only = cotangents.get(outputs[0])
-            if only is None:
+            output = outputs[0]
+            seed_in = get(output)
+            if seed_in is None:
+                for position in active:
+                    reach(edges[3 * position + 1])
                 continue
-            slots: tuple[int, ...] = (0,)
-            seeds: list[Any] = [only]
+            slots: tuple[int, ...] = _FIRST
+            seeds: list[Any] = [seed_in]
         else:
-            pending = [cotangents.get(key) for key in outputs]
+            output = None
+            pending = [get(key) for key in outputs]
             slots = tuple(slot for slot, c in enumerate(pending) if c is not None)
             if not slots:
+                for position in active:
+                    reach(edges[3 * position + 1])
                 continue
             seeds = [pending[slot] for slot in slots]
-        active = node.active
         if not active:
+            continue
+        if only is not None and node not in only:
+            for position in active:
+                reach(edges[3 * position + 1])
+            if keep is not None:
+                for key in outputs:
+                    if key not in keep:
+                        cotangents.pop(key, None)
             continue
         recorded = node.recorded
         memo_key = (id(recorded), slots, active)  # recorded graphs live through this call
@@ -158,32 +205,56 @@ def backward(
             runner = None if transposer is None else transposer(linear, ctx)
             found = local[memo_key] = (linear, derivative.needed, runner)
         linear, needed, runner = found
-        values = node.saved_data if supply is None else supply(node)
-        if not needed <= values.keys():
+        saved = node.saved_data
+        if saved is RELEASED:
+            raise ReleasedGraphError(node, "backward")
+        values = saved if supply is None else supply(node)
+        if needed and not needed <= values.keys():
             values = _replay(executor, recorded, values, needed)
         incoming = (
             transpose(linear, seeds, values, ctx) if runner is None else runner(seeds, values)
         )
+        if release and saved:
+            node.saved_data = RELEASED
         if keep is not None:
-            for key in outputs:
-                if key not in keep:
-                    cotangents.pop(key, None)
-            del seeds, values
-        edges = node.edges
+            if output is None:
+                for key in outputs:
+                    if key not in keep:
+                        cotangents.pop(key, None)
+            elif output not in keep:
+                del cotangents[output]
+            del seeds, values, saved
+        if len(active) == 1:
+            try:
+                (cotangent,) = incoming
+            except ValueError:
+                raise _miscounted(incoming, active) from None
+            key = edges[3 * active[0] + 1]
+            reach(key)
+            if cotangent is not None:
+                existing = get(key)
+                cotangents[key] = cotangent if existing is None else add(existing, cotangent)
+            continue
         if len(incoming) != len(active):
-            raise RuleContractError(
-                f"backward: run_transposed_linear returned {len(incoming)} cotangent(s) for "
-                f"{len(active)} input(s) that require grad"
-            )
+            raise _miscounted(incoming, active)
         for position, cotangent in zip(active, incoming, strict=True):
-            if cotangent is None:
-                continue
             key = edges[3 * position + 1]
-            existing = cotangents.get(key)
-            cotangents[key] = (
-                cotangent if existing is None else executor.add_operands(existing, cotangent)
-            )
+            reach(key)
+            if cotangent is not None:
+                existing = get(key)
+                cotangents[key] = cotangent if existing is None else add(existing, cotangent)
     return cotangents
+
+
+_FIRST = (0,)
+"""The seeded slots of a single-output node."""
+
+
+def _miscounted(incoming: Sequence[Any], active: tuple[int, ...]) -> RuleContractError:
+    return RuleContractError(
+        f"backward: run_transposed_linear returned {len(incoming)} cotangent(s) for "
+        f"{len(active)} input(s) that require grad"
+    )
 
 
 def _replay(
@@ -200,6 +271,22 @@ def _replay(
         replayed = executor.execute_forward(graph, values)
     recovered = {key: replayed[key] for key in needed if key not in values and key in replayed}
     return {**values, **recovered}
+
+
+def contributing_nodes(root: Trace, keys: Collection[ValueKey]) -> set[Trace]:
+    """The nodes below ``root`` whose derivatives carry cotangents to any of ``keys``:
+    those with an input edge that requires grad and either has one of ``keys`` or
+    comes from such a node (a reverse pass for ``keys`` needs to run no other)."""
+    contributing: set[Trace] = set()
+    for node in topological_nodes([root]):  # producers first
+        edges = node.edges
+        for position in range(0, len(edges), 3):
+            if edges[position + 2] and (
+                edges[position + 1] in keys or edges[position] in contributing
+            ):
+                contributing.add(node)
+                break
+    return contributing
 
 
 def topological_nodes(roots: Sequence[Trace]) -> list[Trace]:

@@ -21,6 +21,7 @@ from tidu.eager.recorded import RecordedGraph
 from tidu.errors import TransformError
 
 __all__ = [
+    "RELEASED",
     "CountingKeySource",
     "EagerInput",
     "EagerKey",
@@ -98,6 +99,11 @@ calling ``__init__`` (``object.__new__`` and every slot assigned, to spare a Pyt
 per recorded operation); it then numbers the node with this."""
 
 
+RELEASED: dict[ValueKey, Any] = {}
+"""What a node's ``saved_data`` becomes once a backward pass that does not retain the
+graph has used it (compared by identity, never filled): see :meth:`Trace.release`."""
+
+
 class Trace:
     """An opaque tape node: one recorded invocation, shared by all its outputs."""
 
@@ -142,8 +148,22 @@ class Trace:
         return [(edges[i], edges[i + 1], edges[i + 2]) for i in range(0, len(edges), 3)]
 
     def saved_values(self) -> Mapping[ValueKey, Any]:
-        """The primal values kept for the backward pass, by graph value key (read-only)."""
+        """The primal values kept for the backward pass, by graph value key (read-only;
+        empty once released)."""
         return MappingProxyType(self.saved_data)
+
+    def release(self) -> None:
+        """Drop the saved values (a backward pass that does not retain the graph calls
+        this once it has used them). A node that saved nothing stays usable; a later
+        pass that needs a released node's values raises
+        :class:`~tidu.ReleasedGraphError`."""
+        if self.saved_data:
+            self.saved_data = RELEASED
+
+    @property
+    def released(self) -> bool:
+        """Whether :meth:`release` dropped values this node had saved."""
+        return self.saved_data is RELEASED
 
     def __repr__(self) -> str:
         return f"<Trace of {self.recorded!r} -> {list(self.output_keys)!r}>"
