@@ -333,13 +333,32 @@ class Tape:
             tensor.tape = self
             tensor._grad = None
             return (tensor,)
-        counter, unique, make = self._counter, Input.unique, EagerTensor._make
-        keys = tuple([unique(next(counter)) for _ in values])
-        node = Trace(recorded, keys, saved, edges, active)
-        return tuple(
-            make(value, meta, key, node, self)
-            for value, meta, key in zip(values, op.outputs, keys, strict=True)
-        )
+        # Several outputs (factorizations): the same inlined construction, in loops.
+        keys_made: list[Any] = []
+        for _ in values:
+            number = next(self._counter)
+            key = _new_key(Input)
+            _set_input_key(key, number)
+            _set_fingerprint(key, hash(("Input", number)))
+            keys_made.append(key)
+        node = _new_trace(Trace)
+        node.recorded = recorded
+        node.output_keys = keys = tuple(keys_made)
+        node.saved_data = saved
+        node.edges = edges
+        node.active = active
+        node.serial = next_trace_serial()
+        tensors: list[EagerTensor] = []
+        for value, meta, key in zip(values, op.outputs, keys, strict=True):
+            tensor = _new_eager(EagerTensor)
+            tensor._value = value
+            tensor.meta = meta
+            tensor.key = key
+            tensor.node = node
+            tensor.tape = self
+            tensor._grad = None
+            tensors.append(tensor)
+        return tuple(tensors)
 
     # ------------------------------------------------------------------ reverse mode
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import cmath
+import functools
 import math
 from typing import Any
 
@@ -69,9 +70,13 @@ def failing_batch(bad: np.ndarray[Any, Any]) -> str:
     return f" at batch index {index}"
 
 
+_add_all = functools.partial(np.add.reduce, axis=None)
+"""``a.sum()`` without numpy's Python wrapper."""
+
+
 def check_finite(op: str, a: np.ndarray[Any, Any]) -> None:
     """Raise :class:`LinAlgError` when a decomposition's input holds NaN or Inf."""
-    if cmath.isfinite(a.sum()):  # NaN and Inf reach the sum: a finite sum clears all
+    if cmath.isfinite(_add_all(a)):  # NaN and Inf reach the sum: a finite sum clears all
         return
     finite = np.isfinite(a).all(axis=(-2, -1))
     if not finite.all():

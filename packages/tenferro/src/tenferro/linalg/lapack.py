@@ -110,25 +110,22 @@ def qr(a: Array, complete: bool) -> tuple[Array, Array]:
         q, _, info = generate(packed[:, :k], tau)
         r = packed if complete else packed[:k]
     _failed(info, "orgqr")
-    r = r * _upper(r.shape, dt)
-    r += 0  # -0.0 below the diagonal (negative entries times 0) prints as 0.0, as np.triu's
+    r = r.copy()  # geqrf's reflectors below the diagonal: zeroed, as np.triu does
+    r[_lower(r.shape)] = 0
     return q, r
 
 
-_UPPER: DictCache[tuple[tuple[int, ...], np.dtype[Any]], Array] = DictCache(
-    256, "linalg upper-triangle masks"
-)
+_LOWER: DictCache[tuple[int, ...], Array] = DictCache(256, "linalg lower-triangle masks")
 
 
-def _upper(shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
-    """Ones on and above the diagonal, zeros below, in ``dtype``: ``np.triu`` as one
-    multiplication (the factor is finite), built once per shape and dtype."""
-    key = (shape, dtype)
-    mask = _UPPER.get(key)
+def _lower(shape: tuple[int, ...]) -> Array:
+    """True strictly below the diagonal: the entries ``np.triu`` clears, built once per
+    shape (one masked assignment is cheaper than ``np.triu`` on small matrices)."""
+    mask = _LOWER.get(shape)
     if mask is None:
-        mask = np.triu(np.ones(shape, dtype))
+        mask = ~np.triu(np.ones(shape, bool))
         mask.flags.writeable = False
-        _UPPER.put(key, mask)
+        _LOWER.put(shape, mask)
     return mask
 
 

@@ -23,6 +23,7 @@ from tenferro.linalg.checks import inexact_dtype
 from tenferro.linalg.family import LinalgOp
 from tenferro.meta import Meta, normalize_axis
 from tenferro.surface.convert import asarray
+from tenferro.surface.dispatch import dispatch_cached
 from tenferro.surface.math import abs as abs_
 from tenferro.surface.math import where
 from tenferro.surface.reductions import amax, amin, sum
@@ -72,8 +73,10 @@ class Norm2(LinalgOp):
         return [x.with_(shape=shape, dtype=np.finfo(x.dtype).dtype)]
 
     def impl(self, x: Any) -> Any:
+        if len(self.axes) == x.ndim and not self.keepdims:  # every entry: one BLAS dot
+            return np.sqrt(np.vdot(x, x).real)  # (numpy.linalg.norm's own formula)
         squares = x.real * x.real + x.imag * x.imag if x.dtype.kind == "c" else x * x
-        return np.sqrt(np.sum(squares, axis=self.axes, keepdims=self.keepdims))
+        return np.sqrt(_add_reduce(squares, axis=self.axes, keepdims=self.keepdims))
 
     def jvp(self, xs: Any, ys: Any, ts: Any) -> list[Any]:
         (x,), (n,), (dx,) = xs, ys, ts
@@ -93,6 +96,10 @@ class Norm2(LinalgOp):
         fronted = to_front(x, d, batch_size(xs, dims))
         axes = tuple(a + 1 for a in self.axes)
         return [Norm2.bind(fronted, axes=axes, keepdims=self.keepdims)], [0]
+
+
+_add_reduce: Any = np.add.reduce
+"""``np.sum`` without its Python wrapper."""
 
 
 def _vector_norm(x: Any, order: float, axes: tuple[int, ...], keepdims: bool) -> Any:
@@ -195,6 +202,7 @@ def _dropped(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(n for i, n in enumerate(shape) if i not in axes)
 
 
+@dispatch_cached()
 def norm(x: Any, ord: Any = None, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A002  (numpy.linalg name)
     """numpy.linalg.norm: with ``axis=None``, the 2-norm of all entries when ``ord`` is
     None, else the vector norm of a 1-D or the matrix norm of a 2-D ``x``; an integer
