@@ -239,7 +239,7 @@ made at each call."""
 _PROMOTES = "promotes"
 
 _LITERALS: DictCache[Any, Any] = DictCache(4096, "traced scalar literals")
-"""(kind, meta, scalar type, scalar) -> a Python number's constant beside a traced tensor:
+"""(kind, meta, kinds, scalar type, scalar) -> a Python number's constant beside a traced tensor:
 a literal node of the traced program (structure, like the program itself), so retraces
 share it. Concrete kinds never use it: their numbers are data."""
 
@@ -260,6 +260,14 @@ def _tensor_and_scalar(op: str, first: Any, second: Any, kinds: str) -> list[Any
         meta = tensor.meta
     except AttributeError:  # an array, a list or another scalar: the general path converts it
         return None
+    literal_key: Any = None
+    # Traced: a known literal answers at once (one lookup). ``0.0 == -0.0`` and
+    # ``nan != nan`` as keys: only finite non-zero values are kept.
+    if kind not in REPLAYABLE and scalar == scalar and scalar != 0:
+        literal_key = (kind, meta, kinds, type(scalar), scalar)
+        constant = _LITERALS.get(literal_key)
+        if constant is not None:
+            return [constant, tensor] if scalar_first else [tensor, constant]
     make_full = getattr(kind, "_full", None)
     if make_full is None:
         return None
@@ -279,14 +287,9 @@ def _tensor_and_scalar(op: str, first: Any, second: Any, kinds: str) -> list[Any
     if kind in REPLAYABLE:  # concrete data: the number's operand is made now
         constant = make_full(constant_meta, scalar)
     else:  # a traced literal is a node of the program's structure: shared
-        # ``0.0 == -0.0`` and ``nan != nan`` as keys: only finite non-zero values are kept.
-        cacheable = scalar == scalar and scalar != 0
-        literal_key = (kind, constant_meta, scalar_type, scalar)
-        constant = _LITERALS.get(literal_key) if cacheable else None
-        if constant is None:
-            constant = make_full(constant_meta, scalar)
-            if cacheable:
-                _LITERALS.put(literal_key, constant)
+        constant = make_full(constant_meta, scalar)
+        if literal_key is not None:
+            _LITERALS.put(literal_key, constant)
     return [constant, tensor] if scalar_first else [tensor, constant]
 
 
