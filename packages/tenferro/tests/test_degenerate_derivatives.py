@@ -93,7 +93,7 @@ def test_uneven_losses_at_ties_warn_in_every_reverse_path(case: str, path: str) 
 
 
 def test_the_warning_names_the_batch_entry_under_vmap() -> None:
-    batch = np.stack([rotated([0.0, 1.0, 2.0], seed=5), DEGENERATE[:3, :3] * 0 + np.eye(3)])
+    batch = np.stack([rotated([0.0, 1.0, 2.0], seed=5), np.eye(3)])  # [1] is tied
     with pytest.warns(tf.DegenerateDerivativeWarning, match=r"eigenvalues\[1\] 0 and 1"):
         tf.vmap(tf.grad(lowest))(batch)
 

@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from tenferro.batching.rules import leading
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import DegenerateDerivativeWarning
-from tenferro.extension import ExtensionOp, register
+from tenferro.extension import register
+from tenferro.linalg.family import LinalgOp
 
 __all__ = ["guard_ties", "tied", "uneven_on_ties"]
 
@@ -86,11 +86,9 @@ def _warn(
     )
 
 
-class _TieIdentity(ExtensionOp):
+class _TieIdentity(LinalgOp):
     """The identity on ``x`` of the shape of the sorted ``values``; ``values`` only
     locates the ties."""
-
-    batch = leading
 
     family_name: str
     eps: float
@@ -100,6 +98,9 @@ class _TieIdentity(ExtensionOp):
 
     def impl(self, values: Any, x: Any) -> Any:
         return x
+
+    def _params(self) -> dict[str, Any]:
+        return {"family_name": self.family_name, "eps": self.eps}
 
 
 @register("linalg.tie_guard")
@@ -114,9 +115,6 @@ class TieGuard(_TieIdentity):
         if cts[0] is None:
             return [None, None]
         return [None, TieCheck.bind(xs[0], cts[0], **self._params())]
-
-    def _params(self) -> dict[str, Any]:
-        return {"family_name": self.family_name, "eps": self.eps}
 
 
 @register("linalg.tie_check")
@@ -134,9 +132,6 @@ class TieCheck(_TieIdentity):
         if cts[0] is None:
             return [None, None]
         return [None, TieGuard.bind(xs[0], cts[0], **self._params())]
-
-    def _params(self) -> dict[str, Any]:
-        return {"family_name": self.family_name, "eps": self.eps}
 
 
 def guard_ties(family: str, values: RuleValue, tangent: RuleValue, eps: float) -> RuleValue:
