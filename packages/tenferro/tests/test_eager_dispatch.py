@@ -896,3 +896,105 @@ def test_reduce_sum_evaluation_equals_numpys_sum(
         expected = np.sum(array, axis=axes, dtype=array.dtype)
         assert got.dtype == expected.dtype
         np.testing.assert_array_equal(got, expected)
+
+
+# ---------------------------------------------------------------------- the direct lane
+
+_FLAT_STATIC = st.one_of(
+    st.integers(-3, 3),
+    st.booleans(),
+    st.none(),
+    st.just(1.0),
+    st.lists(st.one_of(st.integers(-1, 4), st.booleans(), st.just(2.0)), max_size=3).map(tuple),
+    st.builds(
+        slice,
+        st.none() | st.integers(-4, 4) | st.booleans(),
+        st.none() | st.integers(-4, 4) | st.booleans(),
+        st.none() | st.sampled_from([-2, -1, 1, 2, True]),
+    ),
+)
+"""Static arguments of every flat kind the direct lane keys, and their lookalikes of other
+types (bools, floats) that it must leave to the general lane."""
+
+_LANE_FUNCTIONS = {"sum": (sum, "axis"), "reshape": (reshape, "shape"), "getitem": (getitem, None)}
+
+
+def _lane_outcome(function: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        result = function(*args, **kwargs)
+    except tf.TenferroError as error:  # the error and its message are the outcome compared
+        return (type(error), str(error))
+    except (TypeError, IndexError) as error:
+        return type(error)
+    tracked = getattr(result, "requires_grad", False)
+    return (type(result), result.meta, np.asarray(result).tolist(), tracked)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(sorted(_LANE_FUNCTIONS)),
+    st.lists(_FLAT_STATIC, min_size=1, max_size=4),
+    st.sampled_from(["tensor", "eager", "tracked"]),
+    st.sampled_from([(2, 3), (4,), (2, 2, 2)]),
+)
+def test_the_direct_lane_agrees_with_the_general_lane_and_the_uncached_function(
+    name: str, statics: list[Any], kind: str, shape: tuple[int, ...]
+) -> None:
+    """Positional calls take the direct lane (a flat key); keyword calls and the uncached
+    function give the reference: same values, metas, tracking and errors, at the miss
+    and at the hit, whatever lookalike arguments came before."""
+    function, keyword = _LANE_FUNCTIONS[name]
+    x = _operand(_array(shape, np.float64, 6), kind)
+    for static in statics * 2:
+        direct = _lane_outcome(function, x, static)
+        assert direct == _lane_outcome(_uncached(function), x, static)
+        if keyword is not None:
+            assert direct == _lane_outcome(function, x, **{keyword: static})
+    primitives = {
+        id(p.single if p.single is not None else p)
+        for p in dispatch._PROGRAMS.values()
+        if p is not dispatch._UNCACHEABLE
+    }
+    for found in dispatch._DIRECT.values():  # the general cache's own programs, structure only
+        assert found is dispatch._UNCACHEABLE or id(found) in primitives
+
+
+def test_the_direct_lane_records_what_the_general_lane_records() -> None:
+    data = _array((3, 4), np.float64, 7)
+    grads, structures = [], []
+    for lane in ("direct", "general", "direct"):
+        tape = tf.Tape()
+        x = tape.track(data)
+        if lane == "direct":
+            y = tf.sum(tf.reshape(x[1:], (4, 2)).T @ x[0], 0)
+        else:
+            y = tf.sum(
+                tf.reshape(getitem(x, index=slice(1, None)), shape=(4, 2)).T @ getitem(x, index=0),
+                axis=0,
+            )
+        structures.append((y.node.recorded, y.node.active, len(y.node.edges)))
+        grads.append(np.asarray(tape.grad(y * tf.sum(tf.sin(tf.reshape(x, (12,)))), x)))
+    assert structures[0] == structures[1] == structures[2]
+    np.testing.assert_array_equal(grads[0], grads[1])
+    np.testing.assert_array_equal(grads[0], grads[2])
+
+
+def test_uncacheable_calls_through_the_direct_lane_run_once_per_call() -> None:
+    calls = []
+
+    @dispatch.dispatch_cached()
+    def doubled_unless_probed(x: Any, times: int) -> Any:
+        calls.append(times)
+        if not isinstance(x, tf.Tensor):
+            raise ValueError("a probe")  # recording fails; the real call succeeds
+        return x * times
+
+    tf.clear_caches()
+    x = tf.EagerTensor(np.arange(3.0))
+    for call in range(3):
+        calls.clear()
+        np.testing.assert_array_equal(np.asarray(doubled_unless_probed(x, 2)), [0.0, 2.0, 4.0])
+        assert calls == ([2, 2] if call == 0 else [2])  # the probe once, the function once
+    assert list(dispatch._DIRECT.values()) == [dispatch._UNCACHEABLE]
+    tf.clear_caches()
+    assert len(dispatch._DIRECT) == 0

@@ -93,10 +93,30 @@ _Plan = tuple[
 _PLANS: DictCache[tuple[int, tuple[bool, ...]], _Plan] = DictCache(4096, "tape plans")
 """How to record a primitive with some operands tracked (see :func:`_plan`); shared by
 every tape (a plan depends only on the primitive instance)."""
-_ONE_TRACKED = (True,)
 _new_eager = _new_key = _new_trace = object.__new__
 _set_input_key = Input.__dict__["key"].__set__
 _set_fingerprint = ValueKey.__dict__["fingerprint"].__set__
+
+
+def _instance_plan(
+    op: TensorPrimitive, code: int, count: int
+) -> tuple[RecordedGraph, Any, tuple[tuple[int, ValueKey], ...], tuple[tuple[int, ValueKey], ...]]:
+    """The plan of ``op`` with the operands of bit mask ``code`` tracked, as
+    :meth:`Tape.record` reads it (recorded graph, tracked positions, inputs and outputs
+    to save), kept on the instance by ``code`` (from the shared plans: :func:`_plan`)."""
+    flags = tuple([bool(code >> i & 1) for i in range(count)])
+    # By identity: primitives are shared instances, and their __hash__ is Python code.
+    shared = _PLANS.get((id(op), flags))
+    if shared is None or shared[0] is not op:
+        shared = _plan(op, flags)
+    _, recorded, save_inputs, save_outputs, active = shared
+    plan = (recorded, active, save_inputs, save_outputs)
+    plans = getattr(op, "_tape_plans", None)
+    if plans is None:
+        plans = {}
+        object.__setattr__(op, "_tape_plans", plans)
+    plans[code] = plan
+    return plan
 
 
 def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
@@ -268,51 +288,48 @@ class Tape:
         """Record ``op`` applied to ``operands`` (at least one tracked, all of this tape)
         with results ``values``; return the tracked results."""
         count = len(operands)
-        if count == 1:
-            flags: tuple[bool, ...] = _ONE_TRACKED  # record() is only called when tracked
-            (operand,) = operands
+        # ``code``: the tracked positions as a bit mask (plans are per instance, whose
+        # operand count is fixed, so the mask alone tells the tracked operands apart).
+        if count == 1:  # record() is only called when some operand is tracked
+            operand = operands[0]
             edges: tuple[Any, ...] = (operand.node, operand.key, True)
+            code = 1
         elif count == 2:
             first, second = operands
-            first_tracked, second_tracked = first.tape is not None, second.tape is not None
-            flags = (first_tracked, second_tracked)
-            if first_tracked and second_tracked:
-                edges = (first.node, first.key, True, second.node, second.key, True)
+            if second.tape is None:
+                edges = (first.node, first.key, True, None, _UNTRACKED, False)
+                code = 1
+            elif first.tape is None:
+                edges = (None, _UNTRACKED, False, second.node, second.key, True)
+                code = 2
             else:
-                edges = (
-                    (first.node, first.key, True) if first_tracked else (None, _UNTRACKED, False)
-                ) + (
-                    (second.node, second.key, True) if second_tracked else (None, _UNTRACKED, False)
-                )
+                edges = (first.node, first.key, True, second.node, second.key, True)
+                code = 3
         else:
-            flags = tuple([o.tape is not None for o in operands])
+            code = 0
             flat: list[Any] = []
-            for operand in operands:
+            for position, operand in enumerate(operands):
                 if operand.tape is None:
                     flat += (None, _UNTRACKED, False)
                 else:
                     flat += (operand.node, operand.key, True)
+                    code |= 1 << position
             edges = tuple(flat)
         try:
             plans = op._tape_plans  # the instance's own plans: no hashing of it or its id
         except AttributeError:  # an instance whose __post_init__ did not set the slot
             plans = None
-        plan = None if plans is None else plans.get(flags)
+        plan = None if plans is None else plans.get(code)
         if plan is None:
-            # By identity: primitives are shared instances, and their __hash__ is Python code.
-            plan = _PLANS.get((id(op), flags))
-            if plan is None or plan[0] is not op:
-                plan = _plan(op, flags)
-            if plans is None:
-                plans = {}
-                object.__setattr__(op, "_tape_plans", plans)
-            plans[flags] = plan
-        _, recorded, save_inputs, save_outputs, active = plan
+            plan = _instance_plan(op, code, count)
+        recorded, active, save_inputs, save_outputs = plan
         saved: dict[ValueKey, Any] = {}
-        for i, key in save_inputs:  # loops, not comprehensions: no extra frame
-            saved[key] = operands[i]._value
-        for slot, key in save_outputs:
-            saved[key] = values[slot]
+        if save_inputs:
+            for i, key in save_inputs:  # loops, not comprehensions: no extra frame
+                saved[key] = operands[i]._value
+        if save_outputs:
+            for slot, key in save_outputs:
+                saved[key] = values[slot]
         if len(values) == 1:
             number = next(self._counter)
             key = _new_key(Input)  # Input.unique(number), inlined

@@ -42,6 +42,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 _PROGRAMS: DictCache[Any, Any] = DictCache(8192, "dispatch programs")
 """(function, kind, operand metas, static key) -> the recorded steps (or _UNCACHEABLE)."""
 
+_DIRECT: DictCache[Any, Any] = DictCache(8192, "dispatch direct keys")
+"""The same programs under a flat key, for the common calls (no keywords, and no static
+argument or one int, None, tuple of ints or slice of ints and None): (function, kind,
+operand metas..., the static argument's flat form) -> the one primitive of a
+single-primitive program, else the program (or _UNCACHEABLE). Structure only, like
+:data:`_PROGRAMS`; a hit skips building the general key."""
+
 _REPLAYABLE: set[type] = set()
 """Tensor kinds whose bind evaluates now (concrete kinds): only those are replayed."""
 REPLAYABLE: frozenset[type] | set[type] = _REPLAYABLE
@@ -50,6 +57,8 @@ REPLAYABLE`` without :func:`is_replayable`'s frame (read only: register with
 :func:`register_replayable`)."""
 
 _UNCACHEABLE = "uncacheable"
+_REFUSED = "refused"
+"""A call the cache does not serve (it runs uncached and leaves no entry)."""
 
 
 def register_replayable(kind: type) -> None:
@@ -212,6 +221,15 @@ class _Program:
         return tuple(values[r] for r in output)
 
 
+class _Ran:
+    """The result of a call that ran uncached while its program was being looked up."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+
+
 def _record(function: Callable[..., Any], metas: tuple[Meta, ...], static: Any) -> Any:
     recording = _Recording(len(metas))
     probes = [_Probe(m, recording, i) for i, m in enumerate(metas)]
@@ -238,25 +256,88 @@ def dispatch_cached(operands: int = 1, key: Callable[..., Any] | None = None) ->
     def decorate(function: F) -> F:
         @functools.wraps(function)
         def cached(*args: Any, **kwargs: Any) -> Any:
+            # The direct lane: no keywords, operands of one concrete kind, and no static
+            # argument or one of a flat kind (an int, None, a tuple of ints, a slice of
+            # ints and None). Its key is flat and type-exact (``1`` and ``True`` never
+            # meet: only exact ints enter), so a hit costs one lookup.
+            if not kwargs and args:
+                first = args[0]
+                kind = type(first)
+                if kind in _REPLAYABLE:
+                    count = len(args)
+                    direct: Any = None
+                    if count == operands:
+                        if operands == 1:
+                            direct = (cached, kind, first.meta)
+                        elif operands == 2 and type(args[1]) is kind:
+                            direct = (cached, kind, first.meta, args[1].meta)
+                    elif operands == 1 and count == 2:
+                        only = args[1]
+                        flat = type(only)
+                        if flat is tuple:
+                            for extent in only:
+                                if type(extent) is not int:
+                                    break
+                            else:
+                                direct = (cached, kind, first.meta, only)
+                        elif flat is int or only is None:
+                            direct = (cached, kind, first.meta, flat, only)
+                        elif flat is slice:
+                            start, stop, step = only.start, only.stop, only.step
+                            if (
+                                (start is None or type(start) is int)
+                                and (stop is None or type(stop) is int)
+                                and (step is None or type(step) is int)
+                            ):
+                                direct = (cached, kind, first.meta, start, stop, step)
+                    if direct is not None:
+                        found = _DIRECT.get(direct)
+                        if found is None:
+                            found = _lookup(args, kwargs)
+                            if found is _REFUSED:
+                                return function(*args, **kwargs)
+                            if type(found) is _Ran:
+                                _DIRECT.put(direct, _UNCACHEABLE)
+                                return found.result
+                            _DIRECT.put(direct, found)
+                        if found is _UNCACHEABLE:
+                            return function(*args, **kwargs)
+                        if type(found) is _Program:
+                            return found.replay(args[:operands])
+                        return kind._bind(found, args if count == operands else (first,))[0]
+            found = _lookup(args, kwargs)
+            if found is _REFUSED or found is _UNCACHEABLE:
+                return function(*args, **kwargs)
+            if type(found) is _Ran:
+                return found.result
+            if type(found) is _Program:
+                return found.replay(args[:operands])
+            return type(args[0])._bind(found, args[:operands])[0]
+
+        def _lookup(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            """The cached program of a call (its single primitive when it has one,
+            recorded on a miss), ``_UNCACHEABLE``, or ``_REFUSED`` when the call runs
+            uncached without a cache entry (mixed kinds, unkeyable arguments, or bad
+            arguments: the uncached call then raises the function's own error)."""
             signature: Any
             probe_args: Any
             if len(args) < operands:
-                return function(*args, **kwargs)
+                return _REFUSED
             first = args[0]
             kind = type(first)
             if kind not in _REPLAYABLE:
-                return function(*args, **kwargs)
+                return _REFUSED
             if operands == 1:
                 metas: tuple[Meta, ...] = (first.meta,)
             elif operands == 2:
                 second = args[1]
                 if type(second) is not kind:
-                    return function(*args, **kwargs)
+                    return _REFUSED
                 metas = (first.meta, second.meta)
             else:
                 for other in args[1:operands]:
                     if type(other) is not kind:
-                        return function(*args, **kwargs)
+                        return _REFUSED
                 metas = tuple([a.meta for a in args[:operands]])
             static = args[operands:]
             try:
@@ -284,23 +365,21 @@ def dispatch_cached(operands: int = 1, key: Callable[..., Any] | None = None) ->
                 cache_key = (cached, kind, metas, signature)
                 program = _PROGRAMS.get(cache_key)
             except (UnkeyableError, TypeError):
-                return function(*args, **kwargs)
+                return _REFUSED
             if program is None:
                 try:
                     program = _record(function, metas, probe_args)
                 except Exception:
                     # Bad arguments: the uncached call raises the function's own error;
                     # if it does not, the function needs more than probes give.
-                    result = function(*args, **kwargs)
+                    ran = _Ran(function(*args, **kwargs))
                     _PROGRAMS.put(cache_key, _UNCACHEABLE)
-                    return result
+                    return ran
                 _PROGRAMS.put(cache_key, program)
             if program is _UNCACHEABLE:
-                return function(*args, **kwargs)
+                return program
             single = program.single
-            if single is not None:  # operands of one kind: bind()'s dispatch, inlined
-                return kind._bind(single, (first,) if operands == 1 else args[:operands])[0]
-            return program.replay(args[:operands])
+            return program if single is None else single
 
         return cached  # type: ignore[return-value]
 
