@@ -998,3 +998,20 @@ def test_uncacheable_calls_through_the_direct_lane_run_once_per_call() -> None:
     assert list(dispatch._DIRECT.values()) == [dispatch._UNCACHEABLE]
     tf.clear_caches()
     assert len(dispatch._DIRECT) == 0
+
+
+def test_recorded_output_keys_are_unique_input_keys_with_their_fingerprint() -> None:
+    from computegraph import Input, ValueKey
+
+    tape = tf.Tape()
+    x = tape.track(np.linspace(0.1, 0.9, 4).reshape(2, 2))
+    q, r = tf.linalg.qr(tf.sin(x))
+    for key in (tf.sin(x).key, q.key, r.key):
+        assert isinstance(key, Input)
+        assert isinstance(key, ValueKey)
+        reference = Input.unique(key.key)
+        assert key.fingerprint == reference.fingerprint  # computed when read
+        assert key != reference  # unique: equal only to itself
+        assert key != Input(key.key)
+        with pytest.raises(AttributeError):
+            key.key = 0  # type: ignore[misc]  # keys stay immutable

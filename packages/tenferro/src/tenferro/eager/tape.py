@@ -95,22 +95,49 @@ _PLANS: DictCache[tuple[int, tuple[bool, ...]], _Plan] = DictCache(4096, "tape p
 every tape (a plan depends only on the primitive instance)."""
 _new_eager = _new_key = _new_trace = object.__new__
 _set_input_key = Input.__dict__["key"].__set__
-_set_fingerprint = ValueKey.__dict__["fingerprint"].__set__
 
 
-def _instance_plan(
-    op: TensorPrimitive, code: int, count: int
-) -> tuple[RecordedGraph, Any, tuple[tuple[int, ValueKey], ...], tuple[tuple[int, ValueKey], ...]]:
+class _OutputKey(Input):
+    """The eager key of a recorded output: ``Input.unique(number)``, whose structural
+    fingerprint (the same value) is computed when first read instead of at minting, once
+    per recorded output (eager keys name values on the tape; graph structures, which
+    read fingerprints, never hold them)."""
+
+    __slots__ = ()
+
+    @property
+    def fingerprint(self) -> int:  # type: ignore[override]
+        return hash(("Input", self.key))
+
+
+_InstancePlan = tuple[
+    RecordedGraph,
+    Any,
+    ValueKey | None,
+    int,
+    tuple[tuple[int, ValueKey], ...],
+    tuple[tuple[int, ValueKey], ...],
+]
+
+
+def _instance_plan(op: TensorPrimitive, code: int, count: int) -> _InstancePlan:
     """The plan of ``op`` with the operands of bit mask ``code`` tracked, as
-    :meth:`Tape.record` reads it (recorded graph, tracked positions, inputs and outputs
-    to save), kept on the instance by ``code`` (from the shared plans: :func:`_plan`)."""
+    :meth:`Tape.record` reads it (recorded graph, tracked positions, then what to save:
+    the key and position of the one input saved when that is all, else the inputs and
+    outputs to save), kept on the instance by ``code`` (from the shared plans:
+    :func:`_plan`)."""
     flags = tuple([bool(code >> i & 1) for i in range(count)])
     # By identity: primitives are shared instances, and their __hash__ is Python code.
     shared = _PLANS.get((id(op), flags))
     if shared is None or shared[0] is not op:
         shared = _plan(op, flags)
     _, recorded, save_inputs, save_outputs, active = shared
-    plan = (recorded, active, save_inputs, save_outputs)
+    plan: _InstancePlan
+    if len(save_inputs) == 1 and not save_outputs:
+        ((position, key),) = save_inputs
+        plan = (recorded, active, key, position, (), ())
+    else:
+        plan = (recorded, active, None, 0, save_inputs, save_outputs)
     plans = getattr(op, "_tape_plans", None)
     if plans is None:
         plans = {}
@@ -322,19 +349,21 @@ class Tape:
         plan = None if plans is None else plans.get(code)
         if plan is None:
             plan = _instance_plan(op, code, count)
-        recorded, active, save_inputs, save_outputs = plan
-        saved: dict[ValueKey, Any] = {}
-        if save_inputs:
-            for i, key in save_inputs:  # loops, not comprehensions: no extra frame
-                saved[key] = operands[i]._value
-        if save_outputs:
-            for slot, key in save_outputs:
-                saved[key] = values[slot]
+        recorded, active, one_key, one_position, save_inputs, save_outputs = plan
+        saved: dict[ValueKey, Any]
+        if one_key is not None:  # the common save: one input
+            saved = {one_key: operands[one_position]._value}
+        else:
+            saved = {}
+            if save_inputs:
+                for i, key in save_inputs:  # loops, not comprehensions: no extra frame
+                    saved[key] = operands[i]._value
+            if save_outputs:
+                for slot, key in save_outputs:
+                    saved[key] = values[slot]
         if len(values) == 1:
-            number = next(self._counter)
-            key = _new_key(Input)  # Input.unique(number), inlined
-            _set_input_key(key, number)
-            _set_fingerprint(key, hash(("Input", number)))
+            key = _new_key(_OutputKey)  # Input.unique(number), inlined
+            _set_input_key(key, next(self._counter))
             node = _new_trace(Trace)  # Trace(recorded, (key,), saved, edges, active), inlined
             node.recorded = recorded
             node.output_keys = (key,)
@@ -353,10 +382,8 @@ class Tape:
         # Several outputs (factorizations): the same inlined construction, in loops.
         keys_made: list[Any] = []
         for _ in values:
-            number = next(self._counter)
-            key = _new_key(Input)
-            _set_input_key(key, number)
-            _set_fingerprint(key, hash(("Input", number)))
+            key = _new_key(_OutputKey)
+            _set_input_key(key, next(self._counter))
             keys_made.append(key)
         node = _new_trace(Trace)
         node.recorded = recorded

@@ -239,7 +239,7 @@ def backward(
                 node.saved_data = RELEASED
             if keep is not None:
                 if output not in keep:
-                    del cotangents[output]
+                    del cotangents[outputs[0]]  # the output itself (typed as a key)
                 del values, saved
             key = edges[first_key]
             reach(key)
