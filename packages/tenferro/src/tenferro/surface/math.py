@@ -105,7 +105,8 @@ _TENSOR_AND_SCALAR: DictCache[Any, Any] = DictCache(4096, "tensor-scalar dispatc
 """(primitive class, kind, meta, scalar type, scalar first) -> the primitive instance
 ``tensor op scalar`` binds, the meta of the scalar's operand and the scalar's conversion
 to the tensor's dtype (or ``_GENERAL``): structure only; the scalar itself becomes an
-operand at each call (the kind's ``_scalar_operand``)."""
+operand at each call (the kind's ``_scalar_operand``; a conversion of ``None``: the
+number as it is)."""
 
 _FAST_SCALARS = (int, float)
 _GENERAL = "general"
@@ -167,7 +168,13 @@ def _boolean_aware(
             or a.meta.dtype.kind not in kinds
         ):
             return _GENERAL
-        return (primitive.make((a.meta, b.meta)), constant.meta, _converter(a.meta.dtype))
+        dtype = a.meta.dtype
+        number = type(y if tensor is x else x)
+        if number is float and dtype == float64:
+            # A float is already a float64 value (numpy's float64 subclasses float), and
+            # the ufunc takes it as is faster than the converted scalar: no conversion.
+            return (primitive.make((a.meta, b.meta)), constant.meta, None)
+        return (primitive.make((a.meta, b.meta)), constant.meta, _converter(dtype))
 
     def apply(x: Any, y: Any) -> Any:
         kind = type(x)
@@ -205,7 +212,9 @@ def _boolean_aware(
             check_int_fits(op, scalar, meta.dtype)
         # The number is an operand made now (a rank-0 value the ufunc broadcasts): the
         # cache holds structure only.
-        constant = kind._scalar_operand(constant_meta, convert(scalar))
+        constant = kind._scalar_operand(
+            constant_meta, scalar if convert is None else convert(scalar)
+        )
         operands = (constant, tensor) if first else (tensor, constant)
         return kind._bind(instance, operands)[0]
 
