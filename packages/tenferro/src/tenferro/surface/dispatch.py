@@ -221,6 +221,16 @@ class _Program:
         return tuple(values[r] for r in output)
 
 
+class _Slow:
+    """A direct-lane outcome other than one primitive: a program of several steps, or
+    ``_UNCACHEABLE``."""
+
+    __slots__ = ("program",)
+
+    def __init__(self, program: Any) -> None:
+        self.program = program
+
+
 class _Ran:
     """The result of a call that ran uncached while its program was being looked up."""
 
@@ -254,57 +264,101 @@ def dispatch_cached(operands: int = 1, key: Callable[..., Any] | None = None) ->
     """
 
     def decorate(function: F) -> F:
-        @functools.wraps(function)
-        def cached(*args: Any, **kwargs: Any) -> Any:
-            # The direct lane: no keywords, operands of one concrete kind, and no static
-            # argument or one of a flat kind (an int, None, a tuple of ints, a slice of
-            # ints and None). Its key is flat and type-exact (``1`` and ``True`` never
-            # meet: only exact ints enter), so a hit costs one lookup.
-            if not kwargs and args:
-                first = args[0]
-                kind = type(first)
-                if kind in _REPLAYABLE:
+        # The direct lane: no keywords, operands of one concrete kind, and no static
+        # argument or (one operand) one of a flat kind: an int, None, a tuple of ints, a
+        # slice of ints and None. Its key is flat and type-exact (``1`` and ``True``
+        # never meet: only exact ints enter), so a hit costs one lookup; _DIRECT holds
+        # the single primitive a call binds, else a _Slow outcome (see _served).
+
+        def served(direct: Any, found: Any, args: tuple[Any, ...]) -> Any:
+            """A direct-lane call that missed (``found`` None) or is not one primitive."""
+            if found is None:
+                found = _lookup(args, {})
+                if found is _REFUSED:
+                    return function(*args)
+                if type(found) is _Ran:
+                    _DIRECT.put(direct, _Slow(_UNCACHEABLE))
+                    return found.result
+                if type(found) is not _Program and found is not _UNCACHEABLE:
+                    _DIRECT.put(direct, found)
+                    return type(args[0])._bind(found, args[:operands])[0]
+                found = _Slow(found)
+                _DIRECT.put(direct, found)
+            program = found.program
+            if program is _UNCACHEABLE:
+                return function(*args)
+            return program.replay(args[:operands])
+
+        if operands == 1:
+
+            @functools.wraps(function)
+            def cached(*args: Any, **kwargs: Any) -> Any:
+                if not kwargs:
                     count = len(args)
-                    direct: Any = None
-                    if count == operands:
-                        if operands == 1:
+                    if count == 2:
+                        first, only = args
+                        kind = type(first)
+                        if kind in _REPLAYABLE:
+                            direct: Any = None
+                            flat = type(only)
+                            if flat is tuple:
+                                for extent in only:
+                                    if type(extent) is not int:
+                                        break
+                                else:
+                                    direct = (cached, kind, first.meta, only)
+                            elif flat is int or only is None:
+                                direct = (cached, kind, first.meta, flat, only)
+                            elif flat is slice:
+                                start, stop, step = only.start, only.stop, only.step
+                                if (
+                                    (start is None or type(start) is int)
+                                    and (stop is None or type(stop) is int)
+                                    and (step is None or type(step) is int)
+                                ):
+                                    direct = (cached, kind, first.meta, start, stop, step)
+                            if direct is not None:
+                                found = _DIRECT.get(direct)
+                                if found is None or type(found) is _Slow:
+                                    return served(direct, found, args)
+                                return kind._bind(found, (first,))[0]
+                    elif count == 1:
+                        first = args[0]
+                        kind = type(first)
+                        if kind in _REPLAYABLE:
                             direct = (cached, kind, first.meta)
-                        elif operands == 2 and type(args[1]) is kind:
-                            direct = (cached, kind, first.meta, args[1].meta)
-                    elif operands == 1 and count == 2:
-                        only = args[1]
-                        flat = type(only)
-                        if flat is tuple:
-                            for extent in only:
-                                if type(extent) is not int:
-                                    break
-                            else:
-                                direct = (cached, kind, first.meta, only)
-                        elif flat is int or only is None:
-                            direct = (cached, kind, first.meta, flat, only)
-                        elif flat is slice:
-                            start, stop, step = only.start, only.stop, only.step
-                            if (
-                                (start is None or type(start) is int)
-                                and (stop is None or type(stop) is int)
-                                and (step is None or type(step) is int)
-                            ):
-                                direct = (cached, kind, first.meta, start, stop, step)
-                    if direct is not None:
-                        found = _DIRECT.get(direct)
-                        if found is None:
-                            found = _lookup(args, kwargs)
-                            if found is _REFUSED:
-                                return function(*args, **kwargs)
-                            if type(found) is _Ran:
-                                _DIRECT.put(direct, _UNCACHEABLE)
-                                return found.result
-                            _DIRECT.put(direct, found)
-                        if found is _UNCACHEABLE:
-                            return function(*args, **kwargs)
-                        if type(found) is _Program:
-                            return found.replay(args[:operands])
-                        return kind._bind(found, args if count == operands else (first,))[0]
+                            found = _DIRECT.get(direct)
+                            if found is None or type(found) is _Slow:
+                                return served(direct, found, args)
+                            return kind._bind(found, args)[0]
+                return general(args, kwargs)
+
+        else:
+
+            @functools.wraps(function)
+            def cached(*args: Any, **kwargs: Any) -> Any:
+                if not kwargs and len(args) == operands:
+                    first = args[0]
+                    kind = type(first)
+                    if kind in _REPLAYABLE:
+                        if operands == 2:
+                            second = args[1]
+                            same = type(second) is kind
+                            if same:
+                                direct = (cached, kind, first.meta, second.meta)
+                        else:
+                            same = all(type(other) is kind for other in args)
+                            if same:
+                                direct = (cached, kind, *[a.meta for a in args])
+                        if same:
+                            found = _DIRECT.get(direct)
+                            if found is None or type(found) is _Slow:
+                                return served(direct, found, args)
+                            return kind._bind(found, args)[0]
+                return general(args, kwargs)
+
+        def general(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            """A call outside the direct lane, through the general key."""
             found = _lookup(args, kwargs)
             if found is _REFUSED or found is _UNCACHEABLE:
                 return function(*args, **kwargs)
