@@ -343,11 +343,8 @@ class Tape:
                     code |= 1 << position
             edges = tuple(flat)
         try:
-            plans = op._tape_plans  # the instance's own plans: no hashing of it or its id
-        except AttributeError:  # an instance whose __post_init__ did not set the slot
-            plans = None
-        plan = None if plans is None else plans.get(code)
-        if plan is None:
+            plan = op._tape_plans[code]  # type: ignore[index]  # None: TypeError, below
+        except (AttributeError, TypeError, KeyError):  # no plans yet, or not for ``code``
             plan = _instance_plan(op, code, count)
         recorded, active, one_key, one_position, save_inputs, save_outputs = plan
         saved: dict[ValueKey, Any]
