@@ -1020,3 +1020,41 @@ def test_recorded_output_keys_are_unique_input_keys_with_their_fingerprint() -> 
         assert key != Input(key.key)
         with pytest.raises(AttributeError):
             key.key = 0  # type: ignore[misc]  # keys stay immutable
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.floats(width=64) | st.sampled_from([0.0, -0.0, float("inf"), float("nan")]),
+    st.booleans(),
+    st.sampled_from(["add", "multiply"]),
+)
+def test_floats_taken_as_they_are_differentiate_like_prepared_operands(
+    number: float, number_first: bool, name: str
+) -> None:
+    """A float meeting a float64 tensor is the ufunc's operand as it is (no numpy scalar):
+    values, gradients, second derivatives (``create_graph``) and composites equal those
+    of the prepared operands (a float64 tensor of the number)."""
+    from tenferro.surface.convert import prepare
+
+    def fast(x: Any) -> Any:
+        return getattr(tf, name)(*((number, x) if number_first else (x, number)))
+
+    def prepared(x: Any) -> Any:
+        operands = (number, x) if number_first else (x, number)
+        return (lax.add if name == "add" else lax.mul)(*prepare(name, operands, kinds="bifc"))
+
+    def loss(x: Any, bind: Any) -> Any:
+        y = bind(x)
+        return tf.sum(tf.sin(y) * y)
+
+    results = []
+    for bind in (fast, prepared):
+        tape = tf.Tape()
+        x = tape.track(np.linspace(0.2, 0.8, 4))
+        value = loss(x, bind)
+        first = tape.grad(value, x, create_graph=True)
+        second = tape.grad(tf.sum(first), x)
+        through_composite = tape.grad(tf.composite(lambda v, b=bind: loss(v, b))(x), x)
+        results.append([np.asarray(r) for r in (value, first, second, through_composite)])
+    for got, expected in zip(*results, strict=True):
+        np.testing.assert_array_equal(got, expected)
