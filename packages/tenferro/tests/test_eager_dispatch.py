@@ -1058,3 +1058,24 @@ def test_floats_taken_as_they_are_differentiate_like_prepared_operands(
         results.append([np.asarray(r) for r in (value, first, second, through_composite)])
     for got, expected in zip(*results, strict=True):
         np.testing.assert_array_equal(got, expected)
+
+
+def test_functions_with_their_own_key_take_only_the_general_lane() -> None:
+    """A function's own ``key`` decides what is cached: the direct lane stays out."""
+
+    def non_negative(times: int) -> Any:
+        if times < 0:
+            raise dispatch.UnkeyableError(times)
+        return (times,), ((times,), {})
+
+    @dispatch.dispatch_cached(key=non_negative)
+    def scaled(x: Any, times: int) -> Any:
+        return tf.reshape(x, (-1,)) if times >= 0 else x * times
+
+    tf.clear_caches()
+    x = tf.EagerTensor(np.arange(4.0).reshape(2, 2))
+    for _ in range(2):
+        np.testing.assert_array_equal(np.asarray(scaled(x, 3)), np.arange(4.0))
+        np.testing.assert_array_equal(np.asarray(scaled(x, -2)), -2 * np.arange(4.0).reshape(2, 2))
+    assert len(dispatch._DIRECT) == 0
+    assert len([k for k in dispatch._PROGRAMS if k[0] is scaled]) == 1  # only times=3's

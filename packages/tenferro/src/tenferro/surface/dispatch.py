@@ -289,7 +289,13 @@ def dispatch_cached(operands: int = 1, key: Callable[..., Any] | None = None) ->
                 return function(*args)
             return program.replay(args[:operands])
 
-        if operands == 1:
+        if key is not None:  # the caller's key decides what is cacheable: no direct lane
+
+            @functools.wraps(function)
+            def cached(*args: Any, **kwargs: Any) -> Any:
+                return general(args, kwargs)
+
+        elif operands == 1:
 
             @functools.wraps(function)
             def cached(*args: Any, **kwargs: Any) -> Any:
