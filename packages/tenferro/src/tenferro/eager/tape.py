@@ -51,7 +51,6 @@ from tidu.eager import (
     default_derivative_cache,
     forward,
 )
-from tidu.eager.tape import next_trace_serial
 
 __all__ = ["Tape", "default_tape"]
 
@@ -74,16 +73,6 @@ def _refuse_tracked(data: Any) -> None:
         )
 
 
-class _Untracked:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "untracked"
-
-
-_UNTRACKED = Input(_Untracked())
-"""The eager key recorded for operands that are not tracked (never accumulated)."""
-
 _SAVE_ALL = "save all"
 """Marks a recorded structure whose derivative is unknown (a rule is missing)."""
 
@@ -93,21 +82,6 @@ _Plan = tuple[
 _PLANS: DictCache[tuple[int, tuple[bool, ...]], _Plan] = DictCache(4096, "tape plans")
 """How to record a primitive with some operands tracked (see :func:`_plan`); shared by
 every tape (a plan depends only on the primitive instance)."""
-_new_eager = _new_key = _new_trace = object.__new__
-_set_input_key = Input.__dict__["key"].__set__
-
-
-class _OutputKey(Input):
-    """The eager key of a recorded output: ``Input.unique(number)``, whose structural
-    fingerprint (the same value) is computed when first read instead of at minting, once
-    per recorded output (eager keys name values on the tape; graph structures, which
-    read fingerprints, never hold them)."""
-
-    __slots__ = ()
-
-    @property
-    def fingerprint(self) -> int:  # type: ignore[override]
-        return hash(("Input", self.key))
 
 
 _InstancePlan = tuple[
@@ -122,7 +96,7 @@ _InstancePlan = tuple[
 
 def _instance_plan(op: TensorPrimitive, code: int, count: int) -> _InstancePlan:
     """The plan of ``op`` with the operands of bit mask ``code`` tracked, as
-    :meth:`Tape.record` reads it (recorded graph, tracked positions, then what to save:
+    ``EagerTensor._bind`` reads it (recorded graph, tracked positions, then what to save:
     the key and position of the one input saved when that is all, else the inputs and
     outputs to save), kept on the instance by ``code`` (from the shared plans:
     :func:`_plan`)."""
@@ -267,7 +241,8 @@ class Tape:
 
     def __init__(self) -> None:
         self._recorder = Recorder()
-        """Records composite nodes (checkpointed segments); primitives go through record()."""
+        """Records composite nodes (checkpointed segments); primitives are recorded by
+        ``EagerTensor._bind``."""
         self._counter = itertools.count()
         """Eager keys of this tape: ``Input.unique`` of fresh integers."""
         self._leaves: weakref.WeakValueDictionary[ValueKey, EagerTensor] = (
@@ -306,100 +281,6 @@ class Tape:
             leaves = list(self._leaves.values())
         for leaf in leaves:
             leaf._grad = None
-
-    # ------------------------------------------------------------------ recording
-
-    def record(
-        self, op: TensorPrimitive, operands: Sequence[Any], values: Sequence[Any]
-    ) -> tuple[EagerTensor, ...]:
-        """Record ``op`` applied to ``operands`` (at least one tracked, all of this tape)
-        with results ``values``; return the tracked results."""
-        count = len(operands)
-        # ``code``: the tracked positions as a bit mask (plans are per instance, whose
-        # operand count is fixed, so the mask alone tells the tracked operands apart).
-        if count == 1:  # record() is only called when some operand is tracked
-            operand = operands[0]
-            edges: tuple[Any, ...] = (operand.node, operand.key, True)
-            code = 1
-        elif count == 2:
-            first, second = operands
-            if second.tape is None:
-                edges = (first.node, first.key, True, None, _UNTRACKED, False)
-                code = 1
-            elif first.tape is None:
-                edges = (None, _UNTRACKED, False, second.node, second.key, True)
-                code = 2
-            else:
-                edges = (first.node, first.key, True, second.node, second.key, True)
-                code = 3
-        else:
-            code = 0
-            flat: list[Any] = []
-            for position, operand in enumerate(operands):
-                if operand.tape is None:
-                    flat += (None, _UNTRACKED, False)
-                else:
-                    flat += (operand.node, operand.key, True)
-                    code |= 1 << position
-            edges = tuple(flat)
-        try:
-            plan = op._tape_plans[code]  # type: ignore[index]  # None: TypeError, below
-        except (AttributeError, TypeError, KeyError):  # no plans yet, or not for ``code``
-            plan = _instance_plan(op, code, count)
-        recorded, active, one_key, one_position, save_inputs, save_outputs = plan
-        saved: dict[ValueKey, Any]
-        if one_key is not None:  # the common save: one input
-            saved = {one_key: operands[one_position]._value}
-        else:
-            saved = {}
-            if save_inputs:
-                for i, key in save_inputs:  # loops, not comprehensions: no extra frame
-                    saved[key] = operands[i]._value
-            if save_outputs:
-                for slot, key in save_outputs:
-                    saved[key] = values[slot]
-        if len(values) == 1:
-            key = _new_key(_OutputKey)  # Input.unique(number), inlined
-            _set_input_key(key, next(self._counter))
-            node = _new_trace(Trace)  # Trace(recorded, (key,), saved, edges, active), inlined
-            node.recorded = recorded
-            node.output_keys = (key,)
-            node.saved_data = saved
-            node.edges = edges
-            node.active = active
-            node.serial = next_trace_serial()
-            tensor = _new_eager(EagerTensor)
-            tensor._value = values[0]
-            tensor.meta = op.outputs[0]
-            tensor.key = key
-            tensor.node = node
-            tensor.tape = self
-            tensor._grad = None
-            return (tensor,)
-        # Several outputs (factorizations): the same inlined construction, in loops.
-        keys_made: list[Any] = []
-        for _ in values:
-            key = _new_key(_OutputKey)
-            _set_input_key(key, next(self._counter))
-            keys_made.append(key)
-        node = _new_trace(Trace)
-        node.recorded = recorded
-        node.output_keys = keys = tuple(keys_made)
-        node.saved_data = saved
-        node.edges = edges
-        node.active = active
-        node.serial = next_trace_serial()
-        tensors: list[EagerTensor] = []
-        for value, meta, key in zip(values, op.outputs, keys, strict=True):
-            tensor = _new_eager(EagerTensor)
-            tensor._value = value
-            tensor.meta = meta
-            tensor.key = key
-            tensor.node = node
-            tensor.tape = self
-            tensor._grad = None
-            tensors.append(tensor)
-        return tuple(tensors)
 
     # ------------------------------------------------------------------ reverse mode
 
