@@ -11,6 +11,10 @@ steps are replayed on the real operands through the ordinary :func:`~tenferro.co
 so evaluation, tape recording, ``no_grad`` and composite capture behave exactly as in an
 uncached call.
 
+Common calls (no keywords; no static argument, or one that is an int, None, a tuple of
+ints or a slice of ints and None) first take a *direct lane*: a flat, type-exact key to
+the primitive the call binds, so a repeated call costs one lookup before evaluation.
+
 The cache holds structure only (primitive instances and operand positions): a function
 that reads data, or makes a constant from a value, is not cacheable and runs uncached
 (the probe refuses ``_value`` and ``_full``). It is bounded and emptied by
@@ -46,8 +50,8 @@ _DIRECT: DictCache[Any, Any] = DictCache(8192, "dispatch direct keys")
 """The same programs under a flat key, for the common calls (no keywords, and no static
 argument or one int, None, tuple of ints or slice of ints and None): (function, kind,
 operand metas..., the static argument's flat form) -> the one primitive of a
-single-primitive program, else the program (or _UNCACHEABLE). Structure only, like
-:data:`_PROGRAMS`; a hit skips building the general key."""
+single-primitive program, else a :class:`_Slow` holding the program (or _UNCACHEABLE).
+Structure only, like :data:`_PROGRAMS`; a hit skips building the general key."""
 
 _REPLAYABLE: set[type] = set()
 """Tensor kinds whose bind evaluates now (concrete kinds): only those are replayed."""
@@ -268,7 +272,7 @@ def dispatch_cached(operands: int = 1, key: Callable[..., Any] | None = None) ->
         # argument or (one operand) one of a flat kind: an int, None, a tuple of ints, a
         # slice of ints and None. Its key is flat and type-exact (``1`` and ``True``
         # never meet: only exact ints enter), so a hit costs one lookup; _DIRECT holds
-        # the single primitive a call binds, else a _Slow outcome (see _served).
+        # the single primitive a call binds, else a _Slow outcome (see ``served``).
 
         def served(direct: Any, found: Any, args: tuple[Any, ...]) -> Any:
             """A direct-lane call that missed (``found`` None) or is not one primitive."""
