@@ -29,6 +29,7 @@ from tenferro.surface.contraction import matmul
 from tenferro.surface.indexing import getitem
 from tenferro.surface.reductions import mean, sum
 from tenferro.surface.shapes import reshape, transpose
+from tidu import eager as tidu_eager
 
 DTYPES = [np.float64, np.float32, np.complex128, np.int64]
 
@@ -1079,3 +1080,63 @@ def test_functions_with_their_own_key_take_only_the_general_lane() -> None:
         np.testing.assert_array_equal(np.asarray(scaled(x, -2)), -2 * np.arange(4.0).reshape(2, 2))
     assert len(dispatch._DIRECT) == 0
     assert len([k for k in dispatch._PROGRAMS if k[0] is scaled]) == 1  # only times=3's
+
+
+class _ListsOnly(tidu_eager.ProgramExecutor):
+    """The tape's executor without the one-seed runners (``single_transposer``): every
+    node takes the general runner, as before those existed."""
+
+    single_transposer = None  # type: ignore[assignment]
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["sin", "mul", "scale", "exp", "slice", "reshape", "sum0", "other"]),
+        min_size=1,
+        max_size=8,
+    ),
+    st.booleans(),
+    st.booleans(),
+)
+def test_one_seed_runners_give_the_general_runners_gradients(
+    steps: list[str], retain: bool, of_intermediate: bool
+) -> None:
+    """Backward's one-seed, one-input runners give bit for bit the gradients (of leaves
+    and of an intermediate) the general runners give, freeing or retaining the graph."""
+    from tenferro.core.primitive import ADD_ANY
+    from tenferro.eager.extents import specialize
+
+    def run(executor: Any) -> list[np.ndarray[Any, Any]]:
+        tape = tf.Tape()
+        if executor is not None:
+            tape._plain = executor
+        x = tape.track(np.linspace(0.1, 0.7, 4).reshape(2, 2))
+        other = tape.track(np.linspace(-0.5, 0.5, 4).reshape(2, 2))
+        v, middle = x, None
+        for position, step in enumerate(steps):
+            if step == "sin":
+                v = tf.sin(v)
+            elif step == "mul":
+                v = v * v
+            elif step == "scale":
+                v = v * 0.75 + 0.5
+            elif step == "exp":
+                v = tf.exp(v * 0.1)
+            elif step == "slice":
+                v = tf.concatenate([v[1:], v[:1]])
+            elif step == "reshape":
+                v = tf.reshape(tf.reshape(v, (4,)), (2, 2))
+            elif step == "sum0":
+                v = v * tf.sum(v, 0)
+            else:
+                v = v * other
+            if position == len(steps) // 2:
+                middle = v
+        wrt = [x, other] + ([middle] if of_intermediate and middle is not None else [])
+        grads = tape.grad(tf.sum(tf.sin(v)), wrt, allow_unused=True, retain_graph=retain)
+        return [np.asarray(g) if g is not None else np.zeros(0) for g in grads]
+
+    general = run(_ListsOnly(ADD_ANY, specialize=specialize))
+    for got, expected in zip(run(None), general, strict=True):
+        np.testing.assert_array_equal(got, expected)
