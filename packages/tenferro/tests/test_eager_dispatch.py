@@ -637,11 +637,28 @@ def test_two_tensors_of_one_meta_agree_with_preparing(dtype: Any, name: str, kin
         expected = (lax.logical_or if name == "add" else lax.logical_and)(p, q)
     else:
         expected = (lax.add if name == "add" else lax.mul)(p, q)
-    got = getattr(tf, name)(x, y)
-    assert type(got) is type(expected)
-    assert got.meta == expected.meta
-    np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
-    assert getattr(got, "requires_grad", False) == getattr(expected, "requires_grad", False)
+    for _ in range(2):  # the miss, then the hit of the same-meta instance cache
+        got = getattr(tf, name)(x, y)
+        assert type(got) is type(expected)
+        assert got.meta == expected.meta
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+        assert getattr(got, "requires_grad", False) == getattr(expected, "requires_grad", False)
+
+
+def test_the_same_meta_instance_cache_is_registered_cleared_and_holds_instances() -> None:
+    from tenferro.surface import math as math_module
+
+    tf.clear_caches()
+    x, y = tf.EagerTensor(np.ones((2, 3))), tf.EagerTensor(np.arange(6.0).reshape(2, 3))
+    x + y, x * y, x + y
+    cache = math_module._SAME_META
+    assert cache in computegraph.registered_caches()
+    assert len(cache) == 2
+    for (cls, meta), instance in cache.items():
+        assert type(instance) is cls
+        assert instance.inputs == (meta, meta)
+    tf.clear_caches()
+    assert len(cache) == 0
 
 
 def test_concrete_kinds_call_impl_directly_only_where_eval_is_impl() -> None:

@@ -108,6 +108,10 @@ to the tensor's dtype (or ``_GENERAL``): structure only; the scalar itself becom
 operand at each call (the kind's ``_scalar_operand``; a conversion of ``None``: the
 number as it is)."""
 
+_SAME_META: DictCache[Any, Any] = DictCache(4096, "same-meta binary instances")
+"""(primitive class, meta) -> the instance ``x op y`` binds for two concrete tensors of
+that one meta (what ``primitive.make((meta, meta))`` returns): structure only."""
+
 _FAST_SCALARS = (int, float)
 _GENERAL = "general"
 _set_errors = error_state.set
@@ -151,8 +155,6 @@ def _boolean_aware(
         general.__name__ = op
         return general
 
-    instances = primitive._instances  # primitive.make's cache, read without its frames
-
     def learn(x: Any, y: Any, tensor: Any, first: bool) -> Any:
         """How ``tensor op scalar`` binds, from preparing it once (``_GENERAL`` when it
         promotes, broadcasts or is a logical operation, or the tensor is weakly typed:
@@ -181,11 +183,12 @@ def _boolean_aware(
         if kind is type(y) and kind in REPLAYABLE:
             meta = x.meta
             if meta == y.meta and meta.dtype.kind in kinds and not meta.dynamic:
-                # Two concrete tensors of one meta: nothing to promote or broadcast.
-                metas = (meta, meta)
-                instance = instances.get((primitive, metas))
+                # Two concrete tensors of one meta: nothing to promote or broadcast. The
+                # key holds the meta once (hashing a meta is most of a lookup's cost).
+                instance = _SAME_META.get((primitive, meta))
                 if instance is None:
-                    instance = primitive.make(metas)
+                    instance = primitive.make((meta, meta))
+                    _SAME_META.put((primitive, meta), instance)
                 return kind._bind(instance, (x, y))[0]
             return general(x, y)
         scalar_type = type(y)
