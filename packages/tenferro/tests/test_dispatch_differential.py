@@ -1,0 +1,529 @@
+"""Differential campaign for the eager fast paths (dispatch direct lane, same-meta and
+tensor-scalar caches, recording in ``EagerTensor._bind``, one-seed backward runners,
+``backward(inputs=...)`` pruning).
+
+Random programs of eager operations are generated against numpy (the reference for
+values, dtypes and shapes) and run four ways: numpy, eager untracked, eager tracked on a
+tape, and traced (``tf.jit``). Each program runs twice eagerly (cold, then warm caches),
+with lookalike calls interleaved (same metas, static arguments equal in value but not in
+type) and once after ``tf.clear_caches()``; all must agree. Gradients of float programs
+are compared across ``tape.grad``, ``backward``, ``backward(inputs=subset)``,
+``retain_graph``, second order with ``create_graph``, ``tf.grad`` (traced) and finite
+differences. Bad arguments must raise a tenferro error naming the operation at every
+call, cached or not.
+"""
+
+from __future__ import annotations
+
+import random
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import hypothesis.strategies as st
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import tenferro as tf
+
+DTYPES = [np.float64, np.float32, np.complex128, np.complex64, np.int64]
+
+SCALARS: list[Any] = [
+    2,
+    -1,
+    0,
+    True,
+    False,
+    1.5,
+    -0.0,
+    float("nan"),
+    float("inf"),
+    -float("inf"),
+    0.5 + 1j,
+    np.float32(0.75),
+    np.float64(-1.25),
+    np.array(2.0),
+    np.array(-0.0),
+    np.array(3),
+]
+"""Numbers of every kind a program combines with a tensor."""
+
+Step = Callable[[Any, Any, Any], Any]
+"""(xp, value, other) -> value, for xp the numpy or tenferro namespace."""
+
+
+def _array(shape: tuple[int, ...], dtype: Any, rng: random.Random) -> np.ndarray[Any, Any]:
+    data = np.array([rng.uniform(-2.0, 2.0) for _ in range(int(np.prod(shape)))])
+    if np.dtype(dtype).kind == "c":
+        data = data + 1j * np.array([rng.uniform(-2.0, 2.0) for _ in range(data.size)])
+    if np.dtype(dtype).kind == "i":
+        data = np.round(data * 2)
+    return data.reshape(shape).astype(dtype)
+
+
+def _basic_index(shape: tuple[int, ...], rng: random.Random) -> Any:
+    items: list[Any] = []
+    for extent in shape:
+        kind = rng.choice(["int", "slice", "full", "none", "neg"])
+        if kind == "int" and extent:
+            items.append(rng.randint(-extent, extent - 1))
+        elif kind == "slice":
+            bound = [None, *range(-extent - 1, extent + 2)]
+            items.append(
+                slice(rng.choice(bound), rng.choice(bound), rng.choice([None, 1, 2, -1, -2, 3]))
+            )
+        elif kind == "neg":
+            items.append(slice(None, None, -1))
+        elif kind == "none":
+            items.extend([None, slice(None)])
+        else:
+            items.append(slice(None))
+    if items and rng.random() < 0.3:
+        items = [*items[: rng.randint(0, len(items) - 1)], Ellipsis]
+    if len(items) == 1 and rng.random() < 0.5:
+        return items[0]
+    return tuple(items)
+
+
+def _scalar_steps(value: np.ndarray[Any, Any], rng: random.Random) -> Step:
+    scalar = rng.choice(SCALARS)
+    op = rng.choice(["add", "sub", "mul", "div"] if value.dtype.kind != "i" else ["add", "mul"])
+    first = rng.random() < 0.5
+    if op == "div" and first:
+        first = False  # no division by the tensor's zeros
+    if value.dtype.kind == "i" and isinstance(scalar, (float, complex, np.floating)):
+        scalar = 2  # int tensors keep to ints (NaN has no int)
+    if value.dtype.kind == "i" and isinstance(scalar, np.ndarray) and scalar.dtype.kind != "i":
+        scalar = np.array(2)
+
+    def step(xp: Any, v: Any, other: Any) -> Any:
+        if op == "add":
+            return scalar + v if first else v + scalar
+        if op == "sub":
+            return scalar - v if first else v - scalar
+        if op == "mul":
+            return scalar * v if first else v * scalar
+        return v / scalar
+
+    step.__name__ = f"{op}({'s,v' if first else 'v,s'} s={scalar!r})"
+    return step
+
+
+def _step(value: np.ndarray[Any, Any], rng: random.Random) -> Step:
+    """One operation valid on ``value`` (a numpy array), chosen at random."""
+    shape = value.shape
+    ndim = value.ndim
+    kind = rng.choice(
+        ["scalar", "scalar", "unary", "reshape", "reduce", "index", "transpose", "matmul", "same"]
+    )
+    if kind == "scalar":
+        return _scalar_steps(value, rng)
+    if kind == "unary":
+        name = rng.choice(["sin", "tanh", "negative", "conj"])
+
+        def unary(xp: Any, v: Any, other: Any) -> Any:
+            return getattr(xp, name)(v)
+
+        unary.__name__ = name
+        return unary
+    if kind == "reshape":
+        size = value.size
+        options: list[Any] = [(-1,), (size,), [size], (1, -1), (-1, 1), ()]
+        options = [o for o in options if o != () or size == 1]
+        if size:
+            options.append(size)
+            options.append(-1)
+        target = rng.choice(options)
+
+        def reshape(xp: Any, v: Any, other: Any) -> Any:
+            return xp.reshape(v, target)
+
+        reshape.__name__ = f"reshape({target!r})"
+        return reshape
+    if kind == "reduce":
+        axes: list[Any] = [None]
+        if ndim:
+            axes += [rng.randint(-ndim, ndim - 1), (rng.randint(0, ndim - 1),)]
+            axes.append(tuple(range(ndim)))
+            axes.append(tuple(-1 - i for i in range(ndim)))
+        axis = rng.choice(axes)
+        keepdims = rng.random() < 0.3
+        name = rng.choice(["sum", "mean"] if value.dtype.kind != "i" else ["sum"])
+
+        def reduce(xp: Any, v: Any, other: Any) -> Any:
+            if keepdims:
+                return getattr(xp, name)(v, axis, keepdims=True)
+            return getattr(xp, name)(v, axis)
+
+        reduce.__name__ = f"{name}({axis!r}, keepdims={keepdims})"
+        return reduce
+    if kind == "index":
+        index = _basic_index(shape, rng)
+
+        def index_step(xp: Any, v: Any, other: Any) -> Any:
+            return v[index]
+
+        index_step.__name__ = f"getitem({index!r})"
+        return index_step
+    if kind == "transpose":
+        perm: Any = None
+        if ndim and rng.random() < 0.6:
+            perm = list(range(ndim))
+            rng.shuffle(perm)
+            perm = tuple(perm) if rng.random() < 0.7 else tuple(p - ndim for p in perm)
+
+        def transpose(xp: Any, v: Any, other: Any) -> Any:
+            return xp.transpose(v) if perm is None else xp.transpose(v, perm)
+
+        transpose.__name__ = f"transpose({perm!r})"
+        return transpose
+    if kind == "matmul" and ndim in (1, 2):
+        how = rng.choice(["matmul_T", "einsum"])
+
+        def contract(xp: Any, v: Any, other: Any) -> Any:
+            if how == "einsum":
+                return xp.einsum("ij,kj->ik" if v.ndim == 2 else "i,i->", v, v)
+            return xp.matmul(v, xp.transpose(v)) if v.ndim == 2 else xp.matmul(v, v)
+
+        contract.__name__ = how
+        return contract
+
+    def same(xp: Any, v: Any, other: Any) -> Any:
+        return v * v + v
+
+    same.__name__ = "v*v+v"
+    return same
+
+
+def _program(seed: int, length: int) -> tuple[np.ndarray[Any, Any], list[Step]]:
+    rng = random.Random(seed)
+    shape = tuple(rng.choice([0, 1, 2, 3]) for _ in range(rng.randint(0, 3)))
+    start = _array(shape, rng.choice(DTYPES), rng)
+    value = start
+    steps: list[Step] = []
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for _ in range(length):
+            step = _step(value, rng)
+            try:
+                nxt = np.asarray(step(np, value, None))
+            except (ValueError, IndexError, TypeError):
+                continue  # numpy refuses: not part of this (valid) program
+            if nxt.size > 64:
+                continue
+            steps.append(step)
+            value = nxt
+    return start, steps
+
+
+def _run(xp: Any, start: Any, steps: list[Step]) -> Any:
+    v = start
+    for step in steps:
+        v = step(xp, v, None)
+    return v
+
+
+def _agree(got: Any, expected: np.ndarray[Any, Any], what: str) -> None:
+    array = np.asarray(got)
+    assert array.shape == expected.shape, f"{what}: shape {array.shape} != {expected.shape}"
+    assert array.dtype == expected.dtype, f"{what}: dtype {array.dtype} != {expected.dtype}"
+    if hasattr(got, "meta"):
+        assert got.meta.shape == expected.shape, what
+        assert got.meta.dtype == expected.dtype, what
+    tol = 2e-4 if expected.dtype in (np.float32, np.complex64) else 1e-9
+    np.testing.assert_allclose(array, expected, rtol=tol, atol=tol, equal_nan=True, err_msg=what)
+
+
+def _lookalikes(x: Any) -> None:
+    """Calls of the cached functions on ``x``'s meta with static arguments that equal
+    common ones in value but not in type, checked against numpy: they must never be served
+    another call's cached primitive."""
+    a = np.asarray(x)
+    if a.ndim >= 1 and a.shape[0] > 1:
+        _agree(x[1], a[1], "x[1]")
+        _agree(x[np.int64(1)], a[np.int64(1)], "x[np.int64(1)]")
+        _agree(x[(1,)], a[(1,)], "x[(1,)]")
+        _agree(x[[1, 0]], a[[1, 0]], "x[[1, 0]]")
+        _agree(x[True], a[True], "x[True]")
+        _agree(x[False], a[False], "x[False]")
+    _agree(x[None], a[None], "x[None]")
+    if a.ndim:
+        _agree(x[:], a[:], "x[:]")
+        _agree(x[::-1], a[::-1], "x[::-1]")
+    _agree(x[...], a[...], "x[...]")
+    _agree(x[()], a[()], "x[()]")
+    _agree(tf.reshape(x, -1), np.reshape(a, -1), "reshape -1")
+    _agree(tf.reshape(x, (-1,)), np.reshape(a, (-1,)), "reshape (-1,)")
+    _agree(tf.reshape(x, [-1]), np.reshape(a, [-1]), "reshape [-1]")
+    if a.size:
+        _agree(tf.reshape(x, np.int64(a.size)), np.reshape(a, a.size), "reshape np.int64")
+        _agree(tf.reshape(x, (1, a.size)), np.reshape(a, (1, a.size)), "reshape (1,n)")
+        _agree(tf.reshape(x, [1, a.size]), np.reshape(a, [1, a.size]), "reshape [1,n]")
+    if a.ndim:
+        _agree(tf.sum(x, 0), np.sum(a, 0), "sum 0")
+        _agree(tf.sum(x, (0,)), np.sum(a, (0,)), "sum (0,)")
+        _agree(tf.sum(x, -a.ndim), np.sum(a, -a.ndim), "sum -ndim")
+        _agree(tf.sum(x, np.int64(0)), np.sum(a, np.int64(0)), "sum np.int64(0)")
+        with pytest.raises(tf.TenferroError, match="sum"):
+            tf.sum(x, True)  # numpy: TypeError too (a bool is not an axis)
+        perm = tuple(range(a.ndim))[::-1]
+        _agree(tf.transpose(x, perm), np.transpose(a, perm), "transpose perm")
+        _agree(tf.transpose(x, list(perm)), np.transpose(a, list(perm)), "transpose list")
+    _agree(tf.sum(x, None), np.sum(a, None), "sum None")
+    _agree(tf.sum(x), np.sum(a), "sum ()")
+    _agree(tf.transpose(x), np.transpose(a), "transpose")
+    _agree(tf.transpose(x, None), np.transpose(a, None), "transpose None")
+    for scalar in (1, True, 1.0, np.float64(1.0), np.float32(1.0), np.array(1.0), 1 + 0j):
+        if a.dtype.kind == "i" and not isinstance(scalar, (int, np.integer)):
+            continue
+        _agree(x * scalar, a * scalar, f"x * {scalar!r}")
+        _agree(scalar - x, scalar - a, f"{scalar!r} - x")
+
+
+def _values(start: np.ndarray[Any, Any], steps: list[Step]) -> None:
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        expected = np.asarray(_run(np, start, steps))
+        names = " -> ".join(s.__name__ for s in steps) or "identity"
+        for round_ in range(3):
+            if round_ == 2:
+                tf.clear_caches()
+            x = tf.EagerTensor(start)
+            _agree(_run(tf, x, steps), expected, f"eager untracked, round {round_}: {names}")
+            _lookalikes(x)
+            tape = tf.Tape()
+            tracked = tape.track(start) if start.dtype.kind in "fc" else tf.EagerTensor(start)
+            got = _run(tf, tracked, steps)
+            _agree(got, expected, f"eager tracked, round {round_}: {names}")
+            _lookalikes(got)
+        traced = tf.jit(lambda v: _run(tf, v, steps))
+        _agree(traced(start), expected, f"traced: {names}")
+        _agree(traced(start), expected, f"traced again: {names}")
+
+
+@settings(max_examples=60)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 6))
+def test_random_eager_programs_agree_with_numpy_traced_and_each_other(
+    seed: int, length: int
+) -> None:
+    start, steps = _program(seed, length)
+    _values(start, steps)
+
+
+# ---------------------------------------------------------------------- gradients
+
+
+def _grad_program(seed: int, length: int) -> tuple[list[Callable[[Any, Any], Any]], int]:
+    """A smooth float64 program of ``(x, w)`` (x of shape (2, 3), w of shape (3,)), as
+    steps on the running value ``v``; returns the steps and how many use ``w``."""
+    rng = random.Random(seed)
+    steps: list[Callable[[Any, Any], Any]] = []
+    uses_w = 0
+    shape: tuple[int, ...] = (2, 3)
+    for _ in range(length):
+        choice = rng.choice(
+            ["scale", "shift", "rsub", "sin", "same", "w", "index", "reshape", "T", "mm", "sum"]
+        )
+        if choice == "scale":
+            c = rng.choice([2, 0.5, np.float64(-1.5), np.float32(0.25), True, np.array(1.5)])
+            steps.append(lambda v, w, c=c: v * c)
+        elif choice == "shift":
+            c = rng.choice([1, -0.0, 0.25, np.float64(2.0), np.array(-1.0)])
+            steps.append(lambda v, w, c=c: v + c)
+        elif choice == "rsub":
+            c = rng.choice([1, 0.5, np.float64(2.0)])
+            steps.append(lambda v, w, c=c: c - v)
+        elif choice == "sin":
+            steps.append(lambda v, w: tf.sin(v))
+        elif choice == "same":
+            steps.append(lambda v, w: v * v - v)
+        elif choice == "w" and shape and shape[-1] == 3:
+            steps.append(lambda v, w: v * w)
+            uses_w += 1
+        elif choice == "index" and shape and shape[0] > 1:
+            index = rng.choice([slice(1, None), slice(None, None, -1), (slice(None), None)])
+            steps.append(lambda v, w, i=index: v[i])
+            shape = np.empty(shape)[index].shape
+        elif choice == "reshape":
+            target = rng.choice([(-1,), -1, (1, -1)])
+            steps.append(lambda v, w, t=target: tf.reshape(v, t))
+            shape = np.empty(shape).reshape(target).shape
+        elif choice == "T":
+            steps.append(lambda v, w: tf.transpose(v))
+            shape = shape[::-1]
+        elif choice == "mm" and len(shape) == 2 and shape[-1] == 3:
+            steps.append(lambda v, w: tf.matmul(v, w))
+            uses_w += 1
+            shape = shape[:-1]
+        elif choice == "sum" and shape:
+            axis = rng.choice([0, -1, (0,)])
+            steps.append(lambda v, w, a=axis: tf.sum(v, a))
+            shape = np.empty(shape).sum(axis).shape
+    return steps, uses_w
+
+
+def _loss(steps: list[Callable[[Any, Any], Any]]) -> Callable[[Any, Any], Any]:
+    def loss(x: Any, w: Any) -> Any:
+        v = x
+        for step in steps:
+            v = step(v, w)
+        return tf.sum(tf.sin(v) * v) + tf.sum(w * w) * 0.5
+
+    return loss
+
+
+def _finite_difference(f: Callable[[np.ndarray[Any, Any]], float], x: np.ndarray[Any, Any]) -> Any:
+    out = np.zeros_like(x)
+    eps = 1e-6
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = eps
+        out[i] = (f(x + e) - f(x - e)) / (2 * eps)
+    return out
+
+
+@settings(max_examples=30)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 7), st.booleans())
+def test_eager_gradients_agree_across_entry_points_traced_and_finite_differences(
+    seed: int, length: int, clear: bool
+) -> None:
+    steps, _ = _grad_program(seed, length)
+    loss = _loss(steps)
+    rng = np.random.default_rng(seed % 1000)
+    xd = rng.uniform(-1, 1, (2, 3))
+    wd = rng.uniform(-1, 1, (3,))
+    gx_ref, gw_ref = tf.grad(loss, argnums=(0, 1))(xd, wd)
+    gx_ref, gw_ref = np.asarray(gx_ref), np.asarray(gw_ref)
+    np.testing.assert_allclose(
+        gx_ref,
+        _finite_difference(lambda v: float(np.asarray(loss(tf.EagerTensor(v), wd))), xd),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    np.testing.assert_allclose(
+        gw_ref,
+        _finite_difference(lambda v: float(np.asarray(loss(xd, tf.EagerTensor(v)))), wd),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+
+    def close(got: Any, expected: Any, what: str) -> None:
+        np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-12, atol=1e-12, err_msg=what)
+
+    for round_ in range(2):
+        if clear and round_:
+            tf.clear_caches()
+        # tape.grad, with retain_graph for a second pass
+        tape = tf.Tape()
+        x, w = tape.track(xd), tape.track(wd)
+        out = loss(x, w)
+        gx, gw = tape.grad(out, [x, w], retain_graph=True)
+        close(gx, gx_ref, "grad x")
+        close(gw, gw_ref, "grad w")
+        gx2 = tape.grad(out, x)
+        close(gx2, gx_ref, "grad x after retain_graph")
+        # backward into .grad, accumulating over two retained passes
+        tape = tf.Tape()
+        x, w = tape.track(xd), tape.track(wd)
+        out = loss(x, w)
+        tape.backward(out, retain_graph=True)
+        tape.backward(out)
+        close(x.grad, 2 * gx_ref, "backward x.grad (twice)")
+        close(w.grad, 2 * gw_ref, "backward w.grad (twice)")
+        # backward(inputs=subset): only the listed leaves accumulate
+        tape = tf.Tape()
+        x, w = tape.track(xd), tape.track(wd)
+        out = loss(x, w)
+        tape.backward(out, inputs=[x], retain_graph=True)
+        close(x.grad, gx_ref, "backward(inputs=[x]) x.grad")
+        assert w.grad is None, "backward(inputs=[x]) touched w.grad"
+        tape.backward(out, inputs=w)
+        close(w.grad, gw_ref, "backward(inputs=w) w.grad after a retained subset pass")
+        close(x.grad, gx_ref, "x.grad unchanged by backward(inputs=w)")
+        # second order: the gradient of <grad_x, u> equals the traced Hessian product
+        u = np.linspace(-1.0, 1.0, 6).reshape(2, 3)
+        tape = tf.Tape()
+        x, w = tape.track(xd), tape.track(wd)
+        g = tape.grad(loss(x, w), x, create_graph=True)
+        close(g, gx_ref, "create_graph first order")
+        hx, hw = tape.grad(tf.sum(g * u), [x, w], allow_unused=True)
+        hx_ref, hw_ref = tf.grad(lambda a, b, u=u: tf.sum(tf.grad(loss)(a, b) * u), argnums=(0, 1))(
+            xd, wd
+        )
+        np.testing.assert_allclose(np.asarray(hx), np.asarray(hx_ref), rtol=1e-10, atol=1e-12)
+        if hw is not None:
+            np.testing.assert_allclose(np.asarray(hw), np.asarray(hw_ref), rtol=1e-10, atol=1e-12)
+        else:
+            np.testing.assert_array_equal(np.asarray(hw_ref), 0.0)
+
+
+# ---------------------------------------------------------------------- bad input
+
+
+def _bad_calls(x: Any, y: Any) -> list[tuple[str, Callable[[], Any]]]:
+    """(operation name, call) for calls that must raise a tenferro error naming it."""
+    return [
+        ("reshape", lambda: tf.reshape(x, (5,))),
+        ("reshape", lambda: tf.reshape(x, 5)),
+        ("reshape", lambda: tf.reshape(x, [5])),
+        ("reshape", lambda: tf.reshape(x, (-1, -1))),
+        ("reshape", lambda: tf.reshape(x, (6.0,))),
+        ("reshape", lambda: tf.reshape(x, 6.0)),
+        ("sum", lambda: tf.sum(x, 2)),
+        ("sum", lambda: tf.sum(x, -3)),
+        ("sum", lambda: tf.sum(x, (0, 0))),
+        ("sum", lambda: tf.sum(x, 1.0)),
+        ("sum", lambda: tf.sum(x, (2,))),
+        ("mean", lambda: tf.mean(x, 5)),
+        ("transpose", lambda: tf.transpose(x, (0,))),
+        ("transpose", lambda: tf.transpose(x, (0, 0))),
+        ("transpose", lambda: tf.transpose(x, (0, 2))),
+        ("getitem", lambda: x[5]),
+        ("getitem", lambda: x[-3]),
+        ("getitem", lambda: x[0, 0, 0]),
+        ("getitem", lambda: x[..., ...]),
+        ("getitem", lambda: x[1.0]),
+        ("matmul", lambda: tf.matmul(x, x)),
+        ("matmul", lambda: x @ y),
+        ("add", lambda: x + tf.EagerTensor(np.ones(4))),
+        ("multiply", lambda: x * tf.EagerTensor(np.ones((3, 2)))),
+    ]
+
+
+@pytest.mark.parametrize("tracked", [False, True])
+def test_bad_arguments_raise_a_named_tenferro_error_at_every_call(tracked: bool) -> None:
+    data = np.arange(6.0).reshape(2, 3)
+    tape = tf.Tape()
+    x = tape.track(data) if tracked else tf.EagerTensor(data)
+    y = tf.EagerTensor(np.ones((2, 2)))
+    for round_ in range(4):
+        if round_ == 2:
+            tf.clear_caches()
+        for name, call in _bad_calls(x, y):
+            with pytest.raises(tf.TenferroError) as info:
+                call()
+            message = str(info.value).lower()
+            assert name in message or name[:3] in message, (name, round_, str(info.value))
+            # good calls of the same metas between the bad ones stay right
+            np.testing.assert_array_equal(np.asarray(tf.reshape(x, (3, 2))), data.reshape(3, 2))
+            np.testing.assert_array_equal(np.asarray(tf.sum(x, 1)), data.sum(1))
+            np.testing.assert_array_equal(np.asarray(x[1]), data[1])
+            np.testing.assert_array_equal(np.asarray(tf.transpose(x, (1, 0))), data.T)
+
+
+def test_wrong_dtypes_raise_at_every_call() -> None:
+    x = tf.EagerTensor(np.arange(6.0).reshape(2, 3))
+    n = tf.EagerTensor(np.arange(6).reshape(2, 3))
+    for round_ in range(3):
+        if round_ == 1:
+            tf.clear_caches()
+        with pytest.raises(tf.TenferroError):
+            x & x
+        with pytest.raises(tf.TenferroError):
+            n + 2**70
+        with pytest.raises(tf.TenferroError):
+            tf.reshape(x, "6")
+        with pytest.raises(tf.TenferroError):
+            x["a"]
+        np.testing.assert_array_equal(np.asarray(n + 2), np.arange(6).reshape(2, 3) + 2)
