@@ -207,7 +207,7 @@ def _program(seed: int, length: int) -> tuple[np.ndarray[Any, Any], list[Step]]:
         for _ in range(length):
             step = _step(value, rng)
             try:
-                nxt = np.asarray(step(np, value, None))
+                nxt = _run(np, value, [step])
             except (ValueError, IndexError, TypeError):
                 continue  # numpy refuses: not part of this (valid) program
             if nxt.size > 64:
@@ -221,18 +221,25 @@ def _run(xp: Any, start: Any, steps: list[Step]) -> Any:
     v = start
     for step in steps:
         v = step(xp, v, None)
+        if xp is np:  # numpy scalars promote by their own rules (a 0-d array does not)
+            v = np.asarray(v)
     return v
 
 
-def _agree(got: Any, expected: np.ndarray[Any, Any], what: str) -> None:
+def _agree(got: Any, expected: np.ndarray[Any, Any], what: str, single: bool = False) -> None:
+    """``got`` has ``expected``'s shape and dtype and its values (NaN where it has NaN);
+    ``single``: the values went through single precision somewhere."""
     array = np.asarray(got)
     assert array.shape == expected.shape, f"{what}: shape {array.shape} != {expected.shape}"
     assert array.dtype == expected.dtype, f"{what}: dtype {array.dtype} != {expected.dtype}"
     if hasattr(got, "meta"):
         assert got.meta.shape == expected.shape, what
         assert got.meta.dtype == expected.dtype, what
-    tol = 2e-4 if expected.dtype in (np.float32, np.complex64) else 1e-9
-    np.testing.assert_allclose(array, expected, rtol=tol, atol=tol, equal_nan=True, err_msg=what)
+    tol = 2e-4 if single or expected.dtype in (np.float32, np.complex64) else 1e-9
+    for part in (np.real, np.imag) if expected.dtype.kind == "c" else (np.asarray,):
+        np.testing.assert_allclose(
+            part(array), part(expected), rtol=tol, atol=tol, equal_nan=True, err_msg=what
+        )
 
 
 def _lookalikes(x: Any) -> None:
@@ -286,20 +293,23 @@ def _values(start: np.ndarray[Any, Any], steps: list[Step]) -> None:
         warnings.simplefilter("ignore")
         expected = np.asarray(_run(np, start, steps))
         names = " -> ".join(s.__name__ for s in steps) or "identity"
+        single = start.dtype in (np.float32, np.complex64)
         for round_ in range(3):
             if round_ == 2:
                 tf.clear_caches()
             x = tf.EagerTensor(start)
-            _agree(_run(tf, x, steps), expected, f"eager untracked, round {round_}: {names}")
+            _agree(
+                _run(tf, x, steps), expected, f"eager untracked, round {round_}: {names}", single
+            )
             _lookalikes(x)
             tape = tf.Tape()
             tracked = tape.track(start) if start.dtype.kind in "fc" else tf.EagerTensor(start)
             got = _run(tf, tracked, steps)
-            _agree(got, expected, f"eager tracked, round {round_}: {names}")
+            _agree(got, expected, f"eager tracked, round {round_}: {names}", single)
             _lookalikes(got)
         traced = tf.jit(lambda v: _run(tf, v, steps))
-        _agree(traced(start), expected, f"traced: {names}")
-        _agree(traced(start), expected, f"traced again: {names}")
+        _agree(traced(start), expected, f"traced: {names}", single)
+        _agree(traced(start), expected, f"traced again: {names}", single)
 
 
 @settings(max_examples=60)
@@ -309,6 +319,66 @@ def test_random_eager_programs_agree_with_numpy_traced_and_each_other(
 ) -> None:
     start, steps = _program(seed, length)
     _values(start, steps)
+
+
+_TENSOR_DTYPES = ["bool", "int32", "int64", "float32", "float64", "complex64", "complex128"]
+_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b,
+}
+
+
+def _outcome(call: Callable[[], Any]) -> tuple[str, Any]:
+    try:
+        return "value", np.asarray(call())
+    except tf.TenferroError as error:
+        return "tenferro error", error
+    except (TypeError, ValueError, OverflowError) as error:  # numpy's refusals
+        return "refused", error
+
+
+@settings(max_examples=150)
+@given(
+    st.sampled_from(_TENSOR_DTYPES),
+    st.sampled_from([(), (3,), (0,), (2, 1)]),
+    st.sampled_from([*SCALARS, np.int64(3), np.bool_(True), np.array(-0.0, np.float32), 2**40]),
+    st.sampled_from(sorted(_OPERATORS)),
+    st.booleans(),
+)
+def test_tensor_number_arithmetic_agrees_with_numpy_cold_warm_and_traced(
+    dtype: str, shape: tuple[int, ...], scalar: Any, name: str, first: bool
+) -> None:
+    """``tensor op number`` for every tensor dtype and kind of number: numpy's value,
+    dtype and sign of zero, or an error where numpy refuses, at the first (learning)
+    call, at repeated (cached) calls, after clearing the caches, and traced."""
+    operator = _OPERATORS[name]
+
+    def f(v: Any) -> Any:
+        return operator(scalar, v) if first else operator(v, scalar)
+
+    a = (np.arange(int(np.prod(shape))) % 3 - 1).reshape(shape).astype(dtype)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        expected = _outcome(lambda: f(a))
+        x = tf.EagerTensor(a)
+        got = [_outcome(lambda: f(x)) for _ in range(3)]
+        tf.clear_caches()
+        got.append(_outcome(lambda: f(x)))
+        got.append(_outcome(lambda: tf.jit(f)(a)))
+    for position, (kind, value) in enumerate(got):
+        where = f"call {position}: {dtype}{shape} {name} {scalar!r} first={first}"
+        assert kind != "refused", f"{where}: raised {value!r}, not a tenferro error"
+        if expected[0] == "value":
+            assert kind == "value", f"{where}: raised {value!r}; numpy gives {expected[1]!r}"
+            _agree(value, expected[1], where)
+            if value.dtype.kind in "fc":
+                np.testing.assert_array_equal(
+                    np.signbit(np.real(value)), np.signbit(np.real(expected[1])), err_msg=where
+                )
+        else:
+            assert kind == "tenferro error", f"{where}: numpy refuses, got {value!r}"
 
 
 # ---------------------------------------------------------------------- gradients
