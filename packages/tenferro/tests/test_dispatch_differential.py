@@ -597,3 +597,45 @@ def test_wrong_dtypes_raise_at_every_call() -> None:
         with pytest.raises(tf.TenferroError):
             x["a"]
         np.testing.assert_array_equal(np.asarray(n + 2), np.arange(6).reshape(2, 3) + 2)
+
+
+# ---------------------------------------------------------------------- found by this campaign
+
+
+def test_a_zero_slice_step_raises_a_tenferro_error_naming_getitem() -> None:
+    """numpy refuses ``x[::0]`` (ValueError); tenferro must refuse it with its own error
+    naming the operation, at every call."""
+    x = tf.EagerTensor(np.arange(6.0).reshape(2, 3))
+    for _ in range(2):
+        with pytest.raises(tf.TenferroError, match="getitem"):
+            x[::0]
+        with pytest.raises(tf.TenferroError, match="getitem"):
+            x[:, 1:2:0]
+
+
+def test_backward_with_a_leaf_listed_twice_accumulates_it_once() -> None:
+    """``backward(inputs=[x, x])`` accumulates the gradient into ``x.grad`` once, as
+    ``torch.autograd.backward`` does (tenferro accumulated it twice)."""
+    tape = tf.Tape()
+    x = tape.track(np.array([1.0, 2.0]))
+    tape.backward(tf.sum(x * x), inputs=[x, x])
+    np.testing.assert_array_equal(np.asarray(x.grad), [2.0, 4.0])
+
+
+def test_a_refused_backward_leaves_the_graph_runnable_and_gives_applicable_advice() -> None:
+    """A ``backward(inputs=...)`` refused because the output does not depend on one of
+    the inputs changes nothing (commit 777fe81: "checks its inputs before the pass (a bad
+    call used to free the graph and then raise)"): the graph is not freed, so a corrected
+    call runs; and its error does not advise ``allow_unused=True``, which ``backward``
+    does not take. (The refusal came after the pass had freed the saved values.)"""
+    data = np.array([1.0, 2.0])
+    tape = tf.Tape()
+    x = tape.track(data)
+    unused = tape.track(np.array([3.0, 4.0]))
+    out = tf.sum(tf.sin(x) * x)
+    with pytest.raises(tf.TenferroError, match="backward") as info:
+        tape.backward(out, inputs=[x, unused])
+    assert x.grad is None
+    tape.backward(out, inputs=[x])
+    np.testing.assert_allclose(np.asarray(x.grad), np.sin(data) + data * np.cos(data), rtol=1e-12)
+    assert "allow_unused" not in str(info.value), str(info.value)
