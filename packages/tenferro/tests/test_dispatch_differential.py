@@ -115,10 +115,35 @@ def _step(value: np.ndarray[Any, Any], rng: random.Random) -> Step:
     shape = value.shape
     ndim = value.ndim
     kind = rng.choice(
-        ["scalar", "scalar", "unary", "reshape", "reduce", "index", "transpose", "matmul", "same"]
+        [
+            "scalar",
+            "scalar",
+            "binary",
+            "unary",
+            "reshape",
+            "reduce",
+            "index",
+            "transpose",
+            "matmul",
+            "same",
+        ]
     )
     if kind == "scalar":
         return _scalar_steps(value, rng)
+    if kind == "binary":
+        other_dtype = rng.choice(DTYPES)
+        other_shape = rng.choice([shape, (1,) * ndim, shape[-1:], ()])
+        other_array = _array(other_shape, other_dtype, rng)
+        op = rng.choice(["add", "sub", "mul"])
+        swap = rng.random() < 0.5
+
+        def binary(xp: Any, v: Any, other: Any) -> Any:
+            o = other_array if xp is np else tf.EagerTensor(other_array)
+            a, b = (o, v) if swap else (v, o)
+            return a + b if op == "add" else a - b if op == "sub" else a * b
+
+        binary.__name__ = f"{op}({'o,v' if swap else 'v,o'} o={other_dtype.__name__}{other_shape})"
+        return binary
     if kind == "unary":
         name = rng.choice(["sin", "tanh", "negative", "conj"])
 
@@ -736,6 +761,21 @@ _LOOKALIKES: list[tuple[str, Callable[[Any, Any], Any]]] = [
     ("transpose (0, 1)", lambda xp, v: xp.transpose(v, (0, 1))),
     ("transpose (-1, 0)", lambda xp, v: xp.transpose(v, (-1, 0))),
     ("transpose (1, 1)", lambda xp, v: xp.transpose(v, (1, 1))),
+    ("expand_dims 0", lambda xp, v: xp.expand_dims(v, 0)),
+    ("expand_dims (0,)", lambda xp, v: xp.expand_dims(v, (0,))),
+    ("expand_dims -1", lambda xp, v: xp.expand_dims(v, -1)),
+    ("expand_dims (0, 3)", lambda xp, v: xp.expand_dims(v, (0, 3))),
+    ("expand_dims 4", lambda xp, v: xp.expand_dims(v, 4)),
+    ("squeeze", lambda xp, v: xp.squeeze(v)),
+    ("squeeze None", lambda xp, v: xp.squeeze(v, None)),
+    ("squeeze 0", lambda xp, v: xp.squeeze(v, 0)),
+    ("squeeze (0,) of x[None]", lambda xp, v: xp.squeeze(v[None], (0,))),
+    ("squeeze 0 of x[None]", lambda xp, v: xp.squeeze(v[None], 0)),
+    ("ravel", lambda xp, v: xp.ravel(v)),
+    ("swapaxes 0 1", lambda xp, v: xp.swapaxes(v, 0, 1)),
+    ("swapaxes 0 2", lambda xp, v: xp.swapaxes(v, 0, 2)),
+    ("moveaxis 0 1", lambda xp, v: xp.moveaxis(v, 0, 1)),
+    ("moveaxis (0,) (-1,)", lambda xp, v: xp.moveaxis(v, (0,), (-1,))),
     ("x @ x.T", lambda xp, v: xp.matmul(v, xp.transpose(v))),
     ("x.T @ x", lambda xp, v: xp.matmul(xp.transpose(v), v)),
     ("x @ x", lambda xp, v: xp.matmul(v, v)),
