@@ -587,6 +587,45 @@ def test_eager_gradients_agree_across_entry_points_traced_and_finite_differences
             np.testing.assert_array_equal(np.asarray(hw_ref), 0.0)
 
 
+@settings(max_examples=12)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 6),
+    st.sampled_from([np.float32, np.complex128, np.complex64]),
+)
+def test_eager_gradients_of_single_precision_and_complex_programs_equal_traced_ones(
+    seed: int, length: int, dtype: Any
+) -> None:
+    """The same random programs on float32 / complex leaves (a real loss): ``tape.grad``,
+    ``backward`` and ``backward(inputs=[x])`` equal ``tf.grad``, cold and warm."""
+    steps, _ = _grad_program(seed, length)
+
+    def loss(x: Any, w: Any) -> Any:
+        v = x
+        for step in steps:
+            v = step(v, w)
+        return tf.real(tf.sum(tf.sin(v) * tf.conj(v))) + tf.real(tf.sum(w * tf.conj(w)))
+
+    rng = np.random.default_rng(seed % 1000)
+    xd = rng.uniform(-1, 1, (2, 3)).astype(dtype)
+    wd = rng.uniform(-1, 1, (3,)).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        xd = xd + 1j * rng.uniform(-1, 1, (2, 3)).astype(dtype)
+        wd = wd - 0.5j
+    refs = [np.asarray(g) for g in tf.grad(loss, argnums=(0, 1))(xd, wd)]
+    tol = 1e-4 if dtype in (np.float32, np.complex64) else 1e-10
+    for _ in range(2):
+        tape = tf.Tape()
+        x, w = tape.track(xd), tape.track(wd)
+        out = loss(x, w)
+        for got, ref in zip(tape.grad(out, [x, w], retain_graph=True), refs, strict=True):
+            assert np.asarray(got).dtype == ref.dtype
+            np.testing.assert_allclose(np.asarray(got), ref, rtol=tol, atol=tol)
+        tape.backward(out, inputs=[x])
+        assert w.grad is None
+        np.testing.assert_allclose(np.asarray(x.grad), refs[0], rtol=tol, atol=tol)
+
+
 # ---------------------------------------------------------------------- bad input
 
 
