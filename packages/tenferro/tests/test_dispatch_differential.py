@@ -626,6 +626,39 @@ def test_eager_gradients_of_single_precision_and_complex_programs_equal_traced_o
         np.testing.assert_allclose(np.asarray(x.grad), refs[0], rtol=tol, atol=tol)
 
 
+@settings(max_examples=10)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 7))
+def test_clearing_caches_while_recording_and_between_passes_changes_no_gradient(
+    seed: int, length: int
+) -> None:
+    """``tf.clear_caches()`` between recorded calls, between a retained pass and a
+    ``create_graph`` pass, and before the second-order pass: ``tf.grad``'s gradients
+    and Hessian product."""
+    steps, _ = _grad_program(seed, length)
+    loss = _loss(steps)
+    rng = np.random.default_rng(seed % 1000)
+    xd, wd = rng.uniform(-1, 1, (2, 3)), rng.uniform(-1, 1, (3,))
+    refs = [np.asarray(g) for g in tf.grad(loss, argnums=(0, 1))(xd, wd)]
+    second = np.asarray(tf.grad(lambda a: tf.sum(tf.grad(loss)(a, wd) ** 2))(xd))
+    tape = tf.Tape()
+    x, w = tape.track(xd), tape.track(wd)
+    v = x
+    for position, step in enumerate(steps):
+        v = step(v, w)
+        if position % 2 == 0:
+            tf.clear_caches()
+    out = tf.sum(tf.sin(v) * v) + tf.sum(w * w) * 0.5
+    for got, ref in zip(tape.grad(out, [x, w], retain_graph=True), refs, strict=True):
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-12, atol=1e-12)
+    tf.clear_caches()
+    g = tape.grad(out, x, create_graph=True)
+    np.testing.assert_allclose(np.asarray(g), refs[0], rtol=1e-12, atol=1e-12)
+    tf.clear_caches()
+    np.testing.assert_allclose(
+        np.asarray(tape.grad(tf.sum(g * g), x)), second, rtol=1e-9, atol=1e-10
+    )
+
+
 # ---------------------------------------------------------------------- bad input
 
 
