@@ -90,11 +90,19 @@ class QR(LinalgOp):
     def impl(self, a: Any) -> Any:
         check_finite("qr", a)
         complete = self.complete
-        q, r = lapack.apply(
-            lambda m: lapack.qr(m, complete),
-            lambda m: np.linalg.qr(m, mode="complete" if complete else "reduced"),
-            a,
-        )
+        if a.ndim == 2 and a.size:  # one matrix: the kernel, planned for this instance
+            plan = self._prepared
+            if plan is None:
+                plan = lapack.qr_plan(*a.shape, a.dtype, complete)
+                object.__setattr__(self, "_prepared", plan)
+            q, r = lapack.planned_qr(plan, a)
+        else:
+            q, r = lapack.apply(
+                lambda m: lapack.qr(m, complete),
+                lambda m: np.linalg.qr(m, mode="complete" if complete else "reduced"),
+                a,
+            )
+            q, r = q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
         if self.positive and r.size:
             d = np.diagonal(r, axis1=-2, axis2=-1)
             magnitude = np.abs(d)
@@ -104,7 +112,7 @@ class QR(LinalgOp):
             q[..., :, :k] *= phase[..., None, :]
             r = r.copy()
             r[..., :k, :] *= np.conj(phase)[..., :, None]  # complete tall R: rows past K are 0
-        return q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
+        return q, r
 
     def jvp(
         self,

@@ -151,13 +151,29 @@ class BroadcastInDim(TensorPrimitive):
         return (Meta(self.shape, x.dtype, x.weak),)
 
     def impl(self, x: Any) -> Any:
-        order = sorted(range(len(self.dims)), key=self.dims.__getitem__)
-        if order != list(range(len(order))):
+        plan = self._prepared
+        if plan is None:
+            plan = self._plan()
+            object.__setattr__(self, "_prepared", plan)
+        order, expanded, small = plan
+        if order is not None:
             x = np.transpose(x, order)
+        x = np.reshape(x, expanded)
+        if small:  # a copy costs less than np.broadcast_to's Python-level view
+            out = np.empty(self.shape, x.dtype)
+            out[...] = x
+            return out
+        return np.broadcast_to(x, self.shape)
+
+    def _plan(self) -> tuple[tuple[int, ...] | None, tuple[int, ...], bool]:
+        """(the operand's axis order, ``None`` when kept; its shape with the new axes as
+        1; whether the output is small enough to be written out), from the metas."""
+        order = sorted(range(len(self.dims)), key=self.dims.__getitem__)
         expanded = [1] * len(self.shape)
-        for source, axis in enumerate(order):
-            expanded[self.dims[axis]] = np.shape(x)[source]
-        return np.broadcast_to(np.reshape(x, expanded), self.shape)
+        for axis in order:
+            expanded[self.dims[axis]] = self.inputs[0].shape[axis]
+        kept = order == list(range(len(order)))
+        return None if kept else tuple(order), tuple(expanded), math.prod(self.shape) <= 1024
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         (ct,) = cts
@@ -305,6 +321,11 @@ class EmbedDiag(TensorPrimitive):
         (out_meta,) = self.outputs
         out = np.zeros(out_meta.shape, dtype=out_meta.dtype)
         a, b = self._source_position(), self.axis_b
+        shape = out_meta.shape
+        if a == len(shape) - 2 and b == a + 1:  # the trailing pair: one strided write
+            n = shape[b]
+            out.reshape((*shape[:-2], n * n))[..., :: n + 1] = x
+            return out
         work = np.moveaxis(out, (a, b), (-2, -1))
         index = np.arange(out_meta.shape[b])
         work[..., index, index] = np.moveaxis(np.asarray(x), self.axis_a, -1)
