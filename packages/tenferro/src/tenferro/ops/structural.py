@@ -157,8 +157,8 @@ class BroadcastInDim(TensorPrimitive):
             object.__setattr__(self, "_prepared", plan)
         order, expanded, small = plan
         if order is not None:
-            x = np.transpose(x, order)
-        x = np.reshape(x, expanded)
+            x = x.transpose(order)
+        x = x.reshape(expanded)  # ndarray methods: numpy's function wrappers cost more
         if small:  # a copy costs less than np.broadcast_to's Python-level view
             out = np.empty(self.shape, x.dtype)
             out[...] = x

@@ -16,7 +16,7 @@ from tenferro.meta import broadcast_shapes
 from tenferro.ops.analytic import Cos, Exp, Log, Sin, Sqrt, Tanh
 from tenferro.ops.elementwise import Add, Mul
 from tenferro.surface.convert import asarray, broadcast_to, check_int_fits, prepare
-from tenferro.surface.dispatch import REPLAYABLE
+from tenferro.surface.dispatch import REPLAYABLE, dispatch_cached
 from tenferro.surface.signatures import Binary, Unary, binary, preserving, select, unary
 
 __all__ = [
@@ -151,6 +151,9 @@ def _boolean_aware(
         return general
 
     instances = primitive._instances  # primitive.make's cache, read without its frames
+    # Two concrete tensors of different metas (broadcasting, promotion): the primitives
+    # applied depend on the metas alone, so they are recorded once per pair of metas.
+    between_metas = dispatch_cached(2)(general)
 
     def learn(x: Any, y: Any, tensor: Any, first: bool) -> Any:
         """How ``tensor op scalar`` binds, from preparing it once (``_GENERAL`` when it
@@ -180,7 +183,7 @@ def _boolean_aware(
                 if instance is None:
                     instance = primitive.make(metas)
                 return kind._bind(instance, (x, y))[0]
-            return general(x, y)
+            return between_metas(x, y)
         scalar_type = type(y)
         if scalar_type in _FAST_SCALARS:
             tensor, scalar, first = x, y, False
