@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from computegraph import DictCache
 from tenferro import lax
 from tenferro.algebra import adjoint, diag_embed, diagonal, eye_like, matmul, matrix_transpose
 from tenferro.core.bind import bind, bind1
@@ -172,13 +173,25 @@ def qr(a: Any, mode: str = "reduced", *, gauge: str = "raw") -> Any:
     for full-rank A. Derivatives (tall and wide) need the leading KxK block of R to be
     nonsingular. NaN/Inf input raises :class:`~tenferro.errors.LinAlgError`.
     """
-    if mode not in ("reduced", "complete", "r"):
-        raise ParameterError("qr", f"mode must be 'reduced', 'complete' or 'r', got {mode!r}")
-    if gauge not in ("raw", "positive"):
-        raise ParameterError("qr", f"gauge must be 'raw' or 'positive', got {gauge!r}")
     a = matrix_operand("qr", a)
-    q, r = QR.bind(a, complete=mode == "complete", positive=gauge == "positive")
+    key = (a.meta, mode, gauge)
+    try:
+        op = _QR_CALLS.get(key)
+    except TypeError:  # an unhashable mode or gauge: refused below
+        op = None
+    if op is None:
+        if mode not in ("reduced", "complete", "r"):
+            raise ParameterError("qr", f"mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+        if gauge not in ("raw", "positive"):
+            raise ParameterError("qr", f"gauge must be 'raw' or 'positive', got {gauge!r}")
+        op = QR.make((a.meta,), complete=mode == "complete", positive=gauge == "positive")
+        _QR_CALLS.put(key, op)
+    q, r = type(a)._bind(op, (a,))  # bind() for one operand
     return r if mode == "r" else QRResult(q, r)
+
+
+_QR_CALLS: DictCache[tuple[Meta, str, str], QR] = DictCache(1024, "linalg.qr calls")
+"""(operand meta, mode, gauge) -> the QR instance a call binds (structure only)."""
 
 
 # ---------------------------------------------------------------------- Cholesky

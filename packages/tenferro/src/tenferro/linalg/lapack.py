@@ -79,21 +79,21 @@ def looped(kernel: Callable[..., Any], *arrays: Array) -> Any:
     count = math.prod(batch)
     rank = len(batch)
     stacks = [x.reshape((count, *x.shape[rank:])) for x in arrays]
-    outputs: list[Array] = []
-    single = False
+    outputs: tuple[Array, ...] = ()
+    flats: tuple[Array, ...] = ()
     for index in range(count):
         got = kernel(*[x[index] for x in stacks])
+        parts = got if isinstance(got, tuple) else (got,)
         if not index:
-            single = not isinstance(got, tuple)
-            parts = (got,) if single else got
-            outputs = [np.empty((count, *p.shape), p.dtype) for p in parts]
-        if single:
-            outputs[0][index] = got
+            outputs = tuple(np.empty((*batch, *p.shape), p.dtype) for p in parts)
+            flats = tuple(out.reshape((count, *out.shape[rank:])) for out in outputs)  # views
+        # Each result is written as it comes: freeing it at once keeps the allocator warm.
+        if len(parts) == 3:
+            flats[0][index], flats[1][index], flats[2][index] = parts
         else:
-            for out, part in zip(outputs, got, strict=True):
-                out[index] = part
-    stacked = tuple(out.reshape((*batch, *out.shape[1:])) for out in outputs)
-    return stacked[0] if single else stacked
+            for flat, part in zip(flats, parts, strict=True):
+                flat[index] = part
+    return outputs if isinstance(got, tuple) else outputs[0]
 
 
 def _failed(info: int, what: str) -> None:
