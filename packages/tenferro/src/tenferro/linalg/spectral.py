@@ -32,7 +32,15 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tenferro import lax
-from tenferro.algebra import adjoint, diag_embed, diagonal, eye_like, matmul, scale_columns
+from tenferro.algebra import (
+    adjoint,
+    diag_embed,
+    diagonal,
+    eye_like,
+    matmul,
+    scale_columns,
+    scale_rows,
+)
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.primitive import RuleValue
@@ -264,7 +272,7 @@ def _svd_tangents(u: Any, s: Any, vh: Any, da: Any, eps: float, mask: Any) -> tu
     f = _to(_gap_inverse(s, eps, squared=True), dt)
     sc = _to(s, dt)
     dps = scale_columns(dp, sc)
-    sdp = adjoint(scale_columns(adjoint(dp), sc))  # S dP
+    sdp = scale_rows(sc, dp)  # S dP
     inner_u = lax.mul(f, lax.add(dps, adjoint(dps)))
     inner_v = lax.mul(f, lax.add(sdp, adjoint(sdp)))
     sinv = _to(_regularised_inverse(s, eps), dt)
