@@ -22,7 +22,7 @@ from tenferro.linalg import lapack
 from tenferro.linalg.factorizations import QR, Cholesky
 from tenferro.linalg.norms import Norm2
 from tenferro.linalg.solvers import Inv, Solve, TriangularSolve
-from tenferro.linalg.spectral import Eigh, GapInverse, Lorentzian, Svd
+from tenferro.linalg.spectral import Eigh, GapInverse, Lorentzian, Svd, SvdTruncate
 from tenferro.meta import Meta
 
 DTYPES = [np.dtype(d) for d in ("float32", "float64", "complex64", "complex128")]
@@ -161,6 +161,11 @@ def test_every_family_returns_the_metas_it_declares(dt, shape):
         Norm2.make((meta,), axes=(len(shape) - 1,), keepdims=True),
     ]
     operands: list[Any] = [(a,)] * len(ops)
+    factors = Svd.make((meta,), eps=1e-12, gauge="raw").eval((a,), None)
+    k = factors[1].shape[-1]
+    for rank in {0, k // 2, k}:
+        ops.append(SvdTruncate.make(tuple(Meta(f.shape, f.dtype) for f in factors), rank=rank))
+        operands.append(tuple(factors))
     if square:
         spd = a @ np.conj(np.swapaxes(a, -1, -2)) + 3 * np.eye(shape[-1], dtype=dt)
         ops += [
