@@ -1,8 +1,10 @@
 """The small-size evaluation paths of structural primitives that derivative programs run
 at every backward step (spectral rules, sums): a trailing ``embed_diag`` written by one
 strided assignment, ``broadcast_in_dim`` written out below a size limit, two-matrix
-``dot_general`` of transposed views. Each equals its numpy definition for every dtype
-and layout (evaluation only; the rules are covered by the rule-case tables)."""
+``dot_general`` of transposed views, ``tril``/``triu`` by a mask made once per instance,
+``extract_diag`` without moving an axis already in place. Each equals its numpy
+definition for every dtype and layout (evaluation only; the rules are covered by the
+rule-case tables)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from tenferro_support import sample
 
 from tenferro.linalg.degeneracy import _first_uneven, uneven_on_ties
 from tenferro.meta import Meta
-from tenferro.ops import BroadcastInDim, DotGeneral, EmbedDiag
+from tenferro.ops import BroadcastInDim, DotGeneral, EmbedDiag, ExtractDiag, Tril, Triu
 
 DTYPES = [np.dtype(d) for d in ("float32", "float64", "complex64", "complex128", "int64")]
 
@@ -125,3 +127,43 @@ def test_the_short_tie_scan_agrees_with_the_array_check(k, ties, weights, dt, se
     bad = uneven_on_ties(w, cotangent, 1e-12)
     expected = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else None
     assert _first_uneven(w, cotangent, 1e-12) == expected
+
+
+@settings(max_examples=40)
+@given(
+    shape=st.lists(st.integers(0, 4), min_size=2, max_size=4).map(tuple),
+    k=st.integers(-4, 4),
+    dt=st.sampled_from([*DTYPES, np.dtype(bool)]),
+    seed=st.integers(0, 2**16),
+)
+def test_triangles_equal_numpy(shape, k, dt, seed):
+    x = (
+        _sample(shape, np.dtype(np.int64), seed).astype(dt)
+        if dt.kind == "b"
+        else _sample(shape, dt, seed)
+    )
+    if dt.kind == "f" and x.size:
+        x.flat[0] = np.nan  # kept or cleared like any value
+    for primitive, reference in ((Tril, np.tril), (Triu, np.triu)):
+        got = primitive.make((Meta(shape, dt),), k=k).impl(x)
+        assert got.dtype == dt
+        np.testing.assert_array_equal(got, reference(x, k))
+
+
+@settings(max_examples=40)
+@given(
+    shape=st.lists(st.integers(0, 4), min_size=2, max_size=4).map(tuple),
+    axes=st.tuples(st.integers(0, 3), st.integers(0, 3)),
+    dt=st.sampled_from(DTYPES),
+    seed=st.integers(0, 2**16),
+)
+def test_extract_diag_equals_numpy(shape, axes, dt, seed):
+    a, b = axes[0] % len(shape), axes[1] % len(shape)
+    if a == b:
+        b = (a + 1) % len(shape)
+    x = _sample(shape, dt, seed)
+    op = ExtractDiag.make((Meta(shape, dt),), axis_a=a, axis_b=b)
+    got = op.impl(x)
+    expected = np.moveaxis(np.diagonal(x, axis1=a, axis2=b), -1, a if a < b else a - 1)
+    assert got.shape == op.outputs[0].shape
+    np.testing.assert_array_equal(got, expected)

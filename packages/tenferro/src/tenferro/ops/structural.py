@@ -270,8 +270,11 @@ class ExtractDiag(TensorPrimitive):
         return (Meta(tuple(shape), x.dtype, x.weak),)
 
     def impl(self, x: Any) -> Any:
-        diagonal = np.diagonal(x, axis1=self.axis_a, axis2=self.axis_b)
-        return np.moveaxis(diagonal, -1, _diagonal_position(self.axis_a, self.axis_b))
+        diagonal = x.diagonal(0, self.axis_a, self.axis_b)  # the ndarray method: no wrapper
+        position = _diagonal_position(self.axis_a, self.axis_b)
+        if position == diagonal.ndim - 1:  # numpy puts it last: already in place
+            return diagonal
+        return np.moveaxis(diagonal, -1, position)
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         (x,) = self.inputs
@@ -354,6 +357,18 @@ class _Triangle(TensorPrimitive):
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         return [bind1(self, (cts[0],))]
 
+    def _kept(self) -> Any:
+        """The entries kept, ``[M, N]`` (``np.tri``'s mask, as ``np.tril``/``np.triu``
+        build per call)."""
+        raise NotImplementedError
+
+    def impl(self, x: Any) -> Any:
+        plan = self._prepared
+        if plan is None:  # the mask and a zero of the dtype, once per instance
+            plan = (self._kept(), np.zeros(1, self.inputs[0].dtype))
+            object.__setattr__(self, "_prepared", plan)
+        return np.where(plan[0], x, plan[1])  # np.tril's own formula
+
 
 @primitive
 class Tril(_Triangle):
@@ -362,8 +377,9 @@ class Tril(_Triangle):
     name = "tril"
     k: int = 0
 
-    def impl(self, x: Any) -> Any:
-        return np.tril(x, self.k)
+    def _kept(self) -> Any:
+        m, n = self.inputs[0].shape[-2:]
+        return np.tri(m, n, self.k, dtype=bool)
 
 
 @primitive
@@ -373,8 +389,9 @@ class Triu(_Triangle):
     name = "triu"
     k: int = 0
 
-    def impl(self, x: Any) -> Any:
-        return np.triu(x, self.k)
+    def _kept(self) -> Any:
+        m, n = self.inputs[0].shape[-2:]
+        return ~np.tri(m, n, self.k - 1, dtype=bool)
 
 
 @primitive
