@@ -76,24 +76,28 @@ def apply(kernel: Callable[..., Any], fallback: Callable[..., Any], *arrays: Arr
 def looped(kernel: Callable[..., Any], *arrays: Array) -> Any:
     """``kernel`` on each matrix of non-empty ``arrays`` (one batch), results stacked."""
     batch = arrays[0].shape[:-2]
-    count = math.prod(batch)
     rank = len(batch)
-    stacks = [x.reshape((count, *x.shape[rank:])) for x in arrays]
-    outputs: tuple[Array, ...] = ()
-    flats: tuple[Array, ...] = ()
+    count = batch[0] if rank == 1 else math.prod(batch)
+    stacks = arrays if rank == 1 else [x.reshape((count, *x.shape[rank:])) for x in arrays]
+    single = len(stacks) == 1
+    first = stacks[0]
+    outputs: list[Array] = []
+    flats: list[Array] = []
     for index in range(count):
-        got = kernel(*[x[index] for x in stacks])
-        parts = got if isinstance(got, tuple) else (got,)
+        got = kernel(first[index]) if single else kernel(*[x[index] for x in stacks])
         if not index:
-            outputs = tuple(np.empty((*batch, *p.shape), p.dtype) for p in parts)
-            flats = tuple(out.reshape((count, *out.shape[rank:])) for out in outputs)  # views
+            parts = got if type(got) is tuple else (got,)
+            outputs = [np.empty((*batch, *p.shape), p.dtype) for p in parts]
+            flats = outputs if rank == 1 else [o.reshape((count, *o.shape[rank:])) for o in outputs]
         # Each result is written as it comes: freeing it at once keeps the allocator warm.
-        if len(parts) == 3:
-            flats[0][index], flats[1][index], flats[2][index] = parts
+        if type(got) is not tuple:
+            flats[0][index] = got
+        elif len(got) == 3:
+            flats[0][index], flats[1][index], flats[2][index] = got
         else:
-            for flat, part in zip(flats, parts, strict=True):
+            for flat, part in zip(flats, got, strict=True):
                 flat[index] = part
-    return outputs if isinstance(got, tuple) else outputs[0]
+    return tuple(outputs) if type(got) is tuple else outputs[0]
 
 
 def _failed(info: int, what: str) -> None:
