@@ -284,7 +284,8 @@ def _svd_tangents(u: Any, s: Any, vh: Any, da: Any, eps: float, mask: Any) -> tu
         du = lax.add(du, scale_columns(lax.sub(dav, matmul(u, dp)), sinv))
     if n > k:
         dahu = matmul(adjoint(da), u)
-        dv = lax.add(dv, scale_columns(lax.sub(dahu, matmul(v, matmul(vh, dahu))), sinv))
+        # Vh dA^H U is dP^H: no second product with dA.
+        dv = lax.add(dv, scale_columns(lax.sub(dahu, matmul(v, adjoint(dp))), sinv))
     if mask is not None and complex_:
         rotation = _phase_correction(mask, u, du)
         du = lax.sub(du, scale_columns(u, rotation))
