@@ -94,7 +94,8 @@ class QR(LinalgOp):
         if a.ndim == 2 and a.size:  # one matrix: the kernel, planned for this instance
             plan = self._prepared
             if plan is None:
-                plan = lapack.qr_plan(*a.shape, a.dtype, complete)
+                m, n = a.shape
+                plan = lapack.qr_plan(m, n, a.dtype, complete)
                 object.__setattr__(self, "_prepared", plan)
             q, r = lapack.planned_qr(plan, a)
         else:
