@@ -146,14 +146,15 @@ def _boolean_aware(
         a, b = prepare(op, (x, y), kinds=accepted)
         return boolean(a, b) if a.meta.dtype.kind == "b" else arithmetic(a, b)
 
+    # Two concrete tensors of different metas (broadcasting, promotion): the primitives
+    # applied depend on the metas alone, so they are recorded once per pair of metas.
+    between_metas = dispatch_cached(2)(general)
+
     if primitive is None:
         general.__name__ = op
         return general
 
     instances = primitive._instances  # primitive.make's cache, read without its frames
-    # Two concrete tensors of different metas (broadcasting, promotion): the primitives
-    # applied depend on the metas alone, so they are recorded once per pair of metas.
-    between_metas = dispatch_cached(2)(general)
 
     def learn(x: Any, y: Any, tensor: Any, first: bool) -> Any:
         """How ``tensor op scalar`` binds, from preparing it once (``_GENERAL`` when it
