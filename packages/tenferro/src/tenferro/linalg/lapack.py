@@ -118,19 +118,20 @@ def qr(a: Array, complete: bool) -> tuple[Array, Array]:
     return planned_qr(plan, a)
 
 
-QRPlan = tuple[Any, Any, Array, slice, int]
+QRPlan = tuple[Any, Any, Array, slice | None, int]
 """How :func:`planned_qr` factors matrices of one shape and dtype (structure only)."""
 
 
 def qr_plan(m: int, n: int, dtype: np.dtype[Any], complete: bool) -> QRPlan:
     """The plan of :func:`qr` for ``[M, N]`` matrices of ``dtype``: geqrf, orgqr/ungqr,
-    the mask of R's entries to clear, R's rows in the packed factors, and Q's columns
-    (M for a complete QR of a tall matrix, else 0: the packed ones)."""
+    the mask of R's entries to clear, R's rows in the packed factors (``None``: all), and
+    Q's columns (M for a complete QR of a tall matrix, else 0: the packed ones)."""
     k = min(m, n)
     rows = m if complete else k
     generate = routine("ungqr" if dtype.kind == "c" else "orgqr", dtype)
     square = m if complete and m > n else 0
-    return routine("geqrf", dtype), generate, _lower((rows, n)), slice(0, rows), square
+    kept = None if rows == m else slice(0, rows)
+    return routine("geqrf", dtype), generate, _lower((rows, n)), kept, square
 
 
 def planned_qr(plan: QRPlan, a: Array) -> tuple[Array, Array]:
@@ -141,7 +142,7 @@ def planned_qr(plan: QRPlan, a: Array) -> tuple[Array, Array]:
         _failed(info, "geqrf")
     # R first (geqrf's reflectors below its diagonal cleared, as np.triu does): then Q
     # may overwrite the packed factors.
-    r = packed[rows].copy()
+    r = packed.copy() if rows is None else packed[rows].copy()
     r[lower] = 0
     if square:
         full = np.empty((square, square), a.dtype, order="F")
