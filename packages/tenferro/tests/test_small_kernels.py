@@ -167,3 +167,10 @@ def test_extract_diag_equals_numpy(shape, axes, dt, seed):
     expected = np.moveaxis(np.diagonal(x, axis1=a, axis2=b), -1, a if a < b else a - 1)
     assert got.shape == op.outputs[0].shape
     np.testing.assert_array_equal(got, expected)
+
+
+def test_broadcast_in_dim_takes_a_number_operand():
+    """A Python float (how a number operand may arrive) broadcasts like its array."""
+    for target in ((3,), (2, 700)):  # written out, and a view above the size limit
+        op = BroadcastInDim.make((Meta((), np.dtype(np.float64)),), shape=target, dims=())
+        np.testing.assert_array_equal(op.impl(2.5), np.full(target, 2.5))

@@ -156,6 +156,8 @@ class BroadcastInDim(TensorPrimitive):
             plan = self._plan()
             object.__setattr__(self, "_prepared", plan)
         order, expanded, small = plan
+        if type(x) is not np.ndarray:  # a number taken as it is (a rank-0 operand)
+            x = np.asarray(x)
         if order is not None:
             x = x.transpose(order)
         x = x.reshape(expanded)  # ndarray methods: numpy's function wrappers cost more
@@ -270,7 +272,7 @@ class ExtractDiag(TensorPrimitive):
         return (Meta(tuple(shape), x.dtype, x.weak),)
 
     def impl(self, x: Any) -> Any:
-        diagonal = x.diagonal(0, self.axis_a, self.axis_b)  # the ndarray method: no wrapper
+        diagonal = np.asarray(x).diagonal(0, self.axis_a, self.axis_b)  # no np.diagonal wrapper
         position = _diagonal_position(self.axis_a, self.axis_b)
         if position == diagonal.ndim - 1:  # numpy puts it last: already in place
             return diagonal
