@@ -17,7 +17,7 @@ from tenferro_support import FLOATS, sample
 import tenferro as tf
 from tenferro.algebra import adjoint, scale_columns
 from tenferro.linalg.degeneracy import TieCheck, TieGuard
-from tenferro.linalg.spectral import GapInverse, Lorentzian
+from tenferro.linalg.spectral import GapInverse, Lorentzian, SvdTruncate
 
 MATRICES = ((3, 3), (4, 2), (2, 4), (2, 3, 3))
 SQUARE = ((3, 3), (2, 3, 3))
@@ -176,6 +176,19 @@ def _tie_identity(family: Any) -> Any:
     return build
 
 
+def _svd_truncate(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+    """The truncation of thin-SVD factors (any values: it is linear in all three)."""
+    *batch, m, n = shape
+    k = min(m, n)
+    real = np.empty(0, dt).real.dtype
+    factors = [
+        sample((*batch, m, k), dt, rng),
+        sample((*batch, k), real, rng),
+        sample((*batch, k, n), dt, rng),
+    ]
+    return (lambda u, s, vh: SvdTruncate.bind(u, s, vh, rank=k - 1)), factors
+
+
 def _spectral_coefficient(primitive: Any, **params: Any) -> Any:
     """A spectral-derivative coefficient on separated values (gaps well above eps)."""
 
@@ -198,6 +211,7 @@ CASES: list[Case] = [
     Case("linalg_pinv", _pinv(False), shapes=((3, 3), (4, 2), (2, 4))),
     Case("linalg_pinv_hermitian", _pinv(True), shapes=((3, 3),)),
     Case("linalg_truncated_svd", _truncated, shapes=((),), static_output=False),
+    Case("linalg_svd_truncate", _svd_truncate, shapes=((3, 3), (4, 2), (2, 3, 4))),
     Case("linalg_tie_guard", _tie_identity(TieGuard), FLOATS, shapes=((3,), (2, 4))),
     Case("linalg_tie_check", _tie_identity(TieCheck), FLOATS, shapes=((3,), (2, 4))),
     *(

@@ -22,7 +22,7 @@ from tenferro.linalg import lapack
 from tenferro.linalg.factorizations import QR, Cholesky
 from tenferro.linalg.norms import Norm2
 from tenferro.linalg.solvers import Inv, Solve, TriangularSolve
-from tenferro.linalg.spectral import Eigh, GapInverse, Lorentzian, Svd
+from tenferro.linalg.spectral import Eigh, GapInverse, Lorentzian, Svd, SvdTruncate
 from tenferro.meta import Meta
 
 DTYPES = [np.dtype(d) for d in ("float32", "float64", "complex64", "complex128")]
@@ -161,6 +161,11 @@ def test_every_family_returns_the_metas_it_declares(dt, shape):
         Norm2.make((meta,), axes=(len(shape) - 1,), keepdims=True),
     ]
     operands: list[Any] = [(a,)] * len(ops)
+    factors = Svd.make((meta,), eps=1e-12, gauge="raw").eval((a,), None)
+    k = factors[1].shape[-1]
+    for rank in {0, k // 2, k}:
+        ops.append(SvdTruncate.make(tuple(Meta(f.shape, f.dtype) for f in factors), rank=rank))
+        operands.append(tuple(factors))
     if square:
         spd = a @ np.conj(np.swapaxes(a, -1, -2)) + 3 * np.eye(shape[-1], dtype=dt)
         ops += [
@@ -237,3 +242,52 @@ def test_the_spectral_coefficient_primitives_derivatives(squared):
     v = np.array([0.3, -1.2, 2.0, 0.7])
     tf.testing.check_grads(lambda x: GapInverse.bind(x, eps=0.1, squared=squared), (v,), order=2)
     tf.testing.check_grads(lambda x: Lorentzian.bind(x, eps=0.1), (v,), order=2)
+
+
+nonfinite = st.tuples(
+    st.sampled_from([(), (3,)]),
+    st.integers(1, 4),
+    st.integers(1, 4),
+    st.sampled_from(DTYPES),
+    st.sampled_from([np.nan, np.inf, -np.inf]),
+    st.booleans(),  # in the imaginary part (complex dtypes)
+    st.booleans(),  # a transposed (non-contiguous) view
+    st.integers(0, 2**16),
+)
+
+
+@settings(max_examples=40)
+@given(case=nonfinite)
+def test_the_finiteness_check_finds_every_non_finite_entry(case):
+    batch, m, n, dt, bad, imaginary, transposed, seed = case
+    rng = np.random.default_rng(seed)
+    a = sample((*batch, m, n), dt, rng) * 1e30  # large finite entries stay accepted
+    where = tuple(int(rng.integers(0, extent)) for extent in a.shape)
+    if imaginary and dt.kind == "c":
+        a[where] = complex(a[where].real, bad)
+    else:
+        a[where] = bad
+    if transposed:
+        a = np.swapaxes(a, -1, -2)
+    with pytest.raises(LinAlgError, match="NaN or Inf"):
+        linalg.qr(a)
+    a[np.isfinite(a) == 0] = 1
+    linalg.qr(a)  # all finite again: accepted
+
+
+@settings(max_examples=30)
+@given(
+    batch=st.sampled_from([(), (1,), (3,), (2, 2)]),
+    shape=st.sampled_from([(2, 3), (3, 3), (4, 1)]),
+    dt=st.sampled_from(DTYPES),
+    seed=st.integers(0, 2**16),
+)
+def test_looped_batches_equal_the_matrix_by_matrix_kernels(batch, shape, dt, seed):
+    a = sample((*batch, *shape), dt, np.random.default_rng(seed))
+    q, r = lapack.looped(lambda m: lapack.qr(m, False), a)
+    s = lapack.looped(lambda m: lapack.svd(m)[1], a)
+    for index in np.ndindex(*batch):
+        one_q, one_r = lapack.qr(a[index], False)
+        np.testing.assert_array_equal(q[index], one_q)
+        np.testing.assert_array_equal(r[index], one_r)
+        np.testing.assert_array_equal(s[index], lapack.svd(a[index])[1])

@@ -150,6 +150,27 @@ def test_derivative_cache_shares_structures_and_seeded_slots():
     assert cache.stats() == (0, 0, 0, 0, 8)
 
 
+def test_plain_executors_share_each_structures_bound_transpose():
+    """Executors without ``apply`` (and with one ``eval_ctx``/``specialize``) bind a
+    structure's transpose once for all of them; one with ``apply`` binds its own."""
+    cache = DerivativeCache()
+    recorder = Recorder()
+    graph = RecordedGraph.from_primitive(EXT_SCALAR.op("SinCos"), ["a0"])
+    x = EagerInput(Input("x"), None, True, 0.3)
+    outs = recorder.record_graph(graph, [x], [math.sin(0.3), math.cos(0.3)])
+    linear = cache.derivative(graph, (0,), None, (0,)).linear
+    first, second = ProgramExecutor(), ProgramExecutor(Add)
+    runner = first.transposer(linear, None)
+    assert runner is not None
+    assert second.transposer(linear, None) is runner
+    assert ProgramExecutor(eval_ctx="other").transposer(linear, None) is not runner
+    frontend = Frontend(cache)
+    assert frontend.executor.transposer(linear, None) is not runner
+    for executor in (first, second, frontend.executor):  # each gives the same gradient
+        got = backward(outs[0].key, outs[0].trace, 1.0, executor, cache=cache)[Input("x")]
+        assert math.isclose(getattr(got, "data", got), math.cos(0.3))  # a Var under apply
+
+
 def test_derivative_cache_is_bounded_and_keys_seeded_slots():
     cache = DerivativeCache(maxsize=2)
     recorder = Recorder()

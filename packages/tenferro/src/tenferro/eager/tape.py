@@ -390,23 +390,30 @@ class Tape:
                 ]
         else:
             # Checked before the pass, which frees saved values: a bad call changes nothing.
-            leaves = [inputs] if isinstance(inputs, EagerTensor) else list(inputs)
-            self._check_targets("backward", leaves, "inputs")
-            for position, leaf in enumerate(leaves):
+            given = [inputs] if isinstance(inputs, EagerTensor) else list(inputs)
+            self._check_targets("backward", given, "inputs")
+            for position, leaf in enumerate(given):
                 if not leaf.is_leaf:
                     raise TenferroError(
                         "backward",
                         f"inputs[{position}] is not a leaf; only leaves accumulate .grad",
                     )
+            leaves = list({leaf.key: leaf for leaf in reversed(given)}.values())[::-1]
+            keys = {leaf.key for leaf in leaves}
             # Only the nodes that carry cotangents to ``inputs`` run (and are freed).
             node = output.node if isinstance(output, EagerTensor) else None
-            only = None if node is None else contributing_nodes(node, {t.key for t in leaves})
+            only = None if node is None else contributing_nodes(node, keys)
+            fed = _fed_keys(only, keys) if only is not None else {getattr(output, "key", None)}
+            missing = [p for p, leaf in enumerate(given) if leaf.key not in fed]
+            if missing:
+                raise InactiveError(
+                    "backward",
+                    f"{', '.join(f'inputs[{p}]' for p in missing)}: the output does not "
+                    f"depend on it; leave it out of inputs",
+                )
             cotangents = self._reverse(
                 "backward", output, seed, False, reached, (), retain_graph, only
             )
-            for position, leaf in enumerate(leaves):
-                if leaf.key not in reached and leaf.key not in cotangents:
-                    raise InactiveError("backward", _unused_message(output, [position]))
         for leaf in leaves:
             value = self._result(cotangents.get(leaf.key), leaf, False)
             leaf._grad = value if leaf._grad is None else lax.add(leaf._grad, value)
@@ -585,6 +592,17 @@ def _released(op: str, node: Trace) -> ReleasedGraphError:
         f"them as it uses them. Pass retain_graph=True to that earlier call to "
         f"differentiate the same graph again",
     )
+
+
+def _fed_keys(nodes: set[Any], keys: set[Any]) -> set[Any]:
+    """Those of ``keys`` that an input edge of ``nodes`` requiring grad reads."""
+    fed: set[Any] = set()
+    for node in nodes:
+        edges = node.edges
+        for position in range(1, len(edges), 3):
+            if edges[position + 1] and edges[position] in keys:
+                fed.add(edges[position])
+    return fed
 
 
 def _unused_message(output: Any, positions: list[int]) -> str:

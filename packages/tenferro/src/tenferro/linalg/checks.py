@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import cmath
-import functools
 import math
 from typing import Any
 
@@ -70,13 +69,14 @@ def failing_batch(bad: np.ndarray[Any, Any]) -> str:
     return f" at batch index {index}"
 
 
-_add_all = functools.partial(np.add.reduce, axis=None)
-"""``a.sum()`` without numpy's Python wrapper."""
-
-
 def check_finite(op: str, a: np.ndarray[Any, Any]) -> None:
     """Raise :class:`LinAlgError` when a decomposition's input holds NaN or Inf."""
-    if cmath.isfinite(_add_all(a)):  # NaN and Inf reach the sum: a finite sum clears all
+    flat = a.reshape(-1)
+    # One BLAS dot, the sum of the squares: a NaN or Inf entry makes a non-finite term
+    # (squares of reals do not cancel; a complex one has a NaN part), which no finite
+    # term cancels, so a finite sum clears every entry (huge finite entries overflow it
+    # and take the exact check below).
+    if cmath.isfinite(flat.dot(flat)):
         return
     finite = np.isfinite(a).all(axis=(-2, -1))
     if not finite.all():

@@ -24,6 +24,7 @@ level and warns; forward over forward (``jacfwd(jacfwd(f))``) checks nothing.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -44,10 +45,11 @@ def tied(values: np.ndarray[Any, Any], eps: float) -> np.ndarray[Any, Any]:
     """Which adjacent pairs of the sorted ``values`` (last axis) the spectral rules
     treat as tied: gaps where the Lorentzian ``g / (g**2 + eps**2)`` is far from
     ``1/g`` (``g <= 10 eps``) or within rounding of the values' scale."""
-    gaps = np.abs(np.diff(values, axis=-1))
-    scale = np.max(np.abs(values), axis=-1, keepdims=True) if values.size else 0.0
-    rounding = 64 * np.finfo(values.dtype).eps * scale
-    return gaps <= np.maximum(10 * eps, rounding)
+    gaps = np.abs(values[..., 1:] - values[..., :-1])
+    if not gaps.size:
+        return np.zeros(gaps.shape, bool)
+    scale = _largest(np.abs(values), axis=-1, keepdims=True)
+    return np.less_equal(gaps, np.maximum(scale * _rounding(values.dtype), 10 * eps))
 
 
 def uneven_on_ties(
@@ -55,20 +57,33 @@ def uneven_on_ties(
 ) -> np.ndarray[Any, Any]:
     """Adjacent tied pairs whose cotangents differ beyond rounding."""
     ties = tied(values, eps)
-    if not ties.any():
+    if not _any(ties, axis=None):
         return ties
     steps = np.abs(np.diff(cotangent, axis=-1))
     scale = np.max(np.abs(cotangent), axis=-1, keepdims=True)
     return ties & (steps > np.sqrt(np.finfo(cotangent.dtype).eps) * scale)
 
 
+_largest = np.maximum.reduce
+_any = np.logical_or.reduce
+"""``max`` and ``any`` without numpy's Python wrappers: the check runs in every reverse
+pass through a spectral rule."""
+
+_ROUNDING = {np.dtype(t): 64 * float(np.finfo(t).eps) for t in (np.float32, np.float64)}
+
+
+def _rounding(dtype: np.dtype[Any]) -> float:
+    """Rounding of a spectrum relative to its largest magnitude."""
+    found = _ROUNDING.get(dtype)
+    return 64 * float(np.finfo(dtype).eps) if found is None else found
+
+
 def _warn(
     family: str, values: np.ndarray[Any, Any], cotangent: np.ndarray[Any, Any], eps: float
 ) -> None:
-    bad = uneven_on_ties(values, cotangent, eps)
-    if not bad.any():
+    where = _first_uneven(values, cotangent, eps)
+    if where is None:
         return
-    where = tuple(int(i) for i in np.argwhere(bad)[0])
     *batch, i = where
     at = f"[{', '.join(map(str, batch))}]" if batch else ""
     noun = "singular values" if family == "linalg.svd" else "eigenvalues"
@@ -84,6 +99,33 @@ def _warn(
         DegenerateDerivativeWarning,
         stacklevel=2,
     )
+
+
+def _first_uneven(
+    values: np.ndarray[Any, Any], cotangent: np.ndarray[Any, Any], eps: float
+) -> tuple[int, ...] | None:
+    """The index of the first pair :func:`uneven_on_ties` flags, or ``None``. A short
+    spectrum (one matrix's) is scanned in Python floats, which costs less than the
+    numpy calls on a handful of values."""
+    if values.ndim != 1 or values.shape[0] > _SHORT:
+        bad = uneven_on_ties(values, cotangent, eps)
+        return tuple(int(i) for i in np.argwhere(bad)[0]) if _any(bad, axis=None) else None
+    v, c = values.tolist(), cotangent.tolist()
+    if len(v) < 2:
+        return None
+    bound = max(_rounding(values.dtype) * max(map(abs, v)), 10 * eps)
+    step_bound = None
+    for i in range(len(v) - 1):
+        if abs(v[i + 1] - v[i]) <= bound:
+            if step_bound is None:
+                step_bound = math.sqrt(np.finfo(cotangent.dtype).eps) * max(map(abs, c))
+            if abs(c[i + 1] - c[i]) > step_bound:
+                return (i,)
+    return None
+
+
+_SHORT = 32
+"""Spectra up to this length are checked in Python floats."""
 
 
 class _TieIdentity(LinalgOp):

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from computegraph import DictCache
 from tenferro import lax
 from tenferro.algebra import adjoint, diag_embed, diagonal, eye_like, matmul, matrix_transpose
 from tenferro.core.bind import bind, bind1
@@ -90,11 +91,20 @@ class QR(LinalgOp):
     def impl(self, a: Any) -> Any:
         check_finite("qr", a)
         complete = self.complete
-        q, r = lapack.apply(
-            lambda m: lapack.qr(m, complete),
-            lambda m: np.linalg.qr(m, mode="complete" if complete else "reduced"),
-            a,
-        )
+        if a.ndim == 2 and a.size:  # one matrix: the kernel, planned for this instance
+            plan = self._prepared
+            if plan is None:
+                m, n = a.shape
+                plan = lapack.qr_plan(m, n, a.dtype, complete)
+                object.__setattr__(self, "_prepared", plan)
+            q, r = lapack.planned_qr(plan, a)
+        else:
+            q, r = lapack.apply(
+                lambda m: lapack.qr(m, complete),
+                lambda m: np.linalg.qr(m, mode="complete" if complete else "reduced"),
+                a,
+            )
+            q, r = q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
         if self.positive and r.size:
             d = np.diagonal(r, axis1=-2, axis2=-1)
             magnitude = np.abs(d)
@@ -104,7 +114,7 @@ class QR(LinalgOp):
             q[..., :, :k] *= phase[..., None, :]
             r = r.copy()
             r[..., :k, :] *= np.conj(phase)[..., :, None]  # complete tall R: rows past K are 0
-        return q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
+        return q, r
 
     def jvp(
         self,
@@ -164,13 +174,25 @@ def qr(a: Any, mode: str = "reduced", *, gauge: str = "raw") -> Any:
     for full-rank A. Derivatives (tall and wide) need the leading KxK block of R to be
     nonsingular. NaN/Inf input raises :class:`~tenferro.errors.LinAlgError`.
     """
-    if mode not in ("reduced", "complete", "r"):
-        raise ParameterError("qr", f"mode must be 'reduced', 'complete' or 'r', got {mode!r}")
-    if gauge not in ("raw", "positive"):
-        raise ParameterError("qr", f"gauge must be 'raw' or 'positive', got {gauge!r}")
     a = matrix_operand("qr", a)
-    q, r = QR.bind(a, complete=mode == "complete", positive=gauge == "positive")
+    key = (a.meta, mode, gauge)
+    try:
+        op = _QR_CALLS.get(key)
+    except TypeError:  # an unhashable mode or gauge: refused below
+        op = None
+    if op is None:
+        if mode not in ("reduced", "complete", "r"):
+            raise ParameterError("qr", f"mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+        if gauge not in ("raw", "positive"):
+            raise ParameterError("qr", f"gauge must be 'raw' or 'positive', got {gauge!r}")
+        op = QR.make((a.meta,), complete=mode == "complete", positive=gauge == "positive")
+        _QR_CALLS.put(key, op)
+    q, r = type(a)._bind(op, (a,))  # bind() for one operand
     return r if mode == "r" else QRResult(q, r)
+
+
+_QR_CALLS: DictCache[tuple[Meta, str, str], QR] = DictCache(1024, "linalg.qr calls")
+"""(operand meta, mode, gauge) -> the QR instance a call binds (structure only)."""
 
 
 # ---------------------------------------------------------------------- Cholesky

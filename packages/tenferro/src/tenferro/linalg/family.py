@@ -31,6 +31,10 @@ class LinalgOp(ExtensionOp):
 
     batch = leading  # numpy.linalg semantics: leading axes are batch axes
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "_prepared", None)  # a family's kernel plan, if it has one
+
     def eval(self, inputs: Sequence[Any], ctx: Any) -> Sequence[Any]:
         result = self.impl(*inputs)
         return result if isinstance(result, tuple) else (result,)

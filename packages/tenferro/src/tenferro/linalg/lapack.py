@@ -13,6 +13,7 @@ a batch gives what its matrices give one by one (``vmap`` equals a loop).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +29,9 @@ __all__ = [
     "eigh",
     "inv",
     "looped",
+    "planned_qr",
     "qr",
+    "qr_plan",
     "routine",
     "solve",
     "svd",
@@ -73,17 +76,28 @@ def apply(kernel: Callable[..., Any], fallback: Callable[..., Any], *arrays: Arr
 def looped(kernel: Callable[..., Any], *arrays: Array) -> Any:
     """``kernel`` on each matrix of non-empty ``arrays`` (one batch), results stacked."""
     batch = arrays[0].shape[:-2]
-    outputs: tuple[Array, ...] = ()
-    single = False
-    for index in np.ndindex(*batch):
-        got = kernel(*[x[index] for x in arrays])
-        single = not isinstance(got, tuple)
-        parts = (got,) if single else got
-        if not outputs:
-            outputs = tuple(np.empty((*batch, *p.shape), p.dtype) for p in parts)
-        for out, part in zip(outputs, parts, strict=True):
-            out[index] = part
-    return outputs[0] if single else outputs
+    rank = len(batch)
+    count = batch[0] if rank == 1 else math.prod(batch)
+    stacks = arrays if rank == 1 else [x.reshape((count, *x.shape[rank:])) for x in arrays]
+    single = len(stacks) == 1
+    first = stacks[0]
+    outputs: list[Array] = []
+    flats: list[Array] = []
+    for index in range(count):
+        got = kernel(first[index]) if single else kernel(*[x[index] for x in stacks])
+        if not index:
+            parts = got if type(got) is tuple else (got,)
+            outputs = [np.empty((*batch, *p.shape), p.dtype) for p in parts]
+            flats = outputs if rank == 1 else [o.reshape((count, *o.shape[rank:])) for o in outputs]
+        # Each result is written as it comes: freeing it at once keeps the allocator warm.
+        if type(got) is not tuple:
+            flats[0][index] = got
+        elif len(got) == 3:
+            flats[0][index], flats[1][index], flats[2][index] = got
+        else:
+            for flat, part in zip(flats, got, strict=True):
+                flat[index] = part
+    return tuple(outputs) if type(got) is tuple else outputs[0]
 
 
 def _failed(info: int, what: str) -> None:
@@ -96,23 +110,54 @@ def _failed(info: int, what: str) -> None:
 def qr(a: Array, complete: bool) -> tuple[Array, Array]:
     """numpy.linalg.qr's ``reduced`` (or ``complete``) factors of one matrix."""
     m, n = a.shape
+    key = (m, n, a.dtype, complete)
+    plan = _QR_PLANS.get(key)
+    if plan is None:
+        plan = qr_plan(m, n, a.dtype, complete)
+        _QR_PLANS.put(key, plan)
+    return planned_qr(plan, a)
+
+
+QRPlan = tuple[Any, Any, Array, slice | None, int]
+"""How :func:`planned_qr` factors matrices of one shape and dtype (structure only)."""
+
+
+def qr_plan(m: int, n: int, dtype: np.dtype[Any], complete: bool) -> QRPlan:
+    """The plan of :func:`qr` for ``[M, N]`` matrices of ``dtype``: geqrf, orgqr/ungqr,
+    the mask of R's entries to clear, R's rows in the packed factors (``None``: all), and
+    Q's columns (M for a complete QR of a tall matrix, else 0: the packed ones)."""
     k = min(m, n)
-    dt = a.dtype
-    packed, tau, _, info = routine("geqrf", dt)(a)
-    _failed(info, "geqrf")
-    generate = routine("ungqr" if dt.kind == "c" else "orgqr", dt)
-    if complete and m > n:
-        square = np.empty((m, m), dt, order="F")
-        square[:, :n] = packed
-        q, _, info = generate(square, tau)
-        r = packed
+    rows = m if complete else k
+    generate = routine("ungqr" if dtype.kind == "c" else "orgqr", dtype)
+    square = m if complete and m > n else 0
+    kept = None if rows == m else slice(0, rows)
+    return routine("geqrf", dtype), generate, _lower((rows, n)), kept, square
+
+
+def planned_qr(plan: QRPlan, a: Array) -> tuple[Array, Array]:
+    """:func:`qr` of one non-empty matrix by a plan of its shape and dtype."""
+    factor, generate, lower, rows, square = plan
+    packed, tau, _, info = factor(a)
+    if info:
+        _failed(info, "geqrf")
+    # R first (geqrf's reflectors below its diagonal cleared, as np.triu does): then Q
+    # may overwrite the packed factors.
+    r = packed.copy() if rows is None else packed[rows].copy()
+    r[lower] = 0
+    if square:
+        full = np.empty((square, square), a.dtype, order="F")
+        full[:, : a.shape[1]] = packed
+        q, _, info = generate(full, tau, overwrite_a=1)
     else:
-        q, _, info = generate(packed[:, :k], tau)
-        r = packed if complete else packed[:k]
-    _failed(info, "orgqr")
-    r = r.copy()  # geqrf's reflectors below the diagonal: zeroed, as np.triu does
-    r[_lower(r.shape)] = 0
+        k = tau.shape[0]
+        q, _, info = generate(packed if k == a.shape[1] else packed[:, :k], tau, overwrite_a=1)
+    if info:
+        _failed(info, "orgqr")
     return q, r
+
+
+_QR_PLANS: DictCache[tuple[Any, ...], QRPlan] = DictCache(256, "linalg QR plans")
+"""(M, N, dtype, complete) -> :func:`qr_plan`."""
 
 
 _LOWER: DictCache[tuple[int, ...], Array] = DictCache(256, "linalg lower-triangle masks")

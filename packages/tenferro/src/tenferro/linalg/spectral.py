@@ -32,7 +32,15 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tenferro import lax
-from tenferro.algebra import adjoint, diag_embed, diagonal, eye_like, matmul, scale_columns
+from tenferro.algebra import (
+    adjoint,
+    diag_embed,
+    diagonal,
+    eye_like,
+    matmul,
+    scale_columns,
+    scale_rows,
+)
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.primitive import RuleValue
@@ -50,7 +58,6 @@ from tenferro.linalg.checks import (
 from tenferro.linalg.degeneracy import guard_ties
 from tenferro.linalg.family import LinalgOp, matrix_operand
 from tenferro.meta import Meta
-from tenferro.ops import Slice
 from tenferro.surface.convert import asarray
 
 __all__ = [
@@ -206,8 +213,8 @@ class GapInverse(LinalgOp):
         p = v * v if self.squared else v
         g = p[..., None, :] - p[..., :, None]
         f = g / (g * g + self.eps * self.eps)
-        diagonal = np.arange(v.shape[-1])
-        f[..., diagonal, diagonal] = 0
+        k = v.shape[-1]
+        f.reshape((*v.shape[:-1], k * k))[..., :: k + 1] = 0  # the diagonal
         return f
 
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
@@ -264,7 +271,7 @@ def _svd_tangents(u: Any, s: Any, vh: Any, da: Any, eps: float, mask: Any) -> tu
     f = _to(_gap_inverse(s, eps, squared=True), dt)
     sc = _to(s, dt)
     dps = scale_columns(dp, sc)
-    sdp = adjoint(scale_columns(adjoint(dp), sc))  # S dP
+    sdp = scale_rows(sc, dp)  # S dP
     inner_u = lax.mul(f, lax.add(dps, adjoint(dps)))
     inner_v = lax.mul(f, lax.add(sdp, adjoint(sdp)))
     sinv = _to(_regularised_inverse(s, eps), dt)
@@ -277,7 +284,8 @@ def _svd_tangents(u: Any, s: Any, vh: Any, da: Any, eps: float, mask: Any) -> tu
         du = lax.add(du, scale_columns(lax.sub(dav, matmul(u, dp)), sinv))
     if n > k:
         dahu = matmul(adjoint(da), u)
-        dv = lax.add(dv, scale_columns(lax.sub(dahu, matmul(v, matmul(vh, dahu))), sinv))
+        # Vh dA^H U is dP^H: no second product with dA.
+        dv = lax.add(dv, scale_columns(lax.sub(dahu, matmul(v, adjoint(dp))), sinv))
     if mask is not None and complex_:
         rotation = _phase_correction(mask, u, du)
         du = lax.sub(du, scale_columns(u, rotation))
@@ -391,6 +399,55 @@ class SvdComplement(LinalgOp):
                 "linalg.svd", 0 if self.side == "left" else 2, da, self.outputs[0], reason
             )
         ]
+
+
+@register("linalg.svd_truncate")
+class SvdTruncate(LinalgOp):
+    """The leading ``rank`` singular triplets of a thin SVD ``(U, S, Vh)``: U's first
+    columns, S's first values and Vh's first rows, one node for the three (eager
+    ``truncated_svd``). Linear: its transpose pads each cotangent back with zeros."""
+
+    rank: int
+    linear = True
+
+    def infer(self) -> list[Meta]:
+        u, s, vh = self.inputs
+        *batch, m, k = u.shape
+        if (
+            tuple(s.shape) != (*batch, k)
+            or tuple(vh.shape[:-1]) != (*batch, k)
+            or not 0 <= self.rank <= k
+            or not u.dtype == vh.dtype
+        ):
+            raise ParameterError(
+                self.name,
+                f"needs U [..., M, K], S [..., K] and Vh [..., K, N] of one batch and a rank "
+                f"in [0, K], got {u.describe()}, {s.describe()}, {vh.describe()} and rank "
+                f"{self.rank}",
+            )
+        r, n = self.rank, vh.shape[-1]
+        return [
+            Meta((*batch, m, r), u.dtype),
+            Meta((*batch, r), s.dtype),
+            Meta((*batch, r, n), vh.dtype),
+        ]
+
+    def impl(self, u: Any, s: Any, vh: Any) -> Any:
+        r = self.rank
+        return u[..., :r], s[..., :r], vh[..., :r, :]
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        missing = self.inputs[1].shape[-1] - self.rank
+        result: list[RuleValue | None] = []
+        for ct, axis, wanted in zip(cts, (-1, -1, -2), active, strict=True):
+            if ct is None or not wanted:
+                result.append(None)
+                continue
+            nd = ct.meta.ndim
+            high = [0] * nd
+            high[nd + axis] = missing
+            result.append(lax.pad(ct, (0,) * nd, high, (0,) * nd))
+        return result
 
 
 @register("linalg.eigh")
@@ -602,12 +659,7 @@ def truncated_svd(
         rank = min(cap, _concrete_rank(s._value, (m, n), rtol, atol))
         if rank == k:
             return SVDResult(u, s, vh)
-        *batch, _ = s.meta.shape
-        return SVDResult(
-            _leading(u, (*batch, m, rank)),
-            _leading(s, (*batch, rank)),
-            _leading(vh, (*batch, rank, n)),
-        )
+        return SVDResult(*SvdTruncate.bind(u, s, vh, rank=rank))
     rank_value = _traced_rank(s, (m, n), rtol, atol, cap)
     batch = s.meta.ndim - 1
     return SVDResult(
@@ -635,12 +687,6 @@ def _concrete_rank(
 
 _EPS = {np.dtype(t): float(np.finfo(t).eps) for t in (np.float32, np.float64)}
 """Machine epsilon of the real dtypes singular values have."""
-
-
-def _leading(x: Any, limits: tuple[int, ...]) -> Any:
-    """``x[:limits[0], :limits[1], ...]``."""
-    ndim = len(limits)
-    return Slice.bind(x, starts=(0,) * ndim, limits=limits, strides=(1,) * ndim)
 
 
 def _traced_rank(

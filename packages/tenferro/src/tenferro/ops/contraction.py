@@ -25,6 +25,9 @@ __all__ = ["DotGeneral"]
 
 _MATMUL = "matmul"
 _DOT = "dot"
+_DOT_TN = "dot of the lhs transposed"
+_DOT_NT = "dot with the rhs transposed"
+_DOT_TT = "dot of both transposed"
 _GENERAL = "general"
 
 _STRUCTURES: DictCache[Any, Any] = DictCache(4096, "dot_general structures")
@@ -177,6 +180,12 @@ class DotGeneral(TensorPrimitive):
             return lhs.dot(rhs)  # two matrices: ndarray.dot skips matmul's ufunc overhead
         if plan is _MATMUL:
             return np.matmul(lhs, rhs)
+        if plan is _DOT_TN:  # transposed views: BLAS reads them without a copy
+            return lhs.T.dot(rhs)
+        if plan is _DOT_NT:
+            return lhs.dot(rhs.T)
+        if plan is _DOT_TT:
+            return lhs.T.dot(rhs.T)
         if plan is _GENERAL:
             return self._general(lhs, rhs)
         lhs_perm, lhs_shape, rhs_perm, rhs_shape, out_shape = plan
@@ -186,10 +195,11 @@ class DotGeneral(TensorPrimitive):
 
     def _plan(self) -> Any:
         """How to evaluate, from the static metas: ``_DOT`` for two matrices in matmul
-        layout (rows and contracted axis / contracted axis and columns), ``_MATMUL`` for a
-        batch of them (batch axes first), else the permutations (``None``: none needed)
-        and shapes around one batched ``matmul``; ``_GENERAL`` for data-dependent
-        extents."""
+        layout (rows and contracted axis / contracted axis and columns), ``_DOT_TN`` /
+        ``_NT`` / ``_TT`` for two matrices contracted along other axes (one ``dot`` of
+        transposed views), ``_MATMUL`` for a batch of them (batch axes first), else the
+        permutations (``None``: none needed) and shapes around one batched ``matmul``;
+        ``_GENERAL`` for data-dependent extents."""
         lhs, rhs = self.inputs
         if lhs.dynamic or rhs.dynamic:
             return _GENERAL
@@ -202,6 +212,12 @@ class DotGeneral(TensorPrimitive):
             and self.rhs_contracting == (n,)
         ):
             return _DOT if n == 0 else _MATMUL
+        if lhs.ndim == rhs.ndim == 2 and not self.lhs_batch and len(self.lhs_contracting) == 1:
+            lhs_transposed = self.lhs_contracting == (0,)
+            rhs_transposed = self.rhs_contracting == (1,)
+            if lhs_transposed:
+                return _DOT_TT if rhs_transposed else _DOT_TN
+            return _DOT_NT  # (1,) and (1,): (1,) and (0,) is _DOT
         lhs_free = _free(lhs.ndim, self.lhs_contracting, self.lhs_batch)
         rhs_free = _free(rhs.ndim, self.rhs_contracting, self.rhs_batch)
         batch_shape = tuple(lhs.shape[a] for a in self.lhs_batch)

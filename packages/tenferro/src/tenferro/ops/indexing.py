@@ -150,20 +150,33 @@ class Pad(TensorPrimitive):
 
     def impl(self, x: Any) -> Any:
         x = np.asarray(x)
+        plan = self._prepared
+        if plan is None:
+            plan = self._plan()
+            object.__setattr__(self, "_prepared", plan)
+        grown, placed, crop = plan
+        out = np.zeros(grown, dtype=x.dtype)
+        out[placed] = x
+        return out if crop is None else out[crop]
+
+    def _plan(self) -> tuple[tuple[int, ...], tuple[slice, ...], tuple[slice, ...] | None]:
+        """(the grown shape, where the operand goes in it, the crop of negative padding or
+        ``None``), from the static metas."""
         grown = []
         placed = []
-        for lo, hi, inner, extent in zip(self.low, self.high, self.interior, x.shape, strict=True):
+        for lo, hi, inner, extent in zip(
+            self.low, self.high, self.interior, self.inputs[0].shape, strict=True
+        ):
             spread = (extent - 1) * (inner + 1) + 1 if extent else 0
             before = max(lo, 0)
             grown.append(before + spread + max(hi, 0))
             placed.append(_slice(before, before + spread, inner + 1))
-        out = np.zeros(grown, dtype=x.dtype)
-        out[tuple(placed)] = x
         crop = tuple(
             _slice(max(-lo, 0), size - max(-hi, 0))
             for lo, hi, size in zip(self.low, self.high, grown, strict=True)
         )
-        return out[crop]
+        cropped = any(lo < 0 for lo in self.low) or any(hi < 0 for hi in self.high)
+        return tuple(grown), tuple(placed), crop if cropped else None
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         (ct,) = cts

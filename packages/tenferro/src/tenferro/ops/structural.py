@@ -151,13 +151,31 @@ class BroadcastInDim(TensorPrimitive):
         return (Meta(self.shape, x.dtype, x.weak),)
 
     def impl(self, x: Any) -> Any:
+        plan = self._prepared
+        if plan is None:
+            plan = self._plan()
+            object.__setattr__(self, "_prepared", plan)
+        order, expanded, small = plan
+        if type(x) is not np.ndarray:  # a number taken as it is (a rank-0 operand)
+            x = np.asarray(x)
+        if order is not None:
+            x = x.transpose(order)
+        x = x.reshape(expanded)  # ndarray methods: numpy's function wrappers cost more
+        if small:  # a copy costs less than np.broadcast_to's Python-level view
+            out = np.empty(self.shape, x.dtype)
+            out[...] = x
+            return out
+        return np.broadcast_to(x, self.shape)
+
+    def _plan(self) -> tuple[tuple[int, ...] | None, tuple[int, ...], bool]:
+        """(the operand's axis order, ``None`` when kept; its shape with the new axes as
+        1; whether the output is small enough to be written out), from the metas."""
         order = sorted(range(len(self.dims)), key=self.dims.__getitem__)
-        if order != list(range(len(order))):
-            x = np.transpose(x, order)
         expanded = [1] * len(self.shape)
-        for source, axis in enumerate(order):
-            expanded[self.dims[axis]] = np.shape(x)[source]
-        return np.broadcast_to(np.reshape(x, expanded), self.shape)
+        for axis in order:
+            expanded[self.dims[axis]] = self.inputs[0].shape[axis]
+        kept = order == list(range(len(order)))
+        return None if kept else tuple(order), tuple(expanded), math.prod(self.shape) <= 1024
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         (ct,) = cts
@@ -254,8 +272,11 @@ class ExtractDiag(TensorPrimitive):
         return (Meta(tuple(shape), x.dtype, x.weak),)
 
     def impl(self, x: Any) -> Any:
-        diagonal = np.diagonal(x, axis1=self.axis_a, axis2=self.axis_b)
-        return np.moveaxis(diagonal, -1, _diagonal_position(self.axis_a, self.axis_b))
+        diagonal = np.asarray(x).diagonal(0, self.axis_a, self.axis_b)  # no np.diagonal wrapper
+        position = _diagonal_position(self.axis_a, self.axis_b)
+        if position == diagonal.ndim - 1:  # numpy puts it last: already in place
+            return diagonal
+        return np.moveaxis(diagonal, -1, position)
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         (x,) = self.inputs
@@ -305,6 +326,11 @@ class EmbedDiag(TensorPrimitive):
         (out_meta,) = self.outputs
         out = np.zeros(out_meta.shape, dtype=out_meta.dtype)
         a, b = self._source_position(), self.axis_b
+        shape = out_meta.shape
+        if a == len(shape) - 2 and b == a + 1:  # the trailing pair: one strided write
+            n = shape[b]
+            out.reshape((*shape[:-2], n * n))[..., :: n + 1] = x
+            return out
         work = np.moveaxis(out, (a, b), (-2, -1))
         index = np.arange(out_meta.shape[b])
         work[..., index, index] = np.moveaxis(np.asarray(x), self.axis_a, -1)
@@ -333,6 +359,18 @@ class _Triangle(TensorPrimitive):
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         return [bind1(self, (cts[0],))]
 
+    def _kept(self) -> Any:
+        """The entries kept, ``[M, N]`` (``np.tri``'s mask, as ``np.tril``/``np.triu``
+        build per call)."""
+        raise NotImplementedError
+
+    def impl(self, x: Any) -> Any:
+        plan = self._prepared
+        if plan is None:  # the mask and a zero of the dtype, once per instance
+            plan = (self._kept(), np.zeros(1, self.inputs[0].dtype))
+            object.__setattr__(self, "_prepared", plan)
+        return np.where(plan[0], x, plan[1])  # np.tril's own formula
+
 
 @primitive
 class Tril(_Triangle):
@@ -341,8 +379,9 @@ class Tril(_Triangle):
     name = "tril"
     k: int = 0
 
-    def impl(self, x: Any) -> Any:
-        return np.tril(x, self.k)
+    def _kept(self) -> Any:
+        m, n = self.inputs[0].shape[-2:]
+        return np.tri(m, n, self.k, dtype=bool)
 
 
 @primitive
@@ -352,8 +391,9 @@ class Triu(_Triangle):
     name = "triu"
     k: int = 0
 
-    def impl(self, x: Any) -> Any:
-        return np.triu(x, self.k)
+    def _kept(self) -> Any:
+        m, n = self.inputs[0].shape[-2:]
+        return ~np.tri(m, n, self.k - 1, dtype=bool)
 
 
 @primitive

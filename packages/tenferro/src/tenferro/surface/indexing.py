@@ -75,6 +75,7 @@ def _classify(item: Any) -> _Item:
     if item is Ellipsis:
         return _Item("ellipsis", None)
     if isinstance(item, _SLICE):
+        _check_slice(item)
         return _Item("slice", item)
     if isinstance(item, (bool, np.bool_)):
         return _Item("bool0", bool(item))
@@ -95,6 +96,19 @@ def _classify(item: Any) -> _Item:
         f"only integers, slices, ..., None and integer or boolean arrays are valid indices, "
         f"got {item!r}",
     )
+
+
+def _check_slice(item: slice) -> None:
+    """numpy's rules for a slice's bounds: integers (``__index__``) or None, a nonzero step."""
+    for part in ("start", "stop", "step"):
+        bound = getattr(item, part)
+        if bound is not None and not hasattr(bound, "__index__"):
+            raise IndexingError(
+                "getitem",
+                f"slice {part}s must be integers or None, got {bound!r} in {item!r}",
+            )
+    if item.step is not None and item.step.__index__() == 0:
+        raise IndexingError("getitem", f"a slice step cannot be zero: {item!r}")
 
 
 _DATA_DEPENDENT = (

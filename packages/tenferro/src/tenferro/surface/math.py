@@ -16,7 +16,7 @@ from tenferro.meta import broadcast_shapes
 from tenferro.ops.analytic import Cos, Exp, Log, Sin, Sqrt, Tanh
 from tenferro.ops.elementwise import Add, Mul
 from tenferro.surface.convert import asarray, broadcast_to, check_int_fits, prepare
-from tenferro.surface.dispatch import REPLAYABLE
+from tenferro.surface.dispatch import REPLAYABLE, dispatch_cached
 from tenferro.surface.signatures import Binary, Unary, binary, preserving, select, unary
 
 __all__ = [
@@ -151,6 +151,10 @@ def _boolean_aware(
         a, b = prepare(op, (x, y), kinds=accepted)
         return boolean(a, b) if a.meta.dtype.kind == "b" else arithmetic(a, b)
 
+    # Two concrete tensors of different metas (broadcasting, promotion): the primitives
+    # applied depend on the metas alone, so they are recorded once per pair of metas.
+    between_metas = dispatch_cached(2)(general)
+
     if primitive is None:
         general.__name__ = op
         return general
@@ -190,7 +194,7 @@ def _boolean_aware(
                     instance = primitive.make((meta, meta))
                     _SAME_META.put((primitive, meta), instance)
                 return kind._bind(instance, (x, y))[0]
-            return general(x, y)
+            return between_metas(x, y)
         scalar_type = type(y)
         if scalar_type in _FAST_SCALARS:
             tensor, scalar, first = x, y, False

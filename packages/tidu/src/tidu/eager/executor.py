@@ -47,6 +47,7 @@ with its instructions re-instantiated for the extents of ``inputs``."""
 
 _MEMO = "tidu.eager.transposed_program"
 _LINEAR_MEMO = "tidu.eager.linear_program"
+_RUNNER_MEMO = "tidu.eager.transposer"
 
 
 class _BoundProgram:
@@ -242,9 +243,30 @@ class ProgramExecutor:
         external_data)`` alone: the compiled transpose bound once, so a backward pass
         calls it per node without looking anything up (the optional hook
         :func:`~tidu.eager.backward` uses when an executor has it). ``None`` when a
-        subclass overrides ``run_transposed_linear`` (its override is then called)."""
+        subclass overrides ``run_transposed_linear`` (its override is then called).
+
+        Without ``apply``, the function depends only on ``linear``, ``eval_ctx`` and
+        ``specialize``: it is kept in ``linear.memo`` and shared by every executor (and
+        backward pass) with those two, so a pass meets each structure's binding once."""
         if type(self).run_transposed_linear is not ProgramExecutor.run_transposed_linear:
             return None
+        if self._apply is not None:
+            return self._bind_transposer(linear, ctx)
+        try:
+            key = (_RUNNER_MEMO, self._eval_ctx, self._specialize)
+            runner = linear.memo.get(key)
+        except TypeError:  # an unhashable eval_ctx: not shared
+            return self._bind_transposer(linear, ctx)
+        if runner is None:
+            runner = linear.memo.setdefault(key, self._bind_transposer(linear, ctx))
+        elif self._add is None and linear.add_operation is not None:
+            self._add = linear.add_operation  # as a first binding here would have learnt it
+        return runner
+
+    def _bind_transposer(
+        self, linear: LinearizedGraph, ctx: Any
+    ) -> Callable[..., list[Any | None]] | None:
+        """:meth:`transposer`'s function, made."""
         plan: _BoundProgram | None = linear.memo.get(_MEMO)
         if plan is None:
             plan = linear.memo.setdefault(_MEMO, _BoundProgram.transposed(linear, ctx))
