@@ -897,3 +897,25 @@ def test_lookalike_static_arguments_in_any_order_agree_with_numpy(
                 _agree(got[1], expected[1], f"{name} ({dtype})")
             else:
                 assert got[0] == "tenferro error", f"{name}: numpy refuses, got {got[1]!r}"
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("first", [False, True])
+def test_true_division_of_an_integer_tensor_by_a_big_python_int_is_numpys(
+    dtype: str, first: bool
+) -> None:
+    """numpy true-divides an integer array and a Python int beyond its dtype's range
+    (the result is float64: nothing is stored in the narrow dtype); tenferro raised
+    ScalarOverflowError ("divide: Python integer 1099511627776 is out of bounds for
+    int32"), at every call, eager and traced. Addition and multiplication overflow in
+    numpy too, so their refusal is right."""
+    a = np.array([-1, 2], dtype)
+    big = 2**63 if dtype == "int64" else 2**40
+
+    def f(v: Any) -> Any:
+        return big / v if first else v / big
+
+    expected = f(a)
+    for _ in range(2):
+        _agree(f(tf.EagerTensor(a)), expected, f"{dtype} {'big / x' if first else 'x / big'}")
+    _agree(tf.jit(f)(a), expected, "traced")
