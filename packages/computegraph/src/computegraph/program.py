@@ -135,7 +135,7 @@ class CompiledProgram:
                 f"({_describe_inputs(self.input_keys)}), got {len(inputs)}"
             )
         if apply is None:
-            if fast is None and self._runs:
+            if fast is None and self._runs > 0:
                 fast = self._fast = generate(
                     self._plan, self.input_slots, self.output_slots, self.constants
                 )
@@ -194,7 +194,8 @@ class CompiledProgram:
         """The same program (slots, liveness, inputs and outputs) running ``operations``,
         one per instruction in order, each with its instruction's input and output
         counts: e.g. the instructions re-instantiated for other operand shapes. Costs a
-        pass over the instructions, not a compilation."""
+        pass over the instructions, not a compilation; it switches to generated code
+        from its third run, not its second (a re-made program often serves one call)."""
         if len(operations) != len(self.instructions):
             raise BindingError(
                 f"CompiledProgram.with_operations: {len(operations)} operation(s) for "
@@ -213,7 +214,7 @@ class CompiledProgram:
         program.output_keys = self.output_keys
         program._input_position = self._input_position
         program.free_after = self.free_after
-        program._runs = 0
+        program._runs = -1  # often one node's at new extents: generated code waits a run
         program._fast = None
         program._plan = [
             (operation, _eval_function(operation, position), args, out, dead)

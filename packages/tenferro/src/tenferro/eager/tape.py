@@ -27,7 +27,7 @@ from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
-from tenferro.eager.extents import extent_class, specialize
+from tenferro.eager.extents import INSTANCE, extent_class, specialize, stand_in
 from tenferro.eager.tensor import EagerTensor
 from tenferro.errors import (
     DTypeError,
@@ -88,7 +88,7 @@ _SAVE_ALL = "save all"
 """Marks a recorded structure whose derivative is unknown (a rule is missing)."""
 
 _Plan = tuple[
-    Any, RecordedGraph, tuple[tuple[int, ValueKey], ...], tuple[tuple[int, ValueKey], ...], Any
+    Any, RecordedGraph, tuple[tuple[int, ValueKey], ...], tuple[tuple[int, ValueKey], ...], Any, Any
 ]
 _PLANS: DictCache[tuple[int, tuple[bool, ...]], _Plan] = DictCache(4096, "tape plans")
 """How to record a primitive with some operands tracked (see :func:`_plan`); shared by
@@ -101,15 +101,23 @@ _set_fingerprint = ValueKey.__dict__["fingerprint"].__set__
 
 def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
     """How to record ``op`` with these operands tracked: its recorded graph, which inputs
-    and outputs to save (by position and recorded key: those its derivative reads), and
-    the tracked positions."""
+    and outputs to save (by position and recorded key: those its derivative reads), the
+    tracked positions, and what its node keeps under ``INSTANCE`` (the stand-in and
+    ``op`` when ``op`` is recorded with another instance's graph, else ``None``)."""
     active = tuple(i for i, tracked in enumerate(flags) if tracked)
     keys = _canonical(len(flags))
     generic = _shape_generic(op, active)
+    instance = None
     if generic is not None:
         recorded = RecordedGraph.from_primitive(generic, keys)
     else:  # one derivation per extent class, where the primitive declares it
-        recorded = extent_class(op, active, keys) or RecordedGraph.from_primitive(op, keys)
+        shared = extent_class(op, active, keys)
+        if shared is None:
+            recorded = RecordedGraph.from_primitive(op, keys)
+        else:
+            recorded = shared
+            first = stand_in(shared)
+            instance = None if first is op else (first, op)
     needed = _learn_needed(recorded, active)
     keep_all = needed is _SAVE_ALL
     plan = (
@@ -120,6 +128,7 @@ def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
         ),
         tuple((i, key) for i, key in enumerate(recorded.output_keys) if keep_all or key in needed),
         active,
+        instance,
     )
     _PLANS.put((id(op), flags), plan)
     return plan
@@ -307,8 +316,8 @@ class Tape:
                 plans = {}
                 object.__setattr__(op, "_tape_plans", plans)
             plans[flags] = plan
-        _, recorded, save_inputs, save_outputs, active = plan
-        saved: dict[ValueKey, Any] = {}
+        _, recorded, save_inputs, save_outputs, active, instance = plan
+        saved: dict[ValueKey, Any] = {} if instance is None else {INSTANCE: instance}
         for i, key in save_inputs:  # loops, not comprehensions: no extra frame
             saved[key] = operands[i]._value
         for slot, key in save_outputs:
@@ -697,6 +706,9 @@ class _RecordingExecutor(ProgramExecutor):
             value = saved.get(key)
             if value is not None:
                 values[key] = make(value, _meta(value), eager_key, node, tape)
+        instance = saved.get(INSTANCE)
+        if instance is not None:
+            values[INSTANCE] = instance
         return values
 
 

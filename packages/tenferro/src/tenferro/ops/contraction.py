@@ -51,6 +51,9 @@ class DotGeneral(TensorPrimitive):
     name = "dot_general"
     extent_generic = True  # the rules read ranks and dimension numbers only
 
+    def extent_facts(self) -> Any:
+        return ()  # its derivative programs hold no extent
+
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
         from tenferro.batching.rules import move_axis, rebind
 

@@ -69,6 +69,7 @@ class Reduction(TensorPrimitive):
 class ReduceSum(Reduction):
     name = "reduce_sum"
     linear = True
+    extent_generic = True  # its transpose broadcasts back to its operand's metas
 
     def impl(self, x: Any) -> Any:
         plan = self._prepared  # (axis argument, dtype): numpy's cheapest spelling of both

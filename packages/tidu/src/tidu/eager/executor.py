@@ -7,8 +7,8 @@ backward step costs a few dictionary lookups and the program's instructions.
 
 A node recorded with a ``RESPECIALIZABLE`` graph (one graph standing for its
 operation at every extent) has marked derivatives; with a ``specialize`` hook, the
-executor runs their programs as ``specialize(program, inputs)`` returns them (the
-frontend re-instantiates the instructions at the inputs' extents, and caches that).
+executor runs their programs as ``specialize(program, inputs, values)`` returns them
+(the frontend re-instantiates the instructions for the node, and caches that).
 
 By default instructions run through each operation's ``eval``. With ``apply``,
 they run as ``apply(operation, inputs, ctx)``: a frontend passes its own eager
@@ -41,9 +41,11 @@ __all__ = ["Apply", "ProgramExecutor", "Specialize"]
 Apply = Callable[[Any, Sequence[Any], Any], Sequence[Any]]
 """``apply(operation, inputs, ctx) -> outputs``: how an instruction is executed."""
 
-Specialize = Callable[[CompiledProgram, Sequence[Any]], CompiledProgram]
-"""``specialize(program, inputs) -> program``: ``program`` itself, or the same program
-with its instructions re-instantiated for the extents of ``inputs``."""
+Specialize = Callable[[CompiledProgram, Sequence[Any], Mapping[ValueKey, Any]], CompiledProgram]
+"""``specialize(program, inputs, values) -> program``: ``program`` itself, or the same
+program with its instructions re-instantiated for the node it runs for (``inputs``: the
+program's inputs; ``values``: the node's primal values, where a frontend may also keep
+what it recorded the node as)."""
 
 _MEMO = "tidu.eager.transposed_program"
 _LINEAR_MEMO = "tidu.eager.linear_program"
@@ -121,7 +123,9 @@ class _BoundProgram:
             ]
         except KeyError as missing:
             raise _missing(what, missing) from None
-        program = self.program if specialize is None else specialize(self.program, inputs)
+        program = (
+            self.program if specialize is None else specialize(self.program, inputs, external_data)
+        )
         values = program.eval(inputs, eval_ctx, apply=apply)
         return [None if position is None else values[position] for position in self.results]
 
@@ -231,7 +235,7 @@ class ProgramExecutor:
             raise _missing("backward: the transpose", missing) from None
         program = plan.program
         if self._specialize is not None and linear.memo.get(RESPECIALIZE):
-            program = self._specialize(program, inputs)
+            program = self._specialize(program, inputs, external_data)
         values = program.eval(inputs, self._eval_ctx, apply=self._apply)
         return [None if position is None else values[position] for position in plan.results]
 
@@ -266,7 +270,7 @@ class ProgramExecutor:
                     ]
                 except KeyError as missing:
                     raise _missing("backward: the transpose", missing) from None
-                out = specialize(program, inputs).eval(inputs, eval_ctx, apply=apply)
+                out = specialize(program, inputs, values).eval(inputs, eval_ctx, apply=apply)
                 return [None if position is None else out[position] for position in results]
 
             return run_specialized
