@@ -474,10 +474,9 @@ def _node_of(loss: Any, op: Any) -> Any:
         if node is None or id(node) in seen:
             continue
         seen.add(id(node))
-        values = node.saved_data
         first = node.recorded.graph.operations[0].operation
         if type(first) is type(op):
-            pair = values.get(extents.INSTANCE)
+            pair = node.instance
             if (pair is None and first == op) or (pair is not None and pair[1] == op):
                 return node.recorded
         pending.extend(node.edges[::3])

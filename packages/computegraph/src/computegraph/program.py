@@ -43,6 +43,11 @@ class Instruction(NamedTuple):
 _Step = tuple[Any, Any, tuple[int, ...], Any, tuple[int, ...]]
 
 
+_REMADE_RUNS = 6
+"""How many more interpreted runs a program from :meth:`CompiledProgram.with_operations`
+makes before it generates code."""
+
+
 class CompiledProgram:
     """A flat SSA program. Evaluate it any number of times with :meth:`eval`.
 
@@ -195,7 +200,9 @@ class CompiledProgram:
         one per instruction in order, each with its instruction's input and output
         counts: e.g. the instructions re-instantiated for other operand shapes. Costs a
         pass over the instructions, not a compilation; it switches to generated code
-        from its third run, not its second (a re-made program often serves one call)."""
+        only once it has run ``_REMADE_RUNS`` times more than a compiled program would
+        (a re-made program usually serves a few calls, for which generating code
+        costs more than it saves)."""
         if len(operations) != len(self.instructions):
             raise BindingError(
                 f"CompiledProgram.with_operations: {len(operations)} operation(s) for "
@@ -214,7 +221,7 @@ class CompiledProgram:
         program.output_keys = self.output_keys
         program._input_position = self._input_position
         program.free_after = self.free_after
-        program._runs = -1  # often one node's at new extents: generated code waits a run
+        program._runs = -_REMADE_RUNS  # usually serves one node's extents, a few calls
         program._fast = None
         program._plan = [
             (operation, _eval_function(operation, position), args, out, dead)

@@ -22,8 +22,8 @@ their output metas (``remake``); their classes keep the extent pattern
 stand-in's extents to a node's is a function. An instruction of that kind gets its
 output metas through that map, which the admission checks it can take: each of its
 output extents is one of the stand-in's own (or 0 or 1). The tape saves each such
-node's (stand-in, instance) pair among its values (under :data:`INSTANCE`), which the
-executor hands to :func:`specialize`.
+node's (stand-in, instance) pair as its ``instance``, which the passes hand to
+:func:`specialize` among the node's values.
 """
 
 from __future__ import annotations
@@ -33,25 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from computegraph import CompiledProgram, DictCache, Input
+from computegraph import CompiledProgram, DictCache
 from tenferro.core.primitive import AddAny, TensorPrimitive
 from tenferro.meta import Meta
 from tidu import ADRuleError, linear_transpose
-from tidu.eager import RESPECIALIZABLE, RecordedGraph, default_derivative_cache
+from tidu.eager import NODE_INSTANCE, RESPECIALIZABLE, RecordedGraph, default_derivative_cache
 
-__all__ = ["INSTANCE", "extent_class", "specialize"]
+__all__ = ["extent_class", "specialize", "stand_in"]
 
-
-class _Instance:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "extent instance"
-
-
-INSTANCE = Input(_Instance())
-"""The key under which a node's values hold ``(stand-in, instance)``: the primitive its
-recorded graph stands for and the one it ran, when they differ."""
 
 _CLASSES: DictCache[Any, Any] = DictCache(1024, "extent classes")
 """Extent class -> the recorded graph standing for it (its first instance), or
@@ -162,7 +151,7 @@ def specialize(
     """``program`` (a derivative program of an extent class's stand-in) for a node whose
     program inputs are ``inputs`` and whose values are ``values``: itself at its own
     extents, else with every instruction re-made for the node (cached)."""
-    pair = None if values is None else values.get(INSTANCE)
+    pair = None if values is None else values.get(NODE_INSTANCE)
     if pair is None:  # the stand-in's own node
         return program
     key = (id(program), id(pair[1]))
@@ -193,10 +182,10 @@ def reinstantiate(
     if found is None or found[0] is not program:
         found = (program, *_template(program))
         _TEMPLATES.put(id(program), found)
-    _, given, remakes = found
+    _, given, steps = found
     metas: list[Any] = [None] * program.n_slots
     for slot, meta, value in zip(program.input_slots, given, inputs, strict=True):
-        shape = _shape(value)
+        shape = value.shape if type(value) is np.ndarray else _shape(value)
         metas[slot] = (
             Meta(shape, np.asarray(value).dtype)
             if meta is None
@@ -205,33 +194,36 @@ def reinstantiate(
     mapping: dict[int, int] | None = None
     changed = False
     operations: list[Any] = []
-    for instruction, remake in zip(program.instructions, remakes, strict=True):
-        operation: Any = instruction.operation
-        if remake is None:  # cotangent accumulation: one meta in, the same out
-            metas[instruction.outputs[0]] = metas[instruction.inputs[0]]
-            operations.append(operation)
-            continue
-        operands = tuple([metas[slot] for slot in instruction.inputs])
-        if remake is _KEEP:  # a rank-0 constant
-            metas[instruction.outputs[0]] = operation.outputs[0]
-            operations.append(operation)
-            continue
-        cls, params, by_outputs = remake
-        if by_outputs:
-            if mapping is None:
-                mapping = _extent_map(pair, operation)
-            outputs = tuple(
-                m._replace(shape=tuple([mapping[n] for n in m.shape])) for m in operation.outputs
-            )
-            if operands != operation.inputs or outputs != operation.outputs:
-                operation = cls.remake(operands, outputs, params)
+    append = operations.append
+    for operation, kind, slots_in, slots_out, cls, params, items in steps:
+        if kind is _ADD:  # cotangent accumulation: one meta in, the same out
+            metas[slots_out[0]] = metas[slots_in[0]]
+        elif kind is _KEEP:  # a rank-0 constant
+            metas[slots_out[0]] = operation.outputs[0]
+        else:
+            operands = tuple([metas[slot] for slot in slots_in])
+            if kind is _MAPPED:
+                if mapping is None:
+                    mapping = _extent_map(pair, operation)
+                outputs = tuple(
+                    [
+                        Meta(tuple([mapping[n] for n in m.shape]), m.dtype, m.weak, m.dynamic)
+                        for m in operation.outputs
+                    ]
+                )
+                if operands != operation.inputs or outputs != operation.outputs:
+                    operation = cls.remake(operands, outputs, params)
+                    changed = True
+            elif operands != operation.inputs:
+                # TensorPrimitive.make, its cache key spelled out once per template
+                operation = cls._make_shared(operands, (cls, operands, *items), params)
                 changed = True
-        elif operands != operation.inputs:
-            operation = cls.make(operands, **params)
-            changed = True
-        for slot, meta in zip(instruction.outputs, operation.outputs, strict=True):
-            metas[slot] = meta
-        operations.append(operation)
+            if len(slots_out) == 1:
+                metas[slots_out[0]] = operation.outputs[0]
+            else:
+                for slot, meta in zip(slots_out, operation.outputs, strict=True):
+                    metas[slot] = meta
+        append(operation)
     return program.with_operations(operations) if changed else program
 
 
@@ -249,30 +241,34 @@ def _extent_map(pair: Any, operation: Any) -> dict[int, int]:
     return mapping
 
 
-_KEEP = "keep"
-"""The re-making of an instruction that holds no extent (a rank-0 constant): none."""
+_ADD, _KEEP, _MAPPED, _MADE = "accumulate", "keep", "mapped", "made"
+"""How :func:`reinstantiate` re-makes an instruction: a cotangent accumulation and a
+rank-0 constant stay; a primitive with ``extent_params`` is re-made from its operand
+metas and its mapped output metas; any other from its operand metas."""
 
 
 def _template(program: CompiledProgram) -> tuple[tuple[Meta | None, ...], tuple[Any, ...]]:
     """The metas ``program``'s inputs were derived for (by input position; ``None`` when
-    only an accumulation reads one), and per instruction its class, parameters and
-    whether its output metas are mapped (``None`` for an accumulation)."""
+    only an accumulation reads one), and per instruction its operation, how it is
+    re-made, its slots, class, parameters and the parameters' part of its cache key."""
     if any(np.ndim(value) for value in program.constants.values()):
         raise AssertionError(
             f"a derivative program with constants of rank > 0 is not extent-generic: {program}"
         )
     by_slot: dict[int, Meta] = {}
-    remakes: list[Any] = []
+    steps: list[Any] = []
     for instruction in program.instructions:
         operation: Any = instruction.operation
+        slots = (instruction.inputs, instruction.outputs)
         if type(operation) is AddAny:
-            remakes.append(None)
+            steps.append((operation, _ADD, *slots, None, None, None))
             continue
         if not operation.inputs:
-            remakes.append(_KEEP)
+            steps.append((operation, _KEEP, *slots, None, None, None))
             continue
         for position, slot in enumerate(instruction.inputs):
             by_slot.setdefault(slot, operation.inputs[position])
         params = {f: getattr(operation, f) for f in operation._field_names if f != "inputs"}
-        remakes.append((type(operation), params, bool(operation.extent_params)))
-    return tuple(by_slot.get(slot) for slot in program.input_slots), tuple(remakes)
+        kind = _MAPPED if operation.extent_params else _MADE
+        steps.append((operation, kind, *slots, type(operation), params, tuple(params.items())))
+    return tuple(by_slot.get(slot) for slot in program.input_slots), tuple(steps)

@@ -27,7 +27,7 @@ from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
-from tenferro.eager.extents import INSTANCE, extent_class, specialize, stand_in
+from tenferro.eager.extents import extent_class, specialize, stand_in
 from tenferro.eager.tensor import EagerTensor
 from tenferro.errors import (
     DTypeError,
@@ -102,8 +102,8 @@ _set_fingerprint = ValueKey.__dict__["fingerprint"].__set__
 def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
     """How to record ``op`` with these operands tracked: its recorded graph, which inputs
     and outputs to save (by position and recorded key: those its derivative reads), the
-    tracked positions, and what its node keeps under ``INSTANCE`` (the stand-in and
-    ``op`` when ``op`` is recorded with another instance's graph, else ``None``)."""
+    tracked positions, and its node's ``instance`` (the stand-in and ``op`` when ``op``
+    is recorded with another instance's graph, else ``None``)."""
     active = tuple(i for i, tracked in enumerate(flags) if tracked)
     keys = _canonical(len(flags))
     generic = _shape_generic(op, active)
@@ -317,7 +317,7 @@ class Tape:
                 object.__setattr__(op, "_tape_plans", plans)
             plans[flags] = plan
         _, recorded, save_inputs, save_outputs, active, instance = plan
-        saved: dict[ValueKey, Any] = {} if instance is None else {INSTANCE: instance}
+        saved: dict[ValueKey, Any] = {}
         for i, key in save_inputs:  # loops, not comprehensions: no extra frame
             saved[key] = operands[i]._value
         for slot, key in save_outputs:
@@ -334,6 +334,7 @@ class Tape:
             node.edges = edges
             node.active = active
             node.serial = next_trace_serial()
+            node.instance = instance
             tensor = _new_eager(EagerTensor)
             tensor._value = values[0]
             tensor.meta = op.outputs[0]
@@ -357,6 +358,7 @@ class Tape:
         node.edges = edges
         node.active = active
         node.serial = next_trace_serial()
+        node.instance = instance
         tensors: list[EagerTensor] = []
         for value, meta, key in zip(values, op.outputs, keys, strict=True):
             tensor = _new_eager(EagerTensor)
@@ -706,9 +708,6 @@ class _RecordingExecutor(ProgramExecutor):
             value = saved.get(key)
             if value is not None:
                 values[key] = make(value, _meta(value), eager_key, node, tape)
-        instance = saved.get(INSTANCE)
-        if instance is not None:
-            values[INSTANCE] = instance
         return values
 
 

@@ -259,6 +259,7 @@ class ProgramExecutor:
         specialize = self._specialize
         if specialize is not None and linear.memo.get(RESPECIALIZE):
             program = plan.program
+            single = apply is None and results == (0,) and _only_kernel(program) is not None
 
             def run_specialized(
                 seeds: Sequence[Any], values: Mapping[ValueKey, Any]
@@ -270,7 +271,12 @@ class ProgramExecutor:
                     ]
                 except KeyError as missing:
                     raise _missing("backward: the transpose", missing) from None
-                out = specialize(program, inputs, values).eval(inputs, eval_ctx, apply=apply)
+                specialized = specialize(program, inputs, values)
+                if single:  # one instruction: its kernel, not an interpreted program
+                    kernel = _only_kernel(specialized)
+                    if kernel is not None:
+                        return [kernel(*inputs)]
+                out = specialized.eval(inputs, eval_ctx, apply=apply)
                 return [None if position is None else out[position] for position in results]
 
             return run_specialized
