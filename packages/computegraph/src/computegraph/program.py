@@ -209,9 +209,12 @@ class CompiledProgram:
                 f"{len(self.instructions)} instruction(s)"
             )
         program: CompiledProgram = object.__new__(CompiledProgram)
+        make = tuple.__new__  # Instruction(...) without NamedTuple's Python-level __new__
         program.instructions = tuple(
-            Instruction(operation, ins.inputs, ins.outputs)
-            for operation, ins in zip(operations, self.instructions, strict=True)
+            [
+                make(Instruction, (operation, ins[1], ins[2]))
+                for operation, ins in zip(operations, self.instructions, strict=True)
+            ]
         )
         program.constants = self.constants
         program.input_slots = self.input_slots
@@ -224,7 +227,13 @@ class CompiledProgram:
         program._runs = -_REMADE_RUNS  # usually serves one node's extents, a few calls
         program._fast = None
         program._plan = [
-            (operation, _eval_function(operation, position), args, out, dead)
+            (
+                operation,
+                getattr(operation, "eval", None) or _eval_function(operation, position),
+                args,
+                out,
+                dead,
+            )
             for position, (operation, (_, _, args, out, dead)) in enumerate(
                 zip(operations, self._plan, strict=True)
             )

@@ -107,7 +107,7 @@ def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
     active = tuple(i for i, tracked in enumerate(flags) if tracked)
     keys = _canonical(len(flags))
     generic = _shape_generic(op, active)
-    instance = None
+    instance: tuple[TensorPrimitive, TensorPrimitive] | None = None
     if generic is not None:
         recorded = RecordedGraph.from_primitive(generic, keys)
     else:  # one derivation per extent class, where the primitive declares it
@@ -117,7 +117,14 @@ def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
         else:
             recorded = shared
             first = stand_in(shared)
-            instance = None if first is op else (first, op)
+            if first is not op:
+                instance = (first, op)
+                plans = getattr(first, "_tape_plans", None)
+                known = None if plans is None else plans.get(flags)
+                if known is not None and known[1] is recorded:  # the class's own plan
+                    shared_plan: _Plan = (op, recorded, known[2], known[3], active, instance)
+                    _PLANS.put((id(op), flags), shared_plan)
+                    return shared_plan
     needed = _learn_needed(recorded, active)
     keep_all = needed is _SAVE_ALL
     plan = (
