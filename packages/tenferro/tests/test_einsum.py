@@ -312,6 +312,31 @@ def test_matrix_steps_use_dot_general():
     assert "dot_general" not in hadamard
 
 
+@settings(max_examples=60)
+@given(st.data())
+def test_products_without_contraction_are_written_in_output_order(data):
+    """Outer and batched outer products multiply straight into the output's axis order:
+    no transpose follows the product (it would leave a strided view of the result)."""
+    labels = data.draw(st.permutations("abcde"))
+    left = "".join(
+        data.draw(st.lists(st.sampled_from(labels), min_size=1, max_size=3, unique=True))
+    )
+    rest = [c for c in labels if c not in left]
+    own = data.draw(st.lists(st.sampled_from(rest), min_size=1, max_size=2, unique=True))
+    shared = data.draw(st.lists(st.sampled_from(left), max_size=len(left), unique=True))
+    right = "".join(data.draw(st.permutations(own + shared)))
+    output = "".join(data.draw(st.permutations(sorted(set(left + right)))))
+    subscripts = f"{left},{right}->{output}"
+    sizes = {c: 2 + i for i, c in enumerate("abcde")}
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal([sizes[c] for c in left])
+    y = rng.standard_normal([sizes[c] for c in right])
+    result = np.asarray(tf.einsum(subscripts, x, y))
+    np.testing.assert_allclose(result, np.einsum(subscripts, x, y), rtol=1e-12)
+    graph = tf.format_graph(tf.einsum(subscripts, tf.placeholder(x.shape), tf.placeholder(y.shape)))
+    assert "transpose" not in graph.split("mul", 1)[1], (subscripts, graph)
+
+
 def test_eager_and_traced_agree():
     rng = np.random.default_rng(6)
     xs = [rng.standard_normal(s) for s in [(2, 3, 3), (3, 4), (4, 2)]]

@@ -466,15 +466,18 @@ class Tape:
         retain_graph: bool = False,
     ) -> None:
         """Reverse mode from ``output``, accumulating into ``.grad`` of every tracked leaf
-        it depends on (only of ``inputs`` when given), as ``torch.autograd.backward``.
+        it depends on (only of ``inputs`` when given, and then only the nodes leading to
+        them run), as ``torch.autograd.backward``.
         ``EagerTensor.backward(seed)`` calls this. Leaves reached only through operations
         with a zero derivative accumulate zeros. Use :meth:`grad` for returned gradients.
         The saved values of the nodes it runs are freed as it uses them unless
         ``retain_graph`` is true.
         """
         reached: set[Any] = set()
-        cotangents = self._reverse("backward", output, seed, False, reached, (), retain_graph, None)
         if inputs is None:
+            cotangents = self._reverse(
+                "backward", output, seed, False, reached, (), retain_graph, None
+            )
             with self._leaves_lock:
                 leaves = [
                     leaf
@@ -482,14 +485,22 @@ class Tape:
                     if (leaf := self._leaves.get(key)) is not None
                 ]
         else:
+            # Checked before the pass, which frees saved values: a bad call changes nothing.
             leaves = [inputs] if isinstance(inputs, EagerTensor) else list(inputs)
-            self._check_targets("backward", leaves)
+            self._check_targets("backward", leaves, "inputs")
             for position, leaf in enumerate(leaves):
                 if not leaf.is_leaf:
                     raise TenferroError(
                         "backward",
                         f"inputs[{position}] is not a leaf; only leaves accumulate .grad",
                     )
+            # Only the nodes that carry cotangents to ``inputs`` run (and are freed).
+            node = output.node if isinstance(output, EagerTensor) else None
+            only = None if node is None else contributing_nodes(node, {t.key for t in leaves})
+            cotangents = self._reverse(
+                "backward", output, seed, False, reached, (), retain_graph, only
+            )
+            for position, leaf in enumerate(leaves):
                 if leaf.key not in reached and leaf.key not in cotangents:
                     raise InactiveError("backward", _unused_message(output, [position]))
         for leaf in leaves:
@@ -565,12 +576,12 @@ class Tape:
             value = given._value
         return EagerTensor(value) if create_graph else value
 
-    def _check_targets(self, op: str, targets: Sequence[Any]) -> None:
+    def _check_targets(self, op: str, targets: Sequence[Any], name: str = "wrt") -> None:
         for position, target in enumerate(targets):
             if not isinstance(target, EagerTensor) or target.tape is not self:
                 raise TenferroError(
                     op,
-                    f"wrt[{position}] is not tracked by this tape; only tensors tracked by the "
+                    f"{name}[{position}] is not tracked by this tape; only tensors tracked by the "
                     f"tape (leaves or results of operations on them) have gradients",
                 )
 

@@ -232,9 +232,16 @@ class EagerTensor(Tensor):
         """The same value, not tracked: gradients do not flow through the result."""
         return EagerTensor._make(self._value, self.meta._replace(weak=False), None, None, None)
 
-    def backward(self, seed: Any = None, *, retain_graph: bool = False) -> None:
+    def backward(
+        self,
+        seed: Any = None,
+        *,
+        retain_graph: bool = False,
+        inputs: EagerTensor | Sequence[EagerTensor] | None = None,
+    ) -> None:
         """Reverse mode from this tensor, accumulating into ``.grad`` of every tracked
-        leaf it depends on. A non-scalar tensor needs a ``seed`` of its shape and dtype.
+        leaf it depends on (only of ``inputs`` when given; see :meth:`Tape.backward`).
+        A non-scalar tensor needs a ``seed`` of its shape and dtype.
         The graph's saved values are freed as the pass uses them (a second backward
         through it raises :class:`~tenferro.ReleasedGraphError`) unless
         ``retain_graph=True``, as in PyTorch."""
@@ -243,7 +250,7 @@ class EagerTensor(Tensor):
                 "backward",
                 "this tensor does not require grad (no tracked tensor was used to compute it)",
             )
-        self.tape.backward(self, seed, retain_graph=retain_graph)
+        self.tape.backward(self, seed, retain_graph=retain_graph, inputs=inputs)
 
     def __repr__(self) -> str:
         body = np.array2string(np.asarray(self._value), separator=", ", prefix="EagerTensor(")

@@ -160,13 +160,12 @@ def _pair(
     batch = [c for c in shared if kept(c)]
     contracted = [c for c in shared if not kept(c)]
     if not contracted:  # Hadamard, outer and batched outer products: a broadcast mul
-        labels = (
-            "".join(batch)
-            + "".join(c for c in left if c not in shared)
-            + "".join(c for c in right if c not in shared)
-        )
         if set(left) == set(right):
             labels = left
+        else:  # the output's order, so the product is written once, already laid out
+            union = dict.fromkeys(left + right)
+            labels = "".join(c for c in dict.fromkeys(output) if c in union)
+            labels += "".join(c for c in union if c not in labels)
         a = _arrange(builder, a, left, labels)
         b = _arrange(builder, b, right, labels)
         return builder.emit(Mul, (a, b)), labels
