@@ -268,20 +268,31 @@ FIXED = {ops.Select: (0,), TieGuard: (0,), TieCheck: (0,)}
 """Operand positions never tracked (a predicate; the values that only locate ties)."""
 
 
-def _declared() -> set[type[TensorPrimitive]]:
+def _primitives() -> set[type[TensorPrimitive]]:
     found: set[type[TensorPrimitive]] = set()
     pending = [TensorPrimitive]
     while pending:
-        cls = pending.pop()
-        for sub in cls.__subclasses__():
+        for sub in pending.pop().__subclasses__():
             pending.append(sub)
-            if sub.extent_generic and not sub.__name__.startswith("_"):
+            if not sub.__name__.startswith("_"):
                 found.add(sub)
     return found
 
 
+def _declared() -> set[type[TensorPrimitive]]:
+    return {cls for cls in _primitives() if cls.extent_generic}
+
+
 def test_every_extent_generic_primitive_has_a_generator() -> None:
     assert _declared() == set(CASES) | set(NO_NODE_CLASS)
+
+
+def test_any_extent_kernels_are_declared_by_extent_generic_primitives_only() -> None:
+    """A primitive's own any-extent kernel (beyond its ufunc) is checked against fresh
+    derivations by the generators of its class."""
+    overriding = {cls for cls in _primitives() if "any_extent_kernel" in vars(cls)}
+    assert overriding == {ops.DotGeneral, ops.Transpose, ops.ReduceSum}
+    assert overriding <= set(CASES)
 
 
 def test_instruction_only_declarations_have_no_node_class() -> None:
@@ -384,6 +395,11 @@ def test_reinstantiated_programs_equal_fresh_derivations(
         assert _structure(specialized) == _structure(at_b.program)
         assert specialized.input_slots == at_b.program.input_slots
         assert specialized.output_slots == at_b.program.output_slots
+        at_any = extents._at_any_extents(at_a.program)
+        if at_any is not None:  # one program for every extent: its values are the fresh one's
+            values = [_data(Meta(np.shape(v), v.dtype), 5 + i) for i, v in enumerate(inputs)]
+            for got, expected in zip(at_any.eval(values), at_b.program.eval(values), strict=True):
+                np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-13)
 
 
 def _data(meta: Meta, seed: int, cls: Any = None) -> Any:

@@ -118,6 +118,13 @@ class TensorPrimitive:
         derivative programs are derived per shape)."""
         return extent_pattern((*self.inputs, *self.outputs))
 
+    def any_extent_kernel(self) -> Any:
+        """A function from input arrays to the output that is right for operands of any
+        extents of this instance's extent class (same parameters, ranks and dtypes), or
+        ``None`` (default: the ufunc that is the whole evaluation, if any): a derivative
+        program made of such instructions runs unchanged at every extent."""
+        return self.ufunc if self.output_arity == 1 else None
+
     @classmethod
     def remake(
         cls: type[P], inputs: tuple[Meta, ...], outputs: tuple[Meta, ...], params: dict[str, Any]

@@ -39,7 +39,7 @@ from tenferro.meta import Meta
 from tidu import ADRuleError, linear_transpose
 from tidu.eager import NODE_INSTANCE, RESPECIALIZABLE, RecordedGraph, default_derivative_cache
 
-__all__ = ["extent_class", "specialize", "stand_in"]
+__all__ = ["extent_class", "specialize", "specialize_evaluation", "stand_in"]
 
 
 _CLASSES: DictCache[Any, Any] = DictCache(1024, "extent classes")
@@ -161,6 +161,85 @@ def specialize(
         _SPECIALIZED.put(key, found)
     specialized: CompiledProgram = found[2]
     return specialized
+
+
+def specialize_evaluation(
+    program: CompiledProgram, inputs: Sequence[Any], values: Mapping[Any, Any] | None = None
+) -> CompiledProgram:
+    """:func:`specialize` for evaluation alone (nothing records the instructions). A
+    program whose every instruction has an :meth:`~TensorPrimitive.any_extent_kernel`
+    (or accumulates cotangents) runs, for an instance met for the first time, as one
+    program serving every extent (re-made for none: a never-seen shape costs no
+    instance); from an instance's second run on, as :func:`specialize` re-makes it
+    (exact instances evaluate faster, and a repeated shape pays that once)."""
+    pair = None if values is None else values.get(NODE_INSTANCE)
+    if pair is None:  # the stand-in's own node
+        return program
+    key = (id(program), id(pair[1]))
+    remade = _SPECIALIZED.get(key)
+    if remade is not None and remade[0] is program:
+        made: CompiledProgram = remade[2]
+        return made
+    found = _AT_ANY_EXTENTS.get(id(program))
+    if found is None or found[0] is not program:
+        found = (program, _at_any_extents(program))
+        _AT_ANY_EXTENTS.put(id(program), found)
+    at_any: CompiledProgram | None = found[1]
+    if at_any is None:
+        return specialize(program, inputs, values)
+    seen = _SEEN_ONCE.get(key)
+    if seen is None or seen[0] is not program:  # a first sighting: no re-making yet
+        _SEEN_ONCE.put(key, (program, pair))
+        return at_any
+    return specialize(program, inputs, values)  # it repeats: exact instances pay off
+
+
+_AT_ANY_EXTENTS: DictCache[int, Any] = DictCache(1024, "programs at any extents")
+"""id of a derivative program -> (the program; the same program running each
+instruction's any-extent kernel, or ``None`` when some instruction has none)."""
+
+_SEEN_ONCE: DictCache[tuple[int, int], Any] = DictCache(4096, "instances seen once")
+"""(id of a derivative program, id of an instance) -> (both, kept alive) once a node of
+that instance ran the program at any extents; its next run re-makes it."""
+
+
+class _AnyExtents:
+    """An instruction running its primitive's any-extent kernel (evaluation only)."""
+
+    __slots__ = ("operation", "run")
+
+    def __init__(self, operation: TensorPrimitive, run: Any) -> None:
+        self.operation = operation
+        self.run = run
+
+    def eval(self, inputs: Sequence[Any], ctx: Any) -> tuple[Any]:
+        return (self.run(*inputs),)
+
+    def kernel(self) -> Any:
+        return self.run
+
+    def input_count(self) -> int:
+        return len(self.operation.inputs)
+
+    def output_count(self) -> int:
+        return 1
+
+    def __repr__(self) -> str:
+        return f"{self.operation} (at any extents)"
+
+
+def _at_any_extents(program: CompiledProgram) -> CompiledProgram | None:
+    operations: list[Any] = []
+    for instruction in program.instructions:
+        operation: Any = instruction.operation
+        if type(operation) is AddAny:
+            operations.append(operation)
+            continue
+        run = operation.any_extent_kernel() if isinstance(operation, TensorPrimitive) else None
+        if run is None or not operation.inputs:
+            return None
+        operations.append(_AnyExtents(operation, run))
+    return program.with_operations(operations)
 
 
 def _shape(value: Any) -> tuple[int, ...]:

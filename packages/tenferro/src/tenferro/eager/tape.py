@@ -27,7 +27,7 @@ from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
-from tenferro.eager.extents import extent_class, specialize, stand_in
+from tenferro.eager.extents import extent_class, specialize, specialize_evaluation, stand_in
 from tenferro.eager.tensor import EagerTensor
 from tenferro.errors import (
     DTypeError,
@@ -245,7 +245,7 @@ class Tape:
         self._leaves_lock = threading.Lock()
         """Guards ``_leaves``: threads may track leaves while another zeroes gradients."""
         self._derivatives = default_derivative_cache
-        self._plain = ProgramExecutor(ADD_ANY, specialize=specialize)
+        self._plain = ProgramExecutor(ADD_ANY, specialize=specialize_evaluation)
         self._recording = _RecordingExecutor(self)
 
     # ------------------------------------------------------------------ leaves

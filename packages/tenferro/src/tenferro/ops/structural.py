@@ -70,6 +70,9 @@ class Transpose(TensorPrimitive):
     def extent_facts(self) -> Any:
         return ()  # its derivative programs hold no extent
 
+    def any_extent_kernel(self) -> Any:
+        return self.impl  # a permutation of the axes, whatever their extents
+
     permutation: tuple[int, ...]
 
     def infer(self) -> tuple[Meta]:
