@@ -24,6 +24,13 @@ output metas through that map, which the admission checks it can take: each of i
 output extents is one of the stand-in's own (or 0 or 1). The tape saves each such
 node's (stand-in, instance) pair as its ``instance``, which the passes hand to
 :func:`specialize` among the node's values.
+
+Evaluation alone (a backward or forward pass that records nothing) goes further
+(:func:`specialize_evaluation`): a program whose instructions all have an
+``any_extent_kernel`` (``dot_general`` reading its extents from the arrays,
+``transpose``, ``reduce_sum``, ufuncs) runs unchanged for an instance met the first
+time, so a never-seen shape makes no instance at all; an instance met again gets the
+re-made program, whose exact instances evaluate faster.
 """
 
 from __future__ import annotations
