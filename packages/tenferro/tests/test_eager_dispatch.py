@@ -29,6 +29,7 @@ from tenferro.surface.contraction import matmul
 from tenferro.surface.indexing import getitem
 from tenferro.surface.reductions import mean, sum
 from tenferro.surface.shapes import reshape, transpose
+from tidu import eager as tidu_eager
 
 DTYPES = [np.float64, np.float32, np.complex128, np.int64]
 
@@ -636,11 +637,28 @@ def test_two_tensors_of_one_meta_agree_with_preparing(dtype: Any, name: str, kin
         expected = (lax.logical_or if name == "add" else lax.logical_and)(p, q)
     else:
         expected = (lax.add if name == "add" else lax.mul)(p, q)
-    got = getattr(tf, name)(x, y)
-    assert type(got) is type(expected)
-    assert got.meta == expected.meta
-    np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
-    assert getattr(got, "requires_grad", False) == getattr(expected, "requires_grad", False)
+    for _ in range(2):  # the miss, then the hit of the same-meta instance cache
+        got = getattr(tf, name)(x, y)
+        assert type(got) is type(expected)
+        assert got.meta == expected.meta
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+        assert getattr(got, "requires_grad", False) == getattr(expected, "requires_grad", False)
+
+
+def test_the_same_meta_instance_cache_is_registered_cleared_and_holds_instances() -> None:
+    from tenferro.surface import math as math_module
+
+    tf.clear_caches()
+    x, y = tf.EagerTensor(np.ones((2, 3))), tf.EagerTensor(np.arange(6.0).reshape(2, 3))
+    x + y, x * y, x + y
+    cache = math_module._SAME_META
+    assert cache in computegraph.registered_caches()
+    assert len(cache) == 2
+    for (cls, meta), instance in cache.items():
+        assert type(instance) is cls
+        assert instance.inputs == (meta, meta)
+    tf.clear_caches()
+    assert len(cache) == 0
 
 
 def test_concrete_kinds_call_impl_directly_only_where_eval_is_impl() -> None:
@@ -895,4 +913,247 @@ def test_reduce_sum_evaluation_equals_numpys_sum(
         got = np.asarray(op.impl(array))
         expected = np.sum(array, axis=axes, dtype=array.dtype)
         assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)
+
+
+# ---------------------------------------------------------------------- the direct lane
+
+_FLAT_STATIC = st.one_of(
+    st.integers(-3, 3),
+    st.booleans(),
+    st.none(),
+    st.just(1.0),
+    st.lists(st.one_of(st.integers(-1, 4), st.booleans(), st.just(2.0)), max_size=3).map(tuple),
+    st.builds(
+        slice,
+        st.none() | st.integers(-4, 4) | st.booleans(),
+        st.none() | st.integers(-4, 4) | st.booleans(),
+        st.none() | st.sampled_from([-2, -1, 1, 2, True]),
+    ),
+)
+"""Static arguments of every flat kind the direct lane keys, and their lookalikes of other
+types (bools, floats) that it must leave to the general lane."""
+
+_LANE_FUNCTIONS = {"sum": (sum, "axis"), "reshape": (reshape, "shape"), "getitem": (getitem, None)}
+
+
+def _lane_outcome(function: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        result = function(*args, **kwargs)
+    except tf.TenferroError as error:  # the error and its message are the outcome compared
+        return (type(error), str(error))
+    except (TypeError, IndexError) as error:
+        return type(error)
+    tracked = getattr(result, "requires_grad", False)
+    return (type(result), result.meta, np.asarray(result).tolist(), tracked)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(sorted(_LANE_FUNCTIONS)),
+    st.lists(_FLAT_STATIC, min_size=1, max_size=4),
+    st.sampled_from(["tensor", "eager", "tracked"]),
+    st.sampled_from([(2, 3), (4,), (2, 2, 2)]),
+    st.sampled_from([np.float64, np.int32]),  # int32 sums are two steps (a cast first)
+)
+def test_the_direct_lane_agrees_with_the_general_lane_and_the_uncached_function(
+    name: str, statics: list[Any], kind: str, shape: tuple[int, ...], dtype: Any
+) -> None:
+    """Positional calls take the direct lane (a flat key); keyword calls and the uncached
+    function give the reference: same values, metas, tracking and errors, at the miss
+    and at the hit, whatever lookalike arguments came before."""
+    function, keyword = _LANE_FUNCTIONS[name]
+    x = _operand(_array(shape, dtype, 6), kind)
+    for static in statics * 2:
+        direct = _lane_outcome(function, x, static)
+        assert direct == _lane_outcome(_uncached(function), x, static)
+        if keyword is not None:
+            assert direct == _lane_outcome(function, x, **{keyword: static})
+    primitives = {
+        id(p.single if p.single is not None else p)
+        for p in dispatch._PROGRAMS.values()
+        if p is not dispatch._UNCACHEABLE
+    }
+    for found in dispatch._DIRECT.values():  # the general cache's own programs, structure only
+        if type(found) is dispatch._Slow:
+            found = found.program
+        assert found is dispatch._UNCACHEABLE or id(found) in primitives
+
+
+def test_the_direct_lane_records_what_the_general_lane_records() -> None:
+    data = _array((3, 4), np.float64, 7)
+    grads, structures = [], []
+    for lane in ("direct", "general", "direct"):
+        tape = tf.Tape()
+        x = tape.track(data)
+        if lane == "direct":
+            y = tf.sum(tf.reshape(x[1:], (4, 2)).T @ x[0], 0)
+        else:
+            y = tf.sum(
+                tf.reshape(getitem(x, index=slice(1, None)), shape=(4, 2)).T @ getitem(x, index=0),
+                axis=0,
+            )
+        structures.append((y.node.recorded, y.node.active, len(y.node.edges)))
+        grads.append(np.asarray(tape.grad(y * tf.sum(tf.sin(tf.reshape(x, (12,)))), x)))
+    assert structures[0] == structures[1] == structures[2]
+    np.testing.assert_array_equal(grads[0], grads[1])
+    np.testing.assert_array_equal(grads[0], grads[2])
+
+
+def test_uncacheable_calls_through_the_direct_lane_run_once_per_call() -> None:
+    calls = []
+
+    @dispatch.dispatch_cached()
+    def doubled_unless_probed(x: Any, times: int) -> Any:
+        calls.append(times)
+        if not isinstance(x, tf.Tensor):
+            raise ValueError("a probe")  # recording fails; the real call succeeds
+        return x * times
+
+    tf.clear_caches()
+    x = tf.EagerTensor(np.arange(3.0))
+    for call in range(3):
+        calls.clear()
+        np.testing.assert_array_equal(np.asarray(doubled_unless_probed(x, 2)), [0.0, 2.0, 4.0])
+        assert calls == ([2, 2] if call == 0 else [2])  # the probe once, the function once
+    (outcome,) = dispatch._DIRECT.values()
+    assert type(outcome) is dispatch._Slow
+    assert outcome.program is dispatch._UNCACHEABLE
+    tf.clear_caches()
+    assert len(dispatch._DIRECT) == 0
+
+
+def test_recorded_output_keys_are_unique_input_keys_with_their_fingerprint() -> None:
+    from computegraph import Input, ValueKey
+
+    tape = tf.Tape()
+    x = tape.track(np.linspace(0.1, 0.9, 4).reshape(2, 2))
+    q, r = tf.linalg.qr(tf.sin(x))
+    for key in (tf.sin(x).key, q.key, r.key):
+        assert isinstance(key, Input)
+        assert isinstance(key, ValueKey)
+        reference = Input.unique(key.key)
+        assert key.fingerprint == reference.fingerprint  # computed when read
+        assert key != reference  # unique: equal only to itself
+        assert key != Input(key.key)
+        with pytest.raises(AttributeError):
+            key.key = 0  # type: ignore[misc]  # keys stay immutable
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.floats(width=64) | st.sampled_from([0.0, -0.0, float("inf"), float("nan")]),
+    st.booleans(),
+    st.sampled_from(["add", "multiply"]),
+)
+def test_floats_taken_as_they_are_differentiate_like_prepared_operands(
+    number: float, number_first: bool, name: str
+) -> None:
+    """A float meeting a float64 tensor is the ufunc's operand as it is (no numpy scalar):
+    values, gradients, second derivatives (``create_graph``) and composites equal those
+    of the prepared operands (a float64 tensor of the number)."""
+    from tenferro.surface.convert import prepare
+
+    def fast(x: Any) -> Any:
+        return getattr(tf, name)(*((number, x) if number_first else (x, number)))
+
+    def prepared(x: Any) -> Any:
+        operands = (number, x) if number_first else (x, number)
+        return (lax.add if name == "add" else lax.mul)(*prepare(name, operands, kinds="bifc"))
+
+    def loss(x: Any, bind: Any) -> Any:
+        y = bind(x)
+        return tf.sum(tf.sin(y) * y)
+
+    results = []
+    for bind in (fast, prepared):
+        tape = tf.Tape()
+        x = tape.track(np.linspace(0.2, 0.8, 4))
+        value = loss(x, bind)
+        first = tape.grad(value, x, create_graph=True)
+        second = tape.grad(tf.sum(first), x)
+        through_composite = tape.grad(tf.composite(lambda v, b=bind: loss(v, b))(x), x)
+        results.append([np.asarray(r) for r in (value, first, second, through_composite)])
+    for got, expected in zip(*results, strict=True):
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_functions_with_their_own_key_take_only_the_general_lane() -> None:
+    """A function's own ``key`` decides what is cached: the direct lane stays out."""
+
+    def non_negative(times: int) -> Any:
+        if times < 0:
+            raise dispatch.UnkeyableError(times)
+        return (times,), ((times,), {})
+
+    @dispatch.dispatch_cached(key=non_negative)
+    def scaled(x: Any, times: int) -> Any:
+        return tf.reshape(x, (-1,)) if times >= 0 else x * times
+
+    tf.clear_caches()
+    x = tf.EagerTensor(np.arange(4.0).reshape(2, 2))
+    for _ in range(2):
+        np.testing.assert_array_equal(np.asarray(scaled(x, 3)), np.arange(4.0))
+        np.testing.assert_array_equal(np.asarray(scaled(x, -2)), -2 * np.arange(4.0).reshape(2, 2))
+    assert len(dispatch._DIRECT) == 0
+    assert len([k for k in dispatch._PROGRAMS if k[0] is scaled]) == 1  # only times=3's
+
+
+class _ListsOnly(tidu_eager.ProgramExecutor):
+    """The tape's executor without the one-seed runners (``single_transposer``): every
+    node takes the general runner, as before those existed."""
+
+    single_transposer = None  # type: ignore[assignment]
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["sin", "mul", "scale", "exp", "slice", "reshape", "sum0", "other"]),
+        min_size=1,
+        max_size=8,
+    ),
+    st.booleans(),
+    st.booleans(),
+)
+def test_one_seed_runners_give_the_general_runners_gradients(
+    steps: list[str], retain: bool, of_intermediate: bool
+) -> None:
+    """Backward's one-seed, one-input runners give bit for bit the gradients (of leaves
+    and of an intermediate) the general runners give, freeing or retaining the graph."""
+    from tenferro.core.primitive import ADD_ANY
+    from tenferro.eager.extents import specialize
+
+    def run(executor: Any) -> list[np.ndarray[Any, Any]]:
+        tape = tf.Tape()
+        if executor is not None:
+            tape._plain = executor
+        x = tape.track(np.linspace(0.1, 0.7, 4).reshape(2, 2))
+        other = tape.track(np.linspace(-0.5, 0.5, 4).reshape(2, 2))
+        v, middle = x, None
+        for position, step in enumerate(steps):
+            if step == "sin":
+                v = tf.sin(v)
+            elif step == "mul":
+                v = v * v
+            elif step == "scale":
+                v = v * 0.75 + 0.5
+            elif step == "exp":
+                v = tf.exp(v * 0.1)
+            elif step == "slice":
+                v = tf.concatenate([v[1:], v[:1]])
+            elif step == "reshape":
+                v = tf.reshape(tf.reshape(v, (4,)), (2, 2))
+            elif step == "sum0":
+                v = v * tf.sum(v, 0)
+            else:
+                v = v * other
+            if position == len(steps) // 2:
+                middle = v
+        wrt = [x, other] + ([middle] if of_intermediate and middle is not None else [])
+        grads = tape.grad(tf.sum(tf.sin(v)), wrt, allow_unused=True, retain_graph=retain)
+        return [np.asarray(g) if g is not None else np.zeros(0) for g in grads]
+
+    general = run(_ListsOnly(ADD_ANY, specialize=specialize))
+    for got, expected in zip(run(None), general, strict=True):
         np.testing.assert_array_equal(got, expected)

@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import hypothesis.strategies as st
 import pytest
+from hypothesis import given, settings
 from tidu_support import EXT_SCALAR, Op
 
 from computegraph import GraphBuilder, Input, Local, ValueKey
@@ -422,3 +424,61 @@ def test_a_pass_restricted_to_the_contributing_nodes():
     assert h.trace is not None
     assert not h.trace.released  # not run, not freed
     assert y.trace.released
+
+
+class _ListsOnly(ProgramExecutor):
+    """ProgramExecutor without its one-seed runners: every node takes ``transposer``'s."""
+
+    single_transposer = None  # type: ignore[assignment]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.sampled_from(["mul", "mul_c", "sin", "exp", "neg", "add_x"]), max_size=10),
+    st.booleans(),
+    st.sampled_from([(), None]),
+)
+def test_one_seed_runners_equal_the_general_runners(
+    steps: list[str], retain: bool, keep: Any
+) -> None:
+    """``single_transposer`` (one seed in, one cotangent out, no lists) gives exactly the
+    cotangents of the list runners, on random chains with constants and fan-in."""
+    recorder = Recorder()
+    graphs = {
+        op.name: RecordedGraph.from_primitive(op, CANONICAL[:arity])
+        for op, arity in ((Mul, 2), (Add, 2), (Sin, 1), (Exp, 1), (Neg, 1))
+    }
+
+    def chain() -> tuple[EagerInput, EagerInput]:
+        x = EagerInput(Input("x"), None, True, 0.3)
+        c = EagerInput(Input("c"), None, False, 1.5)
+        value = x
+        for step in steps:
+            name, args = {
+                "mul": ("Mul", [value, value]),
+                "mul_c": ("Mul", [value, c]),
+                "sin": ("Sin", [value]),
+                "exp": ("Exp", [value]),
+                "neg": ("Neg", [value]),
+                "add_x": ("Add", [value, x]),
+            }[step]
+            op = {"Mul": Mul, "Add": Add, "Sin": Sin, "Exp": Exp, "Neg": Neg}[name]
+            (data,) = op.eval([a.data for a in args], None)
+            (out,) = recorder.record_graph(graphs[name], args, [data], None)
+            value = EagerInput(out.key, out.trace, True, data)
+        return x, value
+
+    results = []
+    for executor in (ProgramExecutor(Add), _ListsOnly(Add)):
+        x, value = chain()
+        if value.trace is None:
+            return
+        cotangents = backward(value.key, value.trace, 1.0, executor, retain_graph=retain, keep=keep)
+        results.append(cotangents.get(x.key))
+    assert results[0] == results[1]
+    assert (
+        ProgramExecutor(Add, apply=lambda op, xs, ctx: op.eval(xs, ctx)).single_transposer(
+            DerivativeCache().derivative(graphs["Sin"], (0,), None, (0,)).linear, None
+        )
+        is None
+    )  # an executor that records what it runs keeps the general path

@@ -30,8 +30,7 @@ from computegraph import GraphBuilder, Local, LocalValueId, ValueKey
 from tenferro.concrete import Tensor
 from tenferro.core.pytree import flatten, unflatten
 from tenferro.eager.mode import capture_state, close_capture, is_grad_enabled, open_capture
-from tenferro.eager.tape import _UNTRACKED
-from tenferro.eager.tensor import EagerTensor
+from tenferro.eager.tensor import _UNTRACKED, EagerTensor
 from tenferro.errors import TenferroError
 from tenferro.surface.convert import asarray
 from tidu import ADRuleError

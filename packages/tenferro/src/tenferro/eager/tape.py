@@ -51,7 +51,6 @@ from tidu.eager import (
     default_derivative_cache,
     forward,
 )
-from tidu.eager.tape import next_trace_serial
 
 __all__ = ["Tape", "default_tape"]
 
@@ -74,16 +73,6 @@ def _refuse_tracked(data: Any) -> None:
         )
 
 
-class _Untracked:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "untracked"
-
-
-_UNTRACKED = Input(_Untracked())
-"""The eager key recorded for operands that are not tracked (never accumulated)."""
-
 _SAVE_ALL = "save all"
 """Marks a recorded structure whose derivative is unknown (a rule is missing)."""
 
@@ -93,10 +82,43 @@ _Plan = tuple[
 _PLANS: DictCache[tuple[int, tuple[bool, ...]], _Plan] = DictCache(4096, "tape plans")
 """How to record a primitive with some operands tracked (see :func:`_plan`); shared by
 every tape (a plan depends only on the primitive instance)."""
-_ONE_TRACKED = (True,)
-_new_eager = _new_key = _new_trace = object.__new__
-_set_input_key = Input.__dict__["key"].__set__
-_set_fingerprint = ValueKey.__dict__["fingerprint"].__set__
+
+
+_InstancePlan = tuple[
+    RecordedGraph,
+    Any,
+    ValueKey | None,
+    int,
+    tuple[tuple[int, ValueKey], ...],
+    tuple[tuple[int, ValueKey], ...],
+    Any,
+]
+
+
+def _instance_plan(op: TensorPrimitive, code: int, count: int) -> _InstancePlan:
+    """The plan of ``op`` with the operands of bit mask ``code`` tracked, as
+    ``EagerTensor._bind`` reads it (recorded graph, tracked positions, then what to save:
+    the key and position of the one input saved when that is all, else the inputs and
+    outputs to save; then its nodes' ``instance``), kept on the instance by ``code``
+    (from the shared plans: :func:`_plan`)."""
+    flags = tuple([bool(code >> i & 1) for i in range(count)])
+    # By identity: primitives are shared instances, and their __hash__ is Python code.
+    shared = _PLANS.get((id(op), flags))
+    if shared is None or shared[0] is not op:
+        shared = _plan(op, flags)
+    _, recorded, save_inputs, save_outputs, active, instance = shared
+    plan: _InstancePlan
+    if len(save_inputs) == 1 and not save_outputs:
+        ((position, key),) = save_inputs
+        plan = (recorded, active, key, position, (), (), instance)
+    else:
+        plan = (recorded, active, None, 0, save_inputs, save_outputs, instance)
+    plans = getattr(op, "_tape_plans", None)
+    if plans is None:
+        plans = {}
+        object.__setattr__(op, "_tape_plans", plans)
+    plans[code] = plan
+    return plan
 
 
 def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
@@ -119,9 +141,9 @@ def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
             first = stand_in(shared)
             if first is not op:
                 instance = (first, op)
-                plans = getattr(first, "_tape_plans", None)
-                known = None if plans is None else plans.get(flags)
-                if known is not None and known[1] is recorded:  # the class's own plan
+                known = _PLANS.get((id(first), flags))
+                if known is not None and known[0] is first and known[1] is recorded:
+                    # the class's own plan
                     shared_plan: _Plan = (op, recorded, known[2], known[3], active, instance)
                     _PLANS.put((id(op), flags), shared_plan)
                     return shared_plan
@@ -236,7 +258,8 @@ class Tape:
 
     def __init__(self) -> None:
         self._recorder = Recorder()
-        """Records composite nodes (checkpointed segments); primitives go through record()."""
+        """Records composite nodes (checkpointed segments); primitives are recorded by
+        ``EagerTensor._bind``."""
         self._counter = itertools.count()
         """Eager keys of this tape: ``Input.unique`` of fresh integers."""
         self._leaves: weakref.WeakValueDictionary[ValueKey, EagerTensor] = (
@@ -275,108 +298,6 @@ class Tape:
             leaves = list(self._leaves.values())
         for leaf in leaves:
             leaf._grad = None
-
-    # ------------------------------------------------------------------ recording
-
-    def record(
-        self, op: TensorPrimitive, operands: Sequence[Any], values: Sequence[Any]
-    ) -> tuple[EagerTensor, ...]:
-        """Record ``op`` applied to ``operands`` (at least one tracked, all of this tape)
-        with results ``values``; return the tracked results."""
-        count = len(operands)
-        if count == 1:
-            flags: tuple[bool, ...] = _ONE_TRACKED  # record() is only called when tracked
-            (operand,) = operands
-            edges: tuple[Any, ...] = (operand.node, operand.key, True)
-        elif count == 2:
-            first, second = operands
-            first_tracked, second_tracked = first.tape is not None, second.tape is not None
-            flags = (first_tracked, second_tracked)
-            if first_tracked and second_tracked:
-                edges = (first.node, first.key, True, second.node, second.key, True)
-            else:
-                edges = (
-                    (first.node, first.key, True) if first_tracked else (None, _UNTRACKED, False)
-                ) + (
-                    (second.node, second.key, True) if second_tracked else (None, _UNTRACKED, False)
-                )
-        else:
-            flags = tuple([o.tape is not None for o in operands])
-            flat: list[Any] = []
-            for operand in operands:
-                if operand.tape is None:
-                    flat += (None, _UNTRACKED, False)
-                else:
-                    flat += (operand.node, operand.key, True)
-            edges = tuple(flat)
-        try:
-            plans = op._tape_plans  # the instance's own plans: no hashing of it or its id
-        except AttributeError:  # an instance whose __post_init__ did not set the slot
-            plans = None
-        plan = None if plans is None else plans.get(flags)
-        if plan is None:
-            # By identity: primitives are shared instances, and their __hash__ is Python code.
-            plan = _PLANS.get((id(op), flags))
-            if plan is None or plan[0] is not op:
-                plan = _plan(op, flags)
-            if plans is None:
-                plans = {}
-                object.__setattr__(op, "_tape_plans", plans)
-            plans[flags] = plan
-        _, recorded, save_inputs, save_outputs, active, instance = plan
-        saved: dict[ValueKey, Any] = {}
-        for i, key in save_inputs:  # loops, not comprehensions: no extra frame
-            saved[key] = operands[i]._value
-        for slot, key in save_outputs:
-            saved[key] = values[slot]
-        if len(values) == 1:
-            number = next(self._counter)
-            key = _new_key(Input)  # Input.unique(number), inlined
-            _set_input_key(key, number)
-            _set_fingerprint(key, hash(("Input", number)))
-            node = _new_trace(Trace)  # Trace(recorded, (key,), saved, edges, active), inlined
-            node.recorded = recorded
-            node.output_keys = (key,)
-            node.saved_data = saved
-            node.edges = edges
-            node.active = active
-            node.serial = next_trace_serial()
-            node.instance = instance
-            tensor = _new_eager(EagerTensor)
-            tensor._value = values[0]
-            tensor.meta = op.outputs[0]
-            tensor.key = key
-            tensor.node = node
-            tensor.tape = self
-            tensor._grad = None
-            return (tensor,)
-        # Several outputs (factorizations): the same inlined construction, in loops.
-        keys_made: list[Any] = []
-        for _ in values:
-            number = next(self._counter)
-            key = _new_key(Input)
-            _set_input_key(key, number)
-            _set_fingerprint(key, hash(("Input", number)))
-            keys_made.append(key)
-        node = _new_trace(Trace)
-        node.recorded = recorded
-        node.output_keys = keys = tuple(keys_made)
-        node.saved_data = saved
-        node.edges = edges
-        node.active = active
-        node.serial = next_trace_serial()
-        node.instance = instance
-        tensors: list[EagerTensor] = []
-        for value, meta, key in zip(values, op.outputs, keys, strict=True):
-            tensor = _new_eager(EagerTensor)
-            tensor._value = value
-            tensor.meta = meta
-            tensor.key = key
-            tensor.node = node
-            tensor.tape = self
-            tensor._grad = None
-            tensors.append(tensor)
-        return tuple(tensors)
 
     # ------------------------------------------------------------------ reverse mode
 

@@ -6,6 +6,10 @@ An eager tensor always holds its value. It is *tracked* when it belongs to a
 otherwise. Every function of the tenferro surface accepts it: the primitive
 executes immediately, and the invocation is recorded on the tape only when some
 operand is tracked and recording is enabled (see :func:`~tenferro.no_grad`).
+
+Recording happens in :meth:`EagerTensor._bind` itself, from the plan the tape keeps on
+the primitive instance (:mod:`tenferro.eager.tape`: what the derivative reads, so what
+to save): one Python frame per call fewer than a call into the tape.
 """
 
 from __future__ import annotations
@@ -15,18 +19,46 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from computegraph import Input, ValueKey
 from tenferro.concrete import Tensor, filled, to_array
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.eager.mode import capture_state, captures_open, grad_state, no_grad_open
 from tenferro.errors import AllocationError, DTypeError, TenferroError
 from tenferro.ieee import IGNORE, error_state
 from tenferro.meta import Meta
+from tidu.eager import Trace
+from tidu.eager.tape import next_trace_serial
 
 __all__ = ["EagerTensor"]
 
 _set_errors = error_state.set
 _reset_errors = error_state.reset
 _new = object.__new__
+_set_input_key = Input.__dict__["key"].__set__
+
+
+class _Untracked:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "untracked"
+
+
+_UNTRACKED = Input(_Untracked())
+"""The eager key recorded for operands that are not tracked (never accumulated)."""
+
+
+class _OutputKey(Input):
+    """The eager key of a recorded output: ``Input.unique(number)``, whose structural
+    fingerprint (the same value) is computed when first read instead of at minting, once
+    per recorded output (eager keys name values on the tape; graph structures, which
+    read fingerprints, never hold them)."""
+
+    __slots__ = ()
+
+    @property
+    def fingerprint(self) -> int:  # type: ignore[override]
+        return hash(("Input", self.key))
 
 
 class EagerTensor(Tensor):
@@ -154,7 +186,74 @@ class EagerTensor(Tensor):
                             "track both on one tape",
                         )
         if tape is not None and (not no_grad_open[0] or getattr(grad_state, "enabled", True)):
-            return tape.record(op, operands, values)
+            # Record on the tape (inlined here: no Python frame of its own per call).
+            # ``code``: the tracked positions as a bit mask (plans are per instance,
+            # whose operand count is fixed, so the mask tells the tracked operands apart).
+            if count == 1:
+                operand = operands[0]
+                edges: tuple[Any, ...] = (operand.node, operand.key, True)
+                code = 1
+            elif count == 2:
+                first, second = operands
+                if second.tape is None:
+                    edges = (first.node, first.key, True, None, _UNTRACKED, False)
+                    code = 1
+                elif first.tape is None:
+                    edges = (None, _UNTRACKED, False, second.node, second.key, True)
+                    code = 2
+                else:
+                    edges = (first.node, first.key, True, second.node, second.key, True)
+                    code = 3
+            else:
+                code = 0
+                flat: list[Any] = []
+                for position, operand in enumerate(operands):
+                    if operand.tape is None:
+                        flat += (None, _UNTRACKED, False)
+                    else:
+                        flat += (operand.node, operand.key, True)
+                        code |= 1 << position
+                edges = tuple(flat)
+            try:
+                plan = op._tape_plans[code]  # type: ignore[index]  # None: TypeError, below
+            except (AttributeError, TypeError, KeyError):  # no plans yet, or not for ``code``
+                from tenferro.eager.tape import _instance_plan
+
+                plan = _instance_plan(op, code, count)
+            recorded, active, one_key, one_position, save_inputs, save_outputs, instance = plan
+            saved: dict[ValueKey, Any]
+            if one_key is not None:  # the common save: one input
+                saved = {one_key: operands[one_position]._value}
+            else:
+                saved = {}
+                if save_inputs:
+                    for i, key in save_inputs:  # loops, not comprehensions: no extra frame
+                        saved[key] = operands[i]._value
+                if save_outputs:
+                    for slot, key in save_outputs:
+                        saved[key] = values[slot]
+            if len(values) != 1:
+                return cls._record_outputs(
+                    op, values, tape, recorded, saved, edges, active, instance
+                )
+            key = _new(_OutputKey)  # Input.unique(number), inlined
+            _set_input_key(key, next(tape._counter))
+            node = _new(Trace)  # Trace(recorded, (key,), saved, edges, active), inlined
+            node.recorded = recorded
+            node.output_keys = (key,)
+            node.saved_data = saved
+            node.edges = edges
+            node.active = active
+            node.serial = next_trace_serial()
+            node.instance = instance
+            tensor = _new(cls)
+            tensor._value = values[0]
+            tensor.meta = op.outputs[0]
+            tensor.key = key
+            tensor.node = node
+            tensor.tape = tape
+            tensor._grad = None
+            return (tensor,)
         if len(values) == 1:
             tensor = _new(cls)
             tensor._value = values[0]
@@ -166,6 +265,45 @@ class EagerTensor(Tensor):
             make(value, meta, None, None, None)
             for value, meta in zip(values, op.outputs, strict=True)
         )
+
+    @classmethod
+    def _record_outputs(
+        cls,
+        op: TensorPrimitive,
+        values: Sequence[Any],
+        tape: Any,
+        recorded: Any,
+        saved: dict[ValueKey, Any],
+        edges: tuple[Any, ...],
+        active: Any,
+        instance: Any,
+    ) -> tuple[EagerTensor, ...]:
+        """The tracked results of a recorded primitive of several outputs (factorizations):
+        one node, one fresh key per output (the construction ``_bind`` inlines for one)."""
+        keys_made: list[Any] = []
+        for _ in values:
+            key = _new(_OutputKey)
+            _set_input_key(key, next(tape._counter))
+            keys_made.append(key)
+        node = _new(Trace)
+        node.recorded = recorded
+        node.output_keys = keys = tuple(keys_made)
+        node.saved_data = saved
+        node.edges = edges
+        node.active = active
+        node.serial = next_trace_serial()
+        node.instance = instance
+        tensors: list[EagerTensor] = []
+        for value, meta, key in zip(values, op.outputs, keys, strict=True):
+            tensor = _new(cls)
+            tensor._value = value
+            tensor.meta = meta
+            tensor.key = key
+            tensor.node = node
+            tensor.tape = tape
+            tensor._grad = None
+            tensors.append(tensor)
+        return tuple(tensors)
 
     @classmethod
     def _full(cls, meta: Meta, value: Any) -> EagerTensor:

@@ -79,7 +79,10 @@ class ReduceSum(Reduction):
         if plan is None:
             (meta,) = self.inputs
             whole = len(self.axes) == meta.ndim > 0  # every axis: numpy's axis=None
-            plan = (None if whole else self.axes, meta.dtype)
+            # Inexact dtypes of 32 bits and more accumulate in themselves already: no
+            # dtype argument (numpy's cheaper call); the others are named.
+            dtype = meta.dtype if meta.dtype.kind not in "fc" or meta.dtype.itemsize < 4 else None
+            plan = (None if whole else self.axes, dtype)
             object.__setattr__(self, "_prepared", plan)
         return _add_reduce(x, plan[0], plan[1])  # np.sum, unwrapped, positional
 

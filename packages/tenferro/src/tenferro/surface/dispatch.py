@@ -11,6 +11,10 @@ steps are replayed on the real operands through the ordinary :func:`~tenferro.co
 so evaluation, tape recording, ``no_grad`` and composite capture behave exactly as in an
 uncached call.
 
+Common calls (no keywords; no static argument, or one that is an int, None, a tuple of
+ints or a slice of ints and None) first take a *direct lane*: a flat, type-exact key to
+the primitive the call binds, so a repeated call costs one lookup before evaluation.
+
 The cache holds structure only (primitive instances and operand positions): a function
 that reads data, or makes a constant from a value, is not cacheable and runs uncached
 (the probe refuses ``_value`` and ``_full``). It is bounded and emptied by
@@ -42,6 +46,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 _PROGRAMS: DictCache[Any, Any] = DictCache(8192, "dispatch programs")
 """(function, kind, operand metas, static key) -> the recorded steps (or _UNCACHEABLE)."""
 
+_DIRECT: DictCache[Any, Any] = DictCache(8192, "dispatch direct keys")
+"""The same programs under a flat key, for the common calls (no keywords, and no static
+argument or one int, None, tuple of ints or slice of ints and None): (function, kind,
+operand metas..., the static argument's flat form) -> the one primitive of a
+single-primitive program, else a :class:`_Slow` holding the program (or _UNCACHEABLE).
+Structure only, like :data:`_PROGRAMS`; a hit skips building the general key."""
+
 _REPLAYABLE: set[type] = set()
 """Tensor kinds whose bind evaluates now (concrete kinds): only those are replayed."""
 REPLAYABLE: frozenset[type] | set[type] = _REPLAYABLE
@@ -50,6 +61,8 @@ REPLAYABLE`` without :func:`is_replayable`'s frame (read only: register with
 :func:`register_replayable`)."""
 
 _UNCACHEABLE = "uncacheable"
+_REFUSED = "refused"
+"""A call the cache does not serve (it runs uncached and leaves no entry)."""
 
 
 def register_replayable(kind: type) -> None:
@@ -212,6 +225,25 @@ class _Program:
         return tuple(values[r] for r in output)
 
 
+class _Slow:
+    """A direct-lane outcome other than one primitive: a program of several steps, or
+    ``_UNCACHEABLE``."""
+
+    __slots__ = ("program",)
+
+    def __init__(self, program: Any) -> None:
+        self.program = program
+
+
+class _Ran:
+    """The result of a call that ran uncached while its program was being looked up."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+
+
 def _record(function: Callable[..., Any], metas: tuple[Meta, ...], static: Any) -> Any:
     recording = _Recording(len(metas))
     probes = [_Probe(m, recording, i) for i, m in enumerate(metas)]
@@ -236,27 +268,140 @@ def dispatch_cached(operands: int = 1, key: Callable[..., Any] | None = None) ->
     """
 
     def decorate(function: F) -> F:
-        @functools.wraps(function)
-        def cached(*args: Any, **kwargs: Any) -> Any:
+        # The direct lane: no keywords, operands of one concrete kind, and no static
+        # argument or (one operand) one of a flat kind: an int, None, a tuple of ints, a
+        # slice of ints and None. Its key is flat and type-exact (``1`` and ``True``
+        # never meet: only exact ints enter), so a hit costs one lookup; _DIRECT holds
+        # the single primitive a call binds, else a _Slow outcome (see ``served``).
+
+        def served(direct: Any, found: Any, args: tuple[Any, ...]) -> Any:
+            """A direct-lane call that missed (``found`` None) or is not one primitive."""
+            if found is None:
+                found = _lookup(args, {})
+                if found is _REFUSED:
+                    return function(*args)
+                if type(found) is _Ran:
+                    _DIRECT.put(direct, _Slow(_UNCACHEABLE))
+                    return found.result
+                if type(found) is not _Program and found is not _UNCACHEABLE:
+                    _DIRECT.put(direct, found)
+                    return type(args[0])._bind(found, args[:operands])[0]
+                found = _Slow(found)
+                _DIRECT.put(direct, found)
+            program = found.program
+            if program is _UNCACHEABLE:
+                return function(*args)
+            return program.replay(args[:operands])
+
+        if key is not None:  # the caller's key decides what is cacheable: no direct lane
+
+            @functools.wraps(function)
+            def cached(*args: Any, **kwargs: Any) -> Any:
+                return general(args, kwargs)
+
+        elif operands == 1:
+
+            @functools.wraps(function)
+            def cached(*args: Any, **kwargs: Any) -> Any:
+                if not kwargs:
+                    count = len(args)
+                    if count == 2:
+                        first, only = args
+                        kind = type(first)
+                        if kind in _REPLAYABLE:
+                            direct: Any = None
+                            flat = type(only)
+                            if flat is tuple:
+                                for extent in only:
+                                    if type(extent) is not int:
+                                        break
+                                else:
+                                    direct = (cached, kind, first.meta, only)
+                            elif flat is int or only is None:
+                                direct = (cached, kind, first.meta, flat, only)
+                            elif flat is slice:
+                                start, stop, step = only.start, only.stop, only.step
+                                if (
+                                    (start is None or type(start) is int)
+                                    and (stop is None or type(stop) is int)
+                                    and (step is None or type(step) is int)
+                                ):
+                                    direct = (cached, kind, first.meta, start, stop, step)
+                            if direct is not None:
+                                found = _DIRECT.get(direct)
+                                if found is None or type(found) is _Slow:
+                                    return served(direct, found, args)
+                                return kind._bind(found, (first,))[0]
+                    elif count == 1:
+                        first = args[0]
+                        kind = type(first)
+                        if kind in _REPLAYABLE:
+                            direct = (cached, kind, first.meta)
+                            found = _DIRECT.get(direct)
+                            if found is None or type(found) is _Slow:
+                                return served(direct, found, args)
+                            return kind._bind(found, args)[0]
+                return general(args, kwargs)
+
+        else:
+
+            @functools.wraps(function)
+            def cached(*args: Any, **kwargs: Any) -> Any:
+                if not kwargs and len(args) == operands:
+                    first = args[0]
+                    kind = type(first)
+                    if kind in _REPLAYABLE:
+                        if operands == 2:
+                            second = args[1]
+                            same = type(second) is kind
+                            if same:
+                                direct = (cached, kind, first.meta, second.meta)
+                        else:
+                            same = all(type(other) is kind for other in args)
+                            if same:
+                                direct = (cached, kind, *[a.meta for a in args])
+                        if same:
+                            found = _DIRECT.get(direct)
+                            if found is None or type(found) is _Slow:
+                                return served(direct, found, args)
+                            return kind._bind(found, args)[0]
+                return general(args, kwargs)
+
+        def general(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            """A call outside the direct lane, through the general key."""
+            found = _lookup(args, kwargs)
+            if found is _REFUSED or found is _UNCACHEABLE:
+                return function(*args, **kwargs)
+            if type(found) is _Ran:
+                return found.result
+            if type(found) is _Program:
+                return found.replay(args[:operands])
+            return type(args[0])._bind(found, args[:operands])[0]
+
+        def _lookup(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            """The cached program of a call (its single primitive when it has one,
+            recorded on a miss), ``_UNCACHEABLE``, or ``_REFUSED`` when the call runs
+            uncached without a cache entry (mixed kinds, unkeyable arguments, or bad
+            arguments: the uncached call then raises the function's own error)."""
             signature: Any
             probe_args: Any
             if len(args) < operands:
-                return function(*args, **kwargs)
+                return _REFUSED
             first = args[0]
             kind = type(first)
             if kind not in _REPLAYABLE:
-                return function(*args, **kwargs)
+                return _REFUSED
             if operands == 1:
                 metas: tuple[Meta, ...] = (first.meta,)
             elif operands == 2:
                 second = args[1]
                 if type(second) is not kind:
-                    return function(*args, **kwargs)
+                    return _REFUSED
                 metas = (first.meta, second.meta)
             else:
                 for other in args[1:operands]:
                     if type(other) is not kind:
-                        return function(*args, **kwargs)
+                        return _REFUSED
                 metas = tuple([a.meta for a in args[:operands]])
             static = args[operands:]
             try:
@@ -284,23 +429,21 @@ def dispatch_cached(operands: int = 1, key: Callable[..., Any] | None = None) ->
                 cache_key = (cached, kind, metas, signature)
                 program = _PROGRAMS.get(cache_key)
             except (UnkeyableError, TypeError):
-                return function(*args, **kwargs)
+                return _REFUSED
             if program is None:
                 try:
                     program = _record(function, metas, probe_args)
                 except Exception:
                     # Bad arguments: the uncached call raises the function's own error;
                     # if it does not, the function needs more than probes give.
-                    result = function(*args, **kwargs)
+                    ran = _Ran(function(*args, **kwargs))
                     _PROGRAMS.put(cache_key, _UNCACHEABLE)
-                    return result
+                    return ran
                 _PROGRAMS.put(cache_key, program)
             if program is _UNCACHEABLE:
-                return function(*args, **kwargs)
+                return program
             single = program.single
-            if single is not None:  # operands of one kind: bind()'s dispatch, inlined
-                return kind._bind(single, (first,) if operands == 1 else args[:operands])[0]
-            return program.replay(args[:operands])
+            return program if single is None else single
 
         return cached  # type: ignore[return-value]
 

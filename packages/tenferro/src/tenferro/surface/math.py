@@ -105,7 +105,12 @@ _TENSOR_AND_SCALAR: DictCache[Any, Any] = DictCache(4096, "tensor-scalar dispatc
 """(primitive class, kind, meta, scalar type, scalar first) -> the primitive instance
 ``tensor op scalar`` binds, the meta of the scalar's operand and the scalar's conversion
 to the tensor's dtype (or ``_GENERAL``): structure only; the scalar itself becomes an
-operand at each call (the kind's ``_scalar_operand``)."""
+operand at each call (the kind's ``_scalar_operand``; a conversion of ``None``: the
+number as it is)."""
+
+_SAME_META: DictCache[Any, Any] = DictCache(4096, "same-meta binary instances")
+"""(primitive class, meta) -> the instance ``x op y`` binds for two concrete tensors of
+that one meta (what ``primitive.make((meta, meta))`` returns): structure only."""
 
 _FAST_SCALARS = (int, float)
 _GENERAL = "general"
@@ -150,8 +155,6 @@ def _boolean_aware(
         general.__name__ = op
         return general
 
-    instances = primitive._instances  # primitive.make's cache, read without its frames
-
     def learn(x: Any, y: Any, tensor: Any, first: bool) -> Any:
         """How ``tensor op scalar`` binds, from preparing it once (``_GENERAL`` when it
         promotes, broadcasts or is a logical operation, or the tensor is weakly typed:
@@ -167,18 +170,25 @@ def _boolean_aware(
             or a.meta.dtype.kind not in kinds
         ):
             return _GENERAL
-        return (primitive.make((a.meta, b.meta)), constant.meta, _converter(a.meta.dtype))
+        dtype = a.meta.dtype
+        number = type(y if tensor is x else x)
+        if number is float and dtype == float64:
+            # A float is already a float64 value (numpy's float64 subclasses float), and
+            # the ufunc takes it as is faster than the converted scalar: no conversion.
+            return (primitive.make((a.meta, b.meta)), constant.meta, None)
+        return (primitive.make((a.meta, b.meta)), constant.meta, _converter(dtype))
 
     def apply(x: Any, y: Any) -> Any:
         kind = type(x)
         if kind is type(y) and kind in REPLAYABLE:
             meta = x.meta
             if meta == y.meta and meta.dtype.kind in kinds and not meta.dynamic:
-                # Two concrete tensors of one meta: nothing to promote or broadcast.
-                metas = (meta, meta)
-                instance = instances.get((primitive, metas))
+                # Two concrete tensors of one meta: nothing to promote or broadcast. The
+                # key holds the meta once (hashing a meta is most of a lookup's cost).
+                instance = _SAME_META.get((primitive, meta))
                 if instance is None:
-                    instance = primitive.make(metas)
+                    instance = primitive.make((meta, meta))
+                    _SAME_META.put((primitive, meta), instance)
                 return kind._bind(instance, (x, y))[0]
             return general(x, y)
         scalar_type = type(y)
@@ -205,7 +215,9 @@ def _boolean_aware(
             check_int_fits(op, scalar, meta.dtype)
         # The number is an operand made now (a rank-0 value the ufunc broadcasts): the
         # cache holds structure only.
-        constant = kind._scalar_operand(constant_meta, convert(scalar))
+        constant = kind._scalar_operand(
+            constant_meta, scalar if convert is None else convert(scalar)
+        )
         operands = (constant, tensor) if first else (tensor, constant)
         return kind._bind(instance, operands)[0]
 

@@ -67,7 +67,10 @@ class BackwardExecutor(Protocol):
         An executor may also define ``transposer(linear, ctx)``, returning this method
         bound to ``linear`` as a function of ``(cotangent_out, external_data)`` (or
         ``None``); backward then asks for it once per node structure and calls it per
-        node, skipping the per-call lookups.
+        node, skipping the per-call lookups. Likewise ``single_transposer(linear,
+        ctx)``, for a node with one seeded output and one input that requires grad: a
+        function of ``(seed, external_data)`` returning that input's cotangent (no
+        lists), or ``None`` where it does not apply.
         """
         ...
 
@@ -158,16 +161,24 @@ def backward(
     # serials), and the heap holds only the frontier of the walk.
     seen = {output_trace}
     see = seen.add
+    single_transposer = getattr(executor, "single_transposer", None)  # optional, likewise
     frontier: list[tuple[int, Trace]] = [(-output_trace.serial, output_trace)]
     while frontier:
         node = pop(frontier)[1]
         edges = node.edges
-        for parent in edges[::3]:
+        if len(edges) == 3:  # one input: no slice, no loop
+            parent = edges[0]
             if parent is not None and parent not in seen:
                 see(parent)
                 push(frontier, (-parent.serial, parent))
+        else:
+            for parent in edges[::3]:
+                if parent is not None and parent not in seen:
+                    see(parent)
+                    push(frontier, (-parent.serial, parent))
         active = node.active  # the positions whose edges require grad
         outputs = node.output_keys
+        seeds: list[Any] | None
         if len(outputs) == 1:
             output = outputs[0]
             seed_in = get(output)
@@ -176,7 +187,7 @@ def backward(
                     reach(edges[3 * position + 1])
                 continue
             slots: tuple[int, ...] = _FIRST
-            seeds: list[Any] = [seed_in]
+            seeds = None  # [seed_in], built only if the node needs the general runner
         else:
             output = None
             pending = [get(key) for key in outputs]
@@ -203,8 +214,19 @@ def backward(
             derivative = derivatives.derivative(recorded, slots, ctx, active)
             linear = derivative.linear
             runner = None if transposer is None else transposer(linear, ctx)
-            found = local[memo_key] = (linear, derivative.needed, runner)
-        linear, needed, runner = found
+            single = (
+                single_transposer(linear, ctx)
+                if single_transposer is not None and seeds is None and len(active) == 1
+                else None
+            )
+            found = local[memo_key] = (
+                linear,
+                derivative.needed,
+                runner,
+                single,
+                3 * active[0] + 1,  # the edge holding the first active input's key
+            )
+        linear, needed, runner, single, first_key = found
         saved = node.saved_data
         if saved is RELEASED:
             raise ReleasedGraphError(node, "backward")
@@ -213,6 +235,22 @@ def backward(
             values = _replay(executor, recorded, values, needed)
         if node.instance is not None:
             values = {**values, NODE_INSTANCE: node.instance}
+        if single is not None:  # one seed in, one cotangent out: no lists
+            cotangent = single(seed_in, values)
+            if release and saved:
+                node.saved_data = RELEASED
+            if keep is not None:
+                if output not in keep:
+                    del cotangents[outputs[0]]  # the output itself (typed as a key)
+                del values, saved
+            key = edges[first_key]
+            reach(key)
+            if cotangent is not None:
+                existing = get(key)
+                cotangents[key] = cotangent if existing is None else add(existing, cotangent)
+            continue
+        if seeds is None:
+            seeds = [seed_in]
         incoming = (
             transpose(linear, seeds, values, ctx) if runner is None else runner(seeds, values)
         )
@@ -231,7 +269,7 @@ def backward(
                 (cotangent,) = incoming
             except ValueError:
                 raise _miscounted(incoming, active) from None
-            key = edges[3 * active[0] + 1]
+            key = edges[first_key]
             reach(key)
             if cotangent is not None:
                 existing = get(key)

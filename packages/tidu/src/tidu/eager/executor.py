@@ -341,6 +341,63 @@ class ProgramExecutor:
 
         return run
 
+    def single_transposer(
+        self, linear: LinearizedGraph, ctx: Any
+    ) -> Callable[[Any, Mapping[ValueKey, Any]], Any] | None:
+        """For a node with one seed and one input that requires grad: ``run_transposed_
+        linear`` for ``linear`` as a function of ``(seed, external_data)`` returning the
+        one cotangent (the optional hook :func:`~tidu.eager.backward` prefers to
+        :meth:`transposer` there: no lists per node). ``None`` unless the compiled
+        transpose is one or two inputs (the seed, then maybe one saved value) and one
+        result, and :meth:`transposer` would bind it (no override, no respecialising,
+        no ``apply``)."""
+        if type(self).run_transposed_linear is not ProgramExecutor.run_transposed_linear:
+            return None
+        if self._apply is not None or (
+            self._specialize is not None and linear.memo.get(RESPECIALIZE)
+        ):
+            return None
+        plan: _BoundProgram | None = linear.memo.get(_MEMO)
+        if plan is None:
+            plan = linear.memo.setdefault(_MEMO, _BoundProgram.transposed(linear, ctx))
+            if self._add is None and linear.add_operation is not None:
+                self._add = linear.add_operation
+        bindings = plan.bindings
+        if plan.results != (0,) or not 1 <= len(bindings) <= 2 or bindings[0] != 0:
+            return None
+        kernel = _only_kernel(plan.program)
+        evaluate, eval_ctx = plan.program.eval, self._eval_ctx
+        if len(bindings) == 1:
+            if kernel is not None:
+                only: Callable[[Any], Any] = kernel
+                return lambda seed, values: only(seed)
+            return lambda seed, values: evaluate([seed], eval_ctx)[0]
+        last = bindings[1]
+        if not isinstance(last, ValueKey):
+            return None
+        saved: ValueKey = last
+
+        if kernel is not None:
+            binary: Callable[[Any, Any], Any] = kernel
+
+            def run_kernel_with_saved(seed: Any, values: Mapping[ValueKey, Any]) -> Any:
+                try:
+                    value = values[saved]
+                except KeyError as missing:
+                    raise _missing("backward: the transpose", missing) from None
+                return binary(seed, value)
+
+            return run_kernel_with_saved
+
+        def run_seed_and_saved(seed: Any, values: Mapping[ValueKey, Any]) -> Any:
+            try:
+                value = values[saved]
+            except KeyError as missing:
+                raise _missing("backward: the transpose", missing) from None
+            return evaluate([seed, value], eval_ctx)[0]
+
+        return run_seed_and_saved
+
     def run_linear(
         self,
         linear: LinearizedGraph,
