@@ -143,6 +143,32 @@ def _only_kernel(program: CompiledProgram) -> Callable[..., Any] | None:
     return kernel
 
 
+def _single_specialized(
+    plan: _BoundProgram, specialize: Specialize, eval_ctx: Any
+) -> Callable[[Any, Mapping[ValueKey, Any]], Any] | None:
+    """The one-seed runner of a respecialised transpose of one or two inputs (the seed,
+    then maybe one saved value): the program ``specialize`` returns for the node, as
+    its one kernel when it is one instruction."""
+    program, bindings = plan.program, plan.bindings
+    saved = bindings[1] if len(bindings) == 2 else None
+    if saved is not None and not isinstance(saved, ValueKey):
+        return None
+
+    def run(seed: Any, values: Mapping[ValueKey, Any]) -> Any:
+        if saved is None:
+            inputs = [seed]
+        else:
+            try:
+                inputs = [seed, values[saved]]
+            except KeyError as missing:
+                raise _missing("backward: the transpose", missing) from None
+        made = specialize(program, inputs, values)
+        kernel = _only_kernel(made)
+        return kernel(*inputs) if kernel is not None else made.eval(inputs, eval_ctx)[0]
+
+    return run
+
+
 def _missing(what: str, missing: KeyError) -> TransformError:
     return TransformError(
         f"{what} needs the primal value {missing.args[0]!r}, which was neither saved nor recomputed"
@@ -349,13 +375,11 @@ class ProgramExecutor:
         one cotangent (the optional hook :func:`~tidu.eager.backward` prefers to
         :meth:`transposer` there: no lists per node). ``None`` unless the compiled
         transpose is one or two inputs (the seed, then maybe one saved value) and one
-        result, and :meth:`transposer` would bind it (no override, no respecialising,
-        no ``apply``)."""
+        result, and :meth:`transposer` would bind it (no override, no ``apply``); a
+        respecialised program runs as the ``specialize`` hook returns it."""
         if type(self).run_transposed_linear is not ProgramExecutor.run_transposed_linear:
             return None
-        if self._apply is not None or (
-            self._specialize is not None and linear.memo.get(RESPECIALIZE)
-        ):
+        if self._apply is not None:
             return None
         plan: _BoundProgram | None = linear.memo.get(_MEMO)
         if plan is None:
@@ -365,6 +389,8 @@ class ProgramExecutor:
         bindings = plan.bindings
         if plan.results != (0,) or not 1 <= len(bindings) <= 2 or bindings[0] != 0:
             return None
+        if self._specialize is not None and linear.memo.get(RESPECIALIZE):
+            return _single_specialized(plan, self._specialize, self._eval_ctx)
         kernel = _only_kernel(plan.program)
         evaluate, eval_ctx = plan.program.eval, self._eval_ctx
         if len(bindings) == 1:
