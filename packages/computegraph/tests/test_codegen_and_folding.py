@@ -229,7 +229,7 @@ def test_with_operations_runs_other_operations_in_the_same_slots() -> None:
     swapped = program.with_operations([ScalarOp.MUL, ScalarOp.EXP])
     assert [i.operation for i in swapped.instructions] == [ScalarOp.MUL, ScalarOp.EXP]
     assert swapped.free_after == program.free_after
-    for _ in range(3):
+    for _ in range(8):  # a re-made program generates code later than a compiled one
         assert swapped.eval([2.0, 0.5]) == [pytest.approx(2.718281828459045)]
         assert program.eval([2.0, 0.5]) == [-2.5]
     assert swapped.generated

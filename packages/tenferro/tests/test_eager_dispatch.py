@@ -388,7 +388,7 @@ def test_tape_plans_are_shared_bounded_and_cleared() -> None:
         tape.grad(tf.sum(tf.sin(x) * x), x)
     plans = tape_module._PLANS
     assert 0 < len(plans) <= plans.maxsize
-    for op, _recorded, inputs, outputs, _active in plans.values():
+    for op, _recorded, inputs, outputs, _active, _instance in plans.values():
         assert isinstance(op, tf.ops.TensorPrimitive)
         assert all(type(i) is int for i, _ in (*inputs, *outputs))
     tf.clear_caches()

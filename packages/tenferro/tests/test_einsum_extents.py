@@ -83,3 +83,15 @@ def test_mismatched_extents_at_a_known_structure_still_raise() -> None:
     tf.einsum("ij,jk->ik", np.ones((2, 3)), np.ones((3, 4)))
     with pytest.raises(tf.ShapeError, match="label 'j' has extent 3 in operand 0 and 2"):
         tf.einsum("ij,jk->ik", np.ones((2, 3)), np.ones((2, 4)))
+
+
+def test_a_broadcast_product_is_re_made_through_its_label_extents() -> None:
+    """``k,ktc->ktc`` broadcasts ``k`` to the product's shape (a primitive with extents in
+    its parameters): re-made from the label extents its program was lowered for."""
+    tf.clear_caches()
+    rng = np.random.default_rng(0)
+    for k, c in [(3, 4), (5, 7), (6, 6), (1, 3), (0, 2)]:
+        s, v = rng.standard_normal(k), rng.standard_normal((k, 2, c))
+        got = tf.einsum("k,ktc->ktc", tf.asarray(s), tf.asarray(v))
+        np.testing.assert_allclose(np.asarray(got), np.einsum("k,ktc->ktc", s, v), rtol=1e-14)
+    assert len(api._plans) == 1  # lowered once, re-made at the other extents

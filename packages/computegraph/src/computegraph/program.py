@@ -43,6 +43,11 @@ class Instruction(NamedTuple):
 _Step = tuple[Any, Any, tuple[int, ...], Any, tuple[int, ...]]
 
 
+_REMADE_RUNS = 6
+"""How many more interpreted runs a program from :meth:`CompiledProgram.with_operations`
+makes before it generates code."""
+
+
 class CompiledProgram:
     """A flat SSA program. Evaluate it any number of times with :meth:`eval`.
 
@@ -135,7 +140,7 @@ class CompiledProgram:
                 f"({_describe_inputs(self.input_keys)}), got {len(inputs)}"
             )
         if apply is None:
-            if fast is None and self._runs:
+            if fast is None and self._runs > 0:
                 fast = self._fast = generate(
                     self._plan, self.input_slots, self.output_slots, self.constants
                 )
@@ -194,16 +199,22 @@ class CompiledProgram:
         """The same program (slots, liveness, inputs and outputs) running ``operations``,
         one per instruction in order, each with its instruction's input and output
         counts: e.g. the instructions re-instantiated for other operand shapes. Costs a
-        pass over the instructions, not a compilation."""
+        pass over the instructions, not a compilation; it switches to generated code
+        only once it has run ``_REMADE_RUNS`` times more than a compiled program would
+        (a re-made program usually serves a few calls, for which generating code
+        costs more than it saves)."""
         if len(operations) != len(self.instructions):
             raise BindingError(
                 f"CompiledProgram.with_operations: {len(operations)} operation(s) for "
                 f"{len(self.instructions)} instruction(s)"
             )
         program: CompiledProgram = object.__new__(CompiledProgram)
+        make = tuple.__new__  # Instruction(...) without NamedTuple's Python-level __new__
         program.instructions = tuple(
-            Instruction(operation, ins.inputs, ins.outputs)
-            for operation, ins in zip(operations, self.instructions, strict=True)
+            [
+                make(Instruction, (operation, ins[1], ins[2]))
+                for operation, ins in zip(operations, self.instructions, strict=True)
+            ]
         )
         program.constants = self.constants
         program.input_slots = self.input_slots
@@ -213,10 +224,16 @@ class CompiledProgram:
         program.output_keys = self.output_keys
         program._input_position = self._input_position
         program.free_after = self.free_after
-        program._runs = 0
+        program._runs = -_REMADE_RUNS  # usually serves one node's extents, a few calls
         program._fast = None
         program._plan = [
-            (operation, _eval_function(operation, position), args, out, dead)
+            (
+                operation,
+                getattr(operation, "eval", None) or _eval_function(operation, position),
+                args,
+                out,
+                dead,
+            )
             for position, (operation, (_, _, args, out, dead)) in enumerate(
                 zip(operations, self._plan, strict=True)
             )

@@ -47,6 +47,7 @@ __all__ = [
     "check_kind",
     "check_same",
     "check_static",
+    "extent_pattern",
     "primitive",
     "rule_bind",
 ]
@@ -75,6 +76,15 @@ class TensorPrimitive:
     dtypes once each instruction is re-made from its operands' metas. The eager tape
     then derives once per such class, not once per shape (``test_extent_generic``
     checks every declaration against fresh derivations)."""
+    extent_params: ClassVar[tuple[str, ...]] = ()
+    """Of an ``extent_generic`` primitive, the parameters that hold extents (a target
+    shape, slice limits): they follow from the operand and output metas, so they stay
+    out of its extent class and :meth:`remake` re-derives them. Such a primitive's
+    :meth:`extent_facts` must give the extent pattern its rules depend on."""
+    extent_offsets: ClassVar[tuple[str, ...]] = ()
+    """Parameters holding positions that :meth:`remake` keeps (a slice's starts): in a
+    derivative program they must be zeros or a parameter of the node differentiated
+    (both the same at every extent), never offsets derived from extents."""
 
     inputs: tuple[Meta, ...]
     outputs: tuple[Meta, ...]
@@ -99,6 +109,33 @@ class TensorPrimitive:
         cls.direct_impl = cls.output_arity == 1 and cls.eval is TensorPrimitive.eval
 
     _instances: ClassVar[DictCache[Any, Any]] = DictCache(_INSTANCE_LIMIT, "primitive instances")
+
+    def extent_facts(self) -> Any:
+        """What an ``extent_generic`` instance's extent class keeps of its extents, beside
+        its parameters, ranks and dtypes: by default its :func:`extent_pattern` (which
+        extents are equal, which are 0 or 1); ``()`` for a primitive whose derivative
+        programs hold no extent at all; ``None`` when this instance has no class (its
+        derivative programs are derived per shape)."""
+        return extent_pattern((*self.inputs, *self.outputs))
+
+    def any_extent_kernel(self) -> Any:
+        """A function from input arrays to the output that is right for operands of any
+        extents of this instance's extent class (same parameters, ranks and dtypes), or
+        ``None`` (default: the ufunc that is the whole evaluation, if any): a derivative
+        program made of such instructions runs unchanged at every extent."""
+        return self.ufunc if self.output_arity == 1 else None
+
+    @classmethod
+    def remake(
+        cls: type[P], inputs: tuple[Meta, ...], outputs: tuple[Meta, ...], params: dict[str, Any]
+    ) -> P:
+        """The instance of an extent class for operands ``inputs`` giving ``outputs``:
+        ``params`` are another instance's, of which :attr:`extent_params` are re-derived
+        (from ``outputs``); raises when no instance fits."""
+        made = cls.make(inputs, **params)
+        if made.outputs != outputs:
+            raise ShapeError(cls.name, f"{inputs} give {made.outputs}, not {outputs}")
+        return made
 
     # ------------------------------------------------------------------ construction
 
@@ -584,3 +621,13 @@ def check_static(op: str, meta: Meta, what: str = "operand") -> None:
             f"this operation needs a static shape: apply pad_to_match first, or use the eager "
             f"surface for data-dependent shapes",
         )
+
+
+def extent_pattern(metas: Sequence[Meta]) -> tuple[tuple[int, ...], ...]:
+    """The shapes of ``metas`` with each extent above 1 replaced by the (negative) number
+    of its first appearance: which extents are equal, and which are 0 or 1, the facts
+    rules with extents in their parameters branch on."""
+    codes: dict[int, int] = {}
+    return tuple(
+        tuple(n if n < 2 else codes.setdefault(n, -1 - len(codes)) for n in m.shape) for m in metas
+    )

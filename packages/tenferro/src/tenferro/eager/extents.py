@@ -14,13 +14,28 @@ a transposition and a compilation.
 A class is admitted only when every instruction of its derivative programs can be
 re-made that way: ``extent_generic`` or elementwise (``ufunc``) primitives with
 operands, and cotangent accumulation (no constants, whose shapes nothing re-derives).
-Primitives whose rules carry extents in parameters (``reshape``, ``slice``,
-``reduce_sum``'s broadcast back) are not declared and stay derived per shape.
+
+Primitives with extents in their parameters (a reshape's target shape, a slice's
+limits, a broadcast's shape) declare them (``extent_params``) and re-derive them from
+their output metas (``remake``); their classes keep the extent pattern
+(``extent_facts``: which extents are equal, which are 0 or 1), so the map from the
+stand-in's extents to a node's is a function. An instruction of that kind gets its
+output metas through that map, which the admission checks it can take: each of its
+output extents is one of the stand-in's own (or 0 or 1). The tape saves each such
+node's (stand-in, instance) pair as its ``instance``, which the passes hand to
+:func:`specialize` among the node's values.
+
+Evaluation alone (a backward or forward pass that records nothing) goes further
+(:func:`specialize_evaluation`): a program whose instructions all have an
+``any_extent_kernel`` (``dot_general`` reading its extents from the arrays,
+``transpose``, ``reduce_sum``, ufuncs) runs unchanged for an instance met the first
+time, so a never-seen shape makes no instance at all; an instance met again gets the
+re-made program, whose exact instances evaluate faster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,19 +44,18 @@ from computegraph import CompiledProgram, DictCache
 from tenferro.core.primitive import AddAny, TensorPrimitive
 from tenferro.meta import Meta
 from tidu import ADRuleError, linear_transpose
-from tidu.eager import RESPECIALIZABLE, RecordedGraph, default_derivative_cache
+from tidu.eager import NODE_INSTANCE, RESPECIALIZABLE, RecordedGraph, default_derivative_cache
 
-__all__ = ["extent_class", "specialize"]
+__all__ = ["extent_class", "specialize", "specialize_evaluation", "stand_in"]
+
 
 _CLASSES: DictCache[Any, Any] = DictCache(1024, "extent classes")
 """Extent class -> the recorded graph standing for it (its first instance), or
 ``False`` when its derivative programs are not extent-generic."""
 
-_SPECIALIZED: DictCache[tuple[int, tuple[Any, ...]], Any] = DictCache(
-    4096, "programs at other extents"
-)
-"""(id of a derivative program, operand extents) -> (the program, kept alive so its id
-stays its own; the program re-instantiated at those extents)."""
+_SPECIALIZED: DictCache[tuple[int, int], Any] = DictCache(4096, "programs at other extents")
+"""(id of a derivative program, id of an instance) -> (the program and the (stand-in,
+instance) pair, kept alive so their ids stay theirs; the program re-instantiated)."""
 
 _TEMPLATES: DictCache[int, Any] = DictCache(1024, "re-instantiation templates")
 """id of a derivative program -> (the program, its input metas, each instruction's
@@ -61,13 +75,29 @@ def extent_class(
     for meta in (*inputs, *op.outputs):
         if meta.dynamic:
             return None
-    params = tuple((f, getattr(op, f)) for f in op._field_names if f != "inputs")
-    key = (type(op), params, tuple((m.ndim, m.dtype, m.weak) for m in inputs), active)
+    facts = op.extent_facts()
+    if facts is None:
+        return None
+    skip = op.extent_params
+    params = tuple((f, getattr(op, f)) for f in op._field_names if f != "inputs" and f not in skip)
+    key = (
+        type(op),
+        params,
+        tuple((m.ndim, m.dtype, m.weak) for m in inputs),
+        active,
+        facts,
+    )
     found = _CLASSES.get(key)
     if found is None:
         found = _admit(op, active, keys)
         _CLASSES.put(key, found)
     return found or None
+
+
+def stand_in(recorded: RecordedGraph) -> TensorPrimitive:
+    """The primitive an extent class's recorded graph holds (its first instance)."""
+    operation: TensorPrimitive = recorded.graph.operations[0].operation  # type: ignore[assignment]
+    return operation
 
 
 def _admit(op: TensorPrimitive, active: tuple[int, ...], keys: tuple[str, ...]) -> Any:
@@ -83,37 +113,140 @@ def _admit(op: TensorPrimitive, active: tuple[int, ...], keys: tuple[str, ...]) 
         )
     except ADRuleError:
         return False  # the tape saves everything; the error belongs to backward
+    own = {0, 1}
+    for meta in (*op.inputs, *op.outputs):
+        own.update(meta.shape)
+    keyed = op.extent_facts() != ()
+    fixed: set[Any] = set()
+    for field in op._field_names:
+        value = getattr(op, field)
+        if field != "inputs" and type(value) is tuple and all(type(v) is int for v in value):
+            fixed.update((value, tuple(-v for v in value)))  # a pad's transpose negates
     for program in programs:
         for node in program.operations:
-            if not reinstantiable(node.operation):
+            operation: Any = node.operation
+            if not reinstantiable(operation):
                 return False
+            if getattr(operation, "extent_params", ()) and not (
+                keyed and all(n in own for m in operation.outputs for n in m.shape)
+            ):
+                return False  # extents the class's own cannot give
+            for field in getattr(operation, "extent_offsets", ()):
+                offsets = getattr(operation, field)
+                if any(offsets) and offsets not in fixed:
+                    return False  # positions that may follow from extents
     return recorded
 
 
 def reinstantiable(operation: Any) -> bool:
-    """Whether :func:`specialize` can re-make ``operation`` from its operands' metas."""
+    """Whether :func:`specialize` can re-make ``operation`` from its operands' metas (or
+    keep it: a rank-0 constant holds no extent)."""
     if type(operation) is AddAny:
         return True
-    return (
-        isinstance(operation, TensorPrimitive)
-        and bool(operation.inputs)
-        and (operation.extent_generic or operation.ufunc is not None)
-        and not any(m.dynamic for m in operation.inputs)
+    if not isinstance(operation, TensorPrimitive):
+        return False
+    if not operation.inputs:
+        return all(not m.shape for m in operation.outputs)
+    return (operation.extent_generic or operation.ufunc is not None) and not any(
+        m.dynamic for m in operation.inputs
     )
 
 
-def specialize(program: CompiledProgram, inputs: Sequence[Any]) -> CompiledProgram:
-    """``program`` (a derivative program of an extent class's stand-in) for operands
-    ``inputs``: itself at its own extents, else with every instruction re-made from its
-    operands' metas (cached by extents)."""
-    shapes = tuple([_shape(v) for v in inputs])
-    key = (id(program), shapes)
+def specialize(
+    program: CompiledProgram, inputs: Sequence[Any], values: Mapping[Any, Any] | None = None
+) -> CompiledProgram:
+    """``program`` (a derivative program of an extent class's stand-in) for a node whose
+    program inputs are ``inputs`` and whose values are ``values``: itself at its own
+    extents, else with every instruction re-made for the node (cached)."""
+    pair = None if values is None else values.get(NODE_INSTANCE)
+    if pair is None:  # the stand-in's own node
+        return program
+    key = (id(program), id(pair[1]))
     found = _SPECIALIZED.get(key)
     if found is None or found[0] is not program:
-        found = (program, reinstantiate(program, inputs))
+        found = (program, pair, reinstantiate(program, inputs, pair))
         _SPECIALIZED.put(key, found)
-    specialized: CompiledProgram = found[1]
+    specialized: CompiledProgram = found[2]
     return specialized
+
+
+def specialize_evaluation(
+    program: CompiledProgram, inputs: Sequence[Any], values: Mapping[Any, Any] | None = None
+) -> CompiledProgram:
+    """:func:`specialize` for evaluation alone (nothing records the instructions). A
+    program whose every instruction has an :meth:`~TensorPrimitive.any_extent_kernel`
+    (or accumulates cotangents) runs, for an instance met for the first time, as one
+    program serving every extent (re-made for none: a never-seen shape costs no
+    instance); from an instance's second run on, as :func:`specialize` re-makes it
+    (exact instances evaluate faster, and a repeated shape pays that once)."""
+    pair = None if values is None else values.get(NODE_INSTANCE)
+    if pair is None:  # the stand-in's own node
+        return program
+    key = (id(program), id(pair[1]))
+    remade = _SPECIALIZED.get(key)
+    if remade is not None and remade[0] is program:
+        made: CompiledProgram = remade[2]
+        return made
+    found = _AT_ANY_EXTENTS.get(id(program))
+    if found is None or found[0] is not program:
+        found = (program, _at_any_extents(program))
+        _AT_ANY_EXTENTS.put(id(program), found)
+    at_any: CompiledProgram | None = found[1]
+    if at_any is None:
+        return specialize(program, inputs, values)
+    seen = _SEEN_ONCE.get(key)
+    if seen is None or seen[0] is not program:  # a first sighting: no re-making yet
+        _SEEN_ONCE.put(key, (program, pair))
+        return at_any
+    return specialize(program, inputs, values)  # it repeats: exact instances pay off
+
+
+_AT_ANY_EXTENTS: DictCache[int, Any] = DictCache(1024, "programs at any extents")
+"""id of a derivative program -> (the program; the same program running each
+instruction's any-extent kernel, or ``None`` when some instruction has none)."""
+
+_SEEN_ONCE: DictCache[tuple[int, int], Any] = DictCache(4096, "instances seen once")
+"""(id of a derivative program, id of an instance) -> (both, kept alive) once a node of
+that instance ran the program at any extents; its next run re-makes it."""
+
+
+class _AnyExtents:
+    """An instruction running its primitive's any-extent kernel (evaluation only)."""
+
+    __slots__ = ("operation", "run")
+
+    def __init__(self, operation: TensorPrimitive, run: Any) -> None:
+        self.operation = operation
+        self.run = run
+
+    def eval(self, inputs: Sequence[Any], ctx: Any) -> tuple[Any]:
+        return (self.run(*inputs),)
+
+    def kernel(self) -> Any:
+        return self.run
+
+    def input_count(self) -> int:
+        return len(self.operation.inputs)
+
+    def output_count(self) -> int:
+        return 1
+
+    def __repr__(self) -> str:
+        return f"{self.operation} (at any extents)"
+
+
+def _at_any_extents(program: CompiledProgram) -> CompiledProgram | None:
+    operations: list[Any] = []
+    for instruction in program.instructions:
+        operation: Any = instruction.operation
+        if type(operation) is AddAny:
+            operations.append(operation)
+            continue
+        run = operation.any_extent_kernel() if isinstance(operation, TensorPrimitive) else None
+        if run is None or not operation.inputs:
+            return None
+        operations.append(_AnyExtents(operation, run))
+    return program.with_operations(operations)
 
 
 def _shape(value: Any) -> tuple[int, ...]:
@@ -121,58 +254,107 @@ def _shape(value: Any) -> tuple[int, ...]:
     return tuple(shape) if shape is not None else np.shape(value)
 
 
-def reinstantiate(program: CompiledProgram, inputs: Sequence[Any]) -> CompiledProgram:
-    """``program`` with each instruction re-made (``type(op).make(metas, **params)``)
-    from the metas its operands have when the program's inputs are ``inputs``
-    (``program`` itself when nothing changes)."""
+def reinstantiate(
+    program: CompiledProgram,
+    inputs: Sequence[Any],
+    pair: tuple[TensorPrimitive, TensorPrimitive] | None = None,
+) -> CompiledProgram:
+    """``program`` with each instruction re-made from the metas its operands have when
+    the program's inputs are ``inputs`` (``type(op).make(metas, **params)``), or, for a
+    primitive with ``extent_params``, from those and its output metas mapped from the
+    stand-in's extents to the instance's (``pair``: the stand-in and the instance);
+    ``program`` itself when nothing changes."""
     found = _TEMPLATES.get(id(program))
     if found is None or found[0] is not program:
         found = (program, *_template(program))
         _TEMPLATES.put(id(program), found)
-    _, given, remakes = found
+    _, given, steps = found
     metas: list[Any] = [None] * program.n_slots
     for slot, meta, value in zip(program.input_slots, given, inputs, strict=True):
-        shape = _shape(value)
+        shape = value.shape if type(value) is np.ndarray else _shape(value)
         metas[slot] = (
             Meta(shape, np.asarray(value).dtype)
             if meta is None
             else Meta(shape, meta.dtype, meta.weak, meta.dynamic)
         )
+    mapping: dict[int, int] | None = None
     changed = False
     operations: list[Any] = []
-    for instruction, remake in zip(program.instructions, remakes, strict=True):
-        operation: Any = instruction.operation
-        if remake is None:  # cotangent accumulation: one meta in, the same out
-            metas[instruction.outputs[0]] = metas[instruction.inputs[0]]
-            operations.append(operation)
-            continue
-        operands = tuple([metas[slot] for slot in instruction.inputs])
-        if operands != operation.inputs:
-            operation = remake[0](operands, **remake[1])
-            changed = True
-        for slot, meta in zip(instruction.outputs, operation.outputs, strict=True):
-            metas[slot] = meta
-        operations.append(operation)
+    append = operations.append
+    for operation, kind, slots_in, slots_out, cls, params, items in steps:
+        if kind is _ADD:  # cotangent accumulation: one meta in, the same out
+            metas[slots_out[0]] = metas[slots_in[0]]
+        elif kind is _KEEP:  # a rank-0 constant
+            metas[slots_out[0]] = operation.outputs[0]
+        else:
+            operands = tuple([metas[slot] for slot in slots_in])
+            if kind is _MAPPED:
+                if mapping is None:
+                    mapping = _extent_map(pair, operation)
+                outputs = tuple(
+                    [
+                        Meta(tuple([mapping[n] for n in m.shape]), m.dtype, m.weak, m.dynamic)
+                        for m in operation.outputs
+                    ]
+                )
+                if operands != operation.inputs or outputs != operation.outputs:
+                    operation = cls.remake(operands, outputs, params)
+                    changed = True
+            elif operands != operation.inputs:
+                # TensorPrimitive.make, its cache key spelled out once per template
+                operation = cls._make_shared(operands, (cls, operands, *items), params)
+                changed = True
+            if len(slots_out) == 1:
+                metas[slots_out[0]] = operation.outputs[0]
+            else:
+                for slot, meta in zip(slots_out, operation.outputs, strict=True):
+                    metas[slot] = meta
+        append(operation)
     return program.with_operations(operations) if changed else program
+
+
+def _extent_map(pair: Any, operation: Any) -> dict[int, int]:
+    """The stand-in's extents -> the instance's (0 and 1 stay: the class keeps them)."""
+    if pair is None:
+        raise AssertionError(f"re-making {operation} needs the node's instance")
+    mapping = {0: 0, 1: 1}
+    given, actual = pair
+    for a, b in zip(
+        (*given.inputs, *given.outputs), (*actual.inputs, *actual.outputs), strict=True
+    ):
+        for m, n in zip(a.shape, b.shape, strict=True):
+            mapping[m] = n
+    return mapping
+
+
+_ADD, _KEEP, _MAPPED, _MADE = "accumulate", "keep", "mapped", "made"
+"""How :func:`reinstantiate` re-makes an instruction: a cotangent accumulation and a
+rank-0 constant stay; a primitive with ``extent_params`` is re-made from its operand
+metas and its mapped output metas; any other from its operand metas."""
 
 
 def _template(program: CompiledProgram) -> tuple[tuple[Meta | None, ...], tuple[Any, ...]]:
     """The metas ``program``'s inputs were derived for (by input position; ``None`` when
-    only an accumulation reads one), and per instruction its ``make`` and parameters
-    (``None`` for an accumulation)."""
-    if program.constants:
+    only an accumulation reads one), and per instruction its operation, how it is
+    re-made, its slots, class, parameters and the parameters' part of its cache key."""
+    if any(np.ndim(value) for value in program.constants.values()):
         raise AssertionError(
-            f"a derivative program with constants is not extent-generic: {program}"
+            f"a derivative program with constants of rank > 0 is not extent-generic: {program}"
         )
     by_slot: dict[int, Meta] = {}
-    remakes: list[Any] = []
+    steps: list[Any] = []
     for instruction in program.instructions:
         operation: Any = instruction.operation
+        slots = (instruction.inputs, instruction.outputs)
         if type(operation) is AddAny:
-            remakes.append(None)
+            steps.append((operation, _ADD, *slots, None, None, None))
+            continue
+        if not operation.inputs:
+            steps.append((operation, _KEEP, *slots, None, None, None))
             continue
         for position, slot in enumerate(instruction.inputs):
             by_slot.setdefault(slot, operation.inputs[position])
         params = {f: getattr(operation, f) for f in operation._field_names if f != "inputs"}
-        remakes.append((type(operation).make, params))
-    return tuple(by_slot.get(slot) for slot in program.input_slots), tuple(remakes)
+        kind = _MAPPED if operation.extent_params else _MADE
+        steps.append((operation, kind, *slots, type(operation), params, tuple(params.items())))
+    return tuple(by_slot.get(slot) for slot in program.input_slots), tuple(steps)

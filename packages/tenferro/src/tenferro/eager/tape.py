@@ -27,7 +27,7 @@ from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
-from tenferro.eager.extents import extent_class, specialize
+from tenferro.eager.extents import extent_class, specialize, specialize_evaluation, stand_in
 from tenferro.eager.tensor import EagerTensor
 from tenferro.errors import (
     DTypeError,
@@ -77,7 +77,7 @@ _SAVE_ALL = "save all"
 """Marks a recorded structure whose derivative is unknown (a rule is missing)."""
 
 _Plan = tuple[
-    Any, RecordedGraph, tuple[tuple[int, ValueKey], ...], tuple[tuple[int, ValueKey], ...], Any
+    Any, RecordedGraph, tuple[tuple[int, ValueKey], ...], tuple[tuple[int, ValueKey], ...], Any, Any
 ]
 _PLANS: DictCache[tuple[int, tuple[bool, ...]], _Plan] = DictCache(4096, "tape plans")
 """How to record a primitive with some operands tracked (see :func:`_plan`); shared by
@@ -91,6 +91,7 @@ _InstancePlan = tuple[
     int,
     tuple[tuple[int, ValueKey], ...],
     tuple[tuple[int, ValueKey], ...],
+    Any,
 ]
 
 
@@ -98,20 +99,20 @@ def _instance_plan(op: TensorPrimitive, code: int, count: int) -> _InstancePlan:
     """The plan of ``op`` with the operands of bit mask ``code`` tracked, as
     ``EagerTensor._bind`` reads it (recorded graph, tracked positions, then what to save:
     the key and position of the one input saved when that is all, else the inputs and
-    outputs to save), kept on the instance by ``code`` (from the shared plans:
-    :func:`_plan`)."""
+    outputs to save; then its nodes' ``instance``), kept on the instance by ``code``
+    (from the shared plans: :func:`_plan`)."""
     flags = tuple([bool(code >> i & 1) for i in range(count)])
     # By identity: primitives are shared instances, and their __hash__ is Python code.
     shared = _PLANS.get((id(op), flags))
     if shared is None or shared[0] is not op:
         shared = _plan(op, flags)
-    _, recorded, save_inputs, save_outputs, active = shared
+    _, recorded, save_inputs, save_outputs, active, instance = shared
     plan: _InstancePlan
     if len(save_inputs) == 1 and not save_outputs:
         ((position, key),) = save_inputs
-        plan = (recorded, active, key, position, (), ())
+        plan = (recorded, active, key, position, (), (), instance)
     else:
-        plan = (recorded, active, None, 0, save_inputs, save_outputs)
+        plan = (recorded, active, None, 0, save_inputs, save_outputs, instance)
     plans = getattr(op, "_tape_plans", None)
     if plans is None:
         plans = {}
@@ -122,15 +123,30 @@ def _instance_plan(op: TensorPrimitive, code: int, count: int) -> _InstancePlan:
 
 def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
     """How to record ``op`` with these operands tracked: its recorded graph, which inputs
-    and outputs to save (by position and recorded key: those its derivative reads), and
-    the tracked positions."""
+    and outputs to save (by position and recorded key: those its derivative reads), the
+    tracked positions, and its node's ``instance`` (the stand-in and ``op`` when ``op``
+    is recorded with another instance's graph, else ``None``)."""
     active = tuple(i for i, tracked in enumerate(flags) if tracked)
     keys = _canonical(len(flags))
     generic = _shape_generic(op, active)
+    instance: tuple[TensorPrimitive, TensorPrimitive] | None = None
     if generic is not None:
         recorded = RecordedGraph.from_primitive(generic, keys)
     else:  # one derivation per extent class, where the primitive declares it
-        recorded = extent_class(op, active, keys) or RecordedGraph.from_primitive(op, keys)
+        shared = extent_class(op, active, keys)
+        if shared is None:
+            recorded = RecordedGraph.from_primitive(op, keys)
+        else:
+            recorded = shared
+            first = stand_in(shared)
+            if first is not op:
+                instance = (first, op)
+                known = _PLANS.get((id(first), flags))
+                if known is not None and known[0] is first and known[1] is recorded:
+                    # the class's own plan
+                    shared_plan: _Plan = (op, recorded, known[2], known[3], active, instance)
+                    _PLANS.put((id(op), flags), shared_plan)
+                    return shared_plan
     needed = _learn_needed(recorded, active)
     keep_all = needed is _SAVE_ALL
     plan = (
@@ -141,6 +157,7 @@ def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
         ),
         tuple((i, key) for i, key in enumerate(recorded.output_keys) if keep_all or key in needed),
         active,
+        instance,
     )
     _PLANS.put((id(op), flags), plan)
     return plan
@@ -251,7 +268,7 @@ class Tape:
         self._leaves_lock = threading.Lock()
         """Guards ``_leaves``: threads may track leaves while another zeroes gradients."""
         self._derivatives = default_derivative_cache
-        self._plain = ProgramExecutor(ADD_ANY, specialize=specialize)
+        self._plain = ProgramExecutor(ADD_ANY, specialize=specialize_evaluation)
         self._recording = _RecordingExecutor(self)
 
     # ------------------------------------------------------------------ leaves

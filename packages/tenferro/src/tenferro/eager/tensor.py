@@ -220,7 +220,7 @@ class EagerTensor(Tensor):
                 from tenferro.eager.tape import _instance_plan
 
                 plan = _instance_plan(op, code, count)
-            recorded, active, one_key, one_position, save_inputs, save_outputs = plan
+            recorded, active, one_key, one_position, save_inputs, save_outputs, instance = plan
             saved: dict[ValueKey, Any]
             if one_key is not None:  # the common save: one input
                 saved = {one_key: operands[one_position]._value}
@@ -233,7 +233,9 @@ class EagerTensor(Tensor):
                     for slot, key in save_outputs:
                         saved[key] = values[slot]
             if len(values) != 1:
-                return cls._record_outputs(op, values, tape, recorded, saved, edges, active)
+                return cls._record_outputs(
+                    op, values, tape, recorded, saved, edges, active, instance
+                )
             key = _new(_OutputKey)  # Input.unique(number), inlined
             _set_input_key(key, next(tape._counter))
             node = _new(Trace)  # Trace(recorded, (key,), saved, edges, active), inlined
@@ -243,6 +245,7 @@ class EagerTensor(Tensor):
             node.edges = edges
             node.active = active
             node.serial = next_trace_serial()
+            node.instance = instance
             tensor = _new(cls)
             tensor._value = values[0]
             tensor.meta = op.outputs[0]
@@ -273,6 +276,7 @@ class EagerTensor(Tensor):
         saved: dict[ValueKey, Any],
         edges: tuple[Any, ...],
         active: Any,
+        instance: Any,
     ) -> tuple[EagerTensor, ...]:
         """The tracked results of a recorded primitive of several outputs (factorizations):
         one node, one fresh key per output (the construction ``_bind`` inlines for one)."""
@@ -288,6 +292,7 @@ class EagerTensor(Tensor):
         node.edges = edges
         node.active = active
         node.serial = next_trace_serial()
+        node.instance = instance
         tensors: list[EagerTensor] = []
         for value, meta, key in zip(values, op.outputs, keys, strict=True):
             tensor = _new(cls)

@@ -17,16 +17,17 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from computegraph import DictCache
+from tenferro.core.primitive import TensorPrimitive
 from tenferro.einsum.lowering import Program, lower
 from tenferro.einsum.parse import OP, Equation, parse, parse_interleaved
 from tenferro.einsum.path_info import PathInfo, describe
 from tenferro.einsum.planners import Network, Pair, plan
-from tenferro.errors import DTypeError, ParameterError
+from tenferro.errors import DTypeError, ParameterError, TenferroError
 from tenferro.meta import Meta
 from tenferro.ops.contraction import DotGeneral
 from tenferro.ops.elementwise import Mul
 from tenferro.ops.reduction import ReduceSum
-from tenferro.ops.structural import EmbedDiag, ExtractDiag, Transpose
+from tenferro.ops.structural import BroadcastInDim, EmbedDiag, ExtractDiag, Reshape, Transpose
 from tenferro.surface.convert import asarray, prepare
 
 __all__ = ["clear_caches", "einsum", "einsum_path"]
@@ -36,14 +37,19 @@ _plans: DictCache[Hashable, tuple[Equation, Network, list[Pair]]] = DictCache(
     CACHE_LIMIT, "einsum plans"
 )
 _programs: DictCache[Hashable, Program] = DictCache(CACHE_LIMIT, "einsum programs")
-_structures: DictCache[Hashable, tuple[tuple[str, ...], Program] | None] = DictCache(
+_structures: DictCache[Hashable, tuple[tuple[str, ...], Program, Any] | None] = DictCache(
     CACHE_LIMIT, "einsum programs by ranks"
 )
 """(subscripts, operand ranks, dtypes and weak flags, optimize, the path of three or more
 operands) -> (each operand's labels, a program lowered for them whose primitives take
-axes, not extents), or ``None`` when its program holds extents."""
+axes, not extents, or re-derive their extents from their output metas (``remake``), and
+then the extent of each label, distinct and above 1, that the program was lowered
+for, else ``None``), or ``None`` when its program holds other extents."""
 _EXTENT_FREE = (DotGeneral, Transpose, Mul, ReduceSum, ExtractDiag, EmbedDiag)
 """The lowering's primitives whose parameters are axes, never extents."""
+_BY_OUTPUTS = (BroadcastInDim, Reshape)
+"""The lowering's primitives whose extents follow from their output metas: a program
+holding them is re-made through the label extents it was lowered for."""
 
 
 def clear_caches() -> None:
@@ -118,24 +124,51 @@ def _lowered(subscripts: str, metas: tuple[Meta, ...], optimize: Any, memory_lim
                 return remade
     program = lower(equation, metas, ssa)
     if structure not in _structures:
-        generic = all(isinstance(op, _EXTENT_FREE) for op, _, _ in program.instructions)
-        _structures.put(structure, (equation.inputs, program) if generic else None)
+        if all(isinstance(op, _EXTENT_FREE) for op, _, _ in program.instructions):
+            _structures.put(structure, (equation.inputs, program, None))
+        elif all(isinstance(op, _EXTENT_FREE + _BY_OUTPUTS) for op, _, _ in program.instructions):
+            sizes = tuple(equation.sizes.items())
+            extents = [n for _, n in sizes]
+            if min(extents, default=2) > 1 and len(set(extents)) == len(extents):
+                _structures.put(structure, (equation.inputs, program, sizes))
+            # else: a later call with distinct label extents becomes the template
+        else:
+            _structures.put(structure, None)
     return program
 
 
-def _remade(labels: tuple[str, ...], template: Program, metas: tuple[Meta, ...]) -> Program | None:
-    """``template``'s primitives re-made for operands of ``metas``; ``None`` when a label's
-    extents disagree (the full path then reports it)."""
+def _remade(
+    labels: tuple[str, ...],
+    template: Program,
+    lowered_for: tuple[tuple[str, int], ...] | None,
+    metas: tuple[Meta, ...],
+) -> Program | None:
+    """``template``'s primitives re-made for operands of ``metas`` (those that re-derive
+    extents from their output metas get the template's label extents mapped to these
+    operands'); ``None`` when a label's extents disagree (the full path then reports
+    it) or an instruction cannot be re-made."""
     sizes: dict[str, int] = {}
     for term, meta in zip(labels, metas, strict=True):
         for label, extent in zip(term, meta.shape, strict=True):
             if sizes.setdefault(label, extent) != extent:
                 return None
+    mapping = None if lowered_for is None else {n: sizes[label] for label, n in lowered_for}
     values = list(metas)
     instructions = []
     for op, args, free in template.instructions:
         params = {f: getattr(op, f) for f in op._field_names if f != "inputs"}
-        remade = type(op).make(tuple(values[a] for a in args), **params)
+        operands = tuple(values[a] for a in args)
+        remade: TensorPrimitive
+        if isinstance(op, _BY_OUTPUTS):
+            assert mapping is not None
+            (out,) = op.outputs
+            try:
+                shape = tuple([mapping[n] for n in out.shape])
+                remade = type(op).remake(operands, (out._replace(shape=shape),), params)
+            except (KeyError, TenferroError):
+                return None
+        else:
+            remade = type(op).make(operands, **params)
         values.append(remade.outputs[0])
         instructions.append((remade, args, free))
     return Program(tuple(instructions), template.result)

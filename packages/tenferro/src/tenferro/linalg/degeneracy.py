@@ -132,6 +132,7 @@ class _TieIdentity(LinalgOp):
     """The identity on ``x`` of the shape of the sorted ``values``; ``values`` only
     locates the ties."""
 
+    extent_generic = True  # identities: their rules read no extent
     family_name: str
     eps: float
 

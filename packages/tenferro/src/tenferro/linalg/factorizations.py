@@ -76,6 +76,7 @@ def _is_empty(meta: Meta) -> bool:
 class QR(LinalgOp):
     """A = Q R; ``complete``: Q is MxM and R is MxN, else Q is MxK, R is KxN (K = min)."""
 
+    extent_generic = True  # its rules branch on which of M, N is larger only
     complete: bool
     positive: bool
 

@@ -55,6 +55,7 @@ class TriangularSolve(LinalgOp):
     triangle is read; ``unitriangular``: its diagonal is taken as ones). ``caller`` names
     the public operation in errors."""
 
+    extent_generic = True  # its rules read ranks and flags only
     upper: bool
     left: bool
     unitriangular: bool

@@ -177,6 +177,7 @@ class Lorentzian(LinalgOp):
     """``x / (x**2 + eps**2)`` elementwise for real ``x``: ``1/x`` away from 0, 0 at 0
     (the regularised inverse of singular values in the SVD derivative)."""
 
+    extent_generic = True  # elementwise
     eps: float
 
     def infer(self) -> list[Meta]:
@@ -202,6 +203,7 @@ class GapInverse(LinalgOp):
     primitive: the first-order derivative programs of svd and eigh read it as one
     instruction."""
 
+    extent_generic = True  # its rules read ranks only
     eps: float
     squared: bool
 
@@ -310,6 +312,7 @@ class Svd(LinalgOp):
     """The thin ``A = U diag(S) Vh``; outputs ``U, S, Vh`` and, with the canonical
     gauge, the pivot mask of ``U``'s columns (bool, internal)."""
 
+    extent_generic = True  # its JVP branches on which of M, N exceed K only
     eps: float
     gauge: str
 
@@ -455,6 +458,7 @@ class Eigh(LinalgOp):
     """``A = V diag(w) V^H`` from the ``uplo`` triangle of ``A``; outputs ``w``
     (ascending, real), ``V`` and, with the canonical gauge, the pivot mask (internal)."""
 
+    extent_generic = True  # its rules read ranks, flags and the eigenvalue count only
     uplo: str
     eps: float
     gauge: str

@@ -54,6 +54,32 @@ class DotGeneral(TensorPrimitive):
     name = "dot_general"
     extent_generic = True  # the rules read ranks and dimension numbers only
 
+    def extent_facts(self) -> Any:
+        return ()  # its derivative programs hold no extent
+
+    def any_extent_kernel(self) -> Any:
+        """``impl``'s batched matmul with the extents read from the arrays."""
+        lhs, rhs = self.inputs
+        lhs_free = _free(lhs.ndim, self.lhs_contracting, self.lhs_batch)
+        rhs_free = _free(rhs.ndim, self.rhs_contracting, self.rhs_batch)
+        lhs_perm = (*self.lhs_batch, *lhs_free, *self.lhs_contracting)
+        rhs_perm = (*self.rhs_batch, *self.rhs_contracting, *rhs_free)
+        lhs_keep = lhs_perm == tuple(range(lhs.ndim))
+        rhs_keep = rhs_perm == tuple(range(rhs.ndim))
+        batch, contracting = self.lhs_batch, self.lhs_contracting
+        prod, matmul = math.prod, np.matmul
+
+        def run(a: Any, b: Any) -> Any:
+            ls, rs = a.shape, b.shape
+            lf, rf = [ls[i] for i in lhs_free], [rs[i] for i in rhs_free]
+            n = [ls[i] for i in batch]
+            size, k = prod(n), prod([ls[i] for i in contracting])
+            a = (a if lhs_keep else a.transpose(lhs_perm)).reshape(size, prod(lf), k)
+            b = (b if rhs_keep else b.transpose(rhs_perm)).reshape(size, k, prod(rf))
+            return matmul(a, b).reshape((*n, *lf, *rf))
+
+        return run
+
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
         from tenferro.batching.rules import move_axis, rebind
 

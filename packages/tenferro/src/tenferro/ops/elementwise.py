@@ -156,6 +156,7 @@ class Div(Elementwise):
     """``x / y``; on integers it truncates toward zero (StableHLO) and rejects zero divisors."""
 
     name = "div"
+    extent_generic = True  # elementwise, without a ufunc (integer division checks zeros)
 
     def impl(self, x: Any, y: Any) -> Any:
         if self.inputs[0].dtype.kind == "i":
@@ -373,6 +374,7 @@ class Select(TensorPrimitive):
     """``where(pred, on_true, on_false)``; the predicate is never differentiated."""
 
     name = "select"
+    extent_generic = True  # elementwise, without a ufunc
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
         from tenferro.batching.rules import elementwise
@@ -503,6 +505,7 @@ class Complex(Elementwise):
     name = "complex"
     kinds = "f"
     linear = True
+    extent_generic = True  # elementwise, without a ufunc
 
     def result_dtype(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return complex_dtype(dtype)

@@ -18,7 +18,15 @@ from typing import Any
 import numpy as np
 
 from tenferro import lax
-from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs, check_static, primitive
+from tenferro.core.primitive import (
+    RuleValue,
+    TensorPrimitive,
+    Ts,
+    Xs,
+    check_static,
+    extent_pattern,
+    primitive,
+)
 from tenferro.errors import AxisError, DTypeError, ShapeError
 from tenferro.meta import Meta, normalize_axis
 
@@ -58,9 +66,25 @@ class Slice(TensorPrimitive):
         return rebind(self, [x], starts=starts, limits=limits, strides=(1, *self.strides)), [0]
 
     linear = True
+    extent_generic = True  # limits follow from the output extents (canonical ones only)
+    extent_params = ("limits",)
+    extent_offsets = ("starts",)
     starts: tuple[int, ...]
     limits: tuple[int, ...]
     strides: tuple[int, ...]
+
+    def extent_facts(self) -> Any:
+        if self.limits != _canonical_limits(self.starts, self.strides, self.outputs[0].shape):
+            return None
+        return extent_pattern((*self.inputs, *self.outputs))
+
+    @classmethod
+    def remake(
+        cls, inputs: tuple[Meta, ...], outputs: tuple[Meta, ...], params: dict[str, Any]
+    ) -> Slice:
+        starts, strides = params["starts"], params["strides"]
+        limits = _canonical_limits(starts, strides, outputs[0].shape)
+        return cls.make(inputs, starts=starts, limits=limits, strides=strides)
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
@@ -110,6 +134,16 @@ class Slice(TensorPrimitive):
         return [lax.pad(cts[0], self.starts, high, interior)]
 
 
+def _canonical_limits(
+    starts: tuple[int, ...], strides: tuple[int, ...], counts: tuple[int, ...]
+) -> tuple[int, ...]:
+    """The smallest limits taking ``counts`` elements from ``starts`` by ``strides``."""
+    return tuple(
+        start + ((count - 1) * stride + 1 if count else 0)
+        for start, stride, count in zip(starts, strides, counts, strict=True)
+    )
+
+
 @primitive
 class Pad(TensorPrimitive):
     """Zero padding: ``low`` and ``high`` per axis (negative crops), ``interior`` zeros
@@ -125,9 +159,25 @@ class Pad(TensorPrimitive):
         return rebind(self, [x], **config), [0]
 
     linear = True
+    extent_generic = True  # ``high`` follows from the output extents
+    extent_params = ("high",)
+    extent_offsets = ("low",)
     low: tuple[int, ...]
     high: tuple[int, ...]
     interior: tuple[int, ...]
+
+    @classmethod
+    def remake(
+        cls, inputs: tuple[Meta, ...], outputs: tuple[Meta, ...], params: dict[str, Any]
+    ) -> Pad:
+        low, interior = params["low"], params["interior"]
+        high = tuple(
+            size - lo - ((n - 1) * (inner + 1) + 1 if n else 0)
+            for size, lo, inner, n in zip(
+                outputs[0].shape, low, interior, inputs[0].shape, strict=True
+            )
+        )
+        return cls.make(inputs, low=low, high=high, interior=interior)
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
@@ -207,6 +257,11 @@ class Concatenate(TensorPrimitive):
         return rebind(self, fronted, axis=self.axis + 1), [0]
 
     linear = True
+    extent_generic = True  # as an instruction: its operands' metas give its output
+
+    def extent_facts(self) -> Any:
+        return None  # as a node, no class: its transpose slices at extent-derived offsets
+
     axis: int
 
     def infer(self) -> tuple[Meta]:

@@ -69,6 +69,10 @@ class Reduction(TensorPrimitive):
 class ReduceSum(Reduction):
     name = "reduce_sum"
     linear = True
+    extent_generic = True  # its transpose broadcasts back to its operand's metas
+
+    def any_extent_kernel(self) -> Any:
+        return self.impl  # a sum over axes (its plan reads the rank only)
 
     def impl(self, x: Any) -> Any:
         plan = self._prepared  # (axis argument, dtype): numpy's cheapest spelling of both

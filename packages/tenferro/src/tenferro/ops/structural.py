@@ -17,7 +17,14 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.core.bind import bind1
-from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs, check_static, primitive
+from tenferro.core.primitive import (
+    RuleValue,
+    TensorPrimitive,
+    Ts,
+    Xs,
+    check_static,
+    primitive,
+)
 from tenferro.dtypes import bool_, is_inexact
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import AxisError, ShapeError
@@ -59,6 +66,13 @@ class Transpose(TensorPrimitive):
 
     linear = True
     extent_generic = True  # its transpose is the inverse permutation
+
+    def extent_facts(self) -> Any:
+        return ()  # its derivative programs hold no extent
+
+    def any_extent_kernel(self) -> Any:
+        return self.impl  # a permutation of the axes, whatever their extents
+
     permutation: tuple[int, ...]
 
     def infer(self) -> tuple[Meta]:
@@ -88,7 +102,15 @@ class Reshape(TensorPrimitive):
         return rebind(self, [x], shape=(x.meta.shape[0], *self.shape)), [0]
 
     linear = True
+    extent_generic = True  # its rules reshape to its own metas' shapes
+    extent_params = ("shape",)
     shape: tuple[int, ...]
+
+    @classmethod
+    def remake(
+        cls, inputs: tuple[Meta, ...], outputs: tuple[Meta, ...], params: dict[str, Any]
+    ) -> Reshape:
+        return cls.make(inputs, shape=outputs[0].shape)
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
@@ -126,8 +148,16 @@ class BroadcastInDim(TensorPrimitive):
         return rebind(self, [x], shape=shape, dims=(0, *(d + 1 for d in self.dims))), [0]
 
     linear = True
+    extent_generic = True  # its transpose sums the axes its metas show broadcast
+    extent_params = ("shape",)
     shape: tuple[int, ...]
     dims: tuple[int, ...]
+
+    @classmethod
+    def remake(
+        cls, inputs: tuple[Meta, ...], outputs: tuple[Meta, ...], params: dict[str, Any]
+    ) -> BroadcastInDim:
+        return cls.make(inputs, shape=outputs[0].shape, dims=params["dims"])
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
@@ -209,6 +239,7 @@ class Convert(TensorPrimitive):
 
         return elementwise(self, xs, dims)
 
+    extent_generic = True  # elementwise: its rules read dtypes only
     dtype: np.dtype[Any]
 
     def infer(self) -> tuple[Meta]:
@@ -254,6 +285,7 @@ class ExtractDiag(TensorPrimitive):
         return rebind(self, [x], axis_a=self.axis_a + 1, axis_b=self.axis_b + 1), [0]
 
     linear = True
+    extent_generic = True  # its transpose pads where its metas show a non-square operand
     axis_a: int
     axis_b: int
 
@@ -304,6 +336,7 @@ class EmbedDiag(TensorPrimitive):
         return rebind(self, [x], axis_a=self.axis_a + 1, axis_b=self.axis_b + 1), [0]
 
     linear = True
+    extent_generic = True  # its transpose is extract_diag
     axis_a: int
     axis_b: int
 
@@ -343,6 +376,7 @@ class EmbedDiag(TensorPrimitive):
 class _Triangle(TensorPrimitive):
     __slots__ = ()
     linear = True
+    extent_generic = True  # the diagonal offset is a parameter; its transpose is itself
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
         from tenferro.batching.rules import leading

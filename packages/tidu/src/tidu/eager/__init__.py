@@ -15,6 +15,7 @@ from tidu.eager.backward import (
     topological_nodes,
 )
 from tidu.eager.derivatives import (
+    NODE_INSTANCE,
     RESPECIALIZABLE,
     DerivativeCache,
     NodeDerivative,
@@ -35,6 +36,7 @@ from tidu.eager.tape import (
 
 __all__ = [
     "EAGER_PASS",
+    "NODE_INSTANCE",
     "RESPECIALIZABLE",
     "Apply",
     "BackwardExecutor",

@@ -20,7 +20,7 @@ from operator import attrgetter
 from typing import Any, Protocol, runtime_checkable
 
 from computegraph import ValueKey
-from tidu.eager.derivatives import DerivativeCache, default_derivative_cache
+from tidu.eager.derivatives import NODE_INSTANCE, DerivativeCache, default_derivative_cache
 from tidu.eager.tape import RELEASED, Trace
 from tidu.errors import ReleasedGraphError, RuleContractError, TransformError
 from tidu.linearized import LinearizedGraph, PrimitiveGraph
@@ -233,6 +233,8 @@ def backward(
         values = saved if supply is None else supply(node)
         if needed and not needed <= values.keys():
             values = _replay(executor, recorded, values, needed)
+        if node.instance is not None:
+            values = {**values, NODE_INSTANCE: node.instance}
         if single is not None:  # one seed in, one cotangent out: no lists
             cotangent = single(seed_in, values)
             if release and saved:

@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, NamedTuple
 
-from computegraph import BoundedCache, ValueKey
+from computegraph import BoundedCache, Input, ValueKey
 from tidu.eager.recorded import EAGER_PASS, RecordedGraph
 from tidu.errors import PassReuseError
 from tidu.linearize import linearize
 from tidu.linearized import LinearizedGraph, external_keys
 
 __all__ = [
+    "NODE_INSTANCE",
     "RESPECIALIZABLE",
     "RESPECIALIZE",
     "DerivativeCache",
@@ -43,6 +44,18 @@ derived from it are marked (``linear.memo[RESPECIALIZE]``), so an executor with 
 
 RESPECIALIZE = "tidu.eager.respecialize"
 """The ``memo`` entry marking a linear map derived from a ``RESPECIALIZABLE`` graph."""
+
+
+class _NodeInstance:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "node instance"
+
+
+NODE_INSTANCE = Input(_NodeInstance())
+"""The key under which backward and forward passes hand an executor a node's
+``instance`` (see :class:`~tidu.eager.Trace`), among its values, when it has one."""
 
 
 class NodeDerivative(NamedTuple):

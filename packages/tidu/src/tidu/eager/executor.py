@@ -7,8 +7,8 @@ backward step costs a few dictionary lookups and the program's instructions.
 
 A node recorded with a ``RESPECIALIZABLE`` graph (one graph standing for its
 operation at every extent) has marked derivatives; with a ``specialize`` hook, the
-executor runs their programs as ``specialize(program, inputs)`` returns them (the
-frontend re-instantiates the instructions at the inputs' extents, and caches that).
+executor runs their programs as ``specialize(program, inputs, values)`` returns them
+(the frontend re-instantiates the instructions for the node, and caches that).
 
 By default instructions run through each operation's ``eval``. With ``apply``,
 they run as ``apply(operation, inputs, ctx)``: a frontend passes its own eager
@@ -41,9 +41,11 @@ __all__ = ["Apply", "ProgramExecutor", "Specialize"]
 Apply = Callable[[Any, Sequence[Any], Any], Sequence[Any]]
 """``apply(operation, inputs, ctx) -> outputs``: how an instruction is executed."""
 
-Specialize = Callable[[CompiledProgram, Sequence[Any]], CompiledProgram]
-"""``specialize(program, inputs) -> program``: ``program`` itself, or the same program
-with its instructions re-instantiated for the extents of ``inputs``."""
+Specialize = Callable[[CompiledProgram, Sequence[Any], Mapping[ValueKey, Any]], CompiledProgram]
+"""``specialize(program, inputs, values) -> program``: ``program`` itself, or the same
+program with its instructions re-instantiated for the node it runs for (``inputs``: the
+program's inputs; ``values``: the node's primal values, where a frontend may also keep
+what it recorded the node as)."""
 
 _MEMO = "tidu.eager.transposed_program"
 _LINEAR_MEMO = "tidu.eager.linear_program"
@@ -122,7 +124,9 @@ class _BoundProgram:
             ]
         except KeyError as missing:
             raise _missing(what, missing) from None
-        program = self.program if specialize is None else specialize(self.program, inputs)
+        program = (
+            self.program if specialize is None else specialize(self.program, inputs, external_data)
+        )
         values = program.eval(inputs, eval_ctx, apply=apply)
         return [None if position is None else values[position] for position in self.results]
 
@@ -138,6 +142,32 @@ def _only_kernel(program: CompiledProgram) -> Callable[..., Any] | None:
     make = getattr(instruction.operation, "kernel", None)
     kernel: Callable[..., Any] | None = None if make is None else make()
     return kernel
+
+
+def _single_specialized(
+    plan: _BoundProgram, specialize: Specialize, eval_ctx: Any
+) -> Callable[[Any, Mapping[ValueKey, Any]], Any] | None:
+    """The one-seed runner of a respecialised transpose of one or two inputs (the seed,
+    then maybe one saved value): the program ``specialize`` returns for the node, as
+    its one kernel when it is one instruction."""
+    program, bindings = plan.program, plan.bindings
+    saved = bindings[1] if len(bindings) == 2 else None
+    if saved is not None and not isinstance(saved, ValueKey):
+        return None
+
+    def run(seed: Any, values: Mapping[ValueKey, Any]) -> Any:
+        if saved is None:
+            inputs = [seed]
+        else:
+            try:
+                inputs = [seed, values[saved]]
+            except KeyError as missing:
+                raise _missing("backward: the transpose", missing) from None
+        made = specialize(program, inputs, values)
+        kernel = _only_kernel(made)
+        return kernel(*inputs) if kernel is not None else made.eval(inputs, eval_ctx)[0]
+
+    return run
 
 
 def _missing(what: str, missing: KeyError) -> TransformError:
@@ -232,7 +262,7 @@ class ProgramExecutor:
             raise _missing("backward: the transpose", missing) from None
         program = plan.program
         if self._specialize is not None and linear.memo.get(RESPECIALIZE):
-            program = self._specialize(program, inputs)
+            program = self._specialize(program, inputs, external_data)
         values = program.eval(inputs, self._eval_ctx, apply=self._apply)
         return [None if position is None else values[position] for position in plan.results]
 
@@ -277,6 +307,7 @@ class ProgramExecutor:
         specialize = self._specialize
         if specialize is not None and linear.memo.get(RESPECIALIZE):
             program = plan.program
+            single = apply is None and results == (0,) and _only_kernel(program) is not None
 
             def run_specialized(
                 seeds: Sequence[Any], values: Mapping[ValueKey, Any]
@@ -288,7 +319,12 @@ class ProgramExecutor:
                     ]
                 except KeyError as missing:
                     raise _missing("backward: the transpose", missing) from None
-                out = specialize(program, inputs).eval(inputs, eval_ctx, apply=apply)
+                specialized = specialize(program, inputs, values)
+                if single:  # one instruction: its kernel, not an interpreted program
+                    kernel = _only_kernel(specialized)
+                    if kernel is not None:
+                        return [kernel(*inputs)]
+                out = specialized.eval(inputs, eval_ctx, apply=apply)
                 return [None if position is None else out[position] for position in results]
 
             return run_specialized
@@ -361,13 +397,11 @@ class ProgramExecutor:
         one cotangent (the optional hook :func:`~tidu.eager.backward` prefers to
         :meth:`transposer` there: no lists per node). ``None`` unless the compiled
         transpose is one or two inputs (the seed, then maybe one saved value) and one
-        result, and :meth:`transposer` would bind it (no override, no respecialising,
-        no ``apply``)."""
+        result, and :meth:`transposer` would bind it (no override, no ``apply``); a
+        respecialised program runs as the ``specialize`` hook returns it."""
         if type(self).run_transposed_linear is not ProgramExecutor.run_transposed_linear:
             return None
-        if self._apply is not None or (
-            self._specialize is not None and linear.memo.get(RESPECIALIZE)
-        ):
+        if self._apply is not None:
             return None
         plan: _BoundProgram | None = linear.memo.get(_MEMO)
         if plan is None:
@@ -377,6 +411,8 @@ class ProgramExecutor:
         bindings = plan.bindings
         if plan.results != (0,) or not 1 <= len(bindings) <= 2 or bindings[0] != 0:
             return None
+        if self._specialize is not None and linear.memo.get(RESPECIALIZE):
+            return _single_specialized(plan, self._specialize, self._eval_ctx)
         kernel = _only_kernel(plan.program)
         evaluate, eval_ctx = plan.program.eval, self._eval_ctx
         if len(bindings) == 1:

@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from computegraph import ValueKey
 from tidu.eager.backward import node_values, topological_nodes
-from tidu.eager.derivatives import DerivativeCache, default_derivative_cache
+from tidu.eager.derivatives import NODE_INSTANCE, DerivativeCache, default_derivative_cache
 from tidu.eager.tape import Trace
 from tidu.errors import ADRuleError, RuleContractError
 from tidu.linearized import LinearizedGraph, PrimitiveGraph
@@ -138,6 +138,8 @@ def _push(
     if not derivative.needed <= values.keys():
         replayed = executor.execute_forward(PrimitiveGraph(node.recorded.graph), values)
         values = {**replayed, **values}
+    if node.instance is not None:
+        values = {**values, NODE_INSTANCE: node.instance}
     tangent_out = executor.run_linear(derivative.linear, tangent_in, values, ctx)
     expected = len(node.output_keys) if slot is None else 1
     if len(tangent_out) != expected:

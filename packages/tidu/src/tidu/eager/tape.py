@@ -111,6 +111,7 @@ class Trace:
         "__weakref__",
         "active",
         "edges",
+        "instance",
         "output_keys",
         "recorded",
         "saved_data",
@@ -124,6 +125,7 @@ class Trace:
         saved_data: dict[ValueKey, Any],
         edges: tuple[Any, ...],
         active: tuple[int, ...] | None = None,
+        instance: Any = None,
     ) -> None:
         self.recorded = recorded
         self.output_keys = output_keys
@@ -140,6 +142,11 @@ class Trace:
         with respect to those only)."""
         self.serial = next(_TRACE_SERIALS)
         """Creation order: a producer's serial is smaller than its consumers'."""
+        self.instance = instance
+        """The frontend's token for what this node ran when ``recorded`` stands for
+        several operations (``RESPECIALIZABLE``), else ``None``; the passes hand it to
+        the executor among the node's values (under ``NODE_INSTANCE``). Kept on release:
+        it is structure, not a saved value."""
 
     @property
     def input_edges(self) -> list[tuple[Trace | None, ValueKey, bool]]:
