@@ -10,7 +10,7 @@ from computegraph import DictCache
 from tenferro import lax
 from tenferro.core.bind import lift
 from tenferro.dtypes import float64, is_complex
-from tenferro.errors import DTypeError
+from tenferro.errors import DTypeError, ScalarOverflowError
 from tenferro.ieee import IGNORE, error_state
 from tenferro.meta import broadcast_shapes
 from tenferro.ops.analytic import Cos, Exp, Log, Sin, Sqrt, Tanh
@@ -91,11 +91,24 @@ def _binary(op: str, x: Any, y: Any, kinds: str = NUMERIC) -> list[Any]:
 
 
 def _inexact(op: str, *values: Any) -> list[Any]:
-    """Operands promoted to a floating or complex dtype (integers and bool become float64)."""
+    """Operands promoted to a floating or complex dtype (integers and bool become float64).
+    A Python int beside a tensor enters as the float it becomes (numpy divides in
+    float, so an int beyond the tensor's integer dtype is no overflow)."""
+    if any(type(v) is not int for v in values):
+        values = tuple(_int_as_float(op, v) if type(v) is int else v for v in values)
     operands = prepare(op, values, kinds="bifc")
     if operands[0].meta.dtype.kind in "bi":
         operands = prepare(op, operands, dtype=float64)
     return operands
+
+
+def _int_as_float(op: str, value: int) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        raise ScalarOverflowError(
+            op, f"Python integer {value} is too large to convert to a float"
+        ) from None
 
 
 # ---------------------------------------------------------------------- arithmetic
