@@ -91,7 +91,7 @@ def shape_cases(draw: Any) -> Case:
             (str(target),),
         )
     if choice == 2:  # a non-integer extent
-        extent = draw(st.sampled_from([2.5, 0.5, 3.0, "2"]))
+        extent = draw(st.sampled_from([2.5, 0.5, 3.0, "2", True, np.bool_(False)]))
         name = draw(st.sampled_from(["ones", "zeros", "reshape"]))
         if name == "reshape":
             return Case(
@@ -589,6 +589,7 @@ def test_the_issue_instances():
     for call, op, fragment in [
         (lambda: tf.ones((2.5,)), "ones", "2.5"),
         (lambda: tf.reshape(tf.ones(6), (2.5, 3)), "reshape", "2.5"),
+        (lambda: tf.reshape(tf.ones(6), (True, 6)), "reshape", "True"),  # numpy refuses too
         (lambda: tf.arange(0, 10, 0), "arange", "step"),
         (lambda: tf.ones((-1, 2)), "ones", "-1"),
         (lambda: tf.ones((1,) * 65), "ones", "65"),

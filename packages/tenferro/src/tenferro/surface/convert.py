@@ -75,7 +75,7 @@ def as_shape(shape: Any, op: str, *, allow_unknown: bool = False) -> tuple[int, 
     """``shape`` (an integer or a sequence of integers) as a tuple of extents.
 
     Rejects, with a ``ShapeError`` naming ``op`` and the shape: non-integer extents
-    (``2.5``, strings), negative extents (``-1`` is allowed once when
+    (``2.5``, strings, bools), negative extents (``-1`` is allowed once when
     ``allow_unknown``), ranks above :data:`MAX_RANK`, and sizes no array can have.
     """
     if type(shape) is tuple and len(shape) <= MAX_RANK:  # the common case, checked fast
@@ -87,6 +87,8 @@ def as_shape(shape: Any, op: str, *, allow_unknown: bool = False) -> tuple[int, 
                 return shape
     items = (shape,) if _is_integer(shape) else shape
     try:
+        if any(isinstance(n, (bool, np.bool_)) for n in items):
+            raise TypeError  # numpy: "an integer is required"
         extents = tuple(operator.index(n) for n in items)
     except TypeError:
         raise ShapeError(
