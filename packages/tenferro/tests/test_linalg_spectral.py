@@ -101,6 +101,19 @@ def test_vector_norms_match_numpy(shape, dt, order, keepdims, seed):
     _close(tf.linalg.norm(x), np.linalg.norm(x), dt)
 
 
+@pytest.mark.parametrize("order", [1, 2, 3.5, 0.5, 0, math.inf, -1, -2, -0.5])
+@pytest.mark.parametrize("shape", [(0,), (3, 0)])
+def test_vector_norms_of_empty_vectors_match_numpy(shape, order):
+    """Over no entries, numpy's norms are 0, except negative orders (0 ** (1/ord) = inf);
+    the largest |x| of none is 0 (numpy's ``initial``)."""
+    x = np.zeros(shape)
+    with np.errstate(divide="ignore"):
+        expected = np.linalg.vector_norm(x, ord=order, axis=-1)
+    got = np.asarray(tf.linalg.vector_norm(x, order, axis=-1))
+    np.testing.assert_array_equal(got, expected)
+    assert got.shape == expected.shape
+
+
 @given(
     dt=st.sampled_from(INEXACT),
     order=st.sampled_from(["fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf]),

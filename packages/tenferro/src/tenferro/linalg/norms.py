@@ -51,10 +51,12 @@ def _axes(op: str, x: Any, axis: Axis) -> tuple[int, ...]:
 
 
 def _root(total: Any, order: float) -> Any:
-    """``total ** (1 / order)`` with derivative 0 (not inf) where ``total`` is 0."""
+    """``total ** (1 / order)`` with derivative 0 (not inf) where ``total`` is 0 (an
+    empty or zero vector; for a negative ``order`` only an empty one, whose norm is
+    ``0 ** (1 / order) = inf``, as numpy's)."""
     zero = total == 0
     safe = where(zero, 1, total)
-    return where(zero, 0, safe ** (1.0 / order))
+    return where(zero, math.inf if order < 0 else 0, safe ** (1.0 / order))
 
 
 @register("linalg.norm2")
@@ -107,6 +109,8 @@ def _vector_norm(x: Any, order: float, axes: tuple[int, ...], keepdims: bool) ->
         return Norm2.bind(x, axes=tuple(sorted(axes)), keepdims=bool(keepdims))
     magnitude = abs_(x)
     if order == math.inf:
+        if any(x.meta.shape[a] == 0 for a in axes):  # numpy: the largest of none is 0
+            return sum(magnitude, axis=axes, keepdims=keepdims)
         return amax(magnitude, axis=axes, keepdims=keepdims)
     if order == -math.inf:
         return amin(magnitude, axis=axes, keepdims=keepdims)
