@@ -55,7 +55,11 @@ def sweep(m: Any, svd: Any, cores: list[Any]) -> Any:
     return total
 
 
-def bench_w4(report: Report) -> None:
+def bench_w4(report: Report, rounds: int = 7) -> None:
+    """W4 eager vs torch eager, interleaved call by call in rounds (each round keeps each
+    side's fastest of 10 calls; the ratio is the median of the rounds' ratios)."""
+    from bench_tenferro import _interleaved, _ratio
+
     cores = mps(np.random.default_rng(0))
 
     def ours_svd(a: Any) -> Any:
@@ -67,40 +71,49 @@ def bench_w4(report: Report) -> None:
         return [t.grad for t in tracked]
 
     ours()
-    t_ours = median(timings(ours, 30))
+    if not have("torch"):
+        t_ours = median(timings(ours, 30))
+        report.add(
+            workload="W4 eager truncated-SVD sweep grad",
+            L=L,
+            chi=f"{CHI_IN}->{CHI_OUT}",
+            ms=t_ours * 1e3,
+        )
+        return
+    import torch
+
+    torch.set_num_threads(1)
+
+    def torch_svd(a: Any) -> Any:
+        u, s, vh = torch.linalg.svd(a, full_matrices=False)
+        return u[:, :CHI_OUT], s[:CHI_OUT], vh[:CHI_OUT]
+
+    def theirs() -> list[Any]:
+        tracked = [torch.tensor(c, requires_grad=True) for c in cores]
+        sweep(torch, torch_svd, tracked).backward()
+        return [t.grad for t in tracked]
+
+    # The last core does not reach the loss: both leave its gradient None.
+    diff = max(
+        float(np.max(np.abs(np.asarray(a) - b.numpy())))
+        for a, b in zip(ours(), theirs(), strict=True)
+        if a is not None and b is not None
+    )
+    got = _interleaved({"tf": ours, "torch": theirs}, rounds, 10)
+    ratio, spread = _ratio(got["tf"], got["torch"])
     report.add(
         workload="W4 eager truncated-SVD sweep grad",
         L=L,
         chi=f"{CHI_IN}->{CHI_OUT}",
-        ms=t_ours * 1e3,
+        ms=median(got["tf"]) * 1e3,
     )
-    if have("torch"):
-        import torch
-
-        torch.set_num_threads(1)
-
-        def torch_svd(a: Any) -> Any:
-            u, s, vh = torch.linalg.svd(a, full_matrices=False)
-            return u[:, :CHI_OUT], s[:CHI_OUT], vh[:CHI_OUT]
-
-        def theirs() -> list[Any]:
-            tracked = [torch.tensor(c, requires_grad=True) for c in cores]
-            sweep(torch, torch_svd, tracked).backward()
-            return [t.grad for t in tracked]
-
-        # The last core does not reach the loss: both leave its gradient None.
-        diff = max(
-            float(np.max(np.abs(np.asarray(a) - b.numpy())))
-            for a, b in zip(ours(), theirs(), strict=True)
-            if a is not None and b is not None
-        )
-        t = median(timings(theirs, 30))
-        report.add(
-            workload="W4 torch eager",
-            ms=t * 1e3,
-            ratio_torch_over_tenferro=t / t_ours,
-            max_grad_difference=diff,
-        )
+    report.add(
+        workload="W4 torch eager",
+        ms=median(got["torch"]) * 1e3,
+        ratio_torch_over_tenferro=1 / ratio,
+        tenferro_over_torch_range=spread,
+        max_grad_difference=diff,
+    )
 
 
 # ---------------------------------------------------------------------- W6
