@@ -157,17 +157,18 @@ def _mlp_args() -> tuple[Any, ...]:
 
 def test_peaks_stay_within_the_liveness_minimum():
     x0 = np.linspace(0.0, 1.0, SIZE)
-    cases: list[tuple[Any, tuple[Any, ...], tuple[int, ...]]] = [
-        (_sin_chain, (x0,), (0,)),
-        (_branches, (x0,), (0,)),
-        (_mlp, _mlp_args(), (1, 2, 3)),
+    # (function, arguments, argnums, arrays of SIZE elements its residuals hold at least)
+    cases: list[tuple[Any, tuple[Any, ...], tuple[int, ...], int]] = [
+        (_sin_chain, (x0,), (0,), 10),
+        (_branches, (x0,), (0,), 10),
+        (_mlp, _mlp_args(), (1, 2, 3), 5),
     ]
-    for f, args, argnums in cases:
+    for f, args, argnums, arrays in cases:
         gradient = tf.jit(tf.grad(f, argnums=argnums))
         gradient(*args)
         (plan,) = list(gradient.cache._entries.values())  # type: ignore[attr-defined]
         minimum = liveness_peak(plan.program.program)
-        assert minimum >= 5 * 8 * SIZE  # activations of 1e5-element arrays dominate
+        assert minimum >= arrays * 8 * SIZE  # residuals of 1e5-element arrays dominate
         assert _peak(lambda g=gradient, a=args: g(*a)) <= 1.2 * minimum  # type: ignore[misc]
 
         def eager(f: Any = f, args: Any = args, argnums: Any = argnums, **retain: bool) -> None:
