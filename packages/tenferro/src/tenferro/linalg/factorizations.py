@@ -69,6 +69,15 @@ def _is_empty(meta: Meta) -> bool:
     return 0 in meta.shape
 
 
+def _zero_tangent(da: RuleValue, y: RuleValue) -> RuleValue:
+    """The (zero) tangent of output ``y`` of an empty matrix's factorization: ``y`` times
+    the sum of ``da``'s no elements. It is built from ``da`` and ``y`` as the tangent of a
+    non-empty matrix is, so a gradient taken with ``create_graph=True`` depends on the
+    input and can be differentiated again (values are exactly zero)."""
+    total = lax.reduce_sum(da, tuple(range(da.meta.ndim)))
+    return lax.mul(y, lax.broadcast_in_dim(total, y.meta.shape, ()))
+
+
 # ---------------------------------------------------------------------- QR
 
 
@@ -125,8 +134,10 @@ class QR(LinalgOp):
     ) -> list[RuleValue | None]:
         (a,), (q, r), (da,) = xs, ys, ts
         m, n = a.meta.shape[-2:]
-        if da is None or _is_empty(a.meta):
+        if da is None:
             return [None, None]
+        if _is_empty(a.meta):
+            return [_zero_tangent(da, q), _zero_tangent(da, r)]
         if self.complete and m > n:
             # Q's leading columns as A R1^-1, so that no derivative flows through Q.
             r1 = matrix_slice(r, (0, n), (0, n))
@@ -237,8 +248,10 @@ class Cholesky(LinalgOp):
         ts: tuple[RuleValue | None, ...],
     ) -> list[RuleValue | None]:
         (y,), (da,) = ys, ts
-        if da is None or _is_empty(y.meta):
+        if da is None:
             return [None]
+        if _is_empty(y.meta):
+            return [_zero_tangent(da, y)]
         lower = adjoint(y) if self.upper else y
         dh = lax.mul(lax.add(da, adjoint(da)), lax.full_like(da, 0.5))
         left = triangular_solve(lower, dh, upper=False, caller="cholesky")  # L^-1 dA
@@ -328,8 +341,10 @@ class LU(LinalgOp):
         ts: tuple[RuleValue | None, ...],
     ) -> list[RuleValue | None]:
         (a,), (p, lower, upper, pivots), (da,) = xs, ys, ts
-        if da is None or _is_empty(a.meta):
+        if da is None:
             return [None, None, None, None]
+        if _is_empty(a.meta):
+            return [None, _zero_tangent(da, lower), _zero_tangent(da, upper), None]
         dl, du = _lu_tangents(pivot_rows(da, pivots, inverse=False), lower, upper)
         reason = "the permutation is piecewise constant in A (it jumps where pivots change)"
         return [lax.no_derivative("linalg.lu", 0, da, p.meta, reason), dl, du, None]
@@ -447,8 +462,10 @@ class LUFactor(LinalgOp):
         ts: tuple[RuleValue | None, ...],
     ) -> list[RuleValue | None]:
         (a,), (packed, pivots), (da,) = xs, ys, ts
-        if da is None or _is_empty(a.meta):
+        if da is None:
             return [None, None]
+        if _is_empty(a.meta):
+            return [_zero_tangent(da, packed), None]
         m, n = a.meta.shape[-2:]
         k = min(m, n)
         nd = a.meta.ndim
