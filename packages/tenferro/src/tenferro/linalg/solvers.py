@@ -203,8 +203,8 @@ class Solve(LinalgOp):
     factoring A again (torch's linalg.solve saves its LU factors the same way). Larger
     batches (of small matrices, in practice) take numpy's batched solver, which returns
     no factors; their derivatives solve again. The factors are not a result of the
-    public functions and have no derivative (the family that reads them differentiates
-    through A itself)."""
+    public functions; their JVP leaves their tangent out (the family that reads them
+    differentiates through A itself and does not read it)."""
 
     caller: str
 
@@ -251,10 +251,13 @@ class Solve(LinalgOp):
         if rhs is None:
             return [None, None, None]
         factors, pivots = factored
-        reason = "the LU factors are internal to solve's derivative rules"
+        # The factors' tangent is left out (not a no_derivative marker, which eager
+        # forward mode evaluates and raises on whether or not it is used): their only
+        # reader, linalg.solve_with_factors, does not read it, and no public function
+        # returns the factors.
         return [
             solve_with_factors(a, factors, pivots, rhs, adjoint=False, caller=self.caller),
-            lax.no_derivative("linalg.solve", 1, rhs, factors.meta, reason),
+            None,
             None,
         ]
 
@@ -382,7 +385,7 @@ def solve(a: Any, b: Any) -> Any:
     check_matrix(name, b.meta)
     if a.meta.shape[:-2] != b.meta.shape[:-2]:
         a, b = broadcast_batch(name, a, b)
-    x = Solve.bind(a, b, caller=name)[0]
+    x = general_solve(a, b, caller=name)
     return lax.reshape(x, x.meta.shape[:-1]) if vector else x
 
 
