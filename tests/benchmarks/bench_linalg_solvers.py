@@ -7,7 +7,8 @@
   negligible there).
 
 PyTorch runs side by side when installed (single-threaded, inputs built outside the
-timed region). Figures are medians; ratios are torch / tenferro (above 1: tenferro is
+timed region). Runs interleave call by call in rounds; figures are medians of the rounds' best
+calls and ratios medians of the per-round ratios, torch / tenferro (above 1: tenferro is
 faster). Targets (issue 11): <= 1.1x torch at n >= 256, <= 1.0x torch per-call
 overhead at n <= 8. Benchmarks report, never assert.
 """
@@ -27,7 +28,8 @@ for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 sys.path.insert(0, str(Path(__file__).parent))
 
 import numpy as np  # noqa: E402
-from bench_common import Report, header, median, timings  # noqa: E402
+from bench_common import Report, header, median  # noqa: E402
+from bench_tenferro import _interleaved  # noqa: E402
 
 import tenferro as tf  # noqa: E402
 from tenferro import linalg  # noqa: E402
@@ -83,7 +85,7 @@ def _torch(kind: str, a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> Calla
     return step
 
 
-def bench(report: Report) -> None:
+def bench(report: Report, rounds: int = 5) -> None:
     have_torch = importlib.util.find_spec("torch") is not None
     for n in SIZES:
         a, b = _inputs(n)
@@ -94,9 +96,17 @@ def bench(report: Report) -> None:
         }
         for kind, (grad, args, eager) in cases.items():
             grad(*args)  # compile once
-            traced = median(timings(lambda grad=grad, args=args: grad(*args), repeat))
             eager()
-            taped = median(timings(eager, repeat))
+            runs: dict[str, Callable[[], Any]] = {
+                "grad": lambda grad=grad, args=args: grad(*args),
+                "eager": eager,
+            }
+            if have_torch:
+                runs["torch"] = _torch(kind, a, b)
+                runs["torch"]()
+            # Interleaved call by call in rounds (load drift hits every run alike).
+            got = _interleaved(runs, rounds, max(1, repeat // rounds))
+            traced, taped = median(got["grad"]), median(got["eager"])
             row: dict[str, Any] = {
                 "workload": f"W6 grad {'sum Q + sum R' if kind == 'qr' else 'sum solve'}",
                 "n": n,
@@ -104,15 +114,16 @@ def bench(report: Report) -> None:
                 "tf_eager_us": taped * 1e6,
             }
             if have_torch:
-                step = _torch(kind, a, b)
                 row["same_gradient"] = bool(  # the same maths (QR: same LAPACK gauge)
-                    np.allclose(step().numpy(), np.asarray(grad(*args)), rtol=1e-6, atol=1e-8)
+                    np.allclose(
+                        runs["torch"]().numpy(), np.asarray(grad(*args)), rtol=1e-6, atol=1e-8
+                    )
                 )
-                step()
-                t = median(timings(step, repeat))
-                row["torch_us"] = t * 1e6
-                row["ratio_torch_over_tf_grad"] = t / traced
-                row["ratio_torch_over_tf_eager"] = t / taped
+                ratios_grad = [t / x for t, x in zip(got["torch"], got["grad"], strict=True)]
+                ratios_eager = [t / x for t, x in zip(got["torch"], got["eager"], strict=True)]
+                row["torch_us"] = median(got["torch"]) * 1e6
+                row["ratio_torch_over_tf_grad"] = median(ratios_grad)
+                row["ratio_torch_over_tf_eager"] = median(ratios_eager)
             report.add(**row)
 
 

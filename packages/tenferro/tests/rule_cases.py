@@ -281,6 +281,7 @@ CASES = [
     Case("dot_general_matmul", _dot((3, 4), (4, 2), (1,), (0,)), shapes=((),)),
     Case("dot_general_batched", _dot((4, 3, 2), (2, 3, 5), (1,), (1,), (2,), (0,)), shapes=((),)),
     Case("dot_general_outer", _dot((3,), (2,), (), ()), shapes=((),)),
+    Case("dot_general_batched_outer", _dot((2, 3, 4), (3, 5), (), (), (1,), (0,)), shapes=((),)),
     Case("dot_general_inner", _dot((3,), (3,), (0,), (0,)), shapes=((),)),
     Case("dot_general_empty", _dot((2, 0), (0, 3), (1,), (0,)), shapes=((),)),
     # ---- reductions

@@ -19,7 +19,10 @@ from tenferro_support import sample
 import tenferro as tf
 from tenferro import linalg
 from tenferro.algebra import adjoint, eye_like, matmul
+from tenferro.core.bind import bind
+from tenferro.linalg import lapack
 from tenferro.linalg.functions import expm_frechet
+from tenferro.linalg.solvers import Solve, solve_with_factors
 
 BATCHES = ((2,),)  # batched kernels; unbatched matrices in the cases with shapes=((),)
 
@@ -67,6 +70,18 @@ def _lu_solve(trans: int) -> Callable[[Any, Any], Any]:
     return f
 
 
+def _with_factors(adjoint: bool) -> Callable[[Any, Any], Any]:
+    """``linalg.solve_with_factors`` on the factors ``linalg.solve`` made of the same A
+    (the only use of that family: its contract needs A's own factors)."""
+
+    def f(a: Any, b: Any) -> Any:
+        a, b = tf.asarray(a), tf.asarray(b)
+        _, factors, pivots = bind(Solve.make((a.meta, b.meta), caller="solve"), (a, b))
+        return solve_with_factors(a, factors, pivots, b, adjoint=adjoint, caller="solve")
+
+    return f
+
+
 def _frechet(dt: Any, batch: tuple[int, ...], rng: np.random.Generator) -> Any:
     a = 0.5 * sample((*batch, 3, 3), dt, rng)
     e = sample((*batch, 3, 3), dt, rng)
@@ -80,6 +95,16 @@ def _lu_thin(a: Any) -> Any:
 
 CASES: list[Case] = [
     Case("linalg_solve", _solve_like(linalg.solve), shapes=BATCHES),
+    *(
+        Case(f"linalg_solve_with_factors{'_adjoint' if h else ''}", _solve_like(_with_factors(h)))
+        for h in (False, True)
+    ),
+    # more matrices than the kernels loop over: numpy's batched solver, no saved factors
+    Case(
+        "linalg_solve_large_batch",
+        _solve_like(linalg.solve, n=2, k=1),
+        shapes=((lapack.LOOP_LIMIT + 1,),),
+    ),
     Case("linalg_solve_vector", _solve_like(lambda a, b: linalg.solve(a, b[..., 0])), shapes=((),)),
     *(
         Case(

@@ -304,9 +304,21 @@ def test_matrix_steps_use_dot_general():
     text = tf.format_graph(tf.einsum("ij,jk,kl->il", x, y, z))
     assert text.count("dot_general") == 2
     assert "einsum" not in text
+    # Outer products (batched or not) are dot_generals without contracted axes, their
+    # operands in the order that writes the output's layout (no transpose after).
     outer = tf.format_graph(tf.einsum("i,j->ij", tf.placeholder((3,)), tf.placeholder((2,))))
-    assert "mul" in outer
-    assert "dot_general" not in outer
+    assert "dot_general[lhs_contracting=(), rhs_contracting=()" in outer
+    assert "mul" not in outer
+    swapped = tf.format_graph(
+        tf.einsum("ti,to->toi", tf.placeholder((2, 3)), tf.placeholder((2, 5)))
+    )
+    assert "dot_general[lhs_contracting=(), rhs_contracting=(), lhs_batch=(0,)" in swapped
+    assert "transpose" not in swapped
+    assert "mul" not in swapped
+    # Scaling rows (one side has no label of its own) stays a broadcast multiply.
+    scaled = tf.format_graph(tf.einsum("ij,i->ij", x, tf.placeholder((3,))))
+    assert "mul" in scaled
+    assert "dot_general" not in scaled
     hadamard = tf.format_graph(tf.einsum("ij,ji->ij", x, tf.placeholder((4, 3))))
     assert "mul" in hadamard
     assert "dot_general" not in hadamard
@@ -315,8 +327,10 @@ def test_matrix_steps_use_dot_general():
 @settings(max_examples=60)
 @given(st.data())
 def test_products_without_contraction_are_written_in_output_order(data):
-    """Outer and batched outer products multiply straight into the output's axis order:
-    no transpose follows the product (it would leave a strided view of the result)."""
+    """Outer and batched outer products multiply straight into the output's axis order
+    (a dot_general without contracted axes, or a broadcast multiply when the order does
+    not allow one): no transpose follows the product (it would leave a strided view of
+    the result)."""
     labels = data.draw(st.permutations("abcde"))
     left = "".join(
         data.draw(st.lists(st.sampled_from(labels), min_size=1, max_size=3, unique=True))
@@ -334,7 +348,8 @@ def test_products_without_contraction_are_written_in_output_order(data):
     result = np.asarray(tf.einsum(subscripts, x, y))
     np.testing.assert_allclose(result, np.einsum(subscripts, x, y), rtol=1e-12)
     graph = tf.format_graph(tf.einsum(subscripts, tf.placeholder(x.shape), tf.placeholder(y.shape)))
-    assert "transpose" not in graph.split("mul", 1)[1], (subscripts, graph)
+    product = "dot_general" if "dot_general" in graph else "mul"  # outer: dot_general
+    assert "transpose" not in graph.split(product, 1)[1], (subscripts, graph)
 
 
 def test_eager_and_traced_agree():

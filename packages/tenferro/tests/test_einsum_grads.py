@@ -20,6 +20,8 @@ FORMS = [
     ("i->ii", [(3,)]),
     ("ij->iji", [(2, 3)]),
     ("i,j->ij", [(2,), (3,)]),
+    ("tkj,to->tokj", [(2, 3, 2), (2, 3)]),  # batched outer products (dot_general, no
+    ("tjk,to->tokj", [(2, 3, 2), (2, 3)]),  # contraction), operands swapped, transposed
     ("ij,ij->ij", [(2, 3), (2, 3)]),
     ("ij,ji->", [(2, 3), (3, 2)]),
     (",i->i", [(), (3,)]),

@@ -21,7 +21,7 @@ from tenferro.errors import LinAlgError
 from tenferro.linalg import lapack
 from tenferro.linalg.factorizations import QR, Cholesky
 from tenferro.linalg.norms import Norm2
-from tenferro.linalg.solvers import Inv, Solve, TriangularSolve
+from tenferro.linalg.solvers import Inv, Solve, SolveWithFactors, TriangularSolve
 from tenferro.linalg.spectral import Eigh, GapInverse, Lorentzian, Svd, SvdTruncate
 from tenferro.meta import Meta
 
@@ -178,6 +178,13 @@ def test_every_family_returns_the_metas_it_declares(dt, shape):
             ),
         ]
         operands += [(a,), (spd,), (spd,), (spd, a), (a, a)]
+        _, factors, pivots = Solve.make((meta, meta), caller="solve").eval((spd, a), None)
+        ops.append(
+            SolveWithFactors.make(
+                (meta, meta, Meta(pivots.shape, pivots.dtype), meta), adjoint=True, caller="s"
+            )
+        )
+        operands.append((spd, factors, pivots, a))
     for op, args in zip(ops, operands, strict=True):
         results = op.eval(args, None)
         assert len(results) == len(op.outputs), op

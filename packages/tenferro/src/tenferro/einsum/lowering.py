@@ -2,9 +2,11 @@
 
 Per operand: squeeze broadcast size-1 ellipsis axes, take diagonals of repeated labels
 (``extract_diag``), sum labels no other term needs (``reduce_sum``). Per pairwise step:
-``mul`` when nothing is summed (Hadamard products after a ``transpose``, outer and
-batched outer products after ``broadcast_in_dim``), else ``dot_general`` with batch
-(shared, kept), contracted (shared, not kept) and free labels. Finally ``transpose``
+``mul`` when nothing is summed (Hadamard products after a ``transpose``, row and column
+scalings after ``broadcast_in_dim``), else ``dot_general`` with batch (shared, kept),
+contracted (shared, not kept) and free labels -- outer and batched outer products too,
+with no contracted label, when the product's label order allows (it then writes them
+laid out as the output wants). Finally ``transpose``
 to the output order and ``embed_diag`` for repeated output labels. The primitive
 instances are made once from the operands' metas, so running a cached program only
 binds them (no planning, no validation).
@@ -166,6 +168,9 @@ def _pair(
             union = dict.fromkeys(left + right)
             labels = "".join(c for c in dict.fromkeys(output) if c in union)
             labels += "".join(c for c in union if c not in labels)
+        outer = _outer(builder, a, left, b, right, labels)
+        if outer is not None:
+            return outer, labels
         a = _arrange(builder, a, left, labels)
         b = _arrange(builder, b, right, labels)
         return builder.emit(Mul, (a, b)), labels
@@ -183,6 +188,33 @@ def _pair(
         + "".join(c for c in right if c not in shared)
     )
     return slot, labels
+
+
+def _outer(builder: _Builder, a: int, left: str, b: int, right: str, labels: str) -> int | None:
+    """An outer product (each side has labels the other lacks; shared ones are batch
+    labels) as a ``dot_general`` without contracted axes writing ``labels`` in order:
+    its kernels beat a broadcast multiply (see ``DotGeneral._plan``). ``None`` when
+    ``labels`` does not read batch, one side's, then the other side's labels (a
+    ``dot_general``'s output order), or the operands are not of one float or complex
+    dtype: the caller multiplies broadcast views instead."""
+    first, second = builder.metas[a], builder.metas[b]
+    if first.dtype != second.dtype or first.dtype.kind not in "fc":
+        return None
+    batch = "".join(c for c in labels if c in left and c in right)
+    only_left = "".join(c for c in labels if c not in right)
+    only_right = "".join(c for c in labels if c not in left)
+    if not only_left or not only_right:
+        return None  # a row or column scaling: the multiply is as fast, with less overhead
+    if labels == batch + only_right + only_left:
+        a, left, b, right, only_left, only_right = b, right, a, left, only_right, only_left
+    elif labels != batch + only_left + only_right:
+        return None
+    a = _arrange(builder, a, left, batch + only_left)
+    b = _arrange(builder, b, right, batch + only_right)
+    nb = tuple(range(len(batch)))
+    return builder.emit(
+        DotGeneral, (a, b), lhs_contracting=(), rhs_contracting=(), lhs_batch=nb, rhs_batch=nb
+    )
 
 
 def _arrange(builder: _Builder, slot: int, labels: str, target: str) -> int:

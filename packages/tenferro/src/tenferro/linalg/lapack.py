@@ -4,7 +4,8 @@
 preparation (type resolution, error-state contexts, ``triu`` masks) that costs
 several times the LAPACK work on a 4x4 matrix. These kernels call the same LAPACK
 drivers as numpy (``geqrf``/``orgqr``, ``gesdd``, ``syevd``/``heevd``, ``potrf``,
-``gesv``) and ``trtrs`` through scipy's wrappers, looked up once per dtype. They take
+``gesv``), ``getrf``/``getrs`` and ``trtrs`` through scipy's wrappers, looked up once
+per dtype (with LAPACK's optimal workspaces where scipy's defaults are minimal ones). They take
 one matrix (``[M, N]``, float32/float64/complex64/complex128, finite) and raise
 ``numpy.linalg.LinAlgError`` where numpy would (LAPACK's ``info > 0``), so the
 families' error paths serve both. :func:`apply` runs them over small batches too, so
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -27,6 +29,7 @@ __all__ = [
     "apply",
     "cholesky",
     "eigh",
+    "factor_and_solve",
     "inv",
     "looped",
     "planned_qr",
@@ -34,6 +37,7 @@ __all__ = [
     "qr_plan",
     "routine",
     "solve",
+    "solve_with_factors",
     "svd",
     "triangular_solve",
 ]
@@ -128,10 +132,31 @@ def qr_plan(m: int, n: int, dtype: np.dtype[Any], complete: bool) -> QRPlan:
     Q's columns (M for a complete QR of a tall matrix, else 0: the packed ones)."""
     k = min(m, n)
     rows = m if complete else k
+    factor = routine("geqrf", dtype)
     generate = routine("ungqr" if dtype.kind == "c" else "orgqr", dtype)
     square = m if complete and m > n else 0
     kept = None if rows == m else slice(0, rows)
-    return routine("geqrf", dtype), generate, _lower((rows, n)), kept, square
+    # scipy's default workspaces (3N) force LAPACK's unblocked code paths, several
+    # times slower on large matrices: ask the drivers for their optimal sizes once.
+    probe = np.zeros((max(m, 1), max(n, 1)), dtype, order="F")
+    factor_work = _workspace(factor(probe, lwork=-1)[2])
+    columns = square or k
+    tau = np.zeros(max(k, 1), dtype)
+    generate_work = _workspace(
+        generate(np.zeros((max(m, 1), max(columns, 1)), dtype, order="F"), tau, lwork=-1)[1]
+    )
+    return (
+        partial(factor, lwork=factor_work),
+        partial(generate, lwork=generate_work),
+        _lower((rows, n)),
+        kept,
+        square,
+    )
+
+
+def _workspace(work: Array) -> int:
+    """The optimal workspace size a LAPACK workspace query reported."""
+    return max(int(work[0].real), 1)
 
 
 def planned_qr(plan: QRPlan, a: Array) -> tuple[Array, Array]:
@@ -201,6 +226,37 @@ def solve(a: Array, b: Array) -> Array:
     """``A X = B`` for a square A and a matrix B (``gesv``, numpy's driver)."""
     _, _, x, info = routine("gesv", a.dtype)(a, b)
     _failed(info, "Singular matrix")
+    return x
+
+
+def factor_and_solve(a: Array, b: Array) -> tuple[Array, Array, Array]:
+    """``A X = B`` by LU factors that the derivative rules reuse: ``(X, F, pivots)``.
+
+    LAPACK factors ``A^T = P L U`` (``getrf`` on A's transpose: for the usual C-ordered
+    A that is already the Fortran order LAPACK works in, so no transposing copy), and
+    ``F`` is those packed factors transposed back (so ``F.T`` is them in Fortran order,
+    ready for :func:`solve_with_factors`). ``pivots`` are 0-based (int32). An exactly
+    singular A raises ``numpy.linalg.LinAlgError``, as ``gesv`` does."""
+    packed, pivots, info = routine("getrf", a.dtype)(a.T)
+    _failed(info, "Singular matrix")
+    x, info = routine("getrs", a.dtype)(packed, pivots, b, trans=1)  # (A^T)^T X = B
+    _failed(info, "getrs")
+    return x, packed.T, pivots
+
+
+def solve_with_factors(factors: Array, pivots: Array, b: Array, adjoint: bool) -> Array:
+    """``A X = B`` (or ``A^H X = B`` when ``adjoint``) from :func:`factor_and_solve`'s
+    factors of A (``getrs``: two triangular solves, no factorization)."""
+    packed = factors.T  # Fortran order when ``factors`` is C-ordered, as stored
+    getrs = routine("getrs", packed.dtype)
+    if not adjoint:
+        x, info = getrs(packed, pivots, b, trans=1)
+    elif packed.dtype.kind != "c":
+        x, info = getrs(packed, pivots, b, trans=0)  # A^H = A^T = the factored matrix
+    else:  # A^H = conj(A^T): conj(A^T) X = B is A^T conj(X) = conj(B)
+        x, info = getrs(packed, pivots, np.conj(b), trans=0)
+        x = np.conj(x, out=x)
+    _failed(info, "getrs")
     return x
 
 

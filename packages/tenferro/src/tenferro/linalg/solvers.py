@@ -16,6 +16,7 @@ torch's convention).
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections import namedtuple
 from typing import Any
@@ -24,7 +25,7 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.algebra import adjoint, matmul, trace
-from tenferro.core.bind import bind1
+from tenferro.core.bind import bind, bind1
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import LinAlgError, ShapeError
 from tenferro.extension import register
@@ -193,7 +194,17 @@ def _check_nonsingular(op: str, a: np.ndarray[Any, Any]) -> None:
 
 @register("linalg.solve")
 class Solve(LinalgOp):
-    """A X = B for square A and a matrix stack B ``[..., N, K]`` (same batch axes)."""
+    """A X = B for square A and a matrix stack B ``[..., N, K]`` (same batch axes).
+
+    Up to :data:`lapack.LOOP_LIMIT` matrices (the instances whose kernels run matrix by
+    matrix), it also outputs A's LU factors and pivots (LAPACK's layout, see
+    :func:`lapack.factor_and_solve`) for its derivative rules: the JVP solves with them
+    through ``linalg.solve_with_factors``, so reverse mode solves with A^H without
+    factoring A again (torch's linalg.solve saves its LU factors the same way). Larger
+    batches (of small matrices, in practice) take numpy's batched solver, which returns
+    no factors; their derivatives solve again. The factors are not a result of the
+    public functions; their JVP leaves their tangent out (the family that reads them
+    differentiates through A itself and does not read it)."""
 
     caller: str
 
@@ -207,14 +218,22 @@ class Solve(LinalgOp):
             raise ShapeError(
                 self.caller, f"B of shape {b.shape} does not match A of shape {a.shape}"
             )
-        return [b]
+        if math.prod(a.shape[:-2]) > lapack.LOOP_LIMIT:
+            return [b]
+        return [b, a, a.with_(shape=a.shape[:-1], dtype=np.dtype(np.int32))]
 
     def impl(self, a: Any, b: Any) -> Any:
+        factored = len(self.outputs) == 3
         if a.size == 0 or b.size == 0:
-            return np.zeros(b.shape, b.dtype)
+            x = np.zeros(b.shape, b.dtype)
+            return (x, np.zeros(a.shape, a.dtype), _no_pivots(a)) if factored else x
         check_finite(self.caller, a)
         try:
-            return lapack.apply(lapack.solve, np.linalg.solve, a, b)
+            if not factored:
+                return np.linalg.solve(a, b)
+            if a.ndim == 2:
+                return lapack.factor_and_solve(a, b)
+            return lapack.looped(lapack.factor_and_solve, a, b)
         except np.linalg.LinAlgError:
             _check_nonsingular(self.caller, a)
             raise  # pragma: no cover - LAPACK failed without an exactly singular pivot
@@ -225,9 +244,22 @@ class Solve(LinalgOp):
         ys: tuple[RuleValue, ...],
         ts: tuple[RuleValue | None, ...],
     ) -> list[RuleValue | None]:
-        (a, _), (x,), (da, db) = xs, ys, ts
+        (a, _), (x, *factored), (da, db) = xs, ys, ts
         rhs = lax.sub_tangents(db, None if da is None else matmul(da, x))
-        return [None if rhs is None else general_solve(a, rhs, caller=self.caller)]
+        if not factored:
+            return [None if rhs is None else general_solve(a, rhs, caller=self.caller)]
+        if rhs is None:
+            return [None, None, None]
+        factors, pivots = factored
+        # The factors' tangent is left out (not a no_derivative marker, which eager
+        # forward mode evaluates and raises on whether or not it is used): their only
+        # reader, linalg.solve_with_factors, does not read it, and no public function
+        # returns the factors.
+        return [
+            solve_with_factors(a, factors, pivots, rhs, adjoint=False, caller=self.caller),
+            None,
+            None,
+        ]
 
     def transpose(
         self,
@@ -237,15 +269,103 @@ class Solve(LinalgOp):
     ) -> list[RuleValue | None]:
         if active[0]:
             raise lax.not_linear(self, "the matrix")
-        (ct,), (a, _) = cts, xs
+        (ct, *_), (a, _) = cts, xs
         if ct is None:
             return [None, None]
         return [None, general_solve(adjoint(a), ct, caller=self.caller)]
 
 
+def _no_pivots(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    return np.zeros(a.shape[:-1], np.int32)
+
+
 def general_solve(a: Any, b: Any, *, caller: str) -> Any:
-    """Bind ``linalg.solve`` (matrix right-hand sides, same batch axes)."""
-    return bind1(Solve.make((a.meta, b.meta), caller=caller), (a, b))
+    """Bind ``linalg.solve`` (matrix right-hand sides, same batch axes); X only."""
+    return bind(Solve.make((a.meta, b.meta), caller=caller), (a, b))[0]
+
+
+@register("linalg.solve_with_factors")
+class SolveWithFactors(LinalgOp):
+    """``A X = B`` (``A^H X = B`` when ``adjoint``) from A's LU factors and pivots as
+    ``linalg.solve`` returned them: two triangular solves, no factorization.
+
+    Operands (A, factors, pivots, B). The factors must be A's (this family exists for
+    ``linalg.solve``'s derivative rules, which pass its outputs): the kernel reads them
+    only, the derivative is that of op(A)^-1 B with respect to A and B (dX =
+    op(A)^-1 (dB - op(dA) X)); the factors' and pivots' tangents are not read, as they
+    are functions of A already accounted for through A. Linear in B."""
+
+    adjoint: bool
+    caller: str
+
+    def infer(self) -> list[Meta]:
+        a, factors, pivots, b = self.inputs
+        check_square(self.caller, a)
+        check_matrix(self.caller, b)
+        same_batch(self.caller, a, b)
+        if factors != a or pivots.shape != a.shape[:-1] or pivots.dtype != np.int32:
+            raise ShapeError(
+                self.caller,
+                f"LU factors {factors.describe()} and pivots {pivots.describe()} do not "
+                f"belong to a matrix {a.describe()}",
+            )
+        if b.shape[-2] != a.shape[-1]:
+            raise ShapeError(
+                self.caller, f"B of shape {b.shape} does not match A of shape {a.shape}"
+            )
+        return [b]
+
+    def impl(self, a: Any, factors: Any, pivots: Any, b: Any) -> Any:
+        if a.size == 0 or b.size == 0:
+            return np.zeros(b.shape, b.dtype)
+        adjoint = self.adjoint
+        if a.ndim == 2:
+            return lapack.solve_with_factors(factors, pivots, b, adjoint)
+        return lapack.looped(
+            lambda f, p, rhs: lapack.solve_with_factors(f, p, rhs, adjoint), factors, pivots, b
+        )
+
+    def jvp(
+        self,
+        xs: tuple[RuleValue, ...],
+        ys: tuple[RuleValue, ...],
+        ts: tuple[RuleValue | None, ...],
+    ) -> list[RuleValue | None]:
+        (a, factors, pivots, _), (x,), (da, _, _, db) = xs, ys, ts
+        change = None
+        if da is not None:
+            change = matmul(adjoint(da) if self.adjoint else da, x)
+        rhs = lax.sub_tangents(db, change)
+        if rhs is None:
+            return [None]
+        return [self._solve(a, factors, pivots, rhs, self.adjoint)]
+
+    def transpose(
+        self,
+        cts: tuple[RuleValue | None, ...],
+        xs: tuple[RuleValue, ...],
+        active: tuple[bool, ...],
+    ) -> list[RuleValue | None]:
+        if active[0] or active[1]:
+            raise lax.not_linear(self, "the matrix")
+        (ct,), (a, factors, pivots, _) = cts, xs
+        if ct is None:
+            return [None, None, None, None]
+        return [None, None, None, self._solve(a, factors, pivots, ct, not self.adjoint)]
+
+    def _solve(self, a: Any, factors: Any, pivots: Any, b: Any, adjoint: bool) -> Any:
+        return solve_with_factors(a, factors, pivots, b, adjoint=adjoint, caller=self.caller)
+
+
+def solve_with_factors(
+    a: Any, factors: Any, pivots: Any, b: Any, *, adjoint: bool, caller: str
+) -> Any:
+    """Bind ``linalg.solve_with_factors`` (``factors``, ``pivots``: ``linalg.solve``'s
+    outputs for the same A)."""
+    op = SolveWithFactors.make(
+        (a.meta, factors.meta, pivots.meta, b.meta), adjoint=adjoint, caller=caller
+    )
+    return bind1(op, (a, factors, pivots, b))
 
 
 def solve(a: Any, b: Any) -> Any:
@@ -265,7 +385,7 @@ def solve(a: Any, b: Any) -> Any:
     check_matrix(name, b.meta)
     if a.meta.shape[:-2] != b.meta.shape[:-2]:
         a, b = broadcast_batch(name, a, b)
-    x = Solve.bind(a, b, caller=name)
+    x = general_solve(a, b, caller=name)
     return lax.reshape(x, x.meta.shape[:-1]) if vector else x
 
 

@@ -268,7 +268,7 @@ def _svd_tangents(u: Any, s: Any, vh: Any, da: Any, eps: float, mask: Any) -> tu
     v = adjoint(vh)
     dav = matmul(da, v)
     dp = matmul(adjoint(u), dav)
-    dpd = diagonal(dp)
+    dpd = _diagonal_of_product(u, dav)  # diag(dP) without dP: a derivative of S alone
     ds = guard_ties("linalg.svd", s, lax.real(dpd) if complex_ else dpd, eps)
     f = _to(_gap_inverse(s, eps, squared=True), dt)
     sc = _to(s, dt)
@@ -293,6 +293,15 @@ def _svd_tangents(u: Any, s: Any, vh: Any, da: Any, eps: float, mask: Any) -> tu
         du = lax.sub(du, scale_columns(u, rotation))
         dv = lax.sub(dv, scale_columns(v, rotation))
     return du, ds, adjoint(dv)
+
+
+def _diagonal_of_product(left: Any, right: Any) -> Any:
+    """``diag(left^H right)`` of ``[..., M, K]`` stacks as column sums of the elementwise
+    product: a derivative that needs only this diagonal (singular values or eigenvalues
+    alone) then holds one matrix product fewer (the full ``left^H right`` is pruned)."""
+    if left.meta.dtype.kind == "c":
+        left = lax.conj(left)
+    return lax.reduce_sum(lax.mul(left, right), (left.meta.ndim - 2,))
 
 
 def _hermitian_tangent(da: Any, uplo: str) -> Any:
@@ -500,8 +509,9 @@ class Eigh(LinalgOp):
         assert w is not None
         assert v is not None
         dt = v.meta.dtype
-        dp = matmul(adjoint(v), matmul(_hermitian_tangent(da, self.uplo), v))
-        dpd = diagonal(dp)
+        xv = matmul(_hermitian_tangent(da, self.uplo), v)
+        dp = matmul(adjoint(v), xv)
+        dpd = _diagonal_of_product(v, xv)  # diag(dP) without dP: a derivative of w alone
         dw = guard_ties(self.name, w, lax.real(dpd) if dt.kind == "c" else dpd, self.eps)
         f = _to(_gap_inverse(w, self.eps, squared=False), dt)
         dv = matmul(v, lax.mul(f, dp))

@@ -29,6 +29,7 @@ _DOT_TN = "dot of the lhs transposed"
 _DOT_NT = "dot with the rhs transposed"
 _DOT_TT = "dot of both transposed"
 _GENERAL = "general"
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # numpy.einsum's
 
 _STRUCTURES: DictCache[Any, Any] = DictCache(4096, "dot_general structures")
 """(dimension numbers, operand ranks) -> the validated axis structure ``infer`` reads, so
@@ -214,6 +215,10 @@ class DotGeneral(TensorPrimitive):
             return lhs.T.dot(rhs.T)
         if plan is _GENERAL:
             return self._general(lhs, rhs)
+        if type(plan) is str:  # no contracted axis, batch axes: a batched outer product
+            return np.einsum(plan, lhs, rhs)
+        if type(plan) is int:  # no contracted or batch axis: an outer product
+            return np.multiply(lhs.reshape(lhs.shape + (1,) * plan), rhs)
         lhs_perm, lhs_shape, rhs_perm, rhs_shape, out_shape = plan
         a = lhs if lhs_perm is None else lhs.transpose(lhs_perm)
         b = rhs if rhs_perm is None else rhs.transpose(rhs_perm)
@@ -225,10 +230,16 @@ class DotGeneral(TensorPrimitive):
         ``_NT`` / ``_TT`` for two matrices contracted along other axes (one ``dot`` of
         transposed views), ``_MATMUL`` for a batch of them (batch axes first), else the
         permutations (``None``: none needed) and shapes around one batched ``matmul``;
-        ``_GENERAL`` for data-dependent extents."""
+        ``_GENERAL`` for data-dependent extents. Without contracted axes (outer products,
+        which a matmul would run as a product over an axis of extent 1, several times
+        slower): the rhs rank (one broadcast multiply) when there are no batch axes
+        either, else ``numpy.einsum``'s subscripts (its two-operand loops are the fastest
+        numpy has for a batched outer product, and ``opt_einsum`` runs them too)."""
         lhs, rhs = self.inputs
         if lhs.dynamic or rhs.dynamic:
             return _GENERAL
+        if not self.lhs_contracting and lhs.ndim + rhs.ndim <= len(_LETTERS):
+            return self._outer_plan()
         batch = tuple(range(len(self.lhs_batch)))
         n = len(batch)
         if (
@@ -260,6 +271,21 @@ class DotGeneral(TensorPrimitive):
             (b, k, math.prod(rhs_free_shape)),
             batch_shape + lhs_free_shape + rhs_free_shape,
         )
+
+    def _outer_plan(self) -> int | str:
+        lhs, rhs = self.inputs
+        if not self.lhs_batch:
+            return rhs.ndim
+        letters = iter(_LETTERS)
+        left = [next(letters) for _ in range(lhs.ndim)]
+        right = [next(letters) for _ in range(rhs.ndim)]
+        for a, b in zip(self.lhs_batch, self.rhs_batch, strict=True):
+            right[b] = left[a]
+        batch = [left[a] for a in self.lhs_batch]
+        lhs_free = [left[a] for a in _free(lhs.ndim, (), self.lhs_batch)]
+        rhs_free = [right[a] for a in _free(rhs.ndim, (), self.rhs_batch)]
+        out = "".join(batch + lhs_free + rhs_free)
+        return f"{''.join(left)},{''.join(right)}->{out}"
 
     def _general(self, lhs: Any, rhs: Any) -> Any:
         """Evaluation from the arrays' actual shapes (data-dependent extents)."""
