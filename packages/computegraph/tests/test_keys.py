@@ -18,6 +18,7 @@ from computegraph import (
     Linearized,
     OperationKey,
     Primary,
+    first_output,
     interned_key_count,
 )
 
@@ -28,6 +29,31 @@ def test_equal_structure_is_the_same_object():
     first = Derived(OperationKey(Mul, [Input("x"), Input("y")]), 0)
     second = Derived(OperationKey(Mul, [Input("x"), Input("y")]), 0)
     assert first is second
+
+
+def test_first_output_is_the_derived_key_of_slot_zero():
+    x, y = Input("fo-x"), Input("fo-y")
+    fresh = first_output(Mul, (x, y))  # a miss: the key is made
+    assert fresh is Derived(OperationKey(Mul, [x, y]), 0)
+    assert first_output(Mul, (x, y)) is fresh  # a hit
+    assert first_output(Mul, (y, x)) is not fresh
+    assert first_output(Add, (x, y)) is not fresh
+    assert first_output(Dup, (x,)) is Derived(OperationKey(Dup, [x]), 0)
+    assert first_output(Mul, (x, y)) is not Derived(
+        OperationKey(Mul, [x, y], Linearized([True, False])), 0
+    )
+    # a live operation key whose slot-0 value key was never made: it is made
+    dup = OperationKey(Neg, [Input("fo-z")])
+    assert first_output(Neg, (Input("fo-z"),)) is Derived(dup, 0)
+
+
+def test_first_output_refuses_what_the_constructors_refuse():
+    with pytest.raises(GraphBuildError, match=r"expects 2 input\(s\), got 1"):
+        first_output(Add, (Input("x"),))
+    with pytest.raises(TypeError, match="input 1 must be a ValueKey"):
+        first_output(Add, (Input("x"), "y"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="must be hashable"):
+        first_output(Add, (Input("x"), ["y"]))  # type: ignore[arg-type]
 
 
 def test_input_keys_compare_by_type_and_value():

@@ -54,6 +54,7 @@ from computegraph.keys import (
     OperationRole,
     Primary,
     ValueKey,
+    first_output,
     interned_key_count,
 )
 from computegraph.materialize import (
@@ -130,6 +131,7 @@ __all__ = [
     "compile",
     "default_program_cache",
     "describe_key",
+    "first_output",
     "fold",
     "gc_paused",
     "interned_key_count",

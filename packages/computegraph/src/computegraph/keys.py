@@ -42,6 +42,7 @@ __all__ = [
     "OperationRole",
     "Primary",
     "ValueKey",
+    "first_output",
 ]
 
 
@@ -376,6 +377,30 @@ class OperationKey:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (OperationKey, (self.operation, self.inputs, self.role))
+
+
+def first_output(operation: GraphOperation, inputs: tuple[ValueKey, ...]) -> Derived:
+    """``Derived(OperationKey(operation, inputs), 0)`` (primary role) in one call.
+
+    The hot path of tracing: retracing a computation meets keys that exist already,
+    and a hit here is one table lookup. ``inputs`` must be a tuple; anything the
+    constructors would refuse reaches them and is refused there.
+    """
+    try:
+        ref = _OPERATION_KEYS.get((operation, PRIMARY, inputs))
+    except TypeError:
+        ref = None
+    if ref is not None:
+        found = ref()
+        if found is not None:
+            outputs = found._outputs
+            if outputs:
+                output = outputs[0]
+                if output is not None:
+                    value = output()
+                    if value is not None:
+                        return value  # type: ignore[no-any-return]
+    return Derived(OperationKey(operation, inputs), 0)
 
 
 # Direct slot writers: the classes forbid attribute assignment, and descriptor

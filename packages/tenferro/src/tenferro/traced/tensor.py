@@ -12,17 +12,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from computegraph import BoundedCache, Derived, Input, OperationKey, ValueKey
+from computegraph import (
+    PRIMARY,
+    BoundedCache,
+    Derived,
+    DictCache,
+    Input,
+    OperationKey,
+    ValueKey,
+    first_output,
+)
 from tenferro import lax
 from tenferro.core.keys import AliasKey, CheckpointKey, LeafKey, PlaceholderKey
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import ArgumentTypeError, ShapeError, TenferroError
 from tenferro.meta import Meta
+from tenferro.surface import math as _math
 from tenferro.surface.methods import TensorMethods
 
 __all__ = ["TracedTensor", "placeholder", "traced"]
@@ -33,6 +43,90 @@ EAGER_CAPTURE: ContextVar[Callable[[Any], Any] | None] = ContextVar(
 )
 """Set by ``vmap`` while it traces: turns a tracked EagerTensor the function captured into
 a leaf that ``vmap`` replaces by the tensor itself (so the tape sees the batched use)."""
+
+
+_LANES: DictCache[Any, Any] = DictCache(8192, "traced operator lanes")
+"""(surface function, operand order, the traced operand's meta, then the other operand's
+meta or its number type and value) -> how that call binds: ``(instance, result meta,
+constant key or None, traced operand first)``, or ``_GENERAL``. Learned from the first
+such call, whose result must be one primary operation applied to the two operands (the
+number as a constant computed from no input). Structure only: a number met while
+tracing is part of the structure (a literal of the program), like the program itself."""
+
+_GENERAL = "general"
+
+
+def _operator_lane(name: str, function: Callable[[Any, Any], Any], swapped: bool) -> Any:
+    """A binary operator method of :class:`TracedTensor` (``function(self, other)``, or
+    ``function(other, self)`` when ``swapped``): a call whose structure was seen before
+    binds the primitive instance the surface chose then, without its frames."""
+
+    def method(self: TracedTensor, other: Any) -> Any:
+        kind = type(other)
+        if kind is TracedTensor:
+            key: Any = (function, swapped, self.meta, other.meta)
+        elif (kind is float or kind is int) and other == other and other != 0:
+            # 0.0 == -0.0 and nan != nan as keys: those take the surface's path
+            key = (function, swapped, self.meta, kind, other)
+        else:
+            return function(other, self) if swapped else function(self, other)
+        found = _LANES.get(key)
+        if found is None:
+            result = function(other, self) if swapped else function(self, other)
+            _LANES.put(key, _recipe(result, self, other))
+            return result
+        if found is _GENERAL:
+            return function(other, self) if swapped else function(self, other)
+        instance, meta, constant, self_first = found
+        partner = other.key if constant is None else constant
+        inputs = (self.key, partner) if self_first else (partner, self.key)
+        return TracedTensor(first_output(instance, inputs), meta)
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+def _recipe(result: Any, tensor: TracedTensor, other: Any) -> Any:
+    """How ``result`` was made from ``tensor`` and ``other`` when it is one primary
+    single-output operation of the two (see :data:`_LANES`), else ``_GENERAL``."""
+    key = getattr(result, "key", None)
+    if type(result) is not TracedTensor or type(key) is not Derived or key.output_slot != 0:
+        return _GENERAL
+    operation = key.operation_key
+    inputs = operation.inputs
+    if operation.role is not PRIMARY or operation.output_count != 1 or len(inputs) != 2:
+        return _GENERAL
+    mine = tensor.key
+    if type(other) is TracedTensor:
+        if inputs == (mine, other.key):
+            return (operation.operation, result.meta, None, True)
+        if inputs == (other.key, mine):
+            return (operation.operation, result.meta, None, False)
+        return _GENERAL
+    if inputs[0] is mine:
+        constant, self_first = inputs[1], True
+    elif inputs[1] is mine:
+        constant, self_first = inputs[0], False
+    else:
+        return _GENERAL
+    if not _reads_no_input(constant):
+        return _GENERAL
+    return (operation.operation, result.meta, constant, self_first)
+
+
+def _reads_no_input(root: ValueKey) -> bool:
+    """Whether the computation of ``root`` has no inputs (a constant; iterative walk)."""
+    stack: list[ValueKey] = [root]
+    seen: set[int] = set()
+    while stack:
+        key = stack.pop()
+        if type(key) is not Derived:
+            return False
+        operation = key.operation_key
+        if id(operation) not in seen:
+            seen.add(id(operation))
+            stack.extend(operation.inputs)
+    return True
 
 
 class TracedTensor(TensorMethods):
@@ -48,15 +142,27 @@ class TracedTensor(TensorMethods):
         self.key = key
         self.meta = meta
 
+    if not TYPE_CHECKING:  # the surface's signatures (TensorMethods) stand for these
+        __add__ = _operator_lane("__add__", _math.add, False)
+        __radd__ = _operator_lane("__radd__", _math.add, True)
+        __sub__ = _operator_lane("__sub__", _math.subtract, False)
+        __rsub__ = _operator_lane("__rsub__", _math.subtract, True)
+        __mul__ = _operator_lane("__mul__", _math.multiply, False)
+        __rmul__ = _operator_lane("__rmul__", _math.multiply, True)
+        __truediv__ = _operator_lane("__truediv__", _math.true_divide, False)
+        __rtruediv__ = _operator_lane("__rtruediv__", _math.true_divide, True)
+
     # ------------------------------------------------------------------ kind protocol
 
     @classmethod
     def _bind(
         cls, op: TensorPrimitive, operands: Sequence[TracedTensor], like: Any = None
     ) -> tuple[TracedTensor, ...]:
-        operation_key = OperationKey(op, tuple([o.key for o in operands]))
         if len(op.outputs) == 1:
-            return (cls(Derived(operation_key, 0), op.outputs[0]),)
+            if len(operands) == 1:
+                return (cls(first_output(op, (operands[0].key,)), op.outputs[0]),)
+            return (cls(first_output(op, tuple([o.key for o in operands])), op.outputs[0]),)
+        operation_key = OperationKey(op, tuple([o.key for o in operands]))
         return tuple(
             cls(k, m) for k, m in zip(operation_key.output_keys(), op.outputs, strict=True)
         )
