@@ -28,7 +28,7 @@ from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
 from tenferro.eager.extents import extent_class, specialize, specialize_evaluation, stand_in
-from tenferro.eager.tensor import EagerTensor
+from tenferro.eager.tensor import EagerTensor, _OutputKey
 from tenferro.errors import (
     DTypeError,
     InactiveError,
@@ -288,7 +288,8 @@ class Tape:
             raise TenferroError("track", "the tensor is already tracked; detach() it first")
         tensor.key = Input.unique(next(self._counter))
         tensor.tape = self
-        tensor.meta = tensor.meta._replace(weak=False)
+        if tensor.meta.weak:
+            tensor.meta = tensor.meta._replace(weak=False)
         with self._leaves_lock:
             self._leaves[tensor.key] = tensor
 
@@ -399,11 +400,14 @@ class Tape:
             cotangents = self._reverse(
                 "backward", output, seed, False, reached, (), retain_graph, None
             )
+            # Keys of recorded outputs are never leaves: only the others are looked up
+            # (the registry's lookup is Python code, and the pass reaches every key).
+            find = self._leaves.get
             with self._leaves_lock:
                 leaves = [
                     leaf
                     for key in reached | cotangents.keys()
-                    if (leaf := self._leaves.get(key)) is not None
+                    if type(key) is not _OutputKey and (leaf := find(key)) is not None
                 ]
         else:
             # Checked before the pass, which frees saved values: a bad call changes nothing.
@@ -722,3 +726,13 @@ _default = Tape()
 def default_tape() -> Tape:
     """The tape that ``EagerTensor(..., requires_grad=True)`` records on by default."""
     return _default
+
+
+def adopt_fresh_leaf(tensor: EagerTensor) -> None:
+    """:meth:`Tape.adopt_leaf` on the default tape for a tensor just made, detached, of a
+    trackable dtype and strong type (the leaf fast path of ``EagerTensor``)."""
+    tape = _default
+    key = tensor.key = Input.unique(next(tape._counter))
+    tensor.tape = tape
+    with tape._leaves_lock:
+        tape._leaves[key] = tensor

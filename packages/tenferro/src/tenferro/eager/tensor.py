@@ -22,6 +22,7 @@ import numpy as np
 from computegraph import Input, ValueKey
 from tenferro.concrete import Tensor, filled, to_array
 from tenferro.core.primitive import TensorPrimitive
+from tenferro.dtypes import DTYPES
 from tenferro.eager.mode import capture_state, captures_open, grad_state, no_grad_open
 from tenferro.errors import AllocationError, DTypeError, TenferroError
 from tenferro.ieee import IGNORE, error_state
@@ -61,6 +62,22 @@ class _OutputKey(Input):
         return hash(("Input", self.key))
 
 
+_TRACKABLE = frozenset(d for d in DTYPES if d.kind in "fc")
+"""The supported dtypes a leaf may be tracked in (floating and complex)."""
+
+
+_ADOPT: list[Any] = []
+"""``[tenferro.eager.tape.adopt_fresh_leaf]`` once loaded (the tape module imports this
+one, so it is resolved at the first tracked leaf)."""
+
+
+def _adopter() -> Any:
+    from tenferro.eager.tape import adopt_fresh_leaf
+
+    _ADOPT.append(adopt_fresh_leaf)
+    return adopt_fresh_leaf
+
+
 class EagerTensor(Tensor):
     """A concrete tensor with tape-based reverse and forward mode AD.
 
@@ -86,6 +103,17 @@ class EagerTensor(Tensor):
         requires_grad: bool = False,
         tape: Any = None,
     ) -> None:
+        if requires_grad and type(data) is np.ndarray and dtype is None and tape is None:
+            value = np.array(data, copy=True)  # to_array's copy, without its frames
+            meta_dtype = value.dtype
+            if meta_dtype in _TRACKABLE:  # else the general path raises its error
+                value.flags.writeable = False
+                self._value = value
+                self.meta = Meta(value.shape, meta_dtype)
+                self.node = None
+                self._grad = None
+                (_ADOPT[0] if _ADOPT else _adopter())(self)  # the default tape's leaf
+                return
         if isinstance(data, Tensor) and dtype is None:
             value, meta = data._value, data.meta
         else:

@@ -12,7 +12,8 @@ so evaluation, tape recording, ``no_grad`` and composite capture behave exactly 
 uncached call.
 
 Common calls (no keywords; no static argument, or one that is an int, None, a tuple of
-ints or a slice of ints and None) first take a *direct lane*: a flat, type-exact key to
+ints, a slice of ints and None, or a basic index tuple of those and ``...``, as in
+``x[:, None]``) first take a *direct lane*: a flat, type-exact key to
 the primitive the call binds, so a repeated call costs one lookup before evaluation.
 
 The cache holds structure only (primitive instances and operand positions): a function
@@ -48,7 +49,8 @@ _PROGRAMS: DictCache[Any, Any] = DictCache(8192, "dispatch programs")
 
 _DIRECT: DictCache[Any, Any] = DictCache(8192, "dispatch direct keys")
 """The same programs under a flat key, for the common calls (no keywords, and no static
-argument or one int, None, tuple of ints or slice of ints and None): (function, kind,
+argument or one int, None, tuple of ints, slice of ints and None, or basic index tuple
+of ints, None, ``...`` and such slices: :func:`_flat_index`): (function, kind,
 operand metas..., the static argument's flat form) -> the one primitive of a
 single-primitive program, else a :class:`_Slow` holding the program (or _UNCACHEABLE).
 Structure only, like :data:`_PROGRAMS`; a hit skips building the general key."""
@@ -110,6 +112,30 @@ def static_key(value: Any) -> Any:
     if isinstance(value, type) and issubclass(value, np.generic):
         return (type, value)
     raise UnkeyableError(value)
+
+
+def _flat_index(items: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """A tuple of ints, None, ``...`` and slices of ints and None (a basic index such as
+    ``x[:, None]``) as a flat, type-exact key (each slice as its ``(start, stop, step)``
+    triple: no item of such a tuple is itself a tuple), or ``None`` for any other tuple."""
+    flat: list[Any] = []
+    for item in items:
+        kind = type(item)
+        if kind is int or item is None or item is Ellipsis:
+            flat.append(item)
+        elif kind is slice:
+            start, stop, step = item.start, item.stop, item.step
+            if (
+                (start is None or type(start) is int)
+                and (stop is None or type(stop) is int)
+                and (step is None or type(step) is int)
+            ):
+                flat.append((start, stop, step))
+            else:
+                return None
+        else:
+            return None
+    return tuple(flat)
 
 
 # ---------------------------------------------------------------------- probes
@@ -214,11 +240,16 @@ class _Program:
             return bind(single, operands)[0]
         values = list(operands)
         like = operands[0]
+        # Every operand is of one kind (both lanes check it), and so is every step's
+        # result: each step binds through that kind directly, as ``bind`` would.
+        apply = type(like)._bind
         for op, refs in self.steps:
             if type(op) is _Rewrap:
                 values.append(values[refs[0]]._rewrap(op.meta))
+            elif len(refs) == 1:
+                values.extend(apply(op, (values[refs[0]],), like))
             else:
-                values.extend(bind(op, [values[r] for r in refs], like))
+                values.extend(apply(op, [values[r] for r in refs], like))
         output = self.output
         if type(output) is int:
             return values[output]
@@ -314,6 +345,9 @@ def dispatch_cached(operands: int = 1, key: Callable[..., Any] | None = None) ->
                             if flat is tuple:
                                 for extent in only:
                                     if type(extent) is not int:
+                                        flat_index = _flat_index(only)
+                                        if flat_index is not None:
+                                            direct = (cached, kind, first.meta, tuple, flat_index)
                                         break
                                 else:
                                     direct = (cached, kind, first.meta, only)

@@ -71,6 +71,11 @@ class BackwardExecutor(Protocol):
         ctx)``, for a node with one seeded output and one input that requires grad: a
         function of ``(seed, external_data)`` returning that input's cotangent (no
         lists), or ``None`` where it does not apply.
+
+        An executor may also offer ``backward_memo``, a bounded dict with ``put`` (a
+        ``computegraph.DictCache``) where backward keeps, across its calls, what it
+        looked up per node structure (the derivative and the bound runners above):
+        only for passes with the default derivative cache and ``ctx=None``.
         """
         ...
 
@@ -147,8 +152,11 @@ def backward(
         )
     derivatives = default_derivative_cache if cache is None else cache
     # Nodes of one structure share a derivative: look each up once per call, not once
-    # per node (the shared cache's LRU bookkeeping costs more than a local lookup).
-    local: dict[tuple[Any, ...], Any] = {}
+    # per node (the shared cache's LRU bookkeeping costs more than a local lookup). An
+    # executor may keep these lookups across calls (its optional ``backward_memo``, a
+    # dict it bounds): then with the default cache and context only, which they assume.
+    memo = getattr(executor, "backward_memo", None) if cache is None and ctx is None else None
+    local: dict[tuple[Any, ...], Any] = {} if memo is None else memo
     supply = getattr(executor, "primal_values", None)
     transposer = getattr(executor, "transposer", None)  # an optional hook: bound runners
     transpose = executor.run_transposed_linear
@@ -208,9 +216,9 @@ def backward(
                         cotangents.pop(key, None)
             continue
         recorded = node.recorded
-        memo_key = (id(recorded), slots, active)  # recorded graphs live through this call
+        memo_key = (id(recorded), slots, active)
         found = local.get(memo_key)
-        if found is None:
+        if found is None or found[0] is not recorded:  # (an id outlives its graph)
             derivative = derivatives.derivative(recorded, slots, ctx, active)
             linear = derivative.linear
             runner = None if transposer is None else transposer(linear, ctx)
@@ -219,14 +227,19 @@ def backward(
                 if single_transposer is not None and seeds is None and len(active) == 1
                 else None
             )
-            found = local[memo_key] = (
+            found = (
+                recorded,  # kept alive with its entry, so its id is not reused meanwhile
                 linear,
                 derivative.needed,
                 runner,
                 single,
                 3 * active[0] + 1,  # the edge holding the first active input's key
             )
-        linear, needed, runner, single, first_key = found
+            if memo is None:
+                local[memo_key] = found
+            else:
+                memo.put(memo_key, found)
+        _, linear, needed, runner, single, first_key = found
         saved = node.saved_data
         if saved is RELEASED:
             raise ReleasedGraphError(node, "backward")

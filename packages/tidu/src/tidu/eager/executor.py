@@ -24,6 +24,7 @@ from typing import Any
 from computegraph import (
     BoundedCache,
     CompiledProgram,
+    DictCache,
     Graph,
     LocalValueId,
     ValueKey,
@@ -50,6 +51,8 @@ what it recorded the node as)."""
 _MEMO = "tidu.eager.transposed_program"
 _LINEAR_MEMO = "tidu.eager.linear_program"
 _RUNNER_MEMO = "tidu.eager.transposer"
+_SINGLE_MEMO = "tidu.eager.single_transposer"
+_UNSET = object()
 
 
 class _BoundProgram:
@@ -144,6 +147,23 @@ def _only_kernel(program: CompiledProgram) -> Callable[..., Any] | None:
     return kernel
 
 
+_KERNELS: DictCache[int, tuple[CompiledProgram, Callable[..., Any] | None]] = DictCache(
+    1024, "respecialised program kernels"
+)
+"""id of a program a ``specialize`` hook returned -> (the program, kept alive; its
+:func:`_only_kernel`): a node's respecialised transpose is looked up per node, and
+telling whether it is one kernel reads the program each time otherwise."""
+
+
+def _kernel_of(program: CompiledProgram) -> Callable[..., Any] | None:
+    """:func:`_only_kernel` of ``program``, remembered in :data:`_KERNELS`."""
+    found = _KERNELS.get(id(program))
+    if found is None or found[0] is not program:
+        found = (program, _only_kernel(program))
+        _KERNELS.put(id(program), found)
+    return found[1]
+
+
 def _single_specialized(
     plan: _BoundProgram, specialize: Specialize, eval_ctx: Any
 ) -> Callable[[Any, Mapping[ValueKey, Any]], Any] | None:
@@ -151,6 +171,7 @@ def _single_specialized(
     then maybe one saved value): the program ``specialize`` returns for the node, as
     its one kernel when it is one instruction."""
     program, bindings = plan.program, plan.bindings
+    kernels = _KERNELS.get
     saved = bindings[1] if len(bindings) == 2 else None
     if saved is not None and not isinstance(saved, ValueKey):
         return None
@@ -164,7 +185,8 @@ def _single_specialized(
             except KeyError as missing:
                 raise _missing("backward: the transpose", missing) from None
         made = specialize(program, inputs, values)
-        kernel = _only_kernel(made)
+        found = kernels(id(made))  # _kernel_of(made), inlined: this runs once per node
+        kernel = found[1] if found is not None and found[0] is made else _kernel_of(made)
         return kernel(*inputs) if kernel is not None else made.eval(inputs, eval_ctx)[0]
 
     return run
@@ -200,6 +222,9 @@ class ProgramExecutor:
         self._eval_ctx = eval_ctx
         self._specialize = specialize
         self._forward: BoundedCache[Any, CompiledProgram] = BoundedCache(256, "replays")
+        self.backward_memo: DictCache[Any, Any] = DictCache(1024, "backward node runners")
+        """What :func:`~tidu.eager.backward` looked up per node structure (derivative and
+        bound runners), kept across its calls with this executor (structure only)."""
 
     def execute_forward(
         self, graph: PrimitiveGraph, initial_data: Mapping[ValueKey, Any]
@@ -321,7 +346,7 @@ class ProgramExecutor:
                     raise _missing("backward: the transpose", missing) from None
                 specialized = specialize(program, inputs, values)
                 if single:  # one instruction: its kernel, not an interpreted program
-                    kernel = _only_kernel(specialized)
+                    kernel = _kernel_of(specialized)
                     if kernel is not None:
                         return [kernel(*inputs)]
                 out = specialized.eval(inputs, eval_ctx, apply=apply)
@@ -403,6 +428,24 @@ class ProgramExecutor:
             return None
         if self._apply is not None:
             return None
+        # Like transposer's function, it depends only on ``linear``, ``eval_ctx`` and
+        # ``specialize``: kept in ``linear.memo`` (``None`` too) for every pass to share.
+        try:
+            key = (_SINGLE_MEMO, self._eval_ctx, self._specialize)
+            found = linear.memo.get(key, _UNSET)
+        except TypeError:  # an unhashable eval_ctx: not shared
+            return self._bind_single(linear, ctx)
+        if found is _UNSET:
+            found = linear.memo.setdefault(key, self._bind_single(linear, ctx))
+        elif self._add is None and linear.add_operation is not None:
+            self._add = linear.add_operation  # as a first binding here would have learnt it
+        single: Callable[[Any, Mapping[ValueKey, Any]], Any] | None = found
+        return single
+
+    def _bind_single(
+        self, linear: LinearizedGraph, ctx: Any
+    ) -> Callable[[Any, Mapping[ValueKey, Any]], Any] | None:
+        """:meth:`single_transposer`'s function (or ``None``), made."""
         plan: _BoundProgram | None = linear.memo.get(_MEMO)
         if plan is None:
             plan = linear.memo.setdefault(_MEMO, _BoundProgram.transposed(linear, ctx))

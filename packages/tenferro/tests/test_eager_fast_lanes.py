@@ -1,0 +1,158 @@
+"""The W4 fast paths agree with the general ones.
+
+* a tracked leaf made from an ndarray (``EagerTensor(a, requires_grad=True)``) equals
+  the one the general path makes (an explicit tape), value, meta, key kind and errors;
+* basic index tuples (``x[:, None]``, ``x[1, ..., ::2]``) take the dispatch cache's
+  direct lane: values equal numpy's at every call, lookalike items (``True``, ``1.0``,
+  numpy integers) never share an entry with ints, and gradients equal traced mode;
+* backward passes that reuse the executor's memo of node runners give the gradients
+  of the first pass bit for bit, and after ``tf.clear_caches()``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import hypothesis.strategies as st
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import tenferro as tf
+from tenferro.eager.tape import default_tape
+
+LEAF_DTYPES = [
+    np.float64,
+    np.float32,
+    np.complex128,
+    np.complex64,
+    np.int64,
+    np.int32,
+    np.bool_,
+    np.float16,
+    np.dtype(">f8"),
+]
+
+
+def _outcome(make: Any) -> Any:
+    try:
+        return make()
+    except Exception as error:  # the error itself is what is compared
+        return error
+
+
+@settings(max_examples=30)
+@given(
+    dtype=st.sampled_from(LEAF_DTYPES),
+    shape=st.lists(st.integers(0, 3), max_size=3).map(tuple),
+    seed=st.integers(0, 2**16),
+)
+def test_leaf_fast_path_equals_general_path(dtype: Any, shape: Any, seed: int) -> None:
+    data = (np.random.default_rng(seed).standard_normal(shape) * 3).astype(dtype)
+    fast = _outcome(lambda: tf.EagerTensor(data, requires_grad=True))
+    general = _outcome(lambda: tf.EagerTensor(data, requires_grad=True, tape=default_tape()))
+    assert type(fast) is type(general)
+    if isinstance(general, Exception):
+        assert str(fast) == str(general)
+        return
+    assert fast.meta == general.meta
+    assert fast.meta.weak is False
+    np.testing.assert_array_equal(np.asarray(fast), data)
+    assert not fast._value.flags.writeable
+    assert fast._value is not data  # a copy, as the general path makes
+    assert fast.requires_grad
+    assert fast.is_leaf
+    assert fast.tape is general.tape
+    assert type(fast.key) is type(general.key)
+    assert fast.key != general.key
+    tf.real(fast * 2).sum().backward()
+    np.testing.assert_array_equal(np.asarray(fast.grad), np.full(shape, 2, data.dtype))
+
+
+_SLICE_BOUND = st.one_of(st.none(), st.integers(-4, 4))
+_ITEM = st.one_of(
+    st.integers(-2, 1),
+    st.none(),
+    st.just(Ellipsis),
+    st.builds(slice, _SLICE_BOUND, _SLICE_BOUND, st.sampled_from([None, 1, 2, -1, -2])),
+    # lookalikes: never the same key as the int they equal
+    st.sampled_from([True, False, np.int64(1), slice(None, np.int64(2)), slice(True, None)]),
+)
+
+
+@settings(max_examples=30)
+@given(index=st.lists(_ITEM, min_size=1, max_size=4).map(tuple), seed=st.integers(0, 99))
+def test_basic_index_tuples_equal_numpy_at_every_call(index: Any, seed: int) -> None:
+    data = np.random.default_rng(seed).standard_normal((3, 4, 2))
+    expected = _outcome(lambda: data[index])
+    x = tf.EagerTensor(data, requires_grad=True)
+    for _ in range(3):  # the first call records; the next ones take the direct lane
+        got = _outcome(lambda: x[index])
+        if isinstance(expected, Exception):
+            assert isinstance(got, Exception), f"{index!r} gave {got!r}, numpy raised"
+            continue
+        assert not isinstance(got, Exception), f"{index!r} raised {got!r}"
+        assert got.shape == expected.shape
+        np.testing.assert_array_equal(np.asarray(got), expected)
+    if isinstance(expected, Exception) or not expected.size:
+        return
+    weights = np.random.default_rng(seed + 1).standard_normal(expected.shape)
+    (x[index] * weights).sum().backward()
+    traced = tf.grad(lambda v: tf.sum(v[index] * weights))(data)
+    np.testing.assert_array_equal(np.asarray(x.grad), np.asarray(traced))
+
+
+def test_index_lookalikes_keep_their_own_entries() -> None:
+    x = tf.EagerTensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+    for _ in range(2):
+        a = np.asarray(x)
+        for index in [(slice(None), None), (True, 1), (1, True), (1, 1), (Ellipsis, None)]:
+            np.testing.assert_array_equal(np.asarray(x[index]), a[index])
+            assert x[index].shape == a[index].shape
+        with pytest.raises(tf.errors.IndexingError):
+            x[1.0, None]
+
+
+def _sweep(leaves: list[Any]) -> Any:
+    total = None
+    carry = leaves[0]
+    for core in leaves[1:]:
+        left, d, right = carry.shape
+        _, s, vh = tf.linalg.truncated_svd(tf.reshape(carry, (left * d, right)), max_rank=3)
+        term = tf.sum(s)
+        total = term if total is None else total + term
+        rest = tf.matmul(s[:, None] * vh, tf.reshape(core, (right, -1)))
+        carry = tf.reshape(rest, (s.shape[0], core.shape[1], core.shape[2]))
+    return total
+
+
+@settings(max_examples=4)
+@given(seed=st.integers(0, 2**16), chi=st.integers(2, 5))
+def test_backward_memo_gives_the_first_pass_gradients(seed: int, chi: int) -> None:
+    rng = np.random.default_rng(seed)
+    cores = [rng.standard_normal((1 if i == 0 else chi, 2, chi)) for i in range(4)]
+
+    def grads() -> list[Any]:
+        leaves = [tf.EagerTensor(c, requires_grad=True) for c in cores]
+        _sweep(leaves).backward()
+        return [None if t.grad is None else np.asarray(t.grad) for t in leaves]
+
+    tf.clear_caches()
+    first = grads()
+    for again in (grads(), grads()):  # the executor's memo now serves every node
+        for a, b in zip(first, again, strict=True):
+            assert (a is None) == (b is None)
+            if a is not None:
+                np.testing.assert_array_equal(a, b)
+    tape = tf.Tape()  # a fresh tape: its executor's memo is empty (the general path)
+    fresh = [tape.track(c) for c in cores[:3]] + [tf.EagerTensor(cores[3])]
+    reference = tape.grad(_sweep(fresh), fresh[:3])
+    for a, b in zip(first, reference, strict=False):
+        np.testing.assert_allclose(a, np.asarray(b), rtol=1e-12, atol=1e-12)
+    assert default_tape()._plain.backward_memo  # the memo was used
+    tf.clear_caches()
+    assert not default_tape()._plain.backward_memo  # registered: emptied with the caches
+    again = grads()
+    for a, b in zip(first, again, strict=True):
+        if a is not None:
+            np.testing.assert_array_equal(a, b)
