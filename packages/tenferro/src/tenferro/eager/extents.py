@@ -28,9 +28,12 @@ node's (stand-in, instance) pair as its ``instance``, which the passes hand to
 Evaluation alone (a backward or forward pass that records nothing) goes further
 (:func:`specialize_evaluation`): a program whose instructions all have an
 ``any_extent_kernel`` (``dot_general`` reading its extents from the arrays,
-``transpose``, ``reduce_sum``, ufuncs) runs unchanged for an instance met the first
-time, so a never-seen shape makes no instance at all; an instance met again gets the
-re-made program, whose exact instances evaluate faster.
+``transpose``, ``reduce_sum``, the diagonal ops, the spectral helpers, ufuncs) or, with
+``extent_params``, an ``extent_kernel`` (reshape, broadcast_in_dim, slice, pad: given
+the node's output extents, mapped from the stand-in's) runs without re-made instances
+for an instance met fewer than :data:`REMAKE_AFTER` times, so a never-seen shape makes
+no instance at all (the SVD backward, 33 instructions, included); an instance met more
+often gets the re-made program, whose exact instances evaluate faster.
 """
 
 from __future__ import annotations
