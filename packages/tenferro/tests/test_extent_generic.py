@@ -637,3 +637,31 @@ def test_dot_general_shape_rule_agrees_with_its_evaluation(case: Any) -> None:
         op = _instance(ops.DotGeneral, params, shapes, np.dtype(np.float64))
         arrays = [np.zeros(s) for s in shapes]
         assert op.outputs[0].shape == op._general(*arrays).shape
+
+
+def test_a_repeated_shape_runs_extent_kernels_then_re_made_programs() -> None:
+    """Backward at one never-seen shape: with extent-reading kernels at first (no program
+    re-made), with re-made programs once its instances have run ``REMAKE_AFTER`` times;
+    the gradient is the one derived afresh for that shape every time."""
+
+    def f(x: Any) -> Any:
+        u, s, vh = tf.linalg.truncated_svd(tf.reshape(x, (6, 4)), max_rank=3)
+        return tf.sum(s * s) + tf.sum(tf.sin(u[1:])) + tf.sum(tf.reshape(vh, (-1,)) ** 2)
+
+    def gradient(a: Any) -> Any:
+        tape = tf.Tape()
+        x = tape.track(a)
+        return np.asarray(tape.grad(f(x), x))
+
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, 12))
+    tf.clear_caches()
+    expected = gradient(a)  # derived for this shape alone
+    tf.clear_caches()
+    gradient(rng.standard_normal((3, 8)))  # the classes' first instances: another shape
+    assert len(extents._SPECIALIZED) == 0
+    for run in range(1, extents.REMAKE_AFTER + 2):
+        np.testing.assert_allclose(gradient(a), expected, rtol=1e-10, atol=1e-12)
+        if run == 1:  # a shape met once runs extent-reading kernels: nothing re-made
+            assert len(extents._SPECIALIZED) == 0
+    assert len(extents._SPECIALIZED) > 0  # met REMAKE_AFTER times and more: re-made

@@ -212,10 +212,12 @@ def specialize_evaluation(
     return _at_node_extents(at_any, mapped, pair[1])
 
 
-REMAKE_AFTER = 3
+REMAKE_AFTER = 8
 """The run of a derivative program at one instance's extents from which
 :func:`specialize_evaluation` re-makes its instructions for them (before it, the program
-runs with extent-reading kernels): re-making costs about as much as a dozen runs save."""
+runs with extent-reading kernels): re-making costs about as much as a dozen runs save,
+and shapes met a few times only (the sub-shapes of changing-shape sweeps) never repay
+it."""
 
 _AT_ANY_EXTENTS: DictCache[int, Any] = DictCache(1024, "programs at any extents")
 """id of a derivative program -> (the program; the same program running each
