@@ -26,7 +26,7 @@ from tenferro.eager.tape import _canonical
 from tenferro.linalg.degeneracy import TieCheck, TieGuard
 from tenferro.linalg.factorizations import QR
 from tenferro.linalg.solvers import TriangularSolve
-from tenferro.linalg.spectral import Eigh, GapInverse, Lorentzian, Svd
+from tenferro.linalg.spectral import Eigh, GapInverse, Lorentzian, Svd, SvdTruncate
 from tenferro.meta import Meta
 from tidu.eager import RESPECIALIZABLE, RecordedGraph, default_derivative_cache, derivatives
 from tidu.eager.executor import _BoundProgram
@@ -229,6 +229,22 @@ def triangular_solves(draw: Any) -> Case:
     return params, shapes
 
 
+@st.composite
+def truncations(draw: Any) -> Case:
+    """U [..., M, K], S [..., K] and Vh [..., K, N] kept to a rank R < K (distinct
+    extents, or a rank of 0 or 1 throughout: one extent pattern)."""
+    batch = draw(st.integers(0, 1))
+    low_rank = draw(st.sampled_from([None, 0, 1]))
+    shapes, per = [], []
+    for _ in range(3):
+        m, n, k, r = draw(st.lists(st.integers(2, 9), min_size=4, max_size=4, unique=True))
+        k, r = max(k, r), min(k, r) if low_rank is None else low_rank
+        lead = (draw(st.integers(10, 11)),) * batch
+        shapes.append([(*lead, m, k), (*lead, k), (*lead, k, n)])
+        per.append({"rank": r})
+    return {"per": per}, shapes
+
+
 EPS = {"eps": 1e-12}
 CASES: dict[type[TensorPrimitive], Any] = {
     ops.DotGeneral: dot_generals(),
@@ -251,6 +267,7 @@ CASES: dict[type[TensorPrimitive], Any] = {
     TieGuard: spectra(2, family_name="linalg.svd", **EPS),
     TieCheck: spectra(2, family_name="linalg.svd", **EPS),
     Svd: matrices(gauge=st.sampled_from(["raw", "canonical"]), **EPS),
+    SvdTruncate: truncations(),
     Eigh: matrices(square=True, uplo=st.sampled_from("LU"), gauge=st.just("raw"), **EPS),
     QR: matrices(tall=True, complete=st.just(False), positive=st.booleans()),
     TriangularSolve: triangular_solves(),
@@ -290,8 +307,29 @@ def test_every_extent_generic_primitive_has_a_generator() -> None:
 def test_any_extent_kernels_are_declared_by_extent_generic_primitives_only() -> None:
     """A primitive's own any-extent kernel (beyond its ufunc) is checked against fresh
     derivations by the generators of its class."""
-    overriding = {cls for cls in _primitives() if "any_extent_kernel" in vars(cls)}
-    assert overriding == {ops.DotGeneral, ops.Transpose, ops.ReduceSum}
+    overriding = {
+        cls for cls in _primitives() if "any_extent_kernel" in vars(cls) and cls is not TieCheck
+    }
+    assert overriding == {
+        ops.DotGeneral,
+        ops.Transpose,
+        ops.ReduceSum,
+        ops.ExtractDiag,
+        ops.EmbedDiag,
+        Lorentzian,
+        GapInverse,
+    }
+    assert overriding <= set(CASES)
+    assert "any_extent_kernel" in vars(TieCheck.__mro__[1])  # the tie identities' own
+    assert {TieCheck, TieGuard} <= set(CASES)
+
+
+def test_extent_kernels_are_declared_by_primitives_with_extent_params_only() -> None:
+    """Such a kernel stands for the instance ``remake`` makes: the generators of its
+    class check it against fresh derivations."""
+    overriding = {cls for cls in _primitives() if "extent_kernel" in vars(cls)}
+    assert overriding == {ops.Reshape, ops.BroadcastInDim, ops.Slice, ops.Pad}
+    assert all(cls.extent_params for cls in overriding)
     assert overriding <= set(CASES)
 
 
@@ -305,6 +343,8 @@ def test_instruction_only_declarations_have_no_node_class() -> None:
 def _dtypes(cls: type[TensorPrimitive], dtype: Any, count: int) -> list[Any]:
     if cls is ops.Select:
         return [np.dtype(bool), dtype, dtype]
+    if cls is SvdTruncate:  # real singular values
+        return [dtype, np.empty(0, dtype).real.dtype, dtype]
     return [F64 if cls in REAL_ONLY else dtype] * count
 
 
@@ -395,8 +435,10 @@ def test_reinstantiated_programs_equal_fresh_derivations(
         assert _structure(specialized) == _structure(at_b.program)
         assert specialized.input_slots == at_b.program.input_slots
         assert specialized.output_slots == at_b.program.output_slots
-        at_any = extents._at_any_extents(at_a.program)
-        if at_any is not None:  # one program for every extent: its values are the fresh one's
+        at_any, mapped = extents._at_any_extents(at_a.program, op_a)
+        if at_any is not None:  # run with extent-reading kernels: the fresh program's values
+            if mapped:
+                at_any = extents._at_node_extents(at_any, mapped, op_b)
             values = [_data(Meta(np.shape(v), v.dtype), 5 + i) for i, v in enumerate(inputs)]
             for got, expected in zip(at_any.eval(values), at_b.program.eval(values), strict=True):
                 np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-13)
@@ -595,3 +637,31 @@ def test_dot_general_shape_rule_agrees_with_its_evaluation(case: Any) -> None:
         op = _instance(ops.DotGeneral, params, shapes, np.dtype(np.float64))
         arrays = [np.zeros(s) for s in shapes]
         assert op.outputs[0].shape == op._general(*arrays).shape
+
+
+def test_a_repeated_shape_runs_extent_kernels_then_re_made_programs() -> None:
+    """Backward at one never-seen shape: with extent-reading kernels at first (no program
+    re-made), with re-made programs once its instances have run ``REMAKE_AFTER`` times;
+    the gradient is the one derived afresh for that shape every time."""
+
+    def f(x: Any) -> Any:
+        u, s, vh = tf.linalg.truncated_svd(tf.reshape(x, (6, 4)), max_rank=3)
+        return tf.sum(s * s) + tf.sum(tf.sin(u[1:])) + tf.sum(tf.reshape(vh, (-1,)) ** 2)
+
+    def gradient(a: Any) -> Any:
+        tape = tf.Tape()
+        x = tape.track(a)
+        return np.asarray(tape.grad(f(x), x))
+
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, 12))
+    tf.clear_caches()
+    expected = gradient(a)  # derived for this shape alone
+    tf.clear_caches()
+    gradient(rng.standard_normal((3, 8)))  # the classes' first instances: another shape
+    assert len(extents._SPECIALIZED) == 0
+    for run in range(1, extents.REMAKE_AFTER + 2):
+        np.testing.assert_allclose(gradient(a), expected, rtol=1e-10, atol=1e-12)
+        if run == 1:  # a shape met once runs extent-reading kernels: nothing re-made
+            assert len(extents._SPECIALIZED) == 0
+    assert len(extents._SPECIALIZED) > 0  # met REMAKE_AFTER times and more: re-made

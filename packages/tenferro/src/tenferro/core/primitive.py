@@ -125,6 +125,13 @@ class TensorPrimitive:
         program made of such instructions runs unchanged at every extent."""
         return self.ufunc if self.output_arity == 1 else None
 
+    def extent_kernel(self, shape: tuple[int, ...]) -> Any:
+        """Of a single-output primitive with :attr:`extent_params`: a function from input
+        arrays to the output of extents ``shape``, right for every instance of this one's
+        extent class (the instance :meth:`remake` would make for that output, run without
+        making it), or ``None`` (default)."""
+        return None
+
     @classmethod
     def remake(
         cls: type[P], inputs: tuple[Meta, ...], outputs: tuple[Meta, ...], params: dict[str, Any]

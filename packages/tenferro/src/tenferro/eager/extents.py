@@ -28,9 +28,12 @@ node's (stand-in, instance) pair as its ``instance``, which the passes hand to
 Evaluation alone (a backward or forward pass that records nothing) goes further
 (:func:`specialize_evaluation`): a program whose instructions all have an
 ``any_extent_kernel`` (``dot_general`` reading its extents from the arrays,
-``transpose``, ``reduce_sum``, ufuncs) runs unchanged for an instance met the first
-time, so a never-seen shape makes no instance at all; an instance met again gets the
-re-made program, whose exact instances evaluate faster.
+``transpose``, ``reduce_sum``, the diagonal ops, the spectral helpers, ufuncs) or, with
+``extent_params``, an ``extent_kernel`` (reshape, broadcast_in_dim, slice, pad: given
+the node's output extents, mapped from the stand-in's) runs without re-made instances
+for an instance met fewer than :data:`REMAKE_AFTER` times, so a never-seen shape makes
+no instance at all (the SVD backward, 33 instructions, included); an instance met more
+often gets the re-made program, whose exact instances evaluate faster.
 """
 
 from __future__ import annotations
@@ -175,10 +178,12 @@ def specialize_evaluation(
 ) -> CompiledProgram:
     """:func:`specialize` for evaluation alone (nothing records the instructions). A
     program whose every instruction has an :meth:`~TensorPrimitive.any_extent_kernel`
-    (or accumulates cotangents) runs, for an instance met for the first time, as one
-    program serving every extent (re-made for none: a never-seen shape costs no
-    instance); from an instance's second run on, as :func:`specialize` re-makes it
-    (exact instances evaluate faster, and a repeated shape pays that once)."""
+    (or accumulates cotangents, or has :attr:`~TensorPrimitive.extent_params` and an
+    :meth:`~TensorPrimitive.extent_kernel`) runs, for an instance met fewer than
+    :data:`REMAKE_AFTER` times, with those kernels: the any-extent ones shared by every
+    extent, the others given the node's output extents (mapped from the stand-in's), so
+    a never-seen shape makes no instance at all. From then on, as :func:`specialize`
+    re-makes it (exact instances evaluate faster, and a repeated shape pays that once)."""
     pair = None if values is None else values.get(NODE_INSTANCE)
     if pair is None:  # the stand-in's own node
         return program
@@ -189,25 +194,39 @@ def specialize_evaluation(
         return made
     found = _AT_ANY_EXTENTS.get(id(program))
     if found is None or found[0] is not program:
-        found = (program, _at_any_extents(program))
+        found = (program, *_at_any_extents(program, pair[0]))
         _AT_ANY_EXTENTS.put(id(program), found)
     at_any: CompiledProgram | None = found[1]
     if at_any is None:
         return specialize(program, inputs, values)
-    seen = _SEEN_ONCE.get(key)
-    if seen is None or seen[0] is not program:  # a first sighting: no re-making yet
-        _SEEN_ONCE.put(key, (program, pair))
+    seen = _SEEN.get(key)
+    if seen is None or seen[0] is not program:
+        seen = [program, pair, 0]
+        _SEEN.put(key, seen)
+    seen[2] += 1
+    if seen[2] >= REMAKE_AFTER:  # it repeats: exact instances pay off
+        return specialize(program, inputs, values)
+    mapped: tuple[tuple[int, Any, tuple[int, ...]], ...] = found[2]
+    if not mapped:
         return at_any
-    return specialize(program, inputs, values)  # it repeats: exact instances pay off
+    return _at_node_extents(at_any, mapped, pair[1])
 
+
+REMAKE_AFTER = 8
+"""The run of a derivative program at one instance's extents from which
+:func:`specialize_evaluation` re-makes its instructions for them (before it, the program
+runs with extent-reading kernels): re-making costs about as much as a dozen runs save,
+and shapes met a few times only (the sub-shapes of changing-shape sweeps) never repay
+it."""
 
 _AT_ANY_EXTENTS: DictCache[int, Any] = DictCache(1024, "programs at any extents")
 """id of a derivative program -> (the program; the same program running each
-instruction's any-extent kernel, or ``None`` when some instruction has none)."""
+instruction's any-extent kernel, or ``None`` when some instruction has none; the
+positions and operations of the instructions whose kernel each node's extents give)."""
 
-_SEEN_ONCE: DictCache[tuple[int, int], Any] = DictCache(4096, "instances seen once")
-"""(id of a derivative program, id of an instance) -> (both, kept alive) once a node of
-that instance ran the program at any extents; its next run re-makes it."""
+_SEEN: DictCache[tuple[int, int], Any] = DictCache(4096, "instances seen")
+"""(id of a derivative program, id of an instance) -> [both, kept alive; how many runs
+at that instance's extents :func:`specialize_evaluation` has served]."""
 
 
 class _AnyExtents:
@@ -235,18 +254,59 @@ class _AnyExtents:
         return f"{self.operation} (at any extents)"
 
 
-def _at_any_extents(program: CompiledProgram) -> CompiledProgram | None:
+def _at_any_extents(
+    program: CompiledProgram, stand_in: TensorPrimitive
+) -> tuple[CompiledProgram | None, tuple[tuple[int, Any, tuple[int, ...]], ...]]:
+    """``program`` (a derivative program of ``stand_in``'s class) running any-extent
+    kernels (``None`` when some instruction has none), and the instructions whose kernels
+    need a node's extents: (position, operation, where each of its output extents is
+    among the node's: :func:`_flat_extents` position ``p >= 0``, or ``-1 - n`` for an
+    extent ``n`` of 0 or 1, which every instance of the class has there)."""
     operations: list[Any] = []
-    for instruction in program.instructions:
+    mapped: list[tuple[int, Any, tuple[int, ...]]] = []
+    position_of: dict[int, int] = {}
+    for p, n in enumerate(_flat_extents(stand_in)):
+        position_of.setdefault(n, p)
+    for position, instruction in enumerate(program.instructions):
         operation: Any = instruction.operation
         if type(operation) is AddAny:
             operations.append(operation)
             continue
-        run = operation.any_extent_kernel() if isinstance(operation, TensorPrimitive) else None
-        if run is None or not operation.inputs:
-            return None
+        if not isinstance(operation, TensorPrimitive) or not operation.inputs:
+            return None, ()
+        if operation.extent_params:
+            if len(operation.outputs) != 1:
+                return None, ()
+            (out,) = operation.outputs
+            if operation.extent_kernel(out.shape) is None:
+                return None, ()
+            picks = tuple([-1 - n if n < 2 else position_of[n] for n in out.shape])
+            mapped.append((position, operation, picks))
+            operations.append(operation)
+            continue
+        run = operation.any_extent_kernel()
+        if run is None:
+            return None, ()
         operations.append(_AnyExtents(operation, run))
-    return program.with_operations(operations)
+    return program.with_operations(operations), tuple(mapped)
+
+
+def _flat_extents(op: TensorPrimitive) -> list[int]:
+    """Every extent of ``op``'s operands and outputs, in order."""
+    return [n for meta in (*op.inputs, *op.outputs) for n in meta.shape]
+
+
+def _at_node_extents(
+    at_any: CompiledProgram, mapped: tuple[tuple[int, Any, tuple[int, ...]], ...], node: Any
+) -> CompiledProgram:
+    """``at_any`` with each of the ``mapped`` instructions running its extent kernel for
+    the instance ``node`` (its output extents picked from the node's)."""
+    extents = _flat_extents(node)
+    operations = [instruction.operation for instruction in at_any.instructions]
+    for position, operation, picks in mapped:
+        shape = tuple([extents[p] if p >= 0 else -1 - p for p in picks])
+        operations[position] = _AnyExtents(operation, operation.extent_kernel(shape))
+    return at_any.with_operations(operations)
 
 
 def _shape(value: Any) -> tuple[int, ...]:

@@ -22,6 +22,7 @@ from tenferro.einsum.lowering import Program, lower
 from tenferro.einsum.parse import OP, Equation, parse, parse_interleaved
 from tenferro.einsum.path_info import PathInfo, describe
 from tenferro.einsum.planners import Network, Pair, plan
+from tenferro.einsum.planners.three import three_operand_path
 from tenferro.errors import DTypeError, ParameterError, TenferroError
 from tenferro.meta import Meta
 from tenferro.ops.contraction import DotGeneral
@@ -45,6 +46,11 @@ operands) -> (each operand's labels, a program lowered for them whose primitives
 axes, not extents, or re-derive their extents from their output metas (``remake``), and
 then the extent of each label, distinct and above 1, that the program was lowered
 for, else ``None``), or ``None`` when its program holds other extents."""
+_terms: DictCache[Hashable, tuple[tuple[str, ...], tuple[frozenset[str], ...], frozenset[str]]]
+_terms = DictCache(CACHE_LIMIT, "einsum index sets by ranks")
+"""(subscripts, operand ranks, dtypes and weak flags, optimize) of three operands ->
+each operand's labels, its index set and the output's, as parsed before: what
+:func:`_three_operand_path` compares paths with at other extents."""
 _EXTENT_FREE = (DotGeneral, Transpose, Mul, ReduceSum, ExtractDiag, EmbedDiag)
 """The lowering's primitives whose parameters are axes, never extents."""
 _BY_OUTPUTS = (BroadcastInDim, Reshape)
@@ -58,6 +64,7 @@ def clear_caches() -> None:
     _plans.clear()
     _programs.clear()
     _structures.clear()
+    _terms.clear()
 
 
 def einsum(*args: Any, optimize: Any = "auto", memory_limit: Any = None) -> Any:
@@ -115,13 +122,21 @@ def _lowered(subscripts: str, metas: tuple[Meta, ...], optimize: Any, memory_lim
                 return remade
         equation, _, ssa = _plan(subscripts, [m.shape for m in metas], optimize, None)
     else:  # the path depends on the extents; the lowering along it does not
-        equation, _, ssa = _plan(subscripts, [m.shape for m in metas], optimize, None)
+        known = _three_operand_path(ranks, optimize, metas)
+        if known is None:
+            equation, network, ssa = _plan(subscripts, [m.shape for m in metas], optimize, None)
+            if len(metas) == 3:
+                _terms.put(ranks, (equation.inputs, network.inputs, network.output))
+        else:
+            ssa = known
         structure = (*ranks, tuple(tuple(pair) for pair in ssa))
         found = _structures.get(structure)
         if found is not None:
             remade = _remade(*found, metas)
             if remade is not None:
                 return remade
+        equation, _, ssa = _plan(subscripts, [m.shape for m in metas], optimize, None)
+        structure = (*ranks, tuple(tuple(pair) for pair in ssa))
     program = lower(equation, metas, ssa)
     if structure not in _structures:
         if all(isinstance(op, _EXTENT_FREE) for op, _, _ in program.instructions):
@@ -135,6 +150,28 @@ def _lowered(subscripts: str, metas: tuple[Meta, ...], optimize: Any, memory_lim
         else:
             _structures.put(structure, None)
     return program
+
+
+def _three_operand_path(
+    ranks: Hashable, optimize: str | bool, metas: tuple[Meta, ...]
+) -> list[Pair] | None:
+    """The path of a three-operand call whose subscripts were planned before at these
+    ranks (``_terms``), found by comparing its three paths' costs at these extents
+    (:func:`three_operand_path`: ``auto`` and ``optimal`` pick the same, without parsing
+    or planning); ``None`` when it must be planned in full (other planners, a tie,
+    labels whose extents disagree)."""
+    if len(metas) != 3 or not (optimize is True or optimize in ("auto", "optimal")):
+        return None
+    terms = _terms.get(ranks)
+    if terms is None:
+        return None
+    labels, inputs, output = terms
+    sizes: dict[str, int] = {}
+    for term, meta in zip(labels, metas, strict=True):
+        for label, extent in zip(term, meta.shape, strict=True):
+            if sizes.setdefault(label, extent) != extent:
+                return None
+    return three_operand_path(inputs, output, sizes)
 
 
 def _remade(

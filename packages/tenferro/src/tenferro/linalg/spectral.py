@@ -180,6 +180,9 @@ class Lorentzian(LinalgOp):
     extent_generic = True  # elementwise
     eps: float
 
+    def any_extent_kernel(self) -> Any:
+        return self.impl  # elementwise
+
     def infer(self) -> list[Meta]:
         return [self.inputs[0]]
 
@@ -206,6 +209,9 @@ class GapInverse(LinalgOp):
     extent_generic = True  # its rules read ranks only
     eps: float
     squared: bool
+
+    def any_extent_kernel(self) -> Any:
+        return self.impl  # reads the spectrum's length from the array
 
     def infer(self) -> list[Meta]:
         (v,) = self.inputs
@@ -421,6 +427,14 @@ class SvdTruncate(LinalgOp):
 
     rank: int
     linear = True
+    extent_generic = True  # the rank is an extent: the output extents give it back
+    extent_params = ("rank",)
+
+    @classmethod
+    def remake(
+        cls, inputs: tuple[Meta, ...], outputs: tuple[Meta, ...], params: dict[str, Any]
+    ) -> SvdTruncate:
+        return cls.make(inputs, rank=outputs[1].shape[-1])
 
     def infer(self) -> list[Meta]:
         u, s, vh = self.inputs

@@ -86,6 +86,13 @@ class Slice(TensorPrimitive):
         limits = _canonical_limits(starts, strides, outputs[0].shape)
         return cls.make(inputs, starts=starts, limits=limits, strides=strides)
 
+    def extent_kernel(self, shape: tuple[int, ...]) -> Any:
+        limits = _canonical_limits(self.starts, self.strides, shape)
+        index = tuple(
+            _slice(s, e, t) for s, e, t in zip(self.starts, limits, self.strides, strict=True)
+        )
+        return lambda x: x[index]
+
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
         check_static(self.name, x)
@@ -171,13 +178,22 @@ class Pad(TensorPrimitive):
         cls, inputs: tuple[Meta, ...], outputs: tuple[Meta, ...], params: dict[str, Any]
     ) -> Pad:
         low, interior = params["low"], params["interior"]
-        high = tuple(
-            size - lo - ((n - 1) * (inner + 1) + 1 if n else 0)
-            for size, lo, inner, n in zip(
-                outputs[0].shape, low, interior, inputs[0].shape, strict=True
-            )
-        )
+        high = _pad_high(low, interior, inputs[0].shape, outputs[0].shape)
         return cls.make(inputs, low=low, high=high, interior=interior)
+
+    def extent_kernel(self, shape: tuple[int, ...]) -> Any:
+        """``impl`` for the output extents ``shape``, the operand's read from the array."""
+        low, interior = self.low, self.interior
+
+        def run(x: Any) -> Any:
+            x = np.asarray(x)
+            high = _pad_high(low, interior, x.shape, shape)
+            grown, placed, crop = _pad_plan(low, high, interior, x.shape)
+            out = np.zeros(grown, dtype=x.dtype)
+            out[placed] = x
+            return out if crop is None else out[crop]
+
+        return run
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
@@ -212,21 +228,7 @@ class Pad(TensorPrimitive):
     def _plan(self) -> tuple[tuple[int, ...], tuple[slice, ...], tuple[slice, ...] | None]:
         """(the grown shape, where the operand goes in it, the crop of negative padding or
         ``None``), from the static metas."""
-        grown = []
-        placed = []
-        for lo, hi, inner, extent in zip(
-            self.low, self.high, self.interior, self.inputs[0].shape, strict=True
-        ):
-            spread = (extent - 1) * (inner + 1) + 1 if extent else 0
-            before = max(lo, 0)
-            grown.append(before + spread + max(hi, 0))
-            placed.append(_slice(before, before + spread, inner + 1))
-        crop = tuple(
-            _slice(max(-lo, 0), size - max(-hi, 0))
-            for lo, hi, size in zip(self.low, self.high, grown, strict=True)
-        )
-        cropped = any(lo < 0 for lo in self.low) or any(hi < 0 for hi in self.high)
-        return tuple(grown), tuple(placed), crop if cropped else None
+        return _pad_plan(self.low, self.high, self.interior, self.inputs[0].shape)
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         (ct,) = cts
@@ -241,6 +243,41 @@ class Pad(TensorPrimitive):
             for a in range(ndim)
         ]
         return [lax.slice(unpadded, [0] * ndim, limits, [i + 1 for i in self.interior])]
+
+
+def _pad_high(
+    low: tuple[int, ...],
+    interior: tuple[int, ...],
+    extents: tuple[int, ...],
+    padded: tuple[int, ...],
+) -> tuple[int, ...]:
+    """The high padding taking an operand of ``extents`` to ``padded``."""
+    return tuple(
+        size - lo - ((n - 1) * (inner + 1) + 1 if n else 0)
+        for size, lo, inner, n in zip(padded, low, interior, extents, strict=True)
+    )
+
+
+def _pad_plan(
+    low: tuple[int, ...],
+    high: tuple[int, ...],
+    interior: tuple[int, ...],
+    extents: tuple[int, ...],
+) -> tuple[tuple[int, ...], tuple[slice, ...], tuple[slice, ...] | None]:
+    """:meth:`Pad._plan` for an operand of ``extents``."""
+    grown = []
+    placed = []
+    for lo, hi, inner, extent in zip(low, high, interior, extents, strict=True):
+        spread = (extent - 1) * (inner + 1) + 1 if extent else 0
+        before = max(lo, 0)
+        grown.append(before + spread + max(hi, 0))
+        placed.append(_slice(before, before + spread, inner + 1))
+    crop = tuple(
+        _slice(max(-lo, 0), size - max(-hi, 0))
+        for lo, hi, size in zip(low, high, grown, strict=True)
+    )
+    cropped = any(lo < 0 for lo in low) or any(hi < 0 for hi in high)
+    return tuple(grown), tuple(placed), crop if cropped else None
 
 
 @primitive

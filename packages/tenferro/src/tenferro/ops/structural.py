@@ -112,6 +112,9 @@ class Reshape(TensorPrimitive):
     ) -> Reshape:
         return cls.make(inputs, shape=outputs[0].shape)
 
+    def extent_kernel(self, shape: tuple[int, ...]) -> Any:
+        return lambda x: x.reshape(shape)
+
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
         check_static(self.name, x)
@@ -158,6 +161,30 @@ class BroadcastInDim(TensorPrimitive):
         cls, inputs: tuple[Meta, ...], outputs: tuple[Meta, ...], params: dict[str, Any]
     ) -> BroadcastInDim:
         return cls.make(inputs, shape=outputs[0].shape, dims=params["dims"])
+
+    def extent_kernel(self, shape: tuple[int, ...]) -> Any:
+        """``impl`` with the operand's extents read from the array."""
+        order = sorted(range(len(self.dims)), key=self.dims.__getitem__)
+        targets = [self.dims[axis] for axis in order]
+        permutation = None if order == list(range(len(order))) else tuple(order)
+        small = math.prod(shape) <= 1024
+
+        def run(x: Any) -> Any:
+            if type(x) is not np.ndarray:
+                x = np.asarray(x)
+            if permutation is not None:
+                x = x.transpose(permutation)
+            expanded = [1] * len(shape)
+            for target, extent in zip(targets, x.shape, strict=True):
+                expanded[target] = extent
+            x = x.reshape(expanded)
+            if small:
+                out = np.empty(shape, x.dtype)
+                out[...] = x
+                return out
+            return np.broadcast_to(x, shape)
+
+        return run
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
@@ -289,6 +316,9 @@ class ExtractDiag(TensorPrimitive):
     axis_a: int
     axis_b: int
 
+    def any_extent_kernel(self) -> Any:
+        return self.impl  # reads the extents from the array
+
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
         check_static(self.name, x)
@@ -357,15 +387,28 @@ class EmbedDiag(TensorPrimitive):
 
     def impl(self, x: Any) -> Any:
         (out_meta,) = self.outputs
-        out = np.zeros(out_meta.shape, dtype=out_meta.dtype)
+        return self._embed(x, out_meta.shape, out_meta.dtype)
+
+    def any_extent_kernel(self) -> Any:
+        """``impl`` with the output's extents read from the operand's."""
+        axis_a, axis_b, dtype = self.axis_a, self.axis_b, self.outputs[0].dtype
+
+        def run(x: Any) -> Any:
+            shape = list(np.shape(x))
+            shape.insert(axis_b, shape[axis_a])
+            return self._embed(x, tuple(shape), dtype)
+
+        return run
+
+    def _embed(self, x: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+        out = np.zeros(shape, dtype=dtype)
         a, b = self._source_position(), self.axis_b
-        shape = out_meta.shape
         if a == len(shape) - 2 and b == a + 1:  # the trailing pair: one strided write
             n = shape[b]
             out.reshape((*shape[:-2], n * n))[..., :: n + 1] = x
             return out
         work = np.moveaxis(out, (a, b), (-2, -1))
-        index = np.arange(out_meta.shape[b])
+        index = np.arange(shape[b])
         work[..., index, index] = np.moveaxis(np.asarray(x), self.axis_a, -1)
         return out
 
