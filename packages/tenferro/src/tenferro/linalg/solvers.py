@@ -250,6 +250,11 @@ class Solve(LinalgOp):
             return [None if rhs is None else general_solve(a, rhs, caller=self.caller)]
         if rhs is None:
             return [None, None, None]
+        if da is None:
+            # Linear in B alone: a solve that reads only A and dB, never this node's
+            # factors, which are computed from B too (a derivative of a linear program,
+            # as a checkpointed JVP segment transposes, must not read its B).
+            return [general_solve(a, rhs, caller=self.caller), None, None]
         factors, pivots = factored
         # The factors' tangent is left out (not a no_derivative marker, which eager
         # forward mode evaluates and raises on whether or not it is used): their only
