@@ -351,46 +351,42 @@ def test_linalg_refusals_are_the_same_on_every_tensor_kind(kind: Any) -> None:
 # ---------------------------------------------------------------------- bugs found
 
 
-@pytest.mark.parametrize("axes", ["x", ([0],), 1.5, None], ids=["str", "one-list", "float", "none"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: tf.tensordot with a malformed axes argument (a string, a 1-tuple, a float, "
-    "None) fails with a raw Python ValueError/TypeError from the unpacking in "
-    "surface/contraction.py instead of a tenferro error naming tensordot and the axes",
+@pytest.mark.parametrize(
+    "axes",
+    ["x", ([0],), 1.5, None, (True, 0), ([1.0], [0]), ([1], [0], [2])],
+    ids=["str", "one-list", "float", "none", "bool-axis", "float-axis", "triple"],
 )
 def test_tensordot_refuses_malformed_axes_with_a_tenferro_error(axes: Any) -> None:
     with pytest.raises(tf.TenferroError, match="tensordot"):
         tf.tensordot(A23, B34, axes=axes)
 
 
-@pytest.mark.parametrize("name", ["atol", "rtol"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: truncated_svd(atol='1') (a non-number tolerance) fails with numpy's raw "
-    "TypeError from np.isfinite instead of a ParameterError naming the tolerance",
+@pytest.mark.parametrize(
+    "axes", [1, np.int64(1), ((1,), (0,)), [[1], [0]], (np.int64(1), 0)], ids=str
 )
+def test_tensordot_accepts_numpy_axes_forms(axes: Any) -> None:
+    expected = np.tensordot(A23, B34, axes=axes)
+    np.testing.assert_array_equal(np.asarray(tf.tensordot(A23, B34, axes=axes)), expected)
+
+
+@pytest.mark.parametrize("max_rank", [True, "2", 1.5, -1])
+def test_truncated_svd_refuses_a_non_integer_rank(max_rank: Any) -> None:
+    with pytest.raises(tf.ParameterError, match="max_rank"):
+        tf.linalg.truncated_svd(SQUARE, max_rank=max_rank)
+
+
+@pytest.mark.parametrize("name", ["atol", "rtol"])
 def test_truncated_svd_refuses_a_non_number_tolerance(name: str) -> None:
     with pytest.raises(tf.ParameterError, match=name):
         tf.linalg.truncated_svd(SQUARE, **{name: "1"})
 
 
 @pytest.mark.parametrize("option", [{"dtype": np.float32}, {"order": "F"}, {"casting": "no"}])
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: numpy.einsum on a tensor with numpy options tenferro lacks (dtype, order, "
-    "casting) raises a raw TypeError from tf.einsum's signature; the documented contract "
-    "(and out=) is tf.UnsupportedError naming the option",
-)
 def test_numpy_einsum_options_tenferro_lacks_raise_unsupported(option: dict[str, Any]) -> None:
     with pytest.raises(tf.UnsupportedError, match=next(iter(option))):
         np.einsum("ij->ij", tf.asarray(A23), **option)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: einsum_path(..., shapes=True) accepts negative extents and reports a "
-    "path with negative flops instead of refusing the shapes",
-)
 def test_einsum_path_refuses_negative_extents() -> None:
     with pytest.raises(tf.TenferroError, match="einsum"):
         tf.einsum_path("ij,jk->ik", (2, -3), (-3, 4), shapes=True)

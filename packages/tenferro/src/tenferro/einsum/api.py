@@ -29,7 +29,7 @@ from tenferro.ops.contraction import DotGeneral
 from tenferro.ops.elementwise import Mul
 from tenferro.ops.reduction import ReduceSum
 from tenferro.ops.structural import BroadcastInDim, EmbedDiag, ExtractDiag, Reshape, Transpose
-from tenferro.surface.convert import asarray, prepare
+from tenferro.surface.convert import as_shape, asarray, prepare
 
 __all__ = ["clear_caches", "einsum", "einsum_path"]
 
@@ -224,7 +224,7 @@ def einsum_path(
     else:
         subscripts, operands = parse_interleaved(args)
     if shapes:
-        shape_list = [tuple(int(n) for n in s) for s in operands]
+        shape_list = [as_shape(s, OP) for s in operands]
     else:
         shape_list = [tuple(asarray(o).meta.shape) for o in operands]
     equation, network, ssa = _plan(subscripts, shape_list, optimize, memory_limit)

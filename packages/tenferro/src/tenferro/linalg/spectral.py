@@ -655,6 +655,13 @@ def _rank_threshold(
     return np.maximum(0.0 if atol is None else atol, rtol * top)
 
 
+def _is_real_number(value: Any) -> bool:
+    """A Python or numpy real number that is not a bool (a tolerance or a rank)."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    )
+
+
 def truncated_svd(
     a: Any,
     *,
@@ -674,10 +681,10 @@ def truncated_svd(
     truncation point is locally constant).
     """
     op = "linalg.truncated_svd"
-    if max_rank is not None and (int(max_rank) != max_rank or max_rank < 0):
+    if max_rank is not None and not (_is_real_number(max_rank) and int(max_rank) == max_rank >= 0):
         raise ParameterError(op, f"max_rank must be a non-negative integer, got {max_rank!r}")
     for name, value in (("rtol", rtol), ("atol", atol)):
-        if value is not None and not (np.isfinite(value) and value >= 0):
+        if value is not None and not (_is_real_number(value) and np.isfinite(value) and value >= 0):
             raise ParameterError(op, f"{name} must be a non-negative finite number, got {value!r}")
     u, s, vh = svd(a, full_matrices=False, eps=eps)
     m, n = u.meta.shape[-2], vh.meta.shape[-1]
@@ -799,7 +806,7 @@ def pinv(a: Any, rtol: float | None = None, hermitian: bool = False) -> Any:
     real = _real_dtype(x.meta.dtype)
     if rtol is None:
         rtol = float(np.finfo(real).eps) * max(m, n, 1)
-    elif not (np.isfinite(rtol) and rtol >= 0):
+    elif not (_is_real_number(rtol) and np.isfinite(rtol) and rtol >= 0):
         raise ParameterError(op, f"rtol must be a non-negative finite number, got {rtol!r}")
     if min(m, n) == 0:
         return lax.zeros(Meta((*batch, n, m), x.meta.dtype), x)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from tenferro import lax
 from tenferro.errors import AxisError, ShapeError
 from tenferro.meta import broadcast_shapes, normalize_axis
@@ -46,13 +48,36 @@ def matmul(x: Any, y: Any) -> Any:
     return reshape(out, shape) if len(shape) != out.meta.ndim else out
 
 
+def _axis_pair(axes: Any) -> tuple[list[int], list[int]]:
+    """tensordot's ``(x_axes, y_axes)``, each an int or a sequence of ints."""
+
+    def axis_list(item: Any) -> list[int] | None:
+        if isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)):
+            return [int(item)]
+        if isinstance(item, (list, tuple)) and all(
+            isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)) for i in item
+        ):
+            return [int(i) for i in item]
+        return None
+
+    if isinstance(axes, (list, tuple)) and len(axes) == 2:
+        first, second = axis_list(axes[0]), axis_list(axes[1])
+        if first is not None and second is not None:
+            return first, second
+    raise AxisError(
+        "tensordot",
+        f"axes must be an int or a pair (x_axes, y_axes) of ints or int sequences, got {axes!r}",
+    )
+
+
 @binary_preserving
 @dispatch_cached(operands=2)
 def tensordot(x: Any, y: Any, axes: int | Sequence[Any] = 2) -> Any:
     """numpy ``tensordot``: contract the last ``axes`` of ``x`` with the first of ``y``,
     or the listed axis pairs; the result has ``x``'s free axes then ``y``'s."""
     a, b = prepare("tensordot", (x, y), kinds=NUMERIC, broadcast=False)
-    if isinstance(axes, int):
+    if isinstance(axes, (int, np.integer)):
+        axes = int(axes)
         if not 0 <= axes <= min(a.meta.ndim, b.meta.ndim):
             raise AxisError(
                 "tensordot", f"cannot contract {axes} axes of {a.meta.shape} and {b.meta.shape}"
@@ -60,9 +85,7 @@ def tensordot(x: Any, y: Any, axes: int | Sequence[Any] = 2) -> Any:
         left = tuple(range(a.meta.ndim - axes, a.meta.ndim))
         right = tuple(range(axes))
     else:
-        first, second = axes
-        first = [first] if isinstance(first, int) else list(first)
-        second = [second] if isinstance(second, int) else list(second)
+        first, second = _axis_pair(axes)
         if len(first) != len(second):
             raise AxisError("tensordot", f"axes {axes} pair unequal numbers of axes")
         left = tuple(normalize_axis(i, a.meta.ndim, "tensordot") for i in first)

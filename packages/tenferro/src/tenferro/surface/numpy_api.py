@@ -58,6 +58,13 @@ def array_function(func: Any, types: Any, args: Any, kwargs: Any) -> Any:
             if kwargs.get("out") is not None:
                 raise UnsupportedError(name, "out= is not supported: tensors are immutable")
             kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+            for option in ("dtype", "order", "casting"):
+                if option in kwargs:
+                    raise UnsupportedError(
+                        name,
+                        f"{option}= is not supported (given {kwargs[option]!r}): convert the "
+                        "operands or the result instead",
+                    )
             return implementation(*args, **kwargs)
     elif (short := getattr(func, "__name__", "")) in _BY_NAME and getattr(np, short, None) is func:
         target = _lazy("tenferro", _BY_NAME[short])
