@@ -269,16 +269,11 @@ def test_truncated_svd_sweep_of_changing_ranks_matches_fresh_derivations(dt: Any
 # ---------------------------------------------------------------------- bugs found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the extent class of a pad with interior padding re-uses its transpose at new "
-    "extents through an extent that only coincides with one of the stand-in's (the unpadded "
-    "length (n-1)(interior+1)+1 equals another axis): the re-made slice raises ShapeError",
-)
 def test_pad_with_interior_padding_differentiates_at_new_extents() -> None:
     tf.clear_caches()
     rng = np.random.default_rng(0)
-    for shape in [(3, 5), (4, 6)]:  # (3, 5): the unpadded axis-0 length 5 equals axis 1's
+    # (3, 5): the unpadded axis-0 length 5 equals axis 1's; later shapes reuse the class
+    for shape in [(3, 5), (4, 6), (2, 3), (5, 9), (4, 7), (3, 5)]:
         x = rng.standard_normal(shape)
         w = rng.standard_normal((2 * shape[0] + 1, shape[1]))
 
@@ -290,13 +285,6 @@ def test_pad_with_interior_padding_differentiates_at_new_extents() -> None:
         np.testing.assert_allclose(np.asarray(tape.grad(f(t), t)), tf.grad(f)(x), rtol=1e-12)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the second derivative of a strided slice on the tape (create_graph=True) "
-    "records the slice's transpose, a pad with interior padding, whose class is re-made "
-    "wrongly at a new shape (ShapeError in the second backward; later shapes of the class "
-    "keep failing until tf.clear_caches())",
-)
 def test_second_derivative_of_a_strided_slice_on_the_tape_at_new_extents() -> None:
     tf.clear_caches()
     rng = np.random.default_rng(0)

@@ -173,6 +173,14 @@ class Pad(TensorPrimitive):
     high: tuple[int, ...]
     interior: tuple[int, ...]
 
+    def extent_facts(self) -> Any:
+        """No class with interior padding: the transpose's intermediate extent
+        ``(n - 1) * (interior + 1) + 1`` is neither an operand's nor an output's, so a
+        class mapping extents by value could take it for another axis's."""
+        if any(self.interior):
+            return None
+        return super().extent_facts()
+
     @classmethod
     def remake(
         cls, inputs: tuple[Meta, ...], outputs: tuple[Meta, ...], params: dict[str, Any]
