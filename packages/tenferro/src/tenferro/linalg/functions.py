@@ -104,6 +104,10 @@ class ExpmFrechet(LinalgOp):
         (a, e), (da, de) = xs, ts
         if da is None and de is None:
             return [None]
+        if da is None:
+            # Linear in E: reads A and dE only, never E (a derivative of a linear
+            # program, as a checkpointed JVP segment transposes, must not read it).
+            return [expm_frechet(a, de)]
         n = a.meta.shape[-1]
         zeros = lax.zeros_like(a)
         da_ = zeros if da is None else da
