@@ -164,6 +164,44 @@ def _bound(fun: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..., Any
     return functools.partial(fun, **kwargs) if kwargs else fun
 
 
+def _pass_through(
+    fun: Callable[..., Any], args: tuple[Any, ...], positions: tuple[int, ...], op: str
+) -> tuple[Callable[..., Any], tuple[Any, ...], tuple[int, ...]]:
+    """Non-differentiated positional arguments that are not tensors (a mode string, a
+    callable, any object) bound into ``fun`` and passed through as keywords are, as
+    ``jax.grad`` passes them; the remaining arguments and their new ``positions``."""
+    fixed: dict[int, Any] = {}
+    for index, value in enumerate(args):
+        try:
+            _Args((value,))
+        except TenferroError:
+            if index in positions:
+                raise ArgumentTypeError(
+                    op,
+                    f"cannot differentiate with respect to positional argument {index}, "
+                    f"{_short(value)}: only tensors, arrays and numbers (or pytrees of "
+                    f"them) are differentiable",
+                ) from None
+            fixed[index] = value
+    kept = [i for i in range(len(args)) if i not in fixed]
+    count = len(args)
+
+    def bound(*dynamic: Any) -> Any:
+        full = [None] * count
+        for i, value in zip(kept, dynamic, strict=True):
+            full[i] = value
+        for i, value in fixed.items():
+            full[i] = value
+        return fun(*full)
+
+    return bound, tuple(args[i] for i in kept), tuple(kept.index(p) for p in positions)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return f"a {type(value).__name__} ({text if len(text) <= 40 else text[:37] + '...'})"
+
+
 def _sequence(values: Any, op: str, what: str) -> tuple[Any, ...]:
     if not isinstance(values, (tuple, list)):
         raise ArgumentTypeError(
@@ -508,8 +546,12 @@ def _value_and_grad_transform(
     @functools.wraps(fun, updated=())
     def transformed(*args: Any, **kwargs: Any) -> Any:
         target = _bound(fun, kwargs)
-        call = _Args(args)
         positions = _positions(argnums, len(args), op)
+        try:
+            call = _Args(args)
+        except TenferroError:
+            target, args, positions = _pass_through(target, args, positions, op)
+            call = _Args(args)
         if call.traced:
             leaves = _alias_leaves(call.values)
             value, aux = _call_with_aux(target, call.treedef, leaves, has_aux, op)

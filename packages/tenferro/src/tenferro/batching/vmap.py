@@ -123,7 +123,7 @@ def _vmap_call(
     from tenferro.transforms import _DEPTH
 
     leaves, treedef = flatten((args, kwargs))
-    tensors = [asarray(leaf) for leaf in leaves]
+    tensors = [asarray(leaf, op="vmap") for leaf in leaves]
     dims, size = _batch_axes(tensors, _leaf_axes(in_axes, args, kwargs), axis_size)
     trace = _Trace(fun, treedef, tensors, dims)
     out_specs = _broadcast_prefix(out_axes, trace.result, "out_axes")
