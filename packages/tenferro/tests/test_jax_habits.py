@@ -309,6 +309,12 @@ def test_differentiating_a_non_tensor_positional_argument_names_it(bad):
         tf.value_and_grad(lambda m, x: tf.sum(x), argnums=0)(bad, vec())
 
 
+def test_a_tracked_tensor_outside_argnums_is_refused_not_passed_through():
+    tracked = tf.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(TenferroError, match="traced transform"):
+        tf.grad(lambda x, m, t: tf.sum(x * t))(vec(), "mode", tracked)
+
+
 def test_keyword_arguments_to_jit_are_traced_unless_static():
     x, s = vec(), vec()
     jitted = tf.jit(lambda x, scale=None: x * 2 if scale is None else x * scale)

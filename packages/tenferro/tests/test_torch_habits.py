@@ -106,6 +106,27 @@ def test_round_of_a_traced_tensor_stays_traced():
     np.testing.assert_array_equal(round(x, 1).eval(), np.round([1.26, -2.5], 1))
 
 
+def test_requires_grad_false_freezes_a_leaf_as_in_pytorch():
+    w, b = tf.tensor([1.0, 2.0], requires_grad=True), tf.tensor([3.0, 4.0], requires_grad=True)
+    (w * b).sum().backward()
+    assert w.requires_grad_(False) is w
+    assert not w.requires_grad
+    assert w.is_leaf
+    np.testing.assert_allclose(w.grad, [3.0, 4.0])  # the gradient it had is kept
+    loss = (w * b * b).sum()
+    loss.backward()
+    np.testing.assert_allclose(b.grad, [1.0, 2.0] + 2 * np.array([1.0, 2.0]) * [3.0, 4.0])
+    np.testing.assert_allclose(w.grad, [3.0, 4.0])  # frozen: not accumulated
+    assert w.requires_grad_() is w  # tracked again, as a new leaf
+    (w * b).sum().backward()
+    np.testing.assert_allclose(w.grad, [6.0, 8.0])
+    tape = tf.Tape()
+    v = tape.track(np.ones(2))
+    v.requires_grad_(False)
+    with pytest.raises(tf.TenferroError):
+        tape.grad(tf.sum(v * 2), v)
+
+
 def test_requires_grad_():
     x = tf.tensor([1.0, 2.0])
     assert x.requires_grad_() is x
@@ -115,8 +136,8 @@ def test_requires_grad_():
     (x**3).sum().backward()
     np.testing.assert_allclose(x.grad, [3.0, 12.0])
     assert tf.tensor([1.0]).requires_grad_(False).requires_grad is False
-    with pytest.raises(tf.UnsupportedError, match="detach"):
-        x.requires_grad_(False)
+    with pytest.raises(tf.UnsupportedError, match=r"requires_grad_: only a leaf.*detach"):
+        (x * 2).requires_grad_(False)
     with pytest.raises(tf.DTypeError):
         tf.tensor([1, 2]).requires_grad_()
     for other in (tf.Tensor([1.0]), tf.traced(np.ones(1))):

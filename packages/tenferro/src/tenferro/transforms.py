@@ -174,7 +174,7 @@ def _pass_through(
     for index, value in enumerate(args):
         try:
             _Args((value,))
-        except TenferroError:
+        except DTypeError:
             if index in positions:
                 raise ArgumentTypeError(
                     op,
@@ -549,7 +549,7 @@ def _value_and_grad_transform(
         positions = _positions(argnums, len(args), op)
         try:
             call = _Args(args)
-        except TenferroError:
+        except DTypeError:
             target, args, positions = _pass_through(target, args, positions, op)
             call = _Args(args)
         if call.traced:

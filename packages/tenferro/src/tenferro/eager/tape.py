@@ -293,6 +293,15 @@ class Tape:
         with self._leaves_lock:
             self._leaves[tensor.key] = tensor
 
+    def release_leaf(self, tensor: EagerTensor) -> None:
+        """Stop tracking a leaf of this tape in place (PyTorch's ``requires_grad_(False)``
+        on a leaf): later operations on it are not recorded, and no backward sets its
+        ``.grad`` any more (the gradient it has is kept)."""
+        with self._leaves_lock:
+            self._leaves.pop(tensor.key, None)
+        tensor.key = None
+        tensor.tape = None
+
     def zero_grad(self) -> None:
         """Forget the accumulated gradients of every live leaf of this tape."""
         with self._leaves_lock:

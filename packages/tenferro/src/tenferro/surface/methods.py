@@ -471,8 +471,11 @@ class TensorMethods(HasMeta):
 
     def requires_grad_(self, requires_grad: bool = True) -> Self:
         """Make this ``EagerTensor`` a tracked leaf of the default tape (PyTorch's
-        ``requires_grad_``); a no-op when it is tracked already. Other kinds raise:
-        ``Tensor`` has no AD and traced leaves are differentiated by ``.grad(wrt)``."""
+        ``requires_grad_``); a no-op when it is tracked already. ``False`` stops tracking
+        a leaf in place (freezing it: its ``.grad`` is kept, no later backward sets it);
+        a computed tensor cannot stop being tracked (use ``detach()``), as in PyTorch.
+        Other kinds raise: ``Tensor`` has no AD and traced leaves are differentiated by
+        ``.grad(wrt)``."""
         tape = getattr(self, "tape", _NO_TAPE)
         from tenferro.errors import ArgumentTypeError, UnsupportedError
 
@@ -485,10 +488,14 @@ class TensorMethods(HasMeta):
         if not requires_grad:
             if tape is None:
                 return self
-            raise UnsupportedError(
-                "requires_grad_",
-                "a tracked tensor cannot stop being tracked in place; use x.detach()",
-            )
+            if getattr(self, "node", None) is not None:
+                raise UnsupportedError(
+                    "requires_grad_",
+                    "only a leaf can stop being tracked in place; this tensor was computed "
+                    "from tracked ones: use y.detach() for an untracked copy",
+                )
+            tape.release_leaf(self)
+            return self
         if tape is None:
             from tenferro.eager.tape import default_tape
 
