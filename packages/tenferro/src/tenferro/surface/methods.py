@@ -476,7 +476,7 @@ class TensorMethods(HasMeta):
         a computed tensor cannot stop being tracked (use ``detach()``), as in PyTorch.
         Other kinds raise: ``Tensor`` has no AD and traced leaves are differentiated by
         ``.grad(wrt)``."""
-        tape = getattr(self, "tape", _NO_TAPE)
+        tape: Any = getattr(self, "tape", _NO_TAPE)
         from tenferro.errors import ArgumentTypeError, UnsupportedError
 
         if tape is _NO_TAPE:
