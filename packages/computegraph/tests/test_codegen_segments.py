@@ -8,7 +8,8 @@ program inputs read late and outputs produced early.
 
 from __future__ import annotations
 
-from typing import Any
+import weakref
+from typing import Any, ClassVar
 
 import pytest
 from cg_support import ScalarOp
@@ -86,3 +87,51 @@ def test_a_failure_in_a_later_segment_names_its_instruction(monkeypatch):
     with pytest.raises(ValueError, match="negative") as info:
         program.eval([5])  # 5 -> ... -> 0 -> -1 fails at instruction 6 (segment 4)
     assert any("instruction 6 of 7" in note for note in info.value.__notes__)
+
+
+class _Box:
+    """A value whose liveness a test can observe (weak references)."""
+
+    live: ClassVar[weakref.WeakSet[_Box]] = weakref.WeakSet()
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+        _Box.live.add(self)
+
+
+def _step(fn: Any, args: tuple[int, ...], out: int, dead: tuple[int, ...] = ()) -> tuple[Any, ...]:
+    return (object(), lambda inputs, ctx: [fn(*inputs)], args, out, dead)
+
+
+def _chain_keeping_every_value(length: int) -> Any:
+    """``length`` steps, each value read by the next and all of them outputs (as a
+    gradient keeps its forward values): every one crosses every later boundary."""
+    steps = [_step(lambda v: v + 1.0, (slot,), slot + 1) for slot in range(length)]
+    return codegen.generate(steps, [0], list(range(1, length + 1)), {})
+
+
+def test_code_for_values_crossing_many_segments_grows_linearly(monkeypatch):
+    monkeypatch.setattr(codegen, "SEGMENT", 10)
+    short, long = _chain_keeping_every_value(200), _chain_keeping_every_value(400)
+    assert long.function([0.0], None) == [float(i) for i in range(1, 401)]
+
+    def size(run: Any) -> int:
+        return sum(len(code.co_code) for code in run.codes)
+
+    # handing every live value on at each boundary would make this about 4
+    assert size(long) / size(short) < 2.3
+
+
+def test_a_value_carried_across_segments_is_freed_at_its_last_use(monkeypatch):
+    monkeypatch.setattr(codegen, "SEGMENT", 2)
+    steps = [_step(_Box, (0,), 1)]  # made in the first segment
+    filler = [_step(lambda v: -v, (0,), 2)] + [
+        _step(lambda v: -v, (slot,), slot + 1, (slot,)) for slot in range(2, 7)
+    ]
+    steps += filler  # slots 2..7, segments 0..3
+    steps.append(_step(lambda box, v: box.value + v, (1, 7), 8, (1, 7)))  # last use of the box
+    steps += [_step(lambda v: v * 2, (8,), 9, (8,)), _step(lambda v: v * 2, (9,), 10, (9,))]
+    steps.append(_step(lambda v: (v, len(_Box.live)), (10,), 11, (10,)))
+    run = codegen.generate(steps, [0], [11], {})
+    (result,) = run.function([3.0], None)
+    assert result == (4 * (3.0 + 3.0), 0)  # computed, and the box was gone by the probe

@@ -20,6 +20,7 @@ folded constants are bound by name in the function's globals.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from types import MethodType, TracebackType
 from typing import Any
@@ -88,8 +89,9 @@ def _wrong_count(position: int, operation: Any, expected: int, results: Any) -> 
 
 SEGMENT = 2000
 """Instructions per generated function: CPython compiles one huge function in time
-that grows faster than its length, so long programs are split into segments that
-pass their live values on (first calls stay linear in the program size)."""
+that grows faster than its length, so long programs are split into segments; values
+read in a later segment are handed on in registers (first calls and steady state stay
+linear in the program size)."""
 
 
 def generate(
@@ -116,24 +118,29 @@ def _generate(
     for slot, value in constants.items():
         namespace[f"c{slot}"] = value
 
-    def name(slot: int) -> str:
-        return f"c{slot}" if slot in constants else f"v{slot}"
-
     kernels: dict[Any, str] = {}  # one global name per distinct kernel, not per instruction
     bounds = list(range(0, len(steps), SEGMENT)) or [0]
-    live_after = _live_after_segments(steps, bounds, output_slots, constants)
+    # Values read in a later segment than their own are handed on in one list ``R``, a
+    # register per value, written once where the value is made and cleared where it
+    # dies: passing every live value as a tuple at each boundary would cost time and
+    # code quadratic in the program (a gradient keeps its forward values live).
+    registers, handed_on = _registers(steps, bounds, input_slots, output_slots, constants)
     lines: list[str] = []
     line_to_instruction: dict[int, int] = {}
-    carried: list[int] = []
+    several = len(bounds) > 1
     for index, start in enumerate(bounds):
-        source = "t" if index else "inputs"
-        lines.append(f"def s{index}({source}, ctx):")
-        names = input_slots if index == 0 else carried
-        if names:
-            lines.append(f"    {', '.join(f'v{slot}' for slot in names)}, = {source}")
-        for position in range(start, min(start + SEGMENT, len(steps))):
+        stop = min(start + SEGMENT, len(steps))
+        local: set[int] = set()  # the slots this segment holds in local variables
+        read = functools.partial(_read, constants=constants, registers=registers)
+        lines.append(f"def s{index}(inputs, ctx{', R' if several else ''}):")
+        if index == 0 and input_slots:
+            lines.append(f"    {', '.join(f'v{slot}' for slot in input_slots)}, = inputs")
+            local.update(input_slots)
+        for position in range(start, stop):
             operation, evaluate, args, out, dead = steps[position]
-            operands = ", ".join(name(slot) for slot in args)
+            operands = ", ".join([read(slot, local, lines) for slot in args])
+            produced = (out,) if type(out) is int else out
+            local.update(produced)
             kernel = _kernel(operation) if type(out) is int else None
             if kernel is not None:
                 called = _kernel_name(kernel, position, kernels, namespace)
@@ -153,43 +160,76 @@ def _generate(
             line_to_instruction[len(lines)] = position
             if dead:
                 lines.append(f"    del {', '.join(f'v{slot}' for slot in dead)}")
+                local.difference_update(dead)
+                cleared = [registers[slot] for slot in dead if slot in registers]
+                if cleared:
+                    lines.append(f"    {' = '.join(f'R[{r}]' for r in cleared)} = None")
+        for slot in handed_on[index]:  # made here (or a program input), read later
+            lines.append(f"    R[{registers[slot]}] = v{slot}")
         if index == len(bounds) - 1:
-            lines.append(f"    return [{', '.join(name(slot) for slot in output_slots)}]")
-        else:
-            carried = live_after[index]
-            lines.append(f"    return ({''.join(f'v{slot}, ' for slot in carried)})")
-    if len(bounds) == 1:
+            outputs = [read(slot, local, lines) for slot in output_slots]
+            lines.append(f"    return [{', '.join(outputs)}]")
+    if not several:
         lines.append("run = s0")
     else:
         lines.append("def run(inputs, ctx):")
-        lines.append("    t = s0(inputs, ctx)")
-        for index in range(1, len(bounds) - 1):
-            lines.append(f"    t = s{index}(t, ctx)")
-        lines.append(f"    return s{len(bounds) - 1}(t, ctx)")
+        lines.append(f"    R = [None] * {len(registers)}")
+        for index in range(len(bounds) - 1):
+            lines.append(f"    s{index}(inputs, ctx, R)")
+        lines.append(f"    return s{len(bounds) - 1}(inputs, ctx, R)")
     exec(compile("\n".join(lines), _FILENAME, "exec"), namespace)  # our own source, no user text
     codes = frozenset(namespace[f"s{index}"].__code__ for index in range(len(bounds)))
     return GeneratedRun(namespace["run"], codes, line_to_instruction)
 
 
-def _live_after_segments(
+def _read(
+    slot: int,
+    local: set[int],
+    lines: list[str],
+    constants: dict[int, Any],
+    registers: dict[int, int],
+) -> str:
+    """The name of ``slot`` in a segment, loading it from its register at its first read
+    there (see :func:`_registers`)."""
+    if slot in constants:
+        return f"c{slot}"
+    if slot not in local:
+        lines.append(f"    v{slot} = R[{registers[slot]}]")
+        local.add(slot)
+    return f"v{slot}"
+
+
+def _registers(
     steps: Sequence[tuple[Any, Any, tuple[int, ...], Any, tuple[int, ...]]],
     bounds: list[int],
+    input_slots: Sequence[int],
     output_slots: Sequence[int],
     constants: dict[int, Any],
-) -> list[list[int]]:
-    """For each segment boundary, the slots (not constants) read after it, in slot order:
-    the values a segment hands to the next one."""
-    live: set[int] = {slot for slot in output_slots if slot not in constants}
-    result: list[list[int]] = [[] for _ in bounds]
-    for index in range(len(bounds) - 1, -1, -1):
-        result[index] = sorted(live)
-        end = bounds[index + 1] if index + 1 < len(bounds) else len(steps)
-        for position in range(end - 1, bounds[index] - 1, -1):
+) -> tuple[dict[int, int], list[list[int]]]:
+    """The slots (not constants) read in a later segment than the one that makes them
+    (program inputs are made by the first), each with its register; and per segment,
+    the slots it hands on (makes and stores in their registers)."""
+    home: dict[int, int] = dict.fromkeys(input_slots, 0)
+    registers: dict[int, int] = {}
+    handed_on: list[list[int]] = [[] for _ in bounds]
+
+    def reads(slot: int, segment: int) -> None:
+        if slot in constants or slot in registers or home[slot] == segment:
+            return
+        registers[slot] = len(registers)
+        handed_on[home[slot]].append(slot)
+
+    for segment, start in enumerate(bounds):
+        stop = bounds[segment + 1] if segment + 1 < len(bounds) else len(steps)
+        for position in range(start, stop):
             _operation, _evaluate, args, out, _dead = steps[position]
-            produced = (out,) if type(out) is int else out
-            live.difference_update(produced)
-            live.update(slot for slot in args if slot not in constants)
-    return result
+            for slot in args:
+                reads(slot, segment)
+            for slot in (out,) if type(out) is int else out:
+                home[slot] = segment
+    for slot in output_slots:
+        reads(slot, len(bounds) - 1)
+    return registers, handed_on
 
 
 def _kernel_name(
