@@ -97,6 +97,7 @@ class TensorPrimitive:
     plans, kept here too so recording finds them without hashing the instance; built on
     first use, structure only)."""
     _field_names: ClassVar[tuple[str, ...]] = ()
+    _flags: ClassVar[frozenset[str]] = frozenset()
     moves_data: ClassVar[bool] = False
     """Evaluation only selects or rearranges elements (no arithmetic), so it never meets
     a floating-point exception: concrete kinds skip silencing numpy's warnings."""
@@ -252,7 +253,9 @@ class TensorPrimitive:
 
     def __str__(self) -> str:
         params = ", ".join(
-            f"{f}={_show(getattr(self, f))}" for f in self._field_names if f != "inputs"
+            f"{f}={_show(value)}"
+            for f in self._field_names
+            if f != "inputs" and ((value := getattr(self, f)) is not False or f not in self._flags)
         )
         operands = " ".join(m.describe() for m in self.inputs)
         return f"{self.name}[{params}]({operands})" if params else f"{self.name}({operands})"
@@ -378,6 +381,8 @@ def primitive(cls: type[P]) -> type[P]:
     cls.__annotations__ = merged
     made = dataclasses.dataclass(frozen=True, kw_only=True, slots=True, repr=False)(cls)
     made._field_names = tuple(f.name for f in dataclasses.fields(made))  # type: ignore[arg-type]
+    # Flags (parameters defaulting to False) are shown only when set.
+    made._flags = frozenset(f.name for f in dataclasses.fields(made) if f.default is False)  # type: ignore[arg-type]
     made.__hash__ = TensorPrimitive.__hash__  # type: ignore[method-assign]
     made.__repr__ = TensorPrimitive.__str__  # type: ignore[assignment, method-assign]
     _retarget_class_cells(cls, made)

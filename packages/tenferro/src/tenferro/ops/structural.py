@@ -27,7 +27,7 @@ from tenferro.core.primitive import (
 )
 from tenferro.dtypes import bool_, is_inexact
 from tenferro.dtypes import dtype as as_dtype
-from tenferro.errors import AxisError, ShapeError
+from tenferro.errors import AxisError, ScalarOverflowError, ShapeError
 from tenferro.meta import Meta, check_permutation, normalize_axes, normalize_axis
 
 __all__ = [
@@ -268,17 +268,21 @@ class Convert(TensorPrimitive):
 
     extent_generic = True  # elementwise: its rules read dtypes only
     dtype: np.dtype[Any]
+    weak: bool = False
+    """Whether the result is weak (a Python scalar's promotion with another: NEP 50)."""
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
         target = as_dtype(self.dtype, self.name)
-        return (Meta(x.shape, target, False, x.dynamic),)
+        return (Meta(x.shape, target, bool(self.weak), x.dynamic),)
 
     def impl(self, x: Any) -> Any:
         source = self.inputs[0].dtype
         target = self.dtype
         if source == target:
             return x
+        if self.inputs[0].weak and source.kind == "i" and target.kind == "i":
+            _check_python_ints_fit(x, target)
         if target == bool_:
             return np.not_equal(x, 0)
         if source.kind == "c" and target.kind != "c":
@@ -292,6 +296,16 @@ class Convert(TensorPrimitive):
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         return [lax.convert_element_type(cts[0], self.inputs[0].dtype)]
+
+
+def _check_python_ints_fit(x: Any, target: np.dtype[Any]) -> None:
+    """A weak integer is a Python int known only when the program runs (an argument of a
+    traced function): narrowing it must fail as numpy fails on the number, not wrap."""
+    info = np.iinfo(target)
+    values = np.asarray(x)
+    if values.size and not (info.min <= values.min() and values.max() <= info.max):
+        bad = values[(values < info.min) | (values > info.max)].flat[0]
+        raise ScalarOverflowError("convert", f"Python integer {bad} is out of bounds for {target}")
 
 
 def _diagonal_position(axis_a: int, axis_b: int) -> int:

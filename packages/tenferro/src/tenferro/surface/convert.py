@@ -215,8 +215,9 @@ def prepare(
         for value in values:
             if type(value) is int:
                 check_int_fits(op, value, target)
+    weak = dtype is None and all(m.weak for m in metas)  # Python scalars combine weakly
     operands = [
-        o if o.meta.dtype == target else lax.convert_element_type(o, target) for o in operands
+        o if o.meta.dtype == target else lax.convert_element_type(o, target, weak) for o in operands
     ]
     if broadcast and len(operands) > 1:
         shape = broadcast_shapes(*(o.meta.shape for o in operands), op=op)

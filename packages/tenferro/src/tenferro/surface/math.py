@@ -97,8 +97,9 @@ def _inexact(op: str, *values: Any) -> list[Any]:
     if any(type(v) is not int for v in values):
         values = tuple(_int_as_float(op, v) if type(v) is int else v for v in values)
     operands = prepare(op, values, kinds="bifc")
-    if operands[0].meta.dtype.kind in "bi":
-        operands = prepare(op, operands, dtype=float64)
+    if operands[0].meta.dtype.kind in "bi":  # promoted and broadcast: one dtype, one shape
+        weak = all(o.meta.weak for o in operands)  # Python numbers divide into one
+        operands = [lax.convert_element_type(o, float64, weak) for o in operands]
     return operands
 
 
