@@ -473,8 +473,11 @@ class TensorMethods(HasMeta):
         """Make this ``EagerTensor`` a tracked leaf of the default tape (PyTorch's
         ``requires_grad_``); a no-op when it is tracked already. Other kinds raise:
         ``Tensor`` has no AD and traced leaves are differentiated by ``.grad(wrt)``."""
-        tape = getattr(self, "tape", _NO_TAPE)
+        from tenferro.core.flags import check_flag
         from tenferro.errors import ArgumentTypeError, UnsupportedError
+
+        requires_grad = check_flag("requires_grad_", "requires_grad", requires_grad)
+        tape = getattr(self, "tape", _NO_TAPE)
 
         if tape is _NO_TAPE:
             raise ArgumentTypeError(
