@@ -264,3 +264,17 @@ def test_cached_calls_do_not_take_an_int_for_a_bool() -> None:
         for bad in (1, 0, 1.0, np.int64(1)):
             with pytest.raises(ParameterError):
                 call(bad)
+
+
+def test_numpy_functions_on_tensors_check_their_flags() -> None:
+    """numpy's functions dispatched to tenferro (``__array_function__``) check the flags
+    that tenferro's function does not take itself."""
+    x = tf.asarray(M)
+    for flag in ("compute_uv", "hermitian"):
+        with pytest.raises(ParameterError, match=rf"numpy\.linalg\.svd.*{flag}.*'no'"):
+            np.linalg.svd(x, **{flag: "no"})
+    np.testing.assert_allclose(
+        np.asarray(np.linalg.svd(x, compute_uv=np.False_)), np.linalg.svd(M, compute_uv=False)
+    )
+    with pytest.raises(ParameterError, match=r"sum.*keepdims.*'yes'"):
+        np.sum(x, keepdims="yes")
