@@ -393,6 +393,7 @@ EXEMPT: dict[str, str] = {
     "tenferro.custom_vjp": "users' rules, reverse mode only by contract; test_custom_rules checks "
     "them against finite differences to second order and the forward-mode error",
     "tenferro.custom_vjp_linear": "the linear map of a custom_vjp (its transpose is the user's "
-    "bwd); test_custom_rules covers it",
+    "bwd; linear in its tangents, whose JVP is itself); test_custom_rules and "
+    "test_checkpoint_custom_vjp (a checkpointed segment's JVP, transposed) cover it",
 }
 """Primitives without a rule test, each with the reason (by primitive name)."""

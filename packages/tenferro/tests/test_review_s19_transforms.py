@@ -247,13 +247,6 @@ def test_checkpoint_of_matrix_exp_differentiates(how: str) -> None:
         _close(tf.hvp(tf.checkpoint(f), (x,), (x,)), tf.hvp(f, (x,), (x,)), 1e-12)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: tf.grad of a tf.checkpoint segment containing a custom_vjp function "
-    "raises ADRuleError ('a custom_vjp function has no forward-mode derivative'): the "
-    "traced segment is differentiated by linearising its body, which a custom_vjp "
-    "cannot be; without checkpoint, on the eager tape, and in jax.checkpoint it works",
-)
 def test_checkpoint_of_a_custom_vjp_function_under_grad() -> None:
     w = np.array([1.0, -2.0, 0.5])
     got = tf.grad(lambda m: tf.sum(tf.checkpoint(_apply)(m, C.real) * w))(A)

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as _np
 
 import tenferro as _tf
+from tenferro.core.flags import check_flag as _check_flag
+from tenferro.core.flags import check_optional_flag as _check_optional_flag
 from tenferro.errors import ParameterError as _ParameterError
 
 __array_api_version__ = "2023.12"
@@ -148,10 +150,12 @@ def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:  # noqa: A002
 
 def astype(x: Any, dtype: Any, /, *, copy: _builtins.bool = True, device: Any = None) -> Any:
     _cpu("astype", device)
+    _check_flag("astype", "copy", copy)
     return _tf.astype(x, dtype)
 
 
 def reshape(x: Any, /, shape: Sequence[int], *, copy: _builtins.bool | None = None) -> Any:
+    _check_optional_flag("reshape", "copy", copy)
     return _tf.reshape(x, tuple(shape))
 
 
@@ -279,7 +283,7 @@ def cumulative_prod(
 
 
 def _no_initial(op: str, include_initial: _builtins.bool) -> None:
-    if include_initial:
+    if _check_flag(op, "include_initial", include_initial):
         from tenferro.errors import UnsupportedError
 
         raise UnsupportedError(op, "include_initial=True is not supported")
@@ -303,6 +307,7 @@ def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: _builtins.bool | None = None) -> Any:
     _cpu("from_dlpack", device)
+    _check_optional_flag("from_dlpack", "copy", copy)
     return _tf.asarray(_np.from_dlpack(x))
 
 

@@ -572,7 +572,9 @@ class _CustomVJPCall(_CustomCall):
 class _CustomVJPLinear(ExtensionOp):
     """The linear map of a ``custom_vjp`` function at its residuals: operands are the
     residuals, then one tangent per argument leaf. Its transpose is the user's ``bwd``;
-    it has no evaluation (forward mode) and raises there, as JAX does."""
+    its JVP in the tangents is itself (it is linear there: a checkpointed segment's JVP
+    is linearised again before it is transposed). It has no evaluation and no JVP in
+    the residuals (forward mode) and raises there, as JAX does."""
 
     batch_loop = "the user's bwd holds for one example: applied per example"
 
@@ -600,7 +602,24 @@ class _CustomVJPLinear(ExtensionOp):
         raise self._forward_error()
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        raise self._forward_error()
+        """The map is linear in its tangent operands, so its derivative there is the map
+        itself applied to their tangents (which transposes to ``bwd`` again): a traced
+        JVP of a custom_vjp call -- a checkpointed segment's -- can be linearised and
+        transposed. A derivative in the residuals would need the forward-mode derivative
+        of the function, which a custom_vjp does not have."""
+        count = self.residual_count
+        if any(t is not None for t in ts[:count]):
+            raise self._forward_error()
+        tangents = ts[count:]
+        if all(t is None for t in tangents):
+            return [None] * len(self.outputs)
+        params = {f: getattr(self, f) for f in self._field_names if f != "inputs"}
+        applied = self.bind(*xs[:count], *_zero_filled(xs[count:], tangents), **params)
+        applied = [applied] if len(self.outputs) == 1 else list(applied)
+        return [
+            t if meta.dtype.kind in "fc" else None
+            for t, meta in zip(applied, self.outputs, strict=True)
+        ]
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         return self.rule.transpose(self, cts, xs, active)

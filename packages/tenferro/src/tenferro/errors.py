@@ -19,6 +19,7 @@ __all__ = [
     "DTypeError",
     "DegenerateDerivativeWarning",
     "ExecutionError",
+    "FlagError",
     "InPlaceError",
     "InactiveError",
     "IndexingError",
@@ -80,6 +81,12 @@ class BindingError(TenferroError, computegraph.BindingError):
 class ArgumentTypeError(TenferroError, TypeError):
     """An argument of the wrong kind: not callable, not a tuple of primals, a traced value
     where a concrete one is needed."""
+
+
+class FlagError(ParameterError, ArgumentTypeError):
+    """A boolean keyword (``keepdims``, ``upper``, ``full_matrices``, ``has_aux`` ...)
+    given something other than ``True`` or ``False``: a :class:`ParameterError` and, as
+    Python has it for a value of the wrong type, a ``TypeError``."""
 
 
 class ExecutionError(TenferroError, ArithmeticError):

@@ -60,6 +60,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from tenferro.core.bind import lift
+from tenferro.core.flags import check_flag
 from tenferro.core.primitive import RuleValue, TensorPrimitive, primitive
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import ExecutionError, TenferroError
@@ -348,4 +349,5 @@ def define(
     """
     if not callable(infer) or not callable(impl):
         raise TenferroError(name, "define() needs callable infer and impl")
+    linear = check_flag(f"extension.define({name!r})", "linear", linear)
     return ExtensionFamily(name, infer, impl, jvp, transpose, linear, batch)

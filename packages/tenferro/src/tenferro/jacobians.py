@@ -32,6 +32,7 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.batching.vmap import vmap
+from tenferro.core.flags import check_flag
 from tenferro.core.pytree import TreeDef, flatten, unflatten
 from tenferro.errors import ArgumentTypeError, DTypeError, ParameterError
 from tenferro.surface.convert import asarray
@@ -185,8 +186,7 @@ def _check(fun: Any, argnums: Any, has_aux: Any, op: str) -> None:
             raise ArgumentTypeError(
                 op, f"argnums must be an int or a tuple of ints, got {argnums!r}"
             )
-    if not isinstance(has_aux, bool):
-        raise ArgumentTypeError(op, f"has_aux must be True or False, got {has_aux!r}")
+    check_flag(op, "has_aux", has_aux)
 
 
 class _Selected:

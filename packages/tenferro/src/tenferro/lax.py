@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tenferro.core.flags import check_flag
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import is_complex
 from tenferro.meta import Meta, normalize_axes, normalize_axis
@@ -391,22 +392,26 @@ def _axis(x: Any, axis: int, op: str) -> int:
 
 def cumsum(x: Any, axis: int, reverse: bool = False) -> Any:
     """The inclusive cumulative sum along ``axis`` (from the end when ``reverse``)."""
-    return Cumsum.bind(x, axis=_axis(x, axis, "cumsum"), reverse=bool(reverse))
+    flag = check_flag("cumsum", "reverse", reverse)
+    return Cumsum.bind(x, axis=_axis(x, axis, "cumsum"), reverse=flag)
 
 
 def cumprod(x: Any, axis: int, reverse: bool = False) -> Any:
     """The inclusive cumulative product along ``axis``; its derivative is exact at zeros."""
-    return Cumprod.bind(x, axis=_axis(x, axis, "cumprod"), reverse=bool(reverse))
+    flag = check_flag("cumprod", "reverse", reverse)
+    return Cumprod.bind(x, axis=_axis(x, axis, "cumprod"), reverse=flag)
 
 
 def sort(x: Any, axis: int, descending: bool = False) -> Any:
     """``x`` sorted along ``axis`` (stable; NaNs last ascending)."""
-    return Sort.bind(x, axis=_axis(x, axis, "sort"), descending=bool(descending))
+    flag = check_flag("sort", "descending", descending)
+    return Sort.bind(x, axis=_axis(x, axis, "sort"), descending=flag)
 
 
 def argsort(x: Any, axis: int, descending: bool = False) -> Any:
     """The int64 indices of the stable sort of ``x`` along ``axis``."""
-    return Argsort.bind(x, axis=_axis(x, axis, "argsort"), descending=bool(descending))
+    flag = check_flag("argsort", "descending", descending)
+    return Argsort.bind(x, axis=_axis(x, axis, "argsort"), descending=flag)
 
 
 def argmax(x: Any, axis: int) -> Any:

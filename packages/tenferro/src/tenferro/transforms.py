@@ -35,6 +35,7 @@ import numpy as np
 
 from computegraph import BoundedCache, Input, gc_paused
 from tenferro import lax
+from tenferro.core.flags import check_flag
 from tenferro.core.keys import AliasKey, ArgKey
 from tenferro.core.pytree import TreeDef, count_leaves, describe, flatten, unflatten
 from tenferro.errors import (
@@ -110,8 +111,7 @@ def _check_argnums(argnums: Any, op: str) -> None:
 
 
 def _check_has_aux(has_aux: Any, op: str) -> None:
-    if not isinstance(has_aux, bool):
-        raise ArgumentTypeError(op, f"has_aux must be True or False, got {has_aux!r}")
+    check_flag(op, "has_aux", has_aux)
 
 
 def _aux_pair(result: Any, op: str) -> tuple[Any, Any]:

@@ -12,7 +12,7 @@ order) and ``("custom", children, (type, aux))`` for registered node types.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from tenferro.errors import ArgumentTypeError, TenferroError
@@ -80,60 +80,65 @@ def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[li
     ``is_leaf(node)`` returning true makes ``node`` a leaf even if it is a container.
     """
     leaves: list[Any] = []
+    return leaves, _walk(tree, leaves, is_leaf)
 
-    def walk(node: Any) -> TreeDef:
-        if is_leaf is not None and is_leaf(node):
-            leaves.append(node)
-            return _LEAF
-        if node is None:
-            return _NONE
-        kind = type(node)
-        if kind is tuple:
-            return ("tuple", tuple([walk(child) for child in node]))
-        if kind is list:
-            return ("list", tuple([walk(child) for child in node]))
-        if kind is dict:
-            keys = tuple(sorted(node))
-            return ("dict", keys, tuple([walk(node[k]) for k in keys]))
-        rules = _REGISTRY.get(kind)
-        if rules is not None:
-            children, tag = _custom(node, rules)
-            return ("custom", tuple([walk(child) for child in children]), tag)
-        if isinstance(node, tuple) and hasattr(kind, "_fields"):
-            return ("namedtuple", tuple([walk(child) for child in node]), kind)
-        if kind is OrderedDict:
-            keys = tuple(node)
-            return ("odict", keys, tuple([walk(node[k]) for k in keys]))
+
+# The walks below are module functions, not recursive closures: a closure calling itself
+# is a reference cycle holding the leaves, which (with the cyclic collector paused during
+# program evaluation) kept every array a custom rule flattened alive until the next
+# collection.
+
+
+def _walk(node: Any, leaves: list[Any], is_leaf: Callable[[Any], bool] | None) -> TreeDef:
+    if is_leaf is not None and is_leaf(node):
         leaves.append(node)
         return _LEAF
-
-    return leaves, walk(tree)
+    if node is None:
+        return _NONE
+    kind = type(node)
+    if kind is tuple:
+        return ("tuple", tuple([_walk(child, leaves, is_leaf) for child in node]))
+    if kind is list:
+        return ("list", tuple([_walk(child, leaves, is_leaf) for child in node]))
+    if kind is dict:
+        keys = tuple(sorted(node))
+        return ("dict", keys, tuple([_walk(node[k], leaves, is_leaf) for k in keys]))
+    rules = _REGISTRY.get(kind)
+    if rules is not None:
+        children, tag = _custom(node, rules)
+        return ("custom", tuple([_walk(child, leaves, is_leaf) for child in children]), tag)
+    if isinstance(node, tuple) and hasattr(kind, "_fields"):
+        return ("namedtuple", tuple([_walk(child, leaves, is_leaf) for child in node]), kind)
+    if kind is OrderedDict:
+        keys = tuple(node)
+        return ("odict", keys, tuple([_walk(node[k], leaves, is_leaf) for k in keys]))
+    leaves.append(node)
+    return _LEAF
 
 
 def unflatten(treedef: TreeDef, leaves: Iterable[Any]) -> Any:
     """The tree of structure ``treedef`` holding ``leaves``."""
-    iterator = iter(leaves)
+    return _build(treedef, iter(leaves))
 
-    def build(node: Any) -> Any:
-        kind = node[0]
-        if kind == "*":
-            return next(iterator)
-        if kind == "none":
-            return None
-        if kind == "tuple":
-            return tuple([build(child) for child in node[1]])
-        if kind == "list":
-            return [build(child) for child in node[1]]
-        if kind == "namedtuple":
-            return node[2](*[build(child) for child in node[1]])
-        if kind == "custom":
-            nodetype, aux = node[2]
-            return _REGISTRY[nodetype].unflatten(aux, [build(child) for child in node[1]])
-        values = [build(child) for child in node[2]]
-        made = dict(zip(node[1], values, strict=True))
-        return made if kind == "dict" else OrderedDict(made)
 
-    return build(treedef)
+def _build(node: Any, iterator: Iterator[Any]) -> Any:
+    kind = node[0]
+    if kind == "*":
+        return next(iterator)
+    if kind == "none":
+        return None
+    if kind == "tuple":
+        return tuple([_build(child, iterator) for child in node[1]])
+    if kind == "list":
+        return [_build(child, iterator) for child in node[1]]
+    if kind == "namedtuple":
+        return node[2](*[_build(child, iterator) for child in node[1]])
+    if kind == "custom":
+        nodetype, aux = node[2]
+        return _REGISTRY[nodetype].unflatten(aux, [_build(child, iterator) for child in node[1]])
+    values = [_build(child, iterator) for child in node[2]]
+    made = dict(zip(node[1], values, strict=True))
+    return made if kind == "dict" else OrderedDict(made)
 
 
 def count_leaves(treedef: TreeDef) -> int:

@@ -26,6 +26,7 @@ from computegraph import DictCache, Input, ValueKey
 from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
+from tenferro.core.flags import check_flag, check_optional_flag
 from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
 from tenferro.eager.extents import extent_class, specialize, specialize_evaluation, stand_in
 from tenferro.eager.tensor import EagerTensor, _OutputKey
@@ -334,6 +335,7 @@ class Tape:
         (default: ``create_graph``) is true; as in PyTorch, that includes a call that
         then raises :class:`~tenferro.InactiveError`.
         """
+        _check_reverse_flags("grad", create_graph, allow_unused, retain_graph)
         single = isinstance(wrt, Tensor)
         targets: list[EagerTensor] = [wrt] if isinstance(wrt, EagerTensor) else list(wrt)
         self._check_targets("grad", targets)
@@ -379,6 +381,7 @@ class Tape:
         retain_graph: bool | None = None,
     ) -> Any:
         """``J^H c`` for each tensor of ``wrt`` (conjugate convention); as :meth:`grad`."""
+        _check_reverse_flags("vjp", create_graph, allow_unused, retain_graph)
         return self.grad(
             output,
             wrt,
@@ -404,6 +407,7 @@ class Tape:
         The saved values of the nodes it runs are freed as it uses them unless
         ``retain_graph`` is true.
         """
+        retain_graph = check_flag("backward", "retain_graph", retain_graph)
         reached: set[Any] = set()
         if inputs is None:
             cotangents = self._reverse(
@@ -745,3 +749,9 @@ def adopt_fresh_leaf(tensor: EagerTensor) -> None:
     tensor.tape = tape
     with tape._leaves_lock:
         tape._leaves[key] = tensor
+
+
+def _check_reverse_flags(op: str, create_graph: Any, allow_unused: Any, retain_graph: Any) -> None:
+    check_flag(op, "create_graph", create_graph)
+    check_flag(op, "allow_unused", allow_unused)
+    check_optional_flag(op, "retain_graph", retain_graph)

@@ -21,6 +21,7 @@ import numpy as np
 
 from computegraph import Input, ValueKey
 from tenferro.concrete import Tensor, filled, to_array
+from tenferro.core.flags import check_flag
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.dtypes import DTYPES
 from tenferro.eager.mode import capture_state, captures_open, grad_state, no_grad_open
@@ -103,6 +104,7 @@ class EagerTensor(Tensor):
         requires_grad: bool = False,
         tape: Any = None,
     ) -> None:
+        requires_grad = check_flag("EagerTensor", "requires_grad", requires_grad)
         if requires_grad and type(data) is np.ndarray and dtype is None and tape is None:
             value = np.array(data, copy=True)  # to_array's copy, without its frames
             meta_dtype = value.dtype
@@ -416,6 +418,7 @@ class EagerTensor(Tensor):
                 "backward",
                 "this tensor does not require grad (no tracked tensor was used to compute it)",
             )
+        retain_graph = check_flag("backward", "retain_graph", retain_graph)
         self.tape.backward(self, seed, retain_graph=retain_graph, inputs=inputs)
 
     def __repr__(self) -> str:

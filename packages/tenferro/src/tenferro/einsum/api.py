@@ -17,6 +17,7 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from computegraph import DictCache
+from tenferro.core.flags import check_flag
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.einsum.lowering import Program, lower
 from tenferro.einsum.parse import OP, Equation, parse, parse_interleaved
@@ -217,6 +218,7 @@ def einsum_path(
     """``(path, info)``: the pair path ``einsum`` would follow (opt_einsum's form) and a
     :class:`~tenferro.einsum.path_info.PathInfo` (costs, largest intermediate, a
     printable table). With ``shapes=True`` the operands are shapes."""
+    shapes = check_flag("einsum_path", "shapes", shapes)
     if not args:
         raise ParameterError(OP, "needs subscripts and operands")
     if isinstance(args[0], str):

@@ -25,6 +25,7 @@ from computegraph import DictCache
 from tenferro import lax
 from tenferro.algebra import adjoint, diag_embed, diagonal, eye_like, matmul, matrix_transpose
 from tenferro.core.bind import bind, bind1
+from tenferro.core.flags import check_flag
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import DTypeError, ParameterError, ShapeError
 from tenferro.extension import register
@@ -267,7 +268,8 @@ def cholesky(a: Any, upper: bool = False) -> Any:
     ``a`` is read; the derivative treats ``a`` as Hermitian (the tangent's Hermitian
     part is differentiated, as in torch). A matrix that is not positive definite raises
     :class:`~tenferro.errors.LinAlgError` naming the first failing batch index."""
-    return Cholesky.bind(matrix_operand("cholesky", a, square=True), upper=bool(upper))
+    upper = check_flag("linalg.cholesky", "upper", upper)
+    return Cholesky.bind(matrix_operand("cholesky", a, square=True), upper=upper)
 
 
 # ---------------------------------------------------------------------- LU

@@ -17,6 +17,7 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.batching.rules import batch_size, to_front
+from tenferro.core.flags import check_flag
 from tenferro.errors import ParameterError, ShapeError
 from tenferro.extension import register
 from tenferro.linalg.checks import inexact_dtype
@@ -132,6 +133,7 @@ def vector_norm(
     (1/ord)``; ``inf``/``-inf`` the largest/smallest ``|x|``, 0 the count of nonzeros.
     Real result (numpy.linalg.vector_norm)."""
     op = "linalg.vector_norm"
+    keepdims = check_flag(op, "keepdims", keepdims)
     x = _operand(op, x)
     if isinstance(ord, str) or ord is None:
         raise ParameterError(op, f"ord must be a number, got {ord!r}")
@@ -152,6 +154,7 @@ def matrix_norm(
     singular value), ``1``/``-1`` (largest/smallest column sum of ``|x|``),
     ``inf``/``-inf`` (largest/smallest row sum). Real result."""
     op = "linalg.matrix_norm"
+    keepdims = check_flag(op, "keepdims", keepdims)
     x = _operand(op, x)
     if ord not in _MATRIX_ORDERS or isinstance(ord, bool):
         raise ParameterError(op, f"ord must be one of {_MATRIX_ORDERS}, got {ord!r}")
@@ -212,6 +215,7 @@ def norm(x: Any, ord: Any = None, axis: Axis = None, keepdims: bool = False) -> 
     None, else the vector norm of a 1-D or the matrix norm of a 2-D ``x``; an integer
     ``axis`` gives vector norms, a pair of axes matrix norms."""
     op = "linalg.norm"
+    keepdims = check_flag(op, "keepdims", keepdims)
     x = _operand(op, x)
     if axis is None:
         if ord is None:

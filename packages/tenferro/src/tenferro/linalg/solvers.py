@@ -26,6 +26,7 @@ import numpy as np
 from tenferro import lax
 from tenferro.algebra import adjoint, matmul, trace
 from tenferro.core.bind import bind, bind1
+from tenferro.core.flags import check_flag
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import LinAlgError, ShapeError
 from tenferro.extension import register
@@ -168,13 +169,14 @@ def solve_triangular(
     :class:`~tenferro.errors.LinAlgError`.
     """
     name = "solve_triangular"
+    upper = check_flag(f"linalg.{name}", "upper", upper)
+    left = check_flag(f"linalg.{name}", "left", left)
+    unitriangular = check_flag(f"linalg.{name}", "unitriangular", unitriangular)
     a, b = inexact_operands(name, a, b)
     check_matrix(name, a.meta)
     check_matrix(name, b.meta)
     a, b = broadcast_batch(name, a, b)
-    return triangular_solve(
-        a, b, upper=bool(upper), left=bool(left), unit=bool(unitriangular), caller=name
-    )
+    return triangular_solve(a, b, upper=upper, left=left, unit=unitriangular, caller=name)
 
 
 # ---------------------------------------------------------------------- general solve

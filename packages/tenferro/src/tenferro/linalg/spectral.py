@@ -43,6 +43,7 @@ from tenferro.algebra import (
 )
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
+from tenferro.core.flags import check_flag
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import LinAlgError, ParameterError
 from tenferro.extension import register
@@ -621,6 +622,7 @@ def svd(
     the spectral gaps of the derivative (module documentation); ``gauge`` is
     ``"raw"`` or ``"canonical"``.
     """
+    full_matrices = check_flag("linalg.svd", "full_matrices", full_matrices)
     x = matrix_operand("linalg.svd", a)
     if eps is not DEFAULT_EPS:
         eps = check_eps("linalg.svd", eps)
@@ -801,6 +803,7 @@ def pinv(a: Any, rtol: float | None = None, hermitian: bool = False) -> Any:
     from tenferro.surface.reductions import amax
 
     op = "linalg.pinv"
+    hermitian = check_flag(op, "hermitian", hermitian)
     x = _operand(op, a)
     *batch, m, n = x.meta.shape
     real = _real_dtype(x.meta.dtype)

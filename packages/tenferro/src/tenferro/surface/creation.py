@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import numpy as np
 
 from tenferro import lax
+from tenferro.core.flags import check_flag
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64
 from tenferro.errors import AllocationError, DTypeError, ParameterError, ShapeError
@@ -50,6 +51,8 @@ def tensor(data: Any, dtype: Any = None, *, requires_grad: bool = False) -> Eage
     ``.requires_grad_()`` works on it later); with ``requires_grad``, a tracked leaf of
     the default tape. Data that is a tracked tensor is refused (``detach()`` it)."""
     from tenferro.eager import EagerTensor
+
+    requires_grad = check_flag("tensor", "requires_grad", requires_grad)
 
     if getattr(data, "tape", None) is not None:
         from tenferro.eager.tape import _refuse_tracked
@@ -112,7 +115,9 @@ def asarray(
     so a copy is never observable)."""
     if device not in (None, "cpu"):
         raise ParameterError("asarray", f"tenferro tensors live on the cpu, not {device!r}")
-    if requires_grad:
+    if copy is not None:
+        check_flag("asarray", "copy", copy)
+    if requires_grad is not False and check_flag("asarray", "requires_grad", requires_grad):
         return tensor(x, dtype, requires_grad=True)
     return _convert.asarray(x, dtype, "asarray")
 
@@ -228,6 +233,7 @@ def linspace(
     start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = float64
 ) -> Tensor:
     """``num`` evenly spaced values from ``start`` to ``stop``."""
+    endpoint = check_flag("linspace", "endpoint", endpoint)
     count = _count("linspace", "num", num)
     as_shape((count,), "linspace")
     try:

@@ -476,8 +476,11 @@ class TensorMethods(HasMeta):
         a computed tensor cannot stop being tracked (use ``detach()``), as in PyTorch.
         Other kinds raise: ``Tensor`` has no AD and traced leaves are differentiated by
         ``.grad(wrt)``."""
-        tape: Any = getattr(self, "tape", _NO_TAPE)
+        from tenferro.core.flags import check_flag
         from tenferro.errors import ArgumentTypeError, UnsupportedError
+
+        requires_grad = check_flag("requires_grad_", "requires_grad", requires_grad)
+        tape: Any = getattr(self, "tape", _NO_TAPE)
 
         if tape is _NO_TAPE:
             raise ArgumentTypeError(

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tenferro import lax
+from tenferro.core.flags import check_flag
 from tenferro.dtypes import float64, real_dtype
 from tenferro.errors import DTypeError, ParameterError, ShapeError
 from tenferro.meta import normalize_axis
@@ -83,6 +84,7 @@ def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     softmax, exactly, at ties too (the max's share of the derivative cancels). Infinite
     maxima are not shifted (``-inf`` everywhere gives ``-inf``; ``+inf`` gives ``+inf``);
     an empty reduction gives ``-inf`` (numpy's sum of nothing is 0)."""
+    keepdims = check_flag("logsumexp", "keepdims", keepdims)
     a = _inexact(x, "logsumexp")
     axes = _axes(a, axis, "logsumexp")
     kept = tuple(i for i in range(a.meta.ndim) if i not in axes)
@@ -142,6 +144,7 @@ def erfc(x: Any) -> Any:
 
 
 def _arg_extremum(op: str, reduce: Any, x: Any, axis: int | None, keepdims: bool) -> Any:
+    keepdims = check_flag(op, "keepdims", keepdims)
     a = asarray(x, op=op)
     flat, position = _flat_or_axis(a, axis, op)
     result = reduce(flat, position)
@@ -173,6 +176,8 @@ def sort(x: Any, axis: int | None = -1, *, descending: bool = False, stable: boo
     """``x`` sorted along ``axis`` (flattened when None). Always stable (``stable=False``
     is accepted, as numpy allows a stable result for it); NaNs sort last, first when
     ``descending``. The derivative moves each tangent with its value."""
+    descending = check_flag("sort", "descending", descending)
+    check_flag("sort", "stable", stable)
     a = asarray(x, op="sort")
     flat, position = _flat_or_axis(a, axis, "sort")
     return lax.sort(flat, position, descending=descending)
@@ -182,6 +187,8 @@ def sort(x: Any, axis: int | None = -1, *, descending: bool = False, stable: boo
 def argsort(x: Any, axis: int | None = -1, *, descending: bool = False, stable: bool = True) -> Any:
     """The int64 indices that sort ``x`` along ``axis`` (flattened when None), stable;
     ``descending`` keeps equal elements in their original order (like JAX)."""
+    descending = check_flag("argsort", "descending", descending)
+    check_flag("argsort", "stable", stable)
     a = asarray(x, op="argsort")
     flat, position = _flat_or_axis(a, axis, "argsort")
     return lax.argsort(flat, position, descending=descending)
@@ -313,6 +320,7 @@ def _without_nans(a: Any) -> tuple[Any, Any]:
 @preserving
 def nansum(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Any:
     """The sum over ``axis`` treating NaNs as zero (they receive zero gradient)."""
+    keepdims = check_flag("nansum", "keepdims", keepdims)
     a = asarray(x, op="nansum")
     if a.meta.dtype.kind in "fc":
         a, _ = _without_nans(a)
@@ -322,6 +330,7 @@ def nansum(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None)
 @preserving
 def nanmean(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """The mean over ``axis`` of the values that are not NaN (NaN where all are)."""
+    keepdims = check_flag("nanmean", "keepdims", keepdims)
     a = _inexact(x, "nanmean")
     cleaned, nan = _without_nans(a)
     present = lax.convert_element_type(lax.logical_not(nan), real_dtype(a.meta.dtype))

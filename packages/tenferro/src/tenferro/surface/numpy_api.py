@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from tenferro.core.flags import check_flag
 from tenferro.errors import UnsupportedError
 
 __all__ = ["array_function", "array_ufunc", "supported_functions", "supported_ufuncs"]
@@ -187,11 +188,11 @@ def _linalg_target(name: str) -> Callable[..., Any] | None:
 
 
 def _svd(target: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    if options.pop("hermitian", False):
+    if check_flag("numpy.linalg.svd", "hermitian", options.pop("hermitian", False)):
         raise UnsupportedError(
             "numpy.linalg.svd", "hermitian=True is not supported (use tf.linalg.eigh)"
         )
-    if not options.pop("compute_uv", True):
+    if not check_flag("numpy.linalg.svd", "compute_uv", options.pop("compute_uv", True)):
         options.pop("full_matrices", None)
         svdvals = _lazy("tenferro.linalg", "svdvals")
         if svdvals is None:

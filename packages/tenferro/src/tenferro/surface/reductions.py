@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tenferro import lax
+from tenferro.core.flags import check_flag
 from tenferro.dtypes import float64, int64, is_complex
 from tenferro.errors import DTypeError
 from tenferro.meta import normalize_axes
@@ -47,6 +48,7 @@ def _accumulator(x: Any, dtype: Any, op: str) -> Any:
 @dispatch_cached()
 def sum(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Any:
     """Sum over ``axis`` (all axes when None)."""
+    keepdims = check_flag("sum", "keepdims", keepdims)
     a = _accumulator(asarray(x), dtype, "sum")
     axes = _axes(a, axis, "sum")
     return _keep(a, lax.reduce_sum(a, axes), axes, keepdims)
@@ -56,6 +58,7 @@ def sum(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) ->
 @dispatch_cached()
 def prod(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Any:
     """Product over ``axis``; its derivative is safe at zeros."""
+    keepdims = check_flag("prod", "keepdims", keepdims)
     a = _accumulator(asarray(x), dtype, "prod")
     axes = _axes(a, axis, "prod")
     return _keep(a, lax.reduce_prod(a, axes), axes, keepdims)
@@ -65,6 +68,7 @@ def prod(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -
 @dispatch_cached()
 def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """Arithmetic mean (integers average in float64)."""
+    keepdims = check_flag("mean", "keepdims", keepdims)
     a = asarray(x)
     if a.meta.dtype.kind in "bi":
         a = astype(a, float64)
@@ -78,6 +82,7 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
 @preserving
 def var(x: Any, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Any:
     """Variance ``sum(|x - mean(x)|**2) / (n - ddof)`` over ``axis`` (real for complex input)."""
+    keepdims = check_flag("var", "keepdims", keepdims)
     a = asarray(x)
     if a.meta.dtype.kind in "bi":
         a = astype(a, float64)
@@ -98,11 +103,13 @@ def var(x: Any, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Any
 @preserving
 def std(x: Any, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Any:
     """Standard deviation: ``sqrt(var)``."""
+    keepdims = check_flag("std", "keepdims", keepdims)
     return lax.sqrt(var(x, axis, keepdims, ddof))
 
 
 def _extremum(op: str, reduce: Any) -> Any:
     def apply(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+        keepdims = check_flag(op, "keepdims", keepdims)
         a = asarray(x)
         if a.meta.dtype.kind not in "if":
             raise DTypeError(op, f"{a.meta.dtype} values have no order")
@@ -137,6 +144,7 @@ amin = min
 @preserving
 def any(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """Whether any element along ``axis`` is true (non-zero)."""
+    keepdims = check_flag("any", "keepdims", keepdims)
     a = asarray(x)
     counts = sum(lax.compare(a, lax.zeros_like(a), "ne"), axis, keepdims)
     return lax.compare(counts, lax.zeros_like(counts), "gt")
@@ -145,6 +153,7 @@ def any(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
 @preserving
 def all(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """Whether every element along ``axis`` is true (non-zero)."""
+    keepdims = check_flag("all", "keepdims", keepdims)
     a = asarray(x)
     counts = sum(lax.compare(a, lax.zeros_like(a), "eq"), axis, keepdims)
     return lax.compare(counts, lax.zeros_like(counts), "eq")

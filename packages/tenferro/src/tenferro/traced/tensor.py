@@ -27,6 +27,7 @@ from computegraph import (
     first_output,
 )
 from tenferro import lax
+from tenferro.core.flags import check_flag
 from tenferro.core.keys import AliasKey, CheckpointKey, LeafKey, PlaceholderKey
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.dtypes import dtype as as_dtype
@@ -220,21 +221,21 @@ class TracedTensor(TensorMethods):
         or gives ``None`` with ``allow_unused=True``."""
         from tenferro.traced.ad import grad
 
-        return grad(self, wrt, optional=allow_unused)
+        return grad(self, wrt, optional=check_flag("grad", "allow_unused", allow_unused))
 
     def vjp(self, wrt: Any, cotangent: Any, *, allow_unused: bool = False) -> Any:
         """The vector-Jacobian product with ``cotangent`` (conjugate convention);
         ``allow_unused`` as in :meth:`grad`."""
         from tenferro.traced.ad import vjp
 
-        return vjp(self, wrt, cotangent, optional=allow_unused)
+        return vjp(self, wrt, cotangent, optional=check_flag("vjp", "allow_unused", allow_unused))
 
     def jvp(self, wrt: Any, tangent: Any, *, allow_unused: bool = False) -> Any:
         """The Jacobian-vector product along ``tangent`` (one per leaf in ``wrt``);
         ``allow_unused`` as in :meth:`grad`."""
         from tenferro.traced.ad import jvp
 
-        return jvp(self, wrt, tangent, optional=allow_unused)
+        return jvp(self, wrt, tangent, optional=check_flag("jvp", "allow_unused", allow_unused))
 
     def checkpoint(self) -> TracedTensor:
         """Evaluate now and continue from the stored value; derivatives still flow to the
