@@ -100,21 +100,11 @@ class QR(LinalgOp):
 
     def impl(self, a: Any) -> Any:
         check_finite("qr", a)
-        complete = self.complete
-        if a.ndim == 2 and a.size:  # one matrix: the kernel, planned for this instance
-            plan = self._prepared
-            if plan is None:
-                m, n = a.shape
-                plan = lapack.qr_plan(m, n, a.dtype, complete)
-                object.__setattr__(self, "_prepared", plan)
+        plan = self._prepared  # this instance's kernel plan (its matrices' shape, dtype)
+        if plan is not None and a.ndim == 2:  # the common case: one matrix, planned
             q, r = lapack.planned_qr(plan, a)
         else:
-            q, r = lapack.apply(
-                lambda m: lapack.qr(m, complete),
-                lambda m: np.linalg.qr(m, mode="complete" if complete else "reduced"),
-                a,
-            )
-            q, r = q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
+            q, r = self._factor(a)
         if self.positive and r.size:
             d = np.diagonal(r, axis1=-2, axis2=-1)
             magnitude = np.abs(d)
@@ -125,6 +115,21 @@ class QR(LinalgOp):
             r = r.copy()
             r[..., :k, :] *= np.conj(phase)[..., :, None]  # complete tall R: rows past K are 0
         return q, r
+
+    def _factor(self, a: Any) -> tuple[Any, Any]:
+        """Q and R of one matrix or a batch (their plan made on first use)."""
+        complete = self.complete
+        m, n = a.shape[-2:]
+        if not a.size or (a.ndim > 2 and a.size // (m * n) > lapack.LOOP_LIMIT):
+            q, r = np.linalg.qr(a, mode="complete" if complete else "reduced")  # numpy's batch
+            return q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
+        plan = self._prepared
+        if plan is None:
+            plan = lapack.qr_plan(m, n, a.dtype, complete)
+            object.__setattr__(self, "_prepared", plan)
+        if a.ndim == 2:
+            return lapack.planned_qr(plan, a)
+        return lapack.planned_qr_batch(plan, a)  # a small batch: the kernel, looped
 
     def jvp(
         self,
@@ -222,6 +227,8 @@ def _not_positive_definite(m: np.ndarray[Any, Any]) -> bool:
 class Cholesky(LinalgOp):
     """A = L L^H (lower L; ``upper``: returns U = L^H with A = U^H U)."""
 
+    single_output = True
+
     upper: bool
 
     def infer(self) -> list[Meta]:
@@ -235,7 +242,12 @@ class Cholesky(LinalgOp):
             return np.zeros(a.shape, a.dtype)
         check_finite("cholesky", a)
         try:
-            factor = lapack.apply(lapack.cholesky, np.linalg.cholesky, a)
+            if a.ndim == 2:
+                factor = lapack.cholesky(a)
+            else:
+                factor = lapack.apply(
+                    lapack.cholesky, np.linalg.cholesky, a, batched=lapack.cholesky_batch
+                )
         except np.linalg.LinAlgError:
             raise_per_matrix("cholesky", a, _not_positive_definite, "not positive definite")
             raise  # pragma: no cover

@@ -13,7 +13,7 @@ matrix: a tensor that is already a float/complex matrix passes straight through.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from tenferro.batching.rules import leading
 from tenferro.concrete import Tensor
@@ -30,6 +30,13 @@ class LinalgOp(ExtensionOp):
     __slots__ = ()
 
     batch = leading  # numpy.linalg semantics: leading axes are batch axes
+    single_output: ClassVar[bool] = False
+    """Every instance has one output and ``impl`` returns it (an array, never a tuple):
+    then concrete kinds call ``impl`` directly, without :meth:`eval`'s frame."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.direct_impl = cls.single_output
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -37,7 +44,7 @@ class LinalgOp(ExtensionOp):
 
     def eval(self, inputs: Sequence[Any], ctx: Any) -> Sequence[Any]:
         result = self.impl(*inputs)
-        return result if isinstance(result, tuple) else (result,)
+        return result if type(result) is tuple else (result,)
 
 
 def matrix_operand(op: str, a: Any, *, square: bool = False) -> Any:

@@ -9,14 +9,15 @@ per dtype (with LAPACK's optimal workspaces where scipy's defaults are minimal o
 one matrix (``[M, N]``, float32/float64/complex64/complex128, finite) and raise
 ``numpy.linalg.LinAlgError`` where numpy would (LAPACK's ``info > 0``), so the
 families' error paths serve both. :func:`apply` runs them over small batches too, so
-a batch gives what its matrices give one by one (``vmap`` equals a loop).
+a batch gives what its matrices give one by one (``vmap`` equals a loop); the
+``*_batch`` kernels of the common families do that loop themselves, with the drivers
+looked up once and the results written into preallocated outputs.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -28,11 +29,15 @@ __all__ = [
     "LOOP_LIMIT",
     "apply",
     "cholesky",
+    "cholesky_batch",
     "eigh",
+    "eigh_batch",
     "factor_and_solve",
+    "factor_and_solve_batch",
     "inv",
     "looped",
     "planned_qr",
+    "planned_qr_batch",
     "qr",
     "qr_plan",
     "routine",
@@ -63,10 +68,15 @@ LOOP_LIMIT = 64
 computes what its matrices compute one by one); larger ones take numpy's gufuncs."""
 
 
-def apply(kernel: Callable[..., Any], fallback: Callable[..., Any], *arrays: Array) -> Any:
-    """``kernel`` on one matrix (or each matrix of a small batch, results stacked);
-    ``fallback`` (numpy's batched call) for empty inputs and large batches. The arrays
-    share their batch axes."""
+def apply(
+    kernel: Callable[..., Any],
+    fallback: Callable[..., Any],
+    *arrays: Array,
+    batched: Callable[..., Any] | None = None,
+) -> Any:
+    """``kernel`` on one matrix (or each matrix of a small batch, results stacked:
+    ``batched`` when given, else :func:`looped`); ``fallback`` (numpy's batched call)
+    for empty inputs and large batches. The arrays share their batch axes."""
     a = arrays[0]
     if not a.size:
         return fallback(*arrays)
@@ -74,7 +84,7 @@ def apply(kernel: Callable[..., Any], fallback: Callable[..., Any], *arrays: Arr
         return kernel(*arrays)
     if a.size // (a.shape[-1] * a.shape[-2]) > LOOP_LIMIT:
         return fallback(*arrays)
-    return looped(kernel, *arrays)
+    return looped(kernel, *arrays) if batched is None else batched(*arrays)
 
 
 def looped(kernel: Callable[..., Any], *arrays: Array) -> Any:
@@ -114,22 +124,27 @@ def _failed(info: int, what: str) -> None:
 def qr(a: Array, complete: bool) -> tuple[Array, Array]:
     """numpy.linalg.qr's ``reduced`` (or ``complete``) factors of one matrix."""
     m, n = a.shape
-    key = (m, n, a.dtype, complete)
-    plan = _QR_PLANS.get(key)
-    if plan is None:
-        plan = qr_plan(m, n, a.dtype, complete)
-        _QR_PLANS.put(key, plan)
-    return planned_qr(plan, a)
+    return planned_qr(qr_plan(m, n, a.dtype, complete), a)
 
 
-QRPlan = tuple[Any, Any, Array, slice | None, int]
+QRPlan = tuple[Any, int, Any, int, Array, slice | None, int]
 """How :func:`planned_qr` factors matrices of one shape and dtype (structure only)."""
 
 
 def qr_plan(m: int, n: int, dtype: np.dtype[Any], complete: bool) -> QRPlan:
-    """The plan of :func:`qr` for ``[M, N]`` matrices of ``dtype``: geqrf, orgqr/ungqr,
-    the mask of R's entries to clear, R's rows in the packed factors (``None``: all), and
-    Q's columns (M for a complete QR of a tall matrix, else 0: the packed ones)."""
+    """The plan of :func:`qr` for ``[M, N]`` matrices of ``dtype`` (cached): geqrf and
+    its workspace size, orgqr/ungqr and its workspace size, the mask of R's entries to
+    clear, R's rows in the packed factors (``None``: all), and Q's columns (M for a
+    complete QR of a tall matrix, else 0: the packed ones)."""
+    key = (m, n, dtype, complete)
+    plan = _QR_PLANS.get(key)
+    if plan is None:
+        plan = _make_qr_plan(m, n, dtype, complete)
+        _QR_PLANS.put(key, plan)
+    return plan
+
+
+def _make_qr_plan(m: int, n: int, dtype: np.dtype[Any], complete: bool) -> QRPlan:
     k = min(m, n)
     rows = m if complete else k
     factor = routine("geqrf", dtype)
@@ -145,13 +160,7 @@ def qr_plan(m: int, n: int, dtype: np.dtype[Any], complete: bool) -> QRPlan:
     generate_work = _workspace(
         generate(np.zeros((max(m, 1), max(columns, 1)), dtype, order="F"), tau, lwork=-1)[1]
     )
-    return (
-        partial(factor, lwork=factor_work),
-        partial(generate, lwork=generate_work),
-        _lower((rows, n)),
-        kept,
-        square,
-    )
+    return (factor, factor_work, generate, generate_work, _lower((rows, n)), kept, square)
 
 
 def _workspace(work: Array) -> int:
@@ -159,10 +168,16 @@ def _workspace(work: Array) -> int:
     return max(int(work[0].real), 1)
 
 
+# The kernels below pass the wrappers' optional arguments by position (f2py parses
+# positional arguments faster than keywords): geqrf(a, lwork), orgqr(a, tau, lwork,
+# overwrite_a), potrf(a, lower, clean), syevd/heevd(a, compute_v, lower), getrs(lu,
+# piv, b, trans).
+
+
 def planned_qr(plan: QRPlan, a: Array) -> tuple[Array, Array]:
     """:func:`qr` of one non-empty matrix by a plan of its shape and dtype."""
-    factor, generate, lower, rows, square = plan
-    packed, tau, _, info = factor(a)
+    factor, factor_work, generate, generate_work, lower, rows, square = plan
+    packed, tau, _, info = factor(a, factor_work)
     if info:
         _failed(info, "geqrf")
     # R first (geqrf's reflectors below its diagonal cleared, as np.triu does): then Q
@@ -172,13 +187,51 @@ def planned_qr(plan: QRPlan, a: Array) -> tuple[Array, Array]:
     if square:
         full = np.empty((square, square), a.dtype, order="F")
         full[:, : a.shape[1]] = packed
-        q, _, info = generate(full, tau, overwrite_a=1)
+        q, _, info = generate(full, tau, generate_work, 1)
     else:
         k = tau.shape[0]
-        q, _, info = generate(packed if k == a.shape[1] else packed[:, :k], tau, overwrite_a=1)
+        q, _, info = generate(packed if k == a.shape[1] else packed[:, :k], tau, generate_work, 1)
     if info:
         _failed(info, "orgqr")
     return q, r
+
+
+def planned_qr_batch(plan: QRPlan, a: Array) -> tuple[Array, Array]:
+    """:func:`planned_qr` of each matrix of a non-empty batch ``[..., M, N]`` (at least
+    one batch axis), written into preallocated outputs: the same drivers on the same
+    matrices, so the same values as one by one."""
+    factor, factor_work, generate, generate_work, lower, rows, square = plan
+    batch, count, stack = _stack(a)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    q_out = np.empty((count, m, square or k), a.dtype)
+    r_out = np.empty((count, m if rows is None else rows.stop, n), a.dtype)
+    full = np.empty((square, square), a.dtype, order="F") if square else None
+    for index in range(count):
+        packed, tau, _, info = factor(stack[index], factor_work)
+        if info:
+            _failed(info, "geqrf")
+        r_out[index] = packed if rows is None else packed[rows]
+        if full is not None:
+            full[:, :n] = packed
+            q, _, info = generate(full, tau, generate_work, 1)
+        else:
+            q, _, info = generate(packed if k == n else packed[:, :k], tau, generate_work, 1)
+        if info:
+            _failed(info, "orgqr")
+        q_out[index] = q
+    r_out[:, lower] = 0  # the reflectors below R's diagonal, every matrix at once
+    return (
+        q_out.reshape((*batch, *q_out.shape[1:])),
+        r_out.reshape((*batch, *r_out.shape[1:])),
+    )
+
+
+def _stack(a: Array) -> tuple[tuple[int, ...], int, Array]:
+    """The batch axes of ``[..., M, N]``, their size, and ``a`` as ``[count, M, N]``."""
+    batch = a.shape[:-2]
+    count = batch[0] if len(batch) == 1 else math.prod(batch)
+    return batch, count, a if len(batch) == 1 else a.reshape((count, *a.shape[-2:]))
 
 
 _QR_PLANS: DictCache[tuple[Any, ...], QRPlan] = DictCache(256, "linalg QR plans")
@@ -209,17 +262,50 @@ def svd(a: Array) -> tuple[Array, Array, Array]:
 def eigh(a: Array, lower: bool) -> tuple[Array, Array]:
     """Eigenvalues (ascending) and eigenvectors of the Hermitian matrix read from one
     triangle of ``a`` (``syevd``/``heevd``, numpy's drivers)."""
-    driver = "heevd" if a.dtype.kind == "c" else "syevd"
-    w, v, info = routine(driver, a.dtype)(a, compute_v=1, lower=int(lower))
-    _failed(info, "Eigenvalues did not converge")
+    w, v, info = routine("heevd" if a.dtype.kind == "c" else "syevd", a.dtype)(a, 1, int(lower))
+    if info:
+        _failed(info, "Eigenvalues did not converge")
     return w, v
+
+
+def eigh_batch(a: Array, lower: bool) -> tuple[Array, Array]:
+    """:func:`eigh` of each matrix of a non-empty batch ``[..., N, N]`` (at least one
+    batch axis), into preallocated outputs."""
+    driver = routine("heevd" if a.dtype.kind == "c" else "syevd", a.dtype)
+    batch, count, stack = _stack(a)
+    n = a.shape[-1]
+    w_out = np.empty((count, n), np.finfo(a.dtype).dtype)
+    v_out = np.empty((count, n, n), a.dtype)
+    flag = int(lower)
+    for index in range(count):
+        w, v, info = driver(stack[index], 1, flag)
+        if info:
+            _failed(info, "Eigenvalues did not converge")
+        w_out[index] = w
+        v_out[index] = v
+    return w_out.reshape((*batch, n)), v_out.reshape(a.shape)
 
 
 def cholesky(a: Array) -> Array:
     """The lower Cholesky factor, read from the lower triangle (``potrf``)."""
-    factor, info = routine("potrf", a.dtype)(a, lower=1, clean=1)
-    _failed(info, "Matrix is not positive definite")
+    factor, info = routine("potrf", a.dtype)(a, 1, 1)
+    if info:
+        _failed(info, "Matrix is not positive definite")
     return factor
+
+
+def cholesky_batch(a: Array) -> Array:
+    """:func:`cholesky` of each matrix of a non-empty batch (at least one batch axis),
+    into a preallocated output."""
+    potrf = routine("potrf", a.dtype)
+    _, count, stack = _stack(a)
+    out = np.empty(stack.shape, a.dtype)
+    for index in range(count):
+        factor, info = potrf(stack[index], 1, 1)
+        if info:
+            _failed(info, "Matrix is not positive definite")
+        out[index] = factor
+    return out.reshape(a.shape)
 
 
 def solve(a: Array, b: Array) -> Array:
@@ -237,11 +323,37 @@ def factor_and_solve(a: Array, b: Array) -> tuple[Array, Array, Array]:
     ``F`` is those packed factors transposed back (so ``F.T`` is them in Fortran order,
     ready for :func:`solve_with_factors`). ``pivots`` are 0-based (int32). An exactly
     singular A raises ``numpy.linalg.LinAlgError``, as ``gesv`` does."""
-    packed, pivots, info = routine("getrf", a.dtype)(a.T)
-    _failed(info, "Singular matrix")
-    x, info = routine("getrs", a.dtype)(packed, pivots, b, trans=1)  # (A^T)^T X = B
-    _failed(info, "getrs")
+    dtype = a.dtype
+    packed, pivots, info = routine("getrf", dtype)(a.T)
+    if info:
+        _failed(info, "Singular matrix")
+    x, info = routine("getrs", dtype)(packed, pivots, b, 1)  # (A^T)^T X = B
+    if info:
+        _failed(info, "getrs")
     return x, packed.T, pivots
+
+
+def factor_and_solve_batch(a: Array, b: Array) -> tuple[Array, Array, Array]:
+    """:func:`factor_and_solve` of each pair of a non-empty batch (A ``[..., N, N]``,
+    B ``[..., N, K]``, the same batch axes, at least one), into preallocated outputs."""
+    dtype = a.dtype
+    getrf, getrs = routine("getrf", dtype), routine("getrs", dtype)
+    _, count, stack = _stack(a)
+    _, _, rhs = _stack(b)
+    x_out = np.empty(rhs.shape, b.dtype)
+    f_out = np.empty(stack.shape, dtype)
+    p_out = np.empty(stack.shape[:-1], np.int32)
+    for index in range(count):
+        packed, pivots, info = getrf(stack[index].T)
+        if info:
+            _failed(info, "Singular matrix")
+        x, info = getrs(packed, pivots, rhs[index], 1)
+        if info:
+            _failed(info, "getrs")
+        x_out[index] = x
+        f_out[index] = packed.T
+        p_out[index] = pivots
+    return x_out.reshape(b.shape), f_out.reshape(a.shape), p_out.reshape(a.shape[:-1])
 
 
 def solve_with_factors(factors: Array, pivots: Array, b: Array, adjoint: bool) -> Array:

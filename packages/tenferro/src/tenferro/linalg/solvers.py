@@ -56,6 +56,8 @@ class TriangularSolve(LinalgOp):
     triangle is read; ``unitriangular``: its diagonal is taken as ones). ``caller`` names
     the public operation in errors."""
 
+    single_output = True
+
     extent_generic = True  # its rules read ranks and flags only
     upper: bool
     left: bool
@@ -233,7 +235,7 @@ class Solve(LinalgOp):
                 return np.linalg.solve(a, b)
             if a.ndim == 2:
                 return lapack.factor_and_solve(a, b)
-            return lapack.looped(lapack.factor_and_solve, a, b)
+            return lapack.factor_and_solve_batch(a, b)
         except np.linalg.LinAlgError:
             _check_nonsingular(self.caller, a)
             raise  # pragma: no cover - LAPACK failed without an exactly singular pivot
@@ -299,6 +301,8 @@ class SolveWithFactors(LinalgOp):
     only, the derivative is that of op(A)^-1 B with respect to A and B (dX =
     op(A)^-1 (dB - op(dA) X)); the factors' and pivots' tangents are not read, as they
     are functions of A already accounted for through A. Linear in B."""
+
+    single_output = True
 
     adjoint: bool
     caller: str
@@ -401,6 +405,8 @@ def solve(a: Any, b: Any) -> Any:
 class Inv(LinalgOp):
     """The inverse of square matrices."""
 
+    single_output = True
+
     def infer(self) -> list[Meta]:
         (a,) = self.inputs
         check_square("inv", a)
@@ -446,6 +452,8 @@ def _trace_of_solve(a: Any, da: Any, caller: str) -> Any:
 @register("linalg.det")
 class Det(LinalgOp):
     """The determinant of square matrices ``[..., N, N] -> [...]``."""
+
+    single_output = True
 
     def infer(self) -> list[Meta]:
         (a,) = self.inputs

@@ -498,11 +498,15 @@ class Eigh(LinalgOp):
         check_finite(self.name, a)
         try:
             lower = self.uplo == "L"
-            w, v = lapack.apply(
-                lambda m: lapack.eigh(m, lower),
-                lambda m: np.linalg.eigh(m, UPLO=self.uplo),  # type: ignore[call-overload]
-                a,
-            )
+            if a.ndim == 2 and a.size:
+                w, v = lapack.eigh(a, lower)
+            else:
+                w, v = lapack.apply(
+                    lambda m: lapack.eigh(m, lower),
+                    lambda m: np.linalg.eigh(m, UPLO=self.uplo),  # type: ignore[call-overload]
+                    a,
+                    batched=lambda m: lapack.eigh_batch(m, lower),
+                )
         except np.linalg.LinAlgError:
             where = _first_failure(self.name, a, np.linalg.eigh)
             raise LinAlgError(
