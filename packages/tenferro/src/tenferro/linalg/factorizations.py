@@ -24,6 +24,7 @@ import numpy as np
 from computegraph import DictCache
 from tenferro import lax
 from tenferro.algebra import adjoint, diag_embed, diagonal, eye_like, matmul, matrix_transpose
+from tenferro.concrete import Tensor
 from tenferro.core.bind import bind, bind1
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import DTypeError, ParameterError, ShapeError
@@ -191,13 +192,13 @@ def qr(a: Any, mode: str = "reduced", *, gauge: str = "raw") -> Any:
     for full-rank A. Derivatives (tall and wide) need the leading KxK block of R to be
     nonsingular. NaN/Inf input raises :class:`~tenferro.errors.LinAlgError`.
     """
-    a = matrix_operand("qr", a)
-    key = (a.meta, mode, gauge)
-    try:
-        op = _QR_CALLS.get(key)
+    try:  # a repeated call with a tensor: its operand's meta was checked then
+        op = _QR_CALLS.get((a.meta, mode, gauge)) if isinstance(a, Tensor) else None
     except TypeError:  # an unhashable mode or gauge: refused below
         op = None
     if op is None:
+        a = matrix_operand("qr", a)
+        key = (a.meta, mode, gauge)
         if mode not in ("reduced", "complete", "r"):
             raise ParameterError("qr", f"mode must be 'reduced', 'complete' or 'r', got {mode!r}")
         if gauge not in ("raw", "positive"):
@@ -279,7 +280,18 @@ def cholesky(a: Any, upper: bool = False) -> Any:
     ``a`` is read; the derivative treats ``a`` as Hermitian (the tangent's Hermitian
     part is differentiated, as in torch). A matrix that is not positive definite raises
     :class:`~tenferro.errors.LinAlgError` naming the first failing batch index."""
-    return Cholesky.bind(matrix_operand("cholesky", a, square=True), upper=bool(upper))
+    if isinstance(a, Tensor) and (upper is False or upper is True):
+        op = _CHOLESKY_CALLS.get((a.meta, upper))  # a repeated call: a's meta was checked
+        if op is not None:
+            return type(a)._bind(op, (a,))[0]
+    a = matrix_operand("cholesky", a, square=True)
+    op = Cholesky.make((a.meta,), upper=bool(upper))
+    _CHOLESKY_CALLS.put((a.meta, op.upper), op)
+    return type(a)._bind(op, (a,))[0]
+
+
+_CHOLESKY_CALLS: DictCache[tuple[Meta, bool], Cholesky] = DictCache(1024, "linalg.cholesky calls")
+"""(operand meta, upper) -> the Cholesky instance a call binds (structure only)."""
 
 
 # ---------------------------------------------------------------------- LU

@@ -270,20 +270,23 @@ def eigh(a: Array, lower: bool) -> tuple[Array, Array]:
 
 def eigh_batch(a: Array, lower: bool) -> tuple[Array, Array]:
     """:func:`eigh` of each matrix of a non-empty batch ``[..., N, N]`` (at least one
-    batch axis), into preallocated outputs."""
+    batch axis): the driver overwrites Fortran-ordered copies of the matrices, made in
+    one step, with the eigenvectors (see :func:`_fortran_copies`)."""
     driver = routine("heevd" if a.dtype.kind == "c" else "syevd", a.dtype)
     batch, count, stack = _stack(a)
     n = a.shape[-1]
+    work = _fortran_copies(stack)
     w_out = np.empty((count, n), np.finfo(a.dtype).dtype)
-    v_out = np.empty((count, n, n), a.dtype)
     flag = int(lower)
     for index in range(count):
-        w, v, info = driver(stack[index], 1, flag)
+        target = work[index].T
+        w, v, info = driver(target, 1, flag, overwrite_a=1)
         if info:
             _failed(info, "Eigenvalues did not converge")
         w_out[index] = w
-        v_out[index] = v
-    return w_out.reshape((*batch, n)), v_out.reshape(a.shape)
+        if v is not target:  # pragma: no cover - the wrapper copied after all
+            target[...] = v
+    return w_out.reshape((*batch, n)), _from_fortran(work, batch)
 
 
 def cholesky(a: Array) -> Array:
@@ -296,16 +299,35 @@ def cholesky(a: Array) -> Array:
 
 def cholesky_batch(a: Array) -> Array:
     """:func:`cholesky` of each matrix of a non-empty batch (at least one batch axis),
-    into a preallocated output."""
+    computed where Fortran-ordered copies of the matrices lie (see
+    :func:`_fortran_copies`)."""
     potrf = routine("potrf", a.dtype)
-    _, count, stack = _stack(a)
-    out = np.empty(stack.shape, a.dtype)
+    batch, count, stack = _stack(a)
+    work = _fortran_copies(stack)
     for index in range(count):
-        factor, info = potrf(stack[index], 1, 1)
+        target = work[index].T
+        factor, info = potrf(target, 1, 1, 1)
         if info:
             _failed(info, "Matrix is not positive definite")
-        out[index] = factor
-    return out.reshape(a.shape)
+        if factor is not target:  # pragma: no cover - the wrapper copied after all
+            target[...] = factor
+    return _from_fortran(work, batch)
+
+
+def _fortran_copies(stack: Array) -> Array:
+    """``[count, N, M]`` (C order) holding each matrix of ``stack`` ``[count, M, N]``
+    transposed, copied in one step: ``copies[i].T`` is matrix i in Fortran order, which
+    scipy's wrappers hand to LAPACK without a copy of their own when told to overwrite
+    it. The drivers then compute what they compute on their own copies (the same
+    routine on the same matrix), with no result copied out per matrix."""
+    return np.swapaxes(stack, 1, 2).copy()
+
+
+def _from_fortran(copies: Array, batch: tuple[int, ...]) -> Array:
+    """The ``[..., M, N]`` view of :func:`_fortran_copies`'s matrices (after the drivers
+    overwrote them with their results): each matrix in Fortran order, as the one-matrix
+    kernels return theirs."""
+    return np.swapaxes(copies.reshape((*batch, *copies.shape[1:])), -1, -2)
 
 
 def solve(a: Array, b: Array) -> Array:
@@ -335,25 +357,36 @@ def factor_and_solve(a: Array, b: Array) -> tuple[Array, Array, Array]:
 
 def factor_and_solve_batch(a: Array, b: Array) -> tuple[Array, Array, Array]:
     """:func:`factor_and_solve` of each pair of a non-empty batch (A ``[..., N, N]``,
-    B ``[..., N, K]``, the same batch axes, at least one), into preallocated outputs."""
+    B ``[..., N, K]``, the same batch axes, at least one), computed in place: copies of
+    A (C order, so ``copies[i].T`` is A_i^T in Fortran order) that ``getrf`` factors
+    where they lie, becoming the stored factors F, and Fortran-ordered copies of B
+    (:func:`_fortran_copies`) that ``getrs`` overwrites with X."""
     dtype = a.dtype
     getrf, getrs = routine("getrf", dtype), routine("getrs", dtype)
-    _, count, stack = _stack(a)
+    batch, count, stack = _stack(a)
     _, _, rhs = _stack(b)
-    x_out = np.empty(rhs.shape, b.dtype)
-    f_out = np.empty(stack.shape, dtype)
+    factors = stack.copy()
+    solutions = _fortran_copies(rhs)
     p_out = np.empty(stack.shape[:-1], np.int32)
     for index in range(count):
-        packed, pivots, info = getrf(stack[index].T)
+        target = factors[index].T
+        packed, pivots, info = getrf(target, 1)
         if info:
             _failed(info, "Singular matrix")
-        x, info = getrs(packed, pivots, rhs[index], 1)
+        if packed is not target:  # pragma: no cover - the wrapper copied after all
+            target[...] = packed
+        rhs_target = solutions[index].T
+        x, info = getrs(target, pivots, rhs_target, 1, 1)  # (A^T)^T X = B
         if info:
             _failed(info, "getrs")
-        x_out[index] = x
-        f_out[index] = packed.T
+        if x is not rhs_target:  # pragma: no cover - the wrapper copied after all
+            rhs_target[...] = x
         p_out[index] = pivots
-    return x_out.reshape(b.shape), f_out.reshape(a.shape), p_out.reshape(a.shape[:-1])
+    return (
+        _from_fortran(solutions, batch),
+        factors.reshape(a.shape),
+        p_out.reshape(a.shape[:-1]),
+    )
 
 
 def solve_with_factors(factors: Array, pivots: Array, b: Array, adjoint: bool) -> Array:

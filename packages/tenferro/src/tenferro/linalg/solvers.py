@@ -23,8 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from computegraph import DictCache
 from tenferro import lax
 from tenferro.algebra import adjoint, matmul, trace
+from tenferro.concrete import Tensor
 from tenferro.core.bind import bind, bind1
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import LinAlgError, ShapeError
@@ -385,7 +387,13 @@ def solve(a: Any, b: Any) -> Any:
     ``a`` raises :class:`~tenferro.errors.LinAlgError` naming the first singular
     matrix of the batch, as does NaN/Inf in ``a``.
     """
+    kind = type(a)
+    if kind is type(b) and isinstance(a, Tensor):  # a repeated call: the metas were checked
+        op = _SOLVE_CALLS.get((a.meta, b.meta))
+        if op is not None:
+            return kind._bind(op, (a, b))[0]
     name = "solve"
+    given = (a, b)
     a, b = inexact_operands(name, a, b)
     check_square(name, a.meta)
     vector = b.meta.ndim == 1
@@ -394,8 +402,16 @@ def solve(a: Any, b: Any) -> Any:
     check_matrix(name, b.meta)
     if a.meta.shape[:-2] != b.meta.shape[:-2]:
         a, b = broadcast_batch(name, a, b)
-    x = general_solve(a, b, caller=name)
+    op = Solve.make((a.meta, b.meta), caller=name)
+    x = bind(op, (a, b))[0]
+    if a is given[0] and b is given[1] and type(a) is type(b):  # operands used as given
+        _SOLVE_CALLS.put((a.meta, b.meta), op)
     return lax.reshape(x, x.meta.shape[:-1]) if vector else x
+
+
+_SOLVE_CALLS: DictCache[tuple[Meta, Meta], Solve] = DictCache(1024, "linalg.solve calls")
+"""(A's meta, B's meta) -> the Solve instance a call with matrix operands of one kind,
+used as given (no promotion, broadcasting or vector B), binds (structure only)."""
 
 
 # ---------------------------------------------------------------------- inverse
