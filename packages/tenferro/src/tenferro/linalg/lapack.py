@@ -198,40 +198,43 @@ def planned_qr(plan: QRPlan, a: Array) -> tuple[Array, Array]:
 
 def planned_qr_batch(plan: QRPlan, a: Array) -> tuple[Array, Array]:
     """:func:`planned_qr` of each matrix of a non-empty batch ``[..., M, N]`` (at least
-    one batch axis), written into preallocated outputs: the same drivers on the same
-    matrices, so the same values as one by one."""
+    one batch axis), in place: geqrf factors Fortran-ordered copies of the matrices
+    (:func:`_fortran_copies`) where they lie, R is read from all of them at once, then
+    orgqr/ungqr turns each into Q where it lies (the same drivers on the same matrices:
+    the same values as one by one)."""
     factor, factor_work, generate, generate_work, lower, rows, square = plan
-    batch, count, stack = _stack(a)
+    batch = a.shape[:-2]
     m, n = a.shape[-2:]
     k = min(m, n)
-    q_out = np.empty((count, m, square or k), a.dtype)
-    r_out = np.empty((count, m if rows is None else rows.stop, n), a.dtype)
-    full = np.empty((square, square), a.dtype, order="F") if square else None
-    for index in range(count):
-        packed, tau, _, info = factor(stack[index], factor_work)
+    work = _fortran_copies(a if len(batch) == 1 else a.reshape((-1, m, n)))
+    taus = []
+    matrices = work.transpose(0, 2, 1)  # each one Fortran-ordered, factored in place
+    for index in range(work.shape[0]):  # (indexing makes fewer views than iterating)
+        target = matrices[index]
+        packed, tau, _, info = factor(target, factor_work, 1)
         if info:
             _failed(info, "geqrf")
-        r_out[index] = packed if rows is None else packed[rows]
-        if full is not None:
-            full[:, :n] = packed
-            q, _, info = generate(full, tau, generate_work, 1)
-        else:
-            q, _, info = generate(packed if k == n else packed[:, :k], tau, generate_work, 1)
+        if packed is not target:  # pragma: no cover - the wrapper copied after all
+            target[...] = packed
+        taus.append(tau)
+    r = work.transpose(0, 2, 1)[:, : m if rows is None else rows.stop]  # then clear below
+    r = r.copy()
+    r[:, lower] = 0  # the reflectors below R's diagonal, every matrix at once
+    if square:  # complete QR of a tall matrix: Q is M x M, its first N columns packed
+        full = np.empty((work.shape[0], square, square), a.dtype)
+        full[:, :n] = work
+        work = full
+    elif k < n:  # wide: Q is the first K columns
+        work = work[:, :k]
+    matrices = work.transpose(0, 2, 1)
+    for index, tau in enumerate(taus):
+        target = matrices[index]
+        q, _, info = generate(target, tau, generate_work, 1)
         if info:
             _failed(info, "orgqr")
-        q_out[index] = q
-    r_out[:, lower] = 0  # the reflectors below R's diagonal, every matrix at once
-    return (
-        q_out.reshape((*batch, *q_out.shape[1:])),
-        r_out.reshape((*batch, *r_out.shape[1:])),
-    )
-
-
-def _stack(a: Array) -> tuple[tuple[int, ...], int, Array]:
-    """The batch axes of ``[..., M, N]``, their size, and ``a`` as ``[count, M, N]``."""
-    batch = a.shape[:-2]
-    count = batch[0] if len(batch) == 1 else math.prod(batch)
-    return batch, count, a if len(batch) == 1 else a.reshape((count, *a.shape[-2:]))
+        if q is not target:  # pragma: no cover - the wrapper copied after all
+            target[...] = q
+    return _from_fortran(work, batch), r.reshape((*batch, *r.shape[1:]))
 
 
 _QR_PLANS: DictCache[tuple[Any, ...], QRPlan] = DictCache(256, "linalg QR plans")
@@ -273,20 +276,21 @@ def eigh_batch(a: Array, lower: bool) -> tuple[Array, Array]:
     batch axis): the driver overwrites Fortran-ordered copies of the matrices, made in
     one step, with the eigenvectors (see :func:`_fortran_copies`)."""
     driver = routine("heevd" if a.dtype.kind == "c" else "syevd", a.dtype)
-    batch, count, stack = _stack(a)
+    batch = a.shape[:-2]
     n = a.shape[-1]
-    work = _fortran_copies(stack)
-    w_out = np.empty((count, n), np.finfo(a.dtype).dtype)
+    work = _fortran_copies(a if len(batch) == 1 else a.reshape((-1, n, n)))
+    w_out = np.empty(work.shape[:-1], np.finfo(a.dtype).dtype)
     flag = int(lower)
-    for index in range(count):
-        target = work[index].T
+    matrices = work.transpose(0, 2, 1)
+    for index in range(work.shape[0]):
+        target = matrices[index]
         w, v, info = driver(target, 1, flag, overwrite_a=1)
         if info:
             _failed(info, "Eigenvalues did not converge")
         w_out[index] = w
         if v is not target:  # pragma: no cover - the wrapper copied after all
             target[...] = v
-    return w_out.reshape((*batch, n)), _from_fortran(work, batch)
+    return w_out.reshape(a.shape[:-1]), _from_fortran(work, batch)
 
 
 def cholesky(a: Array) -> Array:
@@ -302,10 +306,12 @@ def cholesky_batch(a: Array) -> Array:
     computed where Fortran-ordered copies of the matrices lie (see
     :func:`_fortran_copies`)."""
     potrf = routine("potrf", a.dtype)
-    batch, count, stack = _stack(a)
-    work = _fortran_copies(stack)
-    for index in range(count):
-        target = work[index].T
+    batch = a.shape[:-2]
+    n = a.shape[-1]
+    work = _fortran_copies(a if len(batch) == 1 else a.reshape((-1, n, n)))
+    matrices = work.transpose(0, 2, 1)
+    for index in range(work.shape[0]):
+        target = matrices[index]
         factor, info = potrf(target, 1, 1, 1)
         if info:
             _failed(info, "Matrix is not positive definite")
@@ -320,14 +326,16 @@ def _fortran_copies(stack: Array) -> Array:
     scipy's wrappers hand to LAPACK without a copy of their own when told to overwrite
     it. The drivers then compute what they compute on their own copies (the same
     routine on the same matrix), with no result copied out per matrix."""
-    return np.swapaxes(stack, 1, 2).copy()
+    return stack.transpose(0, 2, 1).copy()
 
 
 def _from_fortran(copies: Array, batch: tuple[int, ...]) -> Array:
     """The ``[..., M, N]`` view of :func:`_fortran_copies`'s matrices (after the drivers
     overwrote them with their results): each matrix in Fortran order, as the one-matrix
     kernels return theirs."""
-    return np.swapaxes(copies.reshape((*batch, *copies.shape[1:])), -1, -2)
+    if len(batch) != 1:
+        copies = copies.reshape((*batch, *copies.shape[1:]))
+    return copies.swapaxes(-1, -2)
 
 
 def solve(a: Array, b: Array) -> Array:
@@ -363,24 +371,29 @@ def factor_and_solve_batch(a: Array, b: Array) -> tuple[Array, Array, Array]:
     (:func:`_fortran_copies`) that ``getrs`` overwrites with X."""
     dtype = a.dtype
     getrf, getrs = routine("getrf", dtype), routine("getrs", dtype)
-    batch, count, stack = _stack(a)
-    _, _, rhs = _stack(b)
-    factors = stack.copy()
-    solutions = _fortran_copies(rhs)
-    p_out = np.empty(stack.shape[:-1], np.int32)
-    for index in range(count):
-        target = factors[index].T
+    batch = a.shape[:-2]
+    n, k = b.shape[-2:]
+    if len(batch) == 1:
+        factors = a.copy()
+        solutions = _fortran_copies(b)
+    else:
+        factors = a.reshape((-1, n, n)).copy()
+        solutions = _fortran_copies(b.reshape((-1, n, k)))
+    p_out = np.empty(factors.shape[:-1], np.int32)
+    matrices, columns = factors.transpose(0, 2, 1), solutions.transpose(0, 2, 1)
+    for index in range(factors.shape[0]):
+        target = matrices[index]
         packed, pivots, info = getrf(target, 1)
         if info:
             _failed(info, "Singular matrix")
         if packed is not target:  # pragma: no cover - the wrapper copied after all
             target[...] = packed
-        rhs_target = solutions[index].T
-        x, info = getrs(target, pivots, rhs_target, 1, 1)  # (A^T)^T X = B
+        rhs = columns[index]
+        x, info = getrs(target, pivots, rhs, 1, 1)  # (A^T)^T X = B
         if info:
             _failed(info, "getrs")
-        if x is not rhs_target:  # pragma: no cover - the wrapper copied after all
-            rhs_target[...] = x
+        if x is not rhs:  # pragma: no cover - the wrapper copied after all
+            rhs[...] = x
         p_out[index] = pivots
     return (
         _from_fortran(solutions, batch),
