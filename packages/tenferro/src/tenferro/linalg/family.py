@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from tenferro.batching.rules import leading
 from tenferro.concrete import Tensor
+from tenferro.core.primitive import TensorPrimitive
 from tenferro.extension import ExtensionOp
 from tenferro.linalg._common import inexact_operands
 from tenferro.linalg.checks import check_matrix, check_square
@@ -32,11 +33,13 @@ class LinalgOp(ExtensionOp):
     batch = leading  # numpy.linalg semantics: leading axes are batch axes
     single_output: ClassVar[bool] = False
     """Every instance has one output and ``impl`` returns it (an array, never a tuple):
-    then concrete kinds call ``impl`` directly, without :meth:`eval`'s frame."""
+    then ``eval`` is the primitives' plain ``(impl(*inputs),)``, so concrete kinds call
+    ``impl`` directly (``direct_impl``), without an ``eval`` frame."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
+        if cls.single_output:
+            cls.eval = TensorPrimitive.eval  # type: ignore[method-assign]
         super().__init_subclass__(**kwargs)
-        cls.direct_impl = cls.single_output
 
     def __post_init__(self) -> None:
         super().__post_init__()
