@@ -11,7 +11,8 @@ one matrix (``[M, N]``, float32/float64/complex64/complex128, finite) and raise
 families' error paths serve both. :func:`apply` runs them over small batches too, so
 a batch gives what its matrices give one by one (``vmap`` equals a loop); the
 ``*_batch`` kernels of the common families do that loop themselves, with the drivers
-looked up once and the results written into preallocated outputs.
+looked up once, on one Fortran-ordered copy of the batch that the drivers overwrite
+with their results (no copy in or out per matrix).
 """
 
 from __future__ import annotations
@@ -234,6 +235,8 @@ def planned_qr_batch(plan: QRPlan, a: Array) -> tuple[Array, Array]:
             _failed(info, "orgqr")
         if q is not target:  # pragma: no cover - the wrapper copied after all
             target[...] = q
+    if k < n:  # Q alone, not the whole factored buffer (N/K times its size) behind it
+        work = work.copy()
     return _from_fortran(work, batch), r.reshape((*batch, *r.shape[1:]))
 
 
