@@ -283,11 +283,17 @@ def eigh_batch(a: Array, lower: bool) -> tuple[Array, Array]:
     n = a.shape[-1]
     work = _fortran_copies(a if len(batch) == 1 else a.reshape((-1, n, n)))
     w_out = np.empty(work.shape[:-1], np.finfo(a.dtype).dtype)
+    # The wrappers' default workspace sizes (for compute_v=1), given by position with
+    # overwrite_a (f2py parses a keyword slower): the same sizes, so the same drivers.
+    if a.dtype.kind == "c":
+        sizes: tuple[int, ...] = (max(2 * n + n * n, 1), 3 + 5 * n, 1 + 5 * n + 2 * n * n)
+    else:
+        sizes = (max(1 + 6 * n + 2 * n * n, 1), 3 + 5 * n)
     flag = int(lower)
     matrices = work.transpose(0, 2, 1)
     for index in range(work.shape[0]):
         target = matrices[index]
-        w, v, info = driver(target, 1, flag, overwrite_a=1)
+        w, v, info = driver(target, 1, flag, *sizes, 1)
         if info:
             _failed(info, "Eigenvalues did not converge")
         w_out[index] = w
