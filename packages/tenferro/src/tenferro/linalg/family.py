@@ -47,7 +47,7 @@ class LinalgOp(ExtensionOp):
 
     def eval(self, inputs: Sequence[Any], ctx: Any) -> Sequence[Any]:
         result = self.impl(*inputs)
-        return result if type(result) is tuple else (result,)
+        return result if isinstance(result, tuple) else (result,)
 
 
 def matrix_operand(op: str, a: Any, *, square: bool = False) -> Any:
