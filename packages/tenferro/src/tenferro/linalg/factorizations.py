@@ -56,6 +56,9 @@ __all__ = [
 ]
 
 QRResult = namedtuple("QRResult", ["Q", "R"])
+_as_result = tuple.__new__
+"""``_as_result(QRResult, (q, r))``: the result tuple made without the namedtuple's
+Python-level ``__new__``."""
 LUResult = namedtuple("LUResult", ["P", "L", "U"])
 LUFactorResult = namedtuple("LUFactorResult", ["LU", "pivots"])
 
@@ -205,8 +208,8 @@ def qr(a: Any, mode: str = "reduced", *, gauge: str = "raw") -> Any:
             raise ParameterError("qr", f"gauge must be 'raw' or 'positive', got {gauge!r}")
         op = QR.make((a.meta,), complete=mode == "complete", positive=gauge == "positive")
         _QR_CALLS.put(key, op)
-    q, r = type(a)._bind(op, (a,))  # bind() for one operand
-    return r if mode == "r" else QRResult(q, r)
+    outs = type(a)._bind(op, (a,))  # bind() for one operand: the tuple (Q, R)
+    return outs[1] if mode == "r" else _as_result(QRResult, outs)
 
 
 _QR_CALLS: DictCache[tuple[Meta, str, str], QR] = DictCache(1024, "linalg.qr calls")

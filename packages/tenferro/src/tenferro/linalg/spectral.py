@@ -763,8 +763,8 @@ def eigh(a: Any, UPLO: str = "L", *, eps: float = DEFAULT_EPS, gauge: str = "raw
     op = _eigh_call(a, UPLO, eps, gauge)
     if op is None:
         a, op = _eigh_op(a, UPLO, eps, gauge)
-    outs = type(a)._bind(op, (a,))
-    return EighResult(outs[0], outs[1])
+    outs = type(a)._bind(op, (a,))  # (w, V) or, with the canonical gauge, (w, V, mask)
+    return tuple.__new__(EighResult, outs if len(outs) == 2 else outs[:2])
 
 
 def eigvalsh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803  (numpy.linalg name)
