@@ -1,9 +1,9 @@
 """The small-size fast paths of tf.linalg compute exactly what the LAPACK drivers compute.
 
 The batched kernels of ``tenferro.linalg.lapack`` (``planned_qr_batch``,
-``cholesky_batch``, ``eigh_batch``, ``factor_and_solve_batch``: drivers looked up once,
-results written in place) and the one-matrix kernels (optional arguments passed by
-position) are compared bit for bit with the scipy wrappers called matrix by matrix with
+``cholesky_batch``, ``eigh_batch``, ``factor_and_solve_batch``, ``inv_batch``: drivers
+looked up once, results written in place) and the one-matrix kernels (optional
+arguments passed by position) are compared bit for bit with the scipy wrappers called matrix by matrix with
 keywords, as the kernels called them before; the public functions (whose repeated calls
 skip the operand checks through per-meta call caches) are compared with numpy over
 hypothesis-generated shapes and dtypes (real and complex, batched, empty, wide and
@@ -136,6 +136,12 @@ def test_solve_kernels_equal_the_drivers_bit_for_bit(case):
         _same(one_x, ref_x)
         _same(one_factors, packed.T)
         _same(one_pivots, ref_pivots)
+    inverses = lapack.inv_batch(a)
+    for index in np.ndindex(*batch):
+        _, _, ref, info = _driver("gesv", dt)(a[index], np.eye(n, dtype=dt))
+        assert info == 0
+        _same(inverses[index], ref)
+        _same(lapack.inv(a[index]), ref)
 
 
 def test_the_batched_kernels_raise_as_the_one_matrix_kernels():
@@ -145,6 +151,8 @@ def test_the_batched_kernels_raise_as_the_one_matrix_kernels():
         lapack.factor_and_solve_batch(a, a)
     with pytest.raises(np.linalg.LinAlgError):
         lapack.cholesky_batch(a)
+    with pytest.raises(np.linalg.LinAlgError):
+        lapack.inv_batch(a)
 
 
 public_shapes = st.tuples(
@@ -197,6 +205,7 @@ def test_public_calls_equal_numpy_on_first_and_repeated_calls(case, tracked):
             w, _ = linalg.eigh(wrap(spd), UPLO=uplo)
             _close(w, np.linalg.eigvalsh(spd, uplo), dt)
         _close(linalg.solve(wrap(spd), wrap(rhs)), np.linalg.solve(spd, rhs), dt)
+        _close(linalg.inv(wrap(spd)), np.linalg.inv(spd), dt)
 
 
 @pytest.mark.parametrize("dt", DTYPES)
@@ -225,6 +234,7 @@ def test_bad_input_raises_on_first_and_repeated_calls(dt, batch):
         "eigh": linalg.eigh,
         "eigvalsh": linalg.eigvalsh,
         "solve": lambda x: linalg.solve(x, x),
+        "inv": linalg.inv,
     }
     for name, call in calls.items():
         call(tf.Tensor(good))  # the call caches now hold this meta
@@ -245,6 +255,8 @@ def test_bad_input_raises_on_first_and_repeated_calls(dt, batch):
             linalg.solve(tf.Tensor(singular), tf.Tensor(good))
         with pytest.raises(LinAlgError, match=where):
             linalg.cholesky(tf.Tensor(singular))
+        with pytest.raises(LinAlgError, match=where):
+            linalg.inv(tf.Tensor(singular))
         with pytest.raises(ParameterError):
             linalg.qr(tf.Tensor(good), mode="full")
         with pytest.raises(ParameterError):

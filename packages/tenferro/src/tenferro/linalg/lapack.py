@@ -36,6 +36,7 @@ __all__ = [
     "factor_and_solve",
     "factor_and_solve_batch",
     "inv",
+    "inv_batch",
     "looped",
     "planned_qr",
     "planned_qr_batch",
@@ -430,6 +431,27 @@ def solve_with_factors(factors: Array, pivots: Array, b: Array, adjoint: bool) -
 def inv(a: Array) -> Array:
     """The inverse, as numpy computes it: ``gesv`` against the identity."""
     return solve(a, np.eye(a.shape[0], dtype=a.dtype))
+
+
+def inv_batch(a: Array) -> Array:
+    """:func:`inv` of each matrix of a non-empty batch (at least one batch axis), in
+    place: ``gesv`` factors Fortran-ordered copies of the matrices
+    (:func:`_fortran_copies`) and overwrites identities beside them with the inverses."""
+    gesv = routine("gesv", a.dtype)
+    batch = a.shape[:-2]
+    n = a.shape[-1]
+    work = _fortran_copies(a if len(batch) == 1 else a.reshape((-1, n, n)))
+    inverses = np.zeros(work.shape, a.dtype)
+    inverses[:, range(n), range(n)] = 1  # identities (symmetric: their own transposes)
+    matrices, columns = work.transpose(0, 2, 1), inverses.transpose(0, 2, 1)
+    for index in range(work.shape[0]):
+        rhs = columns[index]
+        _, _, x, info = gesv(matrices[index], rhs, 1, 1)
+        if info:
+            _failed(info, "Singular matrix")
+        if x is not rhs:  # pragma: no cover - the wrapper copied after all
+            rhs[...] = x
+    return _from_fortran(inverses, batch)
 
 
 def triangular_solve(a: Array, b: Array, *, lower: bool, trans: int, unit: bool) -> Array:

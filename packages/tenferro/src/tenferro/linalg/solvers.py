@@ -434,7 +434,9 @@ class Inv(LinalgOp):
             return np.zeros(a.shape, a.dtype)
         check_finite("inv", a)
         try:
-            return lapack.apply(lapack.inv, np.linalg.inv, a)
+            if a.ndim == 2:
+                return lapack.inv(a)
+            return lapack.apply(lapack.inv, np.linalg.inv, a, batched=lapack.inv_batch)
         except np.linalg.LinAlgError:
             _check_nonsingular("inv", a)
             raise  # pragma: no cover
