@@ -3,11 +3,12 @@
 The batched kernels of ``tenferro.linalg.lapack`` (``planned_qr_batch``,
 ``cholesky_batch``, ``eigh_batch``, ``factor_and_solve_batch``, ``inv_batch``: drivers
 looked up once, results written in place) and the one-matrix kernels (optional
-arguments passed by position) are compared bit for bit with the scipy wrappers called matrix by matrix with
-keywords, as the kernels called them before; the public functions (whose repeated calls
-skip the operand checks through per-meta call caches) are compared with numpy over
-hypothesis-generated shapes and dtypes (real and complex, batched, empty, wide and
-tall), and bad input raises the same tenferro errors on a first and a repeated call.
+arguments passed by position) are compared bit for bit with the scipy wrappers called
+matrix by matrix with keywords, as the kernels called them before; the public
+functions (whose repeated calls skip the operand checks through per-meta call caches)
+are compared with numpy over hypothesis-generated shapes and dtypes (real and complex,
+batched, empty, wide and tall), and bad input raises the same tenferro errors on a
+first and a repeated call.
 """
 
 from __future__ import annotations
