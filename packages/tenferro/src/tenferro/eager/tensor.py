@@ -309,22 +309,49 @@ class EagerTensor(Tensor):
         instance: Any,
     ) -> tuple[EagerTensor, ...]:
         """The tracked results of a recorded primitive of several outputs (factorizations):
-        one node, one fresh key per output (the construction ``_bind`` inlines for one)."""
-        keys_made: list[Any] = []
-        for _ in values:
-            key = _new(_OutputKey)
-            _set_input_key(key, next(tape._counter))
-            keys_made.append(key)
+        one node, one fresh key per output (the construction ``_bind`` inlines for one;
+        unrolled for two, the count of most factorizations)."""
+        counter = tape._counter
+        if len(values) == 2:
+            first_key = _new(_OutputKey)
+            _set_input_key(first_key, next(counter))
+            second_key = _new(_OutputKey)
+            _set_input_key(second_key, next(counter))
+            keys: tuple[Any, ...] = (first_key, second_key)
+        else:
+            keys_made: list[Any] = []
+            for _ in values:
+                key = _new(_OutputKey)
+                _set_input_key(key, next(counter))
+                keys_made.append(key)
+            keys = tuple(keys_made)
         node = _new(Trace)
         node.recorded = recorded
-        node.output_keys = keys = tuple(keys_made)
+        node.output_keys = keys
         node.saved_data = saved
         node.edges = edges
         node.active = active
         node.serial = next_trace_serial()
         node.instance = instance
+        metas = op.outputs
+        if len(values) == 2:
+            first = _new(cls)
+            first._value = values[0]
+            first.meta = metas[0]
+            first.key = first_key
+            first.node = node
+            first.tape = tape
+            first._grad = None
+            second = _new(cls)
+            second._value = values[1]
+            second.meta = metas[1]
+            second.key = second_key
+            second.node = node
+            second.tape = tape
+            second._grad = None
+            return (first, second)
         tensors: list[EagerTensor] = []
-        for value, meta, key in zip(values, op.outputs, keys, strict=True):
+        for value, meta, key in zip(values, metas, keys, strict=True):
             tensor = _new(cls)
             tensor._value = value
             tensor.meta = meta

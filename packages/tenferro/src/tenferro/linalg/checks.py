@@ -69,14 +69,17 @@ def failing_batch(bad: np.ndarray[Any, Any]) -> str:
     return f" at batch index {index}"
 
 
+_vdot = np.vdot
+
+
 def check_finite(op: str, a: np.ndarray[Any, Any]) -> None:
     """Raise :class:`LinAlgError` when a decomposition's input holds NaN or Inf."""
-    flat = a.reshape(-1)
-    # One BLAS dot, the sum of the squares: a NaN or Inf entry makes a non-finite term
-    # (squares of reals do not cancel; a complex one has a NaN part), which no finite
-    # term cancels, so a finite sum clears every entry (huge finite entries overflow it
-    # and take the exact check below).
-    if cmath.isfinite(flat.dot(flat)):
+    # One BLAS dot, the sum of the squared magnitudes (np.vdot flattens and conjugates):
+    # a NaN or Inf entry makes a non-finite term (|inf|^2 = inf; an Inf part of a
+    # complex entry also makes a NaN imaginary part), which no finite term cancels, so a
+    # finite sum clears every entry (huge finite entries overflow it and take the exact
+    # check below).
+    if cmath.isfinite(_vdot(a, a)):
         return
     finite = np.isfinite(a).all(axis=(-2, -1))
     if not finite.all():

@@ -24,6 +24,7 @@ import numpy as np
 from computegraph import DictCache
 from tenferro import lax
 from tenferro.algebra import adjoint, diag_embed, diagonal, eye_like, matmul, matrix_transpose
+from tenferro.concrete import Tensor
 from tenferro.core.bind import bind, bind1
 from tenferro.core.flags import check_flag
 from tenferro.core.primitive import RuleValue
@@ -56,6 +57,9 @@ __all__ = [
 ]
 
 QRResult = namedtuple("QRResult", ["Q", "R"])
+_as_result = tuple.__new__
+"""``_as_result(QRResult, (q, r))``: the result tuple made without the namedtuple's
+Python-level ``__new__``."""
 LUResult = namedtuple("LUResult", ["P", "L", "U"])
 LUFactorResult = namedtuple("LUFactorResult", ["LU", "pivots"])
 
@@ -101,21 +105,11 @@ class QR(LinalgOp):
 
     def impl(self, a: Any) -> Any:
         check_finite("qr", a)
-        complete = self.complete
-        if a.ndim == 2 and a.size:  # one matrix: the kernel, planned for this instance
-            plan = self._prepared
-            if plan is None:
-                m, n = a.shape
-                plan = lapack.qr_plan(m, n, a.dtype, complete)
-                object.__setattr__(self, "_prepared", plan)
+        plan = self._prepared  # this instance's kernel plan (its matrices' shape, dtype)
+        if plan is not None and a.ndim == 2:  # the common case: one matrix, planned
             q, r = lapack.planned_qr(plan, a)
         else:
-            q, r = lapack.apply(
-                lambda m: lapack.qr(m, complete),
-                lambda m: np.linalg.qr(m, mode="complete" if complete else "reduced"),
-                a,
-            )
-            q, r = q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
+            q, r = self._factor(a)
         if self.positive and r.size:
             d = np.diagonal(r, axis1=-2, axis2=-1)
             magnitude = np.abs(d)
@@ -126,6 +120,21 @@ class QR(LinalgOp):
             r = r.copy()
             r[..., :k, :] *= np.conj(phase)[..., :, None]  # complete tall R: rows past K are 0
         return q, r
+
+    def _factor(self, a: Any) -> tuple[Any, Any]:
+        """Q and R of one matrix or a batch (their plan made on first use)."""
+        complete = self.complete
+        m, n = a.shape[-2:]
+        if not a.size or (a.ndim > 2 and a.size // (m * n) > lapack.LOOP_LIMIT):
+            q, r = np.linalg.qr(a, mode="complete" if complete else "reduced")  # numpy's batch
+            return q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
+        plan = self._prepared
+        if plan is None:
+            plan = lapack.qr_plan(m, n, a.dtype, complete)
+            object.__setattr__(self, "_prepared", plan)
+        if a.ndim == 2:
+            return lapack.planned_qr(plan, a)
+        return lapack.planned_qr_batch(plan, a)  # a small batch: the kernel, looped
 
     def jvp(
         self,
@@ -187,21 +196,21 @@ def qr(a: Any, mode: str = "reduced", *, gauge: str = "raw") -> Any:
     for full-rank A. Derivatives (tall and wide) need the leading KxK block of R to be
     nonsingular. NaN/Inf input raises :class:`~tenferro.errors.LinAlgError`.
     """
-    a = matrix_operand("qr", a)
-    key = (a.meta, mode, gauge)
-    try:
-        op = _QR_CALLS.get(key)
+    try:  # a repeated call with a tensor: its operand's meta was checked then
+        op = _QR_CALLS.get((a.meta, mode, gauge)) if isinstance(a, Tensor) else None
     except TypeError:  # an unhashable mode or gauge: refused below
         op = None
     if op is None:
+        a = matrix_operand("qr", a)
+        key = (a.meta, mode, gauge)
         if mode not in ("reduced", "complete", "r"):
             raise ParameterError("qr", f"mode must be 'reduced', 'complete' or 'r', got {mode!r}")
         if gauge not in ("raw", "positive"):
             raise ParameterError("qr", f"gauge must be 'raw' or 'positive', got {gauge!r}")
         op = QR.make((a.meta,), complete=mode == "complete", positive=gauge == "positive")
         _QR_CALLS.put(key, op)
-    q, r = type(a)._bind(op, (a,))  # bind() for one operand
-    return r if mode == "r" else QRResult(q, r)
+    outs = type(a)._bind(op, (a,))  # bind() for one operand: the tuple (Q, R)
+    return outs[1] if mode == "r" else _as_result(QRResult, outs)
 
 
 _QR_CALLS: DictCache[tuple[Meta, str, str], QR] = DictCache(1024, "linalg.qr calls")
@@ -223,6 +232,8 @@ def _not_positive_definite(m: np.ndarray[Any, Any]) -> bool:
 class Cholesky(LinalgOp):
     """A = L L^H (lower L; ``upper``: returns U = L^H with A = U^H U)."""
 
+    single_output = True
+
     upper: bool
 
     def infer(self) -> list[Meta]:
@@ -236,7 +247,12 @@ class Cholesky(LinalgOp):
             return np.zeros(a.shape, a.dtype)
         check_finite("cholesky", a)
         try:
-            factor = lapack.apply(lapack.cholesky, np.linalg.cholesky, a)
+            if a.ndim == 2:
+                factor = lapack.cholesky(a)
+            else:
+                factor = lapack.apply(
+                    lapack.cholesky, np.linalg.cholesky, a, batched=lapack.cholesky_batch
+                )
         except np.linalg.LinAlgError:
             raise_per_matrix("cholesky", a, _not_positive_definite, "not positive definite")
             raise  # pragma: no cover
@@ -268,8 +284,19 @@ def cholesky(a: Any, upper: bool = False) -> Any:
     ``a`` is read; the derivative treats ``a`` as Hermitian (the tangent's Hermitian
     part is differentiated, as in torch). A matrix that is not positive definite raises
     :class:`~tenferro.errors.LinAlgError` naming the first failing batch index."""
+    if isinstance(a, Tensor) and (upper is False or upper is True):
+        op = _CHOLESKY_CALLS.get((a.meta, upper))  # a repeated call: a's meta was checked
+        if op is not None:
+            return type(a)._bind(op, (a,))[0]
     upper = check_flag("linalg.cholesky", "upper", upper)
-    return Cholesky.bind(matrix_operand("cholesky", a, square=True), upper=upper)
+    a = matrix_operand("cholesky", a, square=True)
+    op = Cholesky.make((a.meta,), upper=upper)
+    _CHOLESKY_CALLS.put((a.meta, op.upper), op)
+    return type(a)._bind(op, (a,))[0]
+
+
+_CHOLESKY_CALLS: DictCache[tuple[Meta, bool], Cholesky] = DictCache(1024, "linalg.cholesky calls")
+"""(operand meta, upper) -> the Cholesky instance a call binds (structure only)."""
 
 
 # ---------------------------------------------------------------------- LU

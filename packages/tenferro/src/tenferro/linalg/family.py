@@ -13,10 +13,11 @@ matrix: a tensor that is already a float/complex matrix passes straight through.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from tenferro.batching.rules import leading
 from tenferro.concrete import Tensor
+from tenferro.core.primitive import TensorPrimitive
 from tenferro.extension import ExtensionOp
 from tenferro.linalg._common import inexact_operands
 from tenferro.linalg.checks import check_matrix, check_square
@@ -30,6 +31,15 @@ class LinalgOp(ExtensionOp):
     __slots__ = ()
 
     batch = leading  # numpy.linalg semantics: leading axes are batch axes
+    single_output: ClassVar[bool] = False
+    """Every instance has one output and ``impl`` returns it (an array, never a tuple):
+    then ``eval`` is the primitives' plain ``(impl(*inputs),)``, so concrete kinds call
+    ``impl`` directly (``direct_impl``), without an ``eval`` frame."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        if cls.single_output:
+            cls.eval = TensorPrimitive.eval  # type: ignore[method-assign]
+        super().__init_subclass__(**kwargs)
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -9,14 +9,16 @@ per dtype (with LAPACK's optimal workspaces where scipy's defaults are minimal o
 one matrix (``[M, N]``, float32/float64/complex64/complex128, finite) and raise
 ``numpy.linalg.LinAlgError`` where numpy would (LAPACK's ``info > 0``), so the
 families' error paths serve both. :func:`apply` runs them over small batches too, so
-a batch gives what its matrices give one by one (``vmap`` equals a loop).
+a batch gives what its matrices give one by one (``vmap`` equals a loop); the
+``*_batch`` kernels of the common families do that loop themselves, with the drivers
+looked up once, on one Fortran-ordered copy of the batch that the drivers overwrite
+with their results (no copy in or out per matrix).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -28,11 +30,16 @@ __all__ = [
     "LOOP_LIMIT",
     "apply",
     "cholesky",
+    "cholesky_batch",
     "eigh",
+    "eigh_batch",
     "factor_and_solve",
+    "factor_and_solve_batch",
     "inv",
+    "inv_batch",
     "looped",
     "planned_qr",
+    "planned_qr_batch",
     "qr",
     "qr_plan",
     "routine",
@@ -63,10 +70,15 @@ LOOP_LIMIT = 64
 computes what its matrices compute one by one); larger ones take numpy's gufuncs."""
 
 
-def apply(kernel: Callable[..., Any], fallback: Callable[..., Any], *arrays: Array) -> Any:
-    """``kernel`` on one matrix (or each matrix of a small batch, results stacked);
-    ``fallback`` (numpy's batched call) for empty inputs and large batches. The arrays
-    share their batch axes."""
+def apply(
+    kernel: Callable[..., Any],
+    fallback: Callable[..., Any],
+    *arrays: Array,
+    batched: Callable[..., Any] | None = None,
+) -> Any:
+    """``kernel`` on one matrix (or each matrix of a small batch, results stacked:
+    ``batched`` when given, else :func:`looped`); ``fallback`` (numpy's batched call)
+    for empty inputs and large batches. The arrays share their batch axes."""
     a = arrays[0]
     if not a.size:
         return fallback(*arrays)
@@ -74,7 +86,7 @@ def apply(kernel: Callable[..., Any], fallback: Callable[..., Any], *arrays: Arr
         return kernel(*arrays)
     if a.size // (a.shape[-1] * a.shape[-2]) > LOOP_LIMIT:
         return fallback(*arrays)
-    return looped(kernel, *arrays)
+    return looped(kernel, *arrays) if batched is None else batched(*arrays)
 
 
 def looped(kernel: Callable[..., Any], *arrays: Array) -> Any:
@@ -114,22 +126,27 @@ def _failed(info: int, what: str) -> None:
 def qr(a: Array, complete: bool) -> tuple[Array, Array]:
     """numpy.linalg.qr's ``reduced`` (or ``complete``) factors of one matrix."""
     m, n = a.shape
-    key = (m, n, a.dtype, complete)
-    plan = _QR_PLANS.get(key)
-    if plan is None:
-        plan = qr_plan(m, n, a.dtype, complete)
-        _QR_PLANS.put(key, plan)
-    return planned_qr(plan, a)
+    return planned_qr(qr_plan(m, n, a.dtype, complete), a)
 
 
-QRPlan = tuple[Any, Any, Array, slice | None, int]
+QRPlan = tuple[Any, int, Any, int, Array, slice | None, int]
 """How :func:`planned_qr` factors matrices of one shape and dtype (structure only)."""
 
 
 def qr_plan(m: int, n: int, dtype: np.dtype[Any], complete: bool) -> QRPlan:
-    """The plan of :func:`qr` for ``[M, N]`` matrices of ``dtype``: geqrf, orgqr/ungqr,
-    the mask of R's entries to clear, R's rows in the packed factors (``None``: all), and
-    Q's columns (M for a complete QR of a tall matrix, else 0: the packed ones)."""
+    """The plan of :func:`qr` for ``[M, N]`` matrices of ``dtype`` (cached): geqrf and
+    its workspace size, orgqr/ungqr and its workspace size, the mask of R's entries to
+    clear, R's rows in the packed factors (``None``: all), and Q's columns (M for a
+    complete QR of a tall matrix, else 0: the packed ones)."""
+    key = (m, n, dtype, complete)
+    plan = _QR_PLANS.get(key)
+    if plan is None:
+        plan = _make_qr_plan(m, n, dtype, complete)
+        _QR_PLANS.put(key, plan)
+    return plan
+
+
+def _make_qr_plan(m: int, n: int, dtype: np.dtype[Any], complete: bool) -> QRPlan:
     k = min(m, n)
     rows = m if complete else k
     factor = routine("geqrf", dtype)
@@ -145,13 +162,7 @@ def qr_plan(m: int, n: int, dtype: np.dtype[Any], complete: bool) -> QRPlan:
     generate_work = _workspace(
         generate(np.zeros((max(m, 1), max(columns, 1)), dtype, order="F"), tau, lwork=-1)[1]
     )
-    return (
-        partial(factor, lwork=factor_work),
-        partial(generate, lwork=generate_work),
-        _lower((rows, n)),
-        kept,
-        square,
-    )
+    return (factor, factor_work, generate, generate_work, _lower((rows, n)), kept, square)
 
 
 def _workspace(work: Array) -> int:
@@ -159,10 +170,16 @@ def _workspace(work: Array) -> int:
     return max(int(work[0].real), 1)
 
 
+# The kernels below pass the wrappers' optional arguments by position (f2py parses
+# positional arguments faster than keywords): geqrf(a, lwork), orgqr(a, tau, lwork,
+# overwrite_a), potrf(a, lower, clean), syevd/heevd(a, compute_v, lower), getrs(lu,
+# piv, b, trans).
+
+
 def planned_qr(plan: QRPlan, a: Array) -> tuple[Array, Array]:
     """:func:`qr` of one non-empty matrix by a plan of its shape and dtype."""
-    factor, generate, lower, rows, square = plan
-    packed, tau, _, info = factor(a)
+    factor, factor_work, generate, generate_work, lower, rows, square = plan
+    packed, tau, _, info = factor(a, factor_work)
     if info:
         _failed(info, "geqrf")
     # R first (geqrf's reflectors below its diagonal cleared, as np.triu does): then Q
@@ -172,13 +189,56 @@ def planned_qr(plan: QRPlan, a: Array) -> tuple[Array, Array]:
     if square:
         full = np.empty((square, square), a.dtype, order="F")
         full[:, : a.shape[1]] = packed
-        q, _, info = generate(full, tau, overwrite_a=1)
+        q, _, info = generate(full, tau, generate_work, 1)
     else:
         k = tau.shape[0]
-        q, _, info = generate(packed if k == a.shape[1] else packed[:, :k], tau, overwrite_a=1)
+        q, _, info = generate(packed if k == a.shape[1] else packed[:, :k], tau, generate_work, 1)
     if info:
         _failed(info, "orgqr")
     return q, r
+
+
+def planned_qr_batch(plan: QRPlan, a: Array) -> tuple[Array, Array]:
+    """:func:`planned_qr` of each matrix of a non-empty batch ``[..., M, N]`` (at least
+    one batch axis), in place: geqrf factors Fortran-ordered copies of the matrices
+    (:func:`_fortran_copies`) where they lie, R is read from all of them at once, then
+    orgqr/ungqr turns each into Q where it lies (the same drivers on the same matrices:
+    the same values as one by one)."""
+    factor, factor_work, generate, generate_work, lower, rows, square = plan
+    batch = a.shape[:-2]
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    work = _fortran_copies(a if len(batch) == 1 else a.reshape((-1, m, n)))
+    taus = []
+    matrices = work.transpose(0, 2, 1)  # each one Fortran-ordered, factored in place
+    for index in range(work.shape[0]):  # (indexing makes fewer views than iterating)
+        target = matrices[index]
+        packed, tau, _, info = factor(target, factor_work, 1)
+        if info:
+            _failed(info, "geqrf")
+        if packed is not target:  # pragma: no cover - the wrapper copied after all
+            target[...] = packed
+        taus.append(tau)
+    r = work.transpose(0, 2, 1)[:, : m if rows is None else rows.stop]  # then clear below
+    r = r.copy()
+    r[:, lower] = 0  # the reflectors below R's diagonal, every matrix at once
+    if square:  # complete QR of a tall matrix: Q is M x M, its first N columns packed
+        full = np.empty((work.shape[0], square, square), a.dtype)
+        full[:, :n] = work
+        work = full
+    elif k < n:  # wide: Q is the first K columns
+        work = work[:, :k]
+    matrices = work.transpose(0, 2, 1)
+    for index, tau in enumerate(taus):
+        target = matrices[index]
+        q, _, info = generate(target, tau, generate_work, 1)
+        if info:
+            _failed(info, "orgqr")
+        if q is not target:  # pragma: no cover - the wrapper copied after all
+            target[...] = q
+    if k < n:  # Q alone, not the whole factored buffer (N/K times its size) behind it
+        work = work.copy()
+    return _from_fortran(work, batch), r.reshape((*batch, *r.shape[1:]))
 
 
 _QR_PLANS: DictCache[tuple[Any, ...], QRPlan] = DictCache(256, "linalg QR plans")
@@ -209,17 +269,83 @@ def svd(a: Array) -> tuple[Array, Array, Array]:
 def eigh(a: Array, lower: bool) -> tuple[Array, Array]:
     """Eigenvalues (ascending) and eigenvectors of the Hermitian matrix read from one
     triangle of ``a`` (``syevd``/``heevd``, numpy's drivers)."""
-    driver = "heevd" if a.dtype.kind == "c" else "syevd"
-    w, v, info = routine(driver, a.dtype)(a, compute_v=1, lower=int(lower))
-    _failed(info, "Eigenvalues did not converge")
+    w, v, info = routine("heevd" if a.dtype.kind == "c" else "syevd", a.dtype)(a, 1, int(lower))
+    if info:
+        _failed(info, "Eigenvalues did not converge")
     return w, v
+
+
+def eigh_batch(a: Array, lower: bool) -> tuple[Array, Array]:
+    """:func:`eigh` of each matrix of a non-empty batch ``[..., N, N]`` (at least one
+    batch axis): the driver overwrites Fortran-ordered copies of the matrices, made in
+    one step, with the eigenvectors (see :func:`_fortran_copies`)."""
+    driver = routine("heevd" if a.dtype.kind == "c" else "syevd", a.dtype)
+    batch = a.shape[:-2]
+    n = a.shape[-1]
+    work = _fortran_copies(a if len(batch) == 1 else a.reshape((-1, n, n)))
+    w_out = np.empty(work.shape[:-1], np.finfo(a.dtype).dtype)
+    # The wrappers' default workspace sizes (for compute_v=1), given by position with
+    # overwrite_a (f2py parses a keyword slower): the same sizes, so the same drivers.
+    if a.dtype.kind == "c":
+        sizes: tuple[int, ...] = (max(2 * n + n * n, 1), 3 + 5 * n, 1 + 5 * n + 2 * n * n)
+    else:
+        sizes = (max(1 + 6 * n + 2 * n * n, 1), 3 + 5 * n)
+    flag = int(lower)
+    matrices = work.transpose(0, 2, 1)
+    for index in range(work.shape[0]):
+        target = matrices[index]
+        w, v, info = driver(target, 1, flag, *sizes, 1)
+        if info:
+            _failed(info, "Eigenvalues did not converge")
+        w_out[index] = w
+        if v is not target:  # pragma: no cover - the wrapper copied after all
+            target[...] = v
+    return w_out.reshape(a.shape[:-1]), _from_fortran(work, batch)
 
 
 def cholesky(a: Array) -> Array:
     """The lower Cholesky factor, read from the lower triangle (``potrf``)."""
-    factor, info = routine("potrf", a.dtype)(a, lower=1, clean=1)
-    _failed(info, "Matrix is not positive definite")
+    factor, info = routine("potrf", a.dtype)(a, 1, 1)
+    if info:
+        _failed(info, "Matrix is not positive definite")
     return factor
+
+
+def cholesky_batch(a: Array) -> Array:
+    """:func:`cholesky` of each matrix of a non-empty batch (at least one batch axis),
+    computed where Fortran-ordered copies of the matrices lie (see
+    :func:`_fortran_copies`)."""
+    potrf = routine("potrf", a.dtype)
+    batch = a.shape[:-2]
+    n = a.shape[-1]
+    work = _fortran_copies(a if len(batch) == 1 else a.reshape((-1, n, n)))
+    matrices = work.transpose(0, 2, 1)
+    for index in range(work.shape[0]):
+        target = matrices[index]
+        factor, info = potrf(target, 1, 1, 1)
+        if info:
+            _failed(info, "Matrix is not positive definite")
+        if factor is not target:  # pragma: no cover - the wrapper copied after all
+            target[...] = factor
+    return _from_fortran(work, batch)
+
+
+def _fortran_copies(stack: Array) -> Array:
+    """``[count, N, M]`` (C order) holding each matrix of ``stack`` ``[count, M, N]``
+    transposed, copied in one step: ``copies[i].T`` is matrix i in Fortran order, which
+    scipy's wrappers hand to LAPACK without a copy of their own when told to overwrite
+    it. The drivers then compute what they compute on their own copies (the same
+    routine on the same matrix), with no result copied out per matrix."""
+    return stack.transpose(0, 2, 1).copy()
+
+
+def _from_fortran(copies: Array, batch: tuple[int, ...]) -> Array:
+    """The ``[..., M, N]`` view of :func:`_fortran_copies`'s matrices (after the drivers
+    overwrote them with their results): each matrix in Fortran order, as the one-matrix
+    kernels return theirs."""
+    if len(batch) != 1:
+        copies = copies.reshape((*batch, *copies.shape[1:]))
+    return copies.swapaxes(-1, -2)
 
 
 def solve(a: Array, b: Array) -> Array:
@@ -237,11 +363,53 @@ def factor_and_solve(a: Array, b: Array) -> tuple[Array, Array, Array]:
     ``F`` is those packed factors transposed back (so ``F.T`` is them in Fortran order,
     ready for :func:`solve_with_factors`). ``pivots`` are 0-based (int32). An exactly
     singular A raises ``numpy.linalg.LinAlgError``, as ``gesv`` does."""
-    packed, pivots, info = routine("getrf", a.dtype)(a.T)
-    _failed(info, "Singular matrix")
-    x, info = routine("getrs", a.dtype)(packed, pivots, b, trans=1)  # (A^T)^T X = B
-    _failed(info, "getrs")
+    dtype = a.dtype
+    packed, pivots, info = routine("getrf", dtype)(a.T)
+    if info:
+        _failed(info, "Singular matrix")
+    x, info = routine("getrs", dtype)(packed, pivots, b, 1)  # (A^T)^T X = B
+    if info:
+        _failed(info, "getrs")
     return x, packed.T, pivots
+
+
+def factor_and_solve_batch(a: Array, b: Array) -> tuple[Array, Array, Array]:
+    """:func:`factor_and_solve` of each pair of a non-empty batch (A ``[..., N, N]``,
+    B ``[..., N, K]``, the same batch axes, at least one), computed in place: copies of
+    A (C order, so ``copies[i].T`` is A_i^T in Fortran order) that ``getrf`` factors
+    where they lie, becoming the stored factors F, and Fortran-ordered copies of B
+    (:func:`_fortran_copies`) that ``getrs`` overwrites with X."""
+    dtype = a.dtype
+    getrf, getrs = routine("getrf", dtype), routine("getrs", dtype)
+    batch = a.shape[:-2]
+    n, k = b.shape[-2:]
+    if len(batch) == 1:
+        factors = a.copy()
+        solutions = _fortran_copies(b)
+    else:
+        factors = a.reshape((-1, n, n)).copy()
+        solutions = _fortran_copies(b.reshape((-1, n, k)))
+    p_out = np.empty(factors.shape[:-1], np.int32)
+    matrices, columns = factors.transpose(0, 2, 1), solutions.transpose(0, 2, 1)
+    for index in range(factors.shape[0]):
+        target = matrices[index]
+        packed, pivots, info = getrf(target, 1)
+        if info:
+            _failed(info, "Singular matrix")
+        if packed is not target:  # pragma: no cover - the wrapper copied after all
+            target[...] = packed
+        rhs = columns[index]
+        x, info = getrs(target, pivots, rhs, 1, 1)  # (A^T)^T X = B
+        if info:
+            _failed(info, "getrs")
+        if x is not rhs:  # pragma: no cover - the wrapper copied after all
+            rhs[...] = x
+        p_out[index] = pivots
+    return (
+        _from_fortran(solutions, batch),
+        factors.reshape(a.shape),
+        p_out.reshape(a.shape[:-1]),
+    )
 
 
 def solve_with_factors(factors: Array, pivots: Array, b: Array, adjoint: bool) -> Array:
@@ -263,6 +431,27 @@ def solve_with_factors(factors: Array, pivots: Array, b: Array, adjoint: bool) -
 def inv(a: Array) -> Array:
     """The inverse, as numpy computes it: ``gesv`` against the identity."""
     return solve(a, np.eye(a.shape[0], dtype=a.dtype))
+
+
+def inv_batch(a: Array) -> Array:
+    """:func:`inv` of each matrix of a non-empty batch (at least one batch axis), in
+    place: ``gesv`` factors Fortran-ordered copies of the matrices
+    (:func:`_fortran_copies`) and overwrites identities beside them with the inverses."""
+    gesv = routine("gesv", a.dtype)
+    batch = a.shape[:-2]
+    n = a.shape[-1]
+    work = _fortran_copies(a if len(batch) == 1 else a.reshape((-1, n, n)))
+    inverses = np.zeros(work.shape, a.dtype)
+    inverses[:, range(n), range(n)] = 1  # identities (symmetric: their own transposes)
+    matrices, columns = work.transpose(0, 2, 1), inverses.transpose(0, 2, 1)
+    for index in range(work.shape[0]):
+        rhs = columns[index]
+        _, _, x, info = gesv(matrices[index], rhs, 1, 1)
+        if info:
+            _failed(info, "Singular matrix")
+        if x is not rhs:  # pragma: no cover - the wrapper copied after all
+            rhs[...] = x
+    return _from_fortran(inverses, batch)
 
 
 def triangular_solve(a: Array, b: Array, *, lower: bool, trans: int, unit: bool) -> Array:

@@ -66,6 +66,8 @@ class Norm2(LinalgOp):
     2-norm and the Frobenius norm in one primitive. Its derivative at a zero norm is
     the subgradient 0 (the scale ``1/norm`` is taken as 0 there)."""
 
+    single_output = True
+
     axes: tuple[int, ...]
     keepdims: bool
 
@@ -77,7 +79,12 @@ class Norm2(LinalgOp):
 
     def impl(self, x: Any) -> Any:
         if len(self.axes) == x.ndim and not self.keepdims:  # every entry: one BLAS dot
-            return np.sqrt(np.vdot(x, x).real)  # (numpy.linalg.norm's own formula)
+            total = _vdot(x, x)  # (numpy.linalg.norm's own formula)
+            if x.dtype.kind == "c":
+                return np.sqrt(total.real)
+            # math.sqrt is correctly rounded in double, so also in float32 once rounded
+            # back (53 >= 2 * 24 + 2 bits): the value np.sqrt gives, without the ufunc.
+            return x.dtype.type(math.sqrt(total))
         squares = x.real * x.real + x.imag * x.imag if x.dtype.kind == "c" else x * x
         return np.sqrt(_add_reduce(squares, axis=self.axes, keepdims=self.keepdims))
 
@@ -103,6 +110,7 @@ class Norm2(LinalgOp):
 
 _add_reduce: Any = np.add.reduce
 """``np.sum`` without its Python wrapper."""
+_vdot: Any = np.vdot
 
 
 def _vector_norm(x: Any, order: float, axes: tuple[int, ...], keepdims: bool) -> Any:

@@ -23,8 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from computegraph import DictCache
 from tenferro import lax
 from tenferro.algebra import adjoint, matmul, trace
+from tenferro.concrete import Tensor
 from tenferro.core.bind import bind, bind1
 from tenferro.core.flags import check_flag
 from tenferro.core.primitive import RuleValue
@@ -56,6 +58,8 @@ class TriangularSolve(LinalgOp):
     """op(A) X = B (``left``) or X op(A) = B, A upper or lower triangular (only that
     triangle is read; ``unitriangular``: its diagonal is taken as ones). ``caller`` names
     the public operation in errors."""
+
+    single_output = True
 
     extent_generic = True  # its rules read ranks and flags only
     upper: bool
@@ -235,7 +239,7 @@ class Solve(LinalgOp):
                 return np.linalg.solve(a, b)
             if a.ndim == 2:
                 return lapack.factor_and_solve(a, b)
-            return lapack.looped(lapack.factor_and_solve, a, b)
+            return lapack.factor_and_solve_batch(a, b)
         except np.linalg.LinAlgError:
             _check_nonsingular(self.caller, a)
             raise  # pragma: no cover - LAPACK failed without an exactly singular pivot
@@ -301,6 +305,8 @@ class SolveWithFactors(LinalgOp):
     only, the derivative is that of op(A)^-1 B with respect to A and B (dX =
     op(A)^-1 (dB - op(dA) X)); the factors' and pivots' tangents are not read, as they
     are functions of A already accounted for through A. Linear in B."""
+
+    single_output = True
 
     adjoint: bool
     caller: str
@@ -383,7 +389,13 @@ def solve(a: Any, b: Any) -> Any:
     ``a`` raises :class:`~tenferro.errors.LinAlgError` naming the first singular
     matrix of the batch, as does NaN/Inf in ``a``.
     """
+    kind = type(a)
+    if kind is type(b) and isinstance(a, Tensor):  # a repeated call: the metas were checked
+        op = _SOLVE_CALLS.get((a.meta, b.meta))
+        if op is not None:
+            return kind._bind(op, (a, b))[0]
     name = "solve"
+    given = (a, b)
     a, b = inexact_operands(name, a, b)
     check_square(name, a.meta)
     vector = b.meta.ndim == 1
@@ -392,8 +404,16 @@ def solve(a: Any, b: Any) -> Any:
     check_matrix(name, b.meta)
     if a.meta.shape[:-2] != b.meta.shape[:-2]:
         a, b = broadcast_batch(name, a, b)
-    x = general_solve(a, b, caller=name)
+    op = Solve.make((a.meta, b.meta), caller=name)
+    x = bind(op, (a, b))[0]
+    if a is given[0] and b is given[1] and type(a) is type(b):  # operands used as given
+        _SOLVE_CALLS.put((a.meta, b.meta), op)
     return lax.reshape(x, x.meta.shape[:-1]) if vector else x
+
+
+_SOLVE_CALLS: DictCache[tuple[Meta, Meta], Solve] = DictCache(1024, "linalg.solve calls")
+"""(A's meta, B's meta) -> the Solve instance a call with matrix operands of one kind,
+used as given (no promotion, broadcasting or vector B), binds (structure only)."""
 
 
 # ---------------------------------------------------------------------- inverse
@@ -402,6 +422,8 @@ def solve(a: Any, b: Any) -> Any:
 @register("linalg.inv")
 class Inv(LinalgOp):
     """The inverse of square matrices."""
+
+    single_output = True
 
     def infer(self) -> list[Meta]:
         (a,) = self.inputs
@@ -414,7 +436,9 @@ class Inv(LinalgOp):
             return np.zeros(a.shape, a.dtype)
         check_finite("inv", a)
         try:
-            return lapack.apply(lapack.inv, np.linalg.inv, a)
+            if a.ndim == 2:
+                return lapack.inv(a)
+            return lapack.apply(lapack.inv, np.linalg.inv, a, batched=lapack.inv_batch)
         except np.linalg.LinAlgError:
             _check_nonsingular("inv", a)
             raise  # pragma: no cover
@@ -448,6 +472,8 @@ def _trace_of_solve(a: Any, da: Any, caller: str) -> Any:
 @register("linalg.det")
 class Det(LinalgOp):
     """The determinant of square matrices ``[..., N, N] -> [...]``."""
+
+    single_output = True
 
     def infer(self) -> list[Meta]:
         (a,) = self.inputs

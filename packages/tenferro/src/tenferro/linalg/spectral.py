@@ -27,10 +27,12 @@ operations. Conventions (numpy.linalg / torch.linalg):
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from computegraph import DictCache
 from tenferro import lax
 from tenferro.algebra import (
     adjoint,
@@ -499,11 +501,15 @@ class Eigh(LinalgOp):
         check_finite(self.name, a)
         try:
             lower = self.uplo == "L"
-            w, v = lapack.apply(
-                lambda m: lapack.eigh(m, lower),
-                lambda m: np.linalg.eigh(m, UPLO=self.uplo),  # type: ignore[call-overload]
-                a,
-            )
+            if a.ndim == 2 and a.size:
+                w, v = lapack.eigh(a, lower)
+            else:
+                w, v = lapack.apply(
+                    lambda m: lapack.eigh(m, lower),
+                    lambda m: np.linalg.eigh(m, UPLO=self.uplo),  # type: ignore[call-overload]
+                    a,
+                    batched=lambda m: lapack.eigh_batch(m, lower),
+                )
         except np.linalg.LinAlgError:
             where = _first_failure(self.name, a, np.linalg.eigh)
             raise LinAlgError(
@@ -756,21 +762,50 @@ def eigh(a: Any, UPLO: str = "L", *, eps: float = DEFAULT_EPS, gauge: str = "raw
     tangent is made Hermitian from it, as LAPACK reads it); ``eps`` regularises the
     gaps, ``gauge`` is ``"raw"`` or ``"canonical"``.
     """
-    op = "linalg.eigh"
-    x = matrix_operand(op, a, square=True)
-    if UPLO not in ("L", "U"):
-        raise ParameterError(op, f"UPLO must be 'L' or 'U', got {UPLO!r}")
-    if eps is not DEFAULT_EPS:
-        eps = check_eps(op, eps)
-    if gauge != "raw":
-        gauge = _check_gauge(op, gauge)
-    outs = Eigh.bind(x, uplo=UPLO, eps=eps, gauge=gauge)
-    return EighResult(outs[0], outs[1])
+    op = _eigh_call(a, UPLO, eps, gauge)
+    if op is None:
+        a, op = _eigh_op(a, UPLO, eps, gauge)
+    outs = type(a)._bind(op, (a,))  # (w, V) or, with the canonical gauge, (w, V, mask)
+    return tuple.__new__(EighResult, outs if len(outs) == 2 else outs[:2])
 
 
 def eigvalsh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803  (numpy.linalg name)
     """The eigenvalues of a Hermitian matrix, real ascending (see :func:`eigh`)."""
-    return eigh(a, UPLO).eigenvalues
+    op = _eigh_call(a, UPLO, DEFAULT_EPS, "raw")
+    if op is None:
+        a, op = _eigh_op(a, UPLO, DEFAULT_EPS, "raw")
+    return type(a)._bind(op, (a,))[0]
+
+
+def _eigh_call(a: Any, uplo: Any, eps: Any, gauge: Any) -> Eigh | None:
+    """The Eigh instance an earlier call with these arguments bound, if any: a tensor
+    whose meta was found a valid operand then (the fast lane of repeated calls)."""
+    if not isinstance(a, Tensor):
+        return None
+    try:
+        return _EIGH_CALLS.get((a.meta, uplo, eps, gauge))
+    except TypeError:  # unhashable arguments: refused by _eigh_op
+        return None
+
+
+def _eigh_op(a: Any, uplo: Any, eps: Any, gauge: Any) -> tuple[Any, Eigh]:
+    """The operand (a float/complex square matrix tensor) and the Eigh instance of a
+    call, validating its arguments; remembered for :func:`_eigh_call`."""
+    op = "linalg.eigh"
+    x = matrix_operand(op, a, square=True)
+    if uplo not in ("L", "U"):
+        raise ParameterError(op, f"UPLO must be 'L' or 'U', got {uplo!r}")
+    checked_eps = eps if eps is DEFAULT_EPS else check_eps(op, eps)
+    checked_gauge = gauge if gauge == "raw" else _check_gauge(op, gauge)
+    made = Eigh.make((x.meta,), uplo=uplo, eps=checked_eps, gauge=checked_gauge)
+    if x is a:  # a tensor used as given: later calls with it may skip the checks
+        with contextlib.suppress(TypeError):  # an unhashable (valid) eps: not remembered
+            _EIGH_CALLS.put((x.meta, uplo, eps, gauge), made)
+    return x, made
+
+
+_EIGH_CALLS: DictCache[tuple[Any, ...], Eigh] = DictCache(1024, "linalg.eigh calls")
+"""(operand meta, UPLO, eps, gauge) -> the Eigh instance a call binds (structure only)."""
 
 
 def eig(a: Any, *, eps: float = DEFAULT_EPS) -> EigResult:
