@@ -188,7 +188,11 @@ class Lorentzian(LinalgOp):
         return [self.inputs[0]]
 
     def impl(self, x: Any) -> Any:
-        return x / (x * x + self.eps * self.eps)
+        if type(x) is not np.ndarray or not x.ndim:
+            return x / (x * x + self.eps * self.eps)
+        out = np.multiply(x, x)  # x / (x * x + eps**2), in place as in GapInverse
+        out += self.eps * self.eps
+        return np.divide(x, out, out=out)
 
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         (x,), (dx,) = xs, ts
@@ -221,7 +225,11 @@ class GapInverse(LinalgOp):
     def impl(self, v: Any) -> Any:
         p = v * v if self.squared else v
         g = p[..., None, :] - p[..., :, None]
-        f = g / (g * g + self.eps * self.eps)
+        # g / (g * g + eps**2), the denominator built in place and the quotient written
+        # over it (the same operations as the expression, two temporaries fewer).
+        f = np.multiply(g, g)
+        f += self.eps * self.eps
+        np.divide(g, f, out=f)
         k = v.shape[-1]
         f.reshape((*v.shape[:-1], k * k))[..., :: k + 1] = 0  # the diagonal
         return f
