@@ -49,6 +49,11 @@ class LinalgOp(ExtensionOp):
         result = self.impl(*inputs)
         return result if isinstance(result, tuple) else (result,)
 
+    def kernel(self) -> Any:
+        """For generated code: ``impl`` itself when it returns one array (trusted, as
+        :meth:`eval`: no per-call check of the result)."""
+        return self.impl if len(self.outputs) == 1 else None
+
 
 def matrix_operand(op: str, a: Any, *, square: bool = False) -> Any:
     """``a`` as a tensor of a float or complex dtype (integers and bool promote to

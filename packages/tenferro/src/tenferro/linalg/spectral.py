@@ -62,6 +62,7 @@ from tenferro.linalg.degeneracy import guard_ties
 from tenferro.linalg.family import LinalgOp, matrix_operand
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
+from tenferro.surface.dispatch import REPLAYABLE
 
 __all__ = [
     "EigResult",
@@ -190,7 +191,11 @@ class Lorentzian(LinalgOp):
         return [self.inputs[0]]
 
     def impl(self, x: Any) -> Any:
-        return x / (x * x + self.eps * self.eps)
+        if type(x) is not np.ndarray or not x.ndim:
+            return x / (x * x + self.eps * self.eps)
+        out = np.multiply(x, x)  # x / (x * x + eps**2), in place as in GapInverse
+        out += self.eps * self.eps
+        return np.divide(x, out, out=out)
 
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         (x,), (dx,) = xs, ts
@@ -223,7 +228,11 @@ class GapInverse(LinalgOp):
     def impl(self, v: Any) -> Any:
         p = v * v if self.squared else v
         g = p[..., None, :] - p[..., :, None]
-        f = g / (g * g + self.eps * self.eps)
+        # g / (g * g + eps**2), the denominator built in place and the quotient written
+        # over it (the same operations as the expression, two temporaries fewer).
+        f = np.multiply(g, g)
+        f += self.eps * self.eps
+        np.divide(g, f, out=f)
         k = v.shape[-1]
         f.reshape((*v.shape[:-1], k * k))[..., :: k + 1] = 0  # the diagonal
         return f
@@ -269,39 +278,85 @@ def _phase_correction(mask: Any, vectors: Any, tangent: Any) -> Any:
 
 def _svd_tangents(u: Any, s: Any, vh: Any, da: Any, eps: float, mask: Any) -> tuple[Any, Any, Any]:
     """JVP of the thin SVD (spec section 4.5), in the gauge ``diag(V^H dV) = 0`` with the
-    phase in ``U`` (complex), or the canonical gauge when ``mask`` marks the pivots."""
+    phase in ``U`` (complex), or the canonical gauge when ``mask`` marks the pivots.
+
+    With ``dP = U^H dA V``, ``F`` the regularised gap inverse (real, antisymmetric) and
+    ``S^-1`` the regularised inverse of ``S``::
+
+        dS  = Re diag(dP)
+        dU  = U (F o (dP S + S dP^H) - dP S^-1) + dA V S^-1      (the last two: M > K)
+        dVh = -(F o (S dP + dP^H S) + S^-1 dP) Vh + S^-1 U^H dA   (the last two: N > K)
+
+    ``dVh`` is ``dV^H`` of ``dV = V (F o (S dP + dP^H S)) + (I - V V^H) dA^H U S^-1``
+    written row-wise: ``F o (S dP + dP^H S)`` is anti-Hermitian (``F`` antisymmetric, the
+    bracket Hermitian), so no adjoint of a tangent is formed, and the projector's two
+    products share one with ``Vh``. For a wide matrix ``dP`` is ``(U^H dA) V``, whose left
+    factor is ``dVh``'s extra term; else ``U^H (dA V)``, whose right factor is ``dU``'s.
+    """
     dt = u.meta.dtype
     complex_ = dt.kind == "c"
     m, n = da.meta.shape[-2], da.meta.shape[-1]
     k = s.meta.shape[-1]
-    v = adjoint(vh)
-    dav = matmul(da, v)
-    dp = matmul(adjoint(u), dav)
-    dpd = _diagonal_of_product(u, dav)  # diag(dP) without dP: a derivative of S alone
+    w = dav = None
+    if n > k:  # wide: M = K
+        w = _adjoint_times(u, da)
+        dp = _times_adjoint(w, vh)
+        dpd = _row_diagonal(w, vh)  # diag(dP) without dP: a derivative of S alone
+    else:
+        dav = _times_adjoint(da, vh)
+        dp = _adjoint_times(u, dav)
+        dpd = _diagonal_of_product(u, dav)
     ds = guard_ties("linalg.svd", s, lax.real(dpd) if complex_ else dpd, eps)
     f = _to(_gap_inverse(s, eps, squared=True), dt)
     sc = _to(s, dt)
-    dps = scale_columns(dp, sc)
-    sdp = scale_rows(sc, dp)  # S dP
-    inner_u = lax.mul(f, lax.add(dps, adjoint(dps)))
-    inner_v = lax.mul(f, lax.add(sdp, adjoint(sdp)))
     sinv = _to(_regularised_inverse(s, eps), dt)
+    dps = scale_columns(dp, sc)
+    inner_u = lax.mul(f, lax.add(dps, adjoint(dps)))
     if complex_:
         gauge = lax.mul(lax.sub(dpd, lax.conj(dpd)), lax.full_like(dpd, 0.5))  # i Im diag dP
         inner_u = lax.add(inner_u, diag_embed(lax.mul(gauge, sinv)))
-    du = matmul(u, inner_u)
-    dv = matmul(v, inner_v)
-    if m > k:
-        du = lax.add(du, scale_columns(lax.sub(dav, matmul(u, dp)), sinv))
-    if n > k:
-        dahu = matmul(adjoint(da), u)
-        # Vh dA^H U is dP^H: no second product with dA.
-        dv = lax.add(dv, scale_columns(lax.sub(dahu, matmul(v, adjoint(dp))), sinv))
+    if dav is not None and m > k:
+        du = lax.add(matmul(u, lax.sub(inner_u, scale_columns(dp, sinv))), scale_columns(dav, sinv))
+    else:
+        du = matmul(u, inner_u)
+    sdp = scale_rows(sc, dp)  # S dP
+    inner_v = lax.mul(f, lax.add(sdp, adjoint(sdp)))
+    if w is not None:
+        dvh = lax.sub(scale_rows(sinv, w), matmul(lax.add(inner_v, scale_rows(sinv, dp)), vh))
+    else:
+        dvh = lax.neg(matmul(inner_v, vh))
     if mask is not None and complex_:
         rotation = _phase_correction(mask, u, du)
         du = lax.sub(du, scale_columns(u, rotation))
-        dv = lax.sub(dv, scale_columns(v, rotation))
-    return du, ds, adjoint(dv)
+        dvh = lax.sub(dvh, scale_rows(lax.conj(rotation), vh))
+    return du, ds, dvh
+
+
+def _adjoint_times(a: Any, b: Any) -> Any:
+    """``a^H @ b`` as one contraction over the rows of both (no transposed operand: the
+    reverse pass's products then need no transposes either)."""
+    ndim = a.meta.ndim
+    batch = tuple(range(ndim - 2))
+    if a.meta.dtype.kind == "c":
+        a = lax.conj(a)
+    return lax.dot_general(a, b, (ndim - 2,), (ndim - 2,), batch, batch)
+
+
+def _times_adjoint(a: Any, b: Any) -> Any:
+    """``a @ b^H`` as one contraction over the columns of both (see :func:`_adjoint_times`)."""
+    ndim = a.meta.ndim
+    batch = tuple(range(ndim - 2))
+    if b.meta.dtype.kind == "c":
+        b = lax.conj(b)
+    return lax.dot_general(a, b, (ndim - 1,), (ndim - 1,), batch, batch)
+
+
+def _row_diagonal(rows: Any, vh: Any) -> Any:
+    """``diag(rows vh^H)`` of ``[..., K, N]`` stacks as row sums of the elementwise
+    product (see :func:`_diagonal_of_product`)."""
+    if vh.meta.dtype.kind == "c":
+        vh = lax.conj(vh)
+    return lax.reduce_sum(lax.mul(rows, vh), (vh.meta.ndim - 1,))
 
 
 def _diagonal_of_product(left: Any, right: Any) -> Any:
@@ -689,11 +744,24 @@ def truncated_svd(
     truncation point is locally constant).
     """
     op = "linalg.truncated_svd"
-    if max_rank is not None and not (_is_real_number(max_rank) and int(max_rank) == max_rank >= 0):
+    if max_rank is not None and not (
+        type(max_rank) is int or (_is_real_number(max_rank) and int(max_rank) == max_rank)
+    ):
         raise ParameterError(op, f"max_rank must be a non-negative integer, got {max_rank!r}")
-    for name, value in (("rtol", rtol), ("atol", atol)):
-        if value is not None and not (_is_real_number(value) and np.isfinite(value) and value >= 0):
-            raise ParameterError(op, f"{name} must be a non-negative finite number, got {value!r}")
+    if max_rank is not None and max_rank < 0:
+        raise ParameterError(op, f"max_rank must be a non-negative integer, got {max_rank!r}")
+    if rtol is not None or atol is not None:
+        for name, value in (("rtol", rtol), ("atol", atol)):
+            if value is not None and not (
+                _is_real_number(value) and np.isfinite(value) and value >= 0
+            ):
+                raise ParameterError(
+                    op, f"{name} must be a non-negative finite number, got {value!r}"
+                )
+    if type(a) in REPLAYABLE and eps is DEFAULT_EPS and a.meta.dtype.kind in "fc":
+        meta = a.meta
+        if meta.ndim >= 2 and not meta.dynamic:
+            return _concrete_truncated_svd(a, max_rank, rtol, atol)
     u, s, vh = svd(a, full_matrices=False, eps=eps)
     m, n = u.meta.shape[-2], vh.meta.shape[-1]
     k = s.meta.shape[-1]
@@ -710,6 +778,32 @@ def truncated_svd(
         lax.dynamic_truncate(s, rank_value, batch),
         lax.dynamic_truncate(vh, rank_value, batch),
     )
+
+
+def _concrete_truncated_svd(
+    a: Any, max_rank: int | None, rtol: float | None, atol: float | None
+) -> SVDResult:
+    """:func:`truncated_svd` of a concrete float/complex matrix stack (the default
+    ``eps``): the two nodes the general path binds (the SVD, then the truncation), bound
+    directly through the tensor's kind, with the truncation instances kept on the SVD
+    instance by rank (structure only: at most K + 1 of them)."""
+    svd_op = Svd.make((a.meta,), eps=DEFAULT_EPS, gauge="raw")
+    kind = type(a)
+    u, s, vh = kind._bind(svd_op, (a,))
+    m, k = svd_op.outputs[0].shape[-2:]
+    cap = k if max_rank is None else min(k, int(max_rank))
+    rank = min(cap, _concrete_rank(s._value, (m, svd_op.outputs[2].shape[-1]), rtol, atol))
+    if rank == k:
+        return SVDResult(u, s, vh)
+    truncations = svd_op._prepared
+    if truncations is None:
+        truncations = {}
+        object.__setattr__(svd_op, "_prepared", truncations)
+    truncate = truncations.get(rank)
+    if truncate is None:
+        truncate = SvdTruncate.make(svd_op.outputs, rank=rank)
+        truncations[rank] = truncate
+    return SVDResult(*kind._bind(truncate, (u, s, vh)))
 
 
 def _concrete_rank(

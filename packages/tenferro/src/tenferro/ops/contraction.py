@@ -325,25 +325,26 @@ class DotGeneral(TensorPrimitive):
         lhs_meta, rhs_meta = self.inputs
         if active[0]:
             return [
-                _transpose_lhs(
-                    ct, lax.conj(rhs), lhs_meta.ndim, rhs_meta.ndim, *self._numbers(), swap=False
-                ),
+                _transpose_lhs(ct, lax.conj(rhs), lhs_meta.ndim, rhs_meta.ndim, *self._numbers()),
                 None,
             ]
-        return [
-            None,
-            _transpose_lhs(
-                ct,
-                lax.conj(lhs),
-                rhs_meta.ndim,
-                lhs_meta.ndim,
-                self.rhs_contracting,
-                self.lhs_contracting,
-                self.rhs_batch,
-                self.lhs_batch,
-                swap=True,
-            ),
-        ]
+        return [None, _transpose_rhs(ct, lax.conj(lhs), lhs_meta.ndim, rhs_meta.ndim, self)]
+
+
+def _transpose_rhs(
+    ct: RuleValue, lhs: RuleValue, lhs_ndim: int, rhs_ndim: int, op: DotGeneral
+) -> RuleValue:
+    """The cotangent of the rhs given the output cotangent and the (conjugated) lhs, as
+    ``dot_general(lhs, ct)``: its axes come out as the rhs's batch, contracting (in the
+    lhs's order) and free axes, so a matrix product's rhs cotangent ``lhs^H @ ct`` needs
+    no transpose after it."""
+    lhs_kept = _free(lhs_ndim, op.lhs_contracting, op.lhs_batch)
+    rhs_kept = _free(rhs_ndim, op.rhs_contracting, op.rhs_batch)
+    ct_batch, ct_lhs, _ = _ranges_like(op.lhs_batch, lhs_kept, rhs_kept)
+    product = lax.dot_general(lhs, ct, lhs_kept, ct_lhs, op.lhs_batch, ct_batch)
+    contracting_by_lhs = [op.rhs_contracting[i] for i in np.argsort(op.lhs_contracting)]
+    out_axes = np.argsort([*op.rhs_batch, *contracting_by_lhs, *rhs_kept])
+    return lax.transpose(product, tuple(int(a) for a in out_axes))
 
 
 def _transpose_lhs(
@@ -355,17 +356,12 @@ def _transpose_lhs(
     other_contracting: tuple[int, ...],
     batch: tuple[int, ...],
     other_batch: tuple[int, ...],
-    *,
-    swap: bool,
 ) -> RuleValue:
-    """The cotangent of one operand given the output cotangent and the other operand
-    (JAX's ``_dot_general_transpose_lhs``; ``swap`` when it is really the rhs)."""
+    """The cotangent of the lhs given the output cotangent and the (conjugated) rhs
+    (JAX's ``_dot_general_transpose_lhs``)."""
     kept = _free(ndim, contracting, batch)
     other_kept = _free(other_ndim, other_contracting, other_batch)
-    if swap:
-        ct_batch, ct_other, _ = _ranges_like(batch, other_kept, kept)
-    else:
-        ct_batch, _, ct_other = _ranges_like(batch, kept, other_kept)
+    ct_batch, _, ct_other = _ranges_like(batch, kept, other_kept)
     product = lax.dot_general(ct, other, ct_other, other_kept, ct_batch, other_batch)
     contracting_by_other = [contracting[i] for i in np.argsort(other_contracting)]
     out_axes = np.argsort([*batch, *kept, *contracting_by_other])
