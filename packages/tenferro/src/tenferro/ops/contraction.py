@@ -59,7 +59,15 @@ class DotGeneral(TensorPrimitive):
         return ()  # its derivative programs hold no extent
 
     def any_extent_kernel(self) -> Any:
-        """``impl``'s batched matmul with the extents read from the arrays."""
+        """``impl`` itself when its evaluation plan reads no extent (a ``dot`` of two
+        matrices or of transposed views, a batched ``matmul``, an outer product), else
+        ``impl``'s batched matmul with the extents read from the arrays."""
+        plan = self._prepared
+        if plan is None:
+            plan = self._plan()
+            object.__setattr__(self, "_prepared", plan)
+        if type(plan) is not tuple:
+            return self.impl
         lhs, rhs = self.inputs
         lhs_free = _free(lhs.ndim, self.lhs_contracting, self.lhs_batch)
         rhs_free = _free(rhs.ndim, self.rhs_contracting, self.rhs_batch)
