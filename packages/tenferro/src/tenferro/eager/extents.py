@@ -82,11 +82,13 @@ def extent_class(
     if facts is None:
         return None
     skip = op.extent_params
-    params = tuple((f, getattr(op, f)) for f in op._field_names if f != "inputs" and f not in skip)
+    params = tuple(
+        [(f, getattr(op, f)) for f in op._field_names if f != "inputs" and f not in skip]
+    )
     key = (
         type(op),
         params,
-        tuple((m.ndim, m.dtype, m.weak) for m in inputs),
+        tuple([(len(m.shape), m.dtype, m.weak) for m in inputs]),
         active,
         facts,
     )
