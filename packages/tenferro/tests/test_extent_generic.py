@@ -11,6 +11,7 @@ mode's (derived per shape, independently of the tape).
 
 from __future__ import annotations
 
+import gc
 import itertools
 from typing import Any
 
@@ -22,6 +23,7 @@ import tenferro as tf
 from tenferro import ops
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.eager import extents
+from tenferro.eager import tape as tape_module
 from tenferro.eager.tape import _canonical
 from tenferro.linalg.degeneracy import TieCheck, TieGuard
 from tenferro.linalg.factorizations import QR
@@ -286,6 +288,9 @@ FIXED = {ops.Select: (0,), TieGuard: (0,), TieCheck: (0,)}
 
 
 def _primitives() -> set[type[TensorPrimitive]]:
+    # ``dataclass(slots=True)`` replaces each class; the class it replaces stays among
+    # the subclasses (held by reference cycles) until the collector runs.
+    gc.collect()
     found: set[type[TensorPrimitive]] = set()
     pending = [TensorPrimitive]
     while pending:
@@ -435,13 +440,22 @@ def test_reinstantiated_programs_equal_fresh_derivations(
         assert _structure(specialized) == _structure(at_b.program)
         assert specialized.input_slots == at_b.program.input_slots
         assert specialized.output_slots == at_b.program.output_slots
-        at_any, mapped = extents._at_any_extents(at_a.program, op_a)
+        at_any, mapped, single = extents._at_any_extents(at_a.program, op_a)
         if at_any is not None:  # run with extent-reading kernels: the fresh program's values
+            runner: Any = at_any
             if mapped:
-                at_any = extents._at_node_extents(at_any, mapped, op_b)
+                runner = extents._AtNode(at_any, extents._flat_extents(op_b), single)
             values = [_data(Meta(np.shape(v), v.dtype), 5 + i) for i, v in enumerate(inputs)]
-            for got, expected in zip(at_any.eval(values), at_b.program.eval(values), strict=True):
-                np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-13)
+            expected_values = at_b.program.eval(values)
+            for _ in range(8):  # interpreted, then generated code (the node's extents as ctx)
+                got_values = runner.eval(values)
+                for got, expected in zip(got_values, expected_values, strict=True):
+                    np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-13)
+            assert at_any.generated
+            if single is not None:  # the executor's one-kernel lane
+                np.testing.assert_allclose(
+                    runner.only_kernel()(*values), expected_values[0], rtol=1e-13, atol=1e-13
+                )
 
 
 def _data(meta: Meta, seed: int, cls: Any = None) -> Any:
@@ -665,3 +679,103 @@ def test_a_repeated_shape_runs_extent_kernels_then_re_made_programs() -> None:
         if run == 1:  # a shape met once runs extent-reading kernels: nothing re-made
             assert len(extents._SPECIALIZED) == 0
     assert len(extents._SPECIALIZED) > 0  # met REMAKE_AFTER times and more: re-made
+
+
+def _sweep_loss(a: Any, b: Any) -> Any:
+    """The benchmark's two-site sweep step (einsum, truncated SVD of data-dependent rank,
+    reshapes, a three-operand einsum) as a loss of the two cores."""
+    left, right = a.shape[0], b.shape[2]
+    theta = tf.einsum("asb,btc->astc", a, b)
+    u, s, vh = tf.linalg.truncated_svd(tf.reshape(theta, (left * 2, 2 * right)), rtol=1e-2)
+    rank = s.shape[-1]
+    new_a = tf.reshape(u, (left, 2, rank))
+    new_b = tf.einsum("k,ktc->ktc", s, tf.reshape(vh, (rank, 2, right)))
+    env = tf.einsum("asb,asc->bc", new_a, new_a)
+    return tf.sum(s) + tf.einsum("bc,btd,ctd->", env, new_b, new_b)
+
+
+def _sweep_gradient(a: Any, b: Any) -> list[Any]:
+    tape = tf.Tape()
+    x, y = tape.track(a), tape.track(b)
+    return [np.asarray(g) for g in tape.grad(_sweep_loss(x, y), [x, y])]
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.tuples(*[st.integers(1, 7)] * 3), min_size=4, max_size=8), st.data())
+def test_sweep_steps_at_random_bonds_equal_fresh_derivations(bonds: Any, data: Any) -> None:
+    """Sweep steps at random bonds (extents 1 and coinciding ones included), each
+    differentiated on the tape with whatever extent classes, extent kernels (the node's
+    extents read from the evaluation context) and shared plans earlier steps left: the
+    gradient equals the same step's with every cache cleared (derived for its shapes
+    alone) and a central finite difference along a random direction; the Hessian-vector
+    product (second order through the same nodes) equals a central difference of the
+    fresh gradients. (Traced mode cannot reshape the data-dependent rank: no oracle.)"""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    steps = []
+    for left, middle, right in bonds:
+        a = rng.standard_normal((left, 2, middle)) * np.exp(-np.arange(middle) / 2.0)
+        steps.append((a, rng.standard_normal((middle, 2, right))))
+    expected = []
+    for a, b in steps:
+        tf.clear_caches()
+        expected.append(_sweep_gradient(a, b))
+    tf.clear_caches()
+    for (a, b), alone in zip(steps * 2, expected * 2, strict=True):  # twice: steps repeat
+        for g, e in zip(_sweep_gradient(a, b), alone, strict=True):
+            np.testing.assert_allclose(g, e, rtol=1e-9, atol=1e-11)
+    a, b = steps[-1]
+    ga, gb = expected[-1]
+    va, vb = rng.standard_normal(a.shape), rng.standard_normal(b.shape)
+    eps = 1e-6
+
+    def loss(x: Any, y: Any) -> float:
+        return float(np.asarray(_sweep_loss(tf.asarray(x), tf.asarray(y))))
+
+    slope = (loss(a + eps * va, b + eps * vb) - loss(a - eps * va, b - eps * vb)) / (2 * eps)
+    np.testing.assert_allclose(np.sum(ga * va) + np.sum(gb * vb), slope, rtol=1e-5, atol=1e-6)
+    got_hvp = tf.Tape().hvp(_sweep_loss, [a, b], [va, vb])
+    tf.clear_caches()
+    plus = _sweep_gradient(a + eps * va, b + eps * vb)
+    minus = _sweep_gradient(a - eps * va, b - eps * vb)
+    for g, p, m in zip(got_hvp, plus, minus, strict=True):
+        np.testing.assert_allclose(np.asarray(g), (p - m) / (2 * eps), rtol=1e-4, atol=1e-5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 6), st.integers(1, 6)), min_size=3, max_size=8),
+    st.sampled_from([np.float64, np.complex128]),
+)
+def test_elementwise_steps_at_random_shapes_share_plans_and_stay_exact(
+    shapes: Any, dt: Any
+) -> None:
+    """Elementwise nodes of never-seen shapes record with their rank-0 stand-in's shared
+    plan: gradients (vs the closed form) and forward-over-reverse HVPs (vs the traced
+    ones) at every shape, in order, after and without cleared caches."""
+
+    def f(m: Any) -> Any:
+        h = tf.sin(m @ tf.conj(m.T)) * 0.5 + 1.0
+        r = tf.exp(m) * m - m / (m * m + 2.0)
+        return tf.sum(tf.real(h[1:] * tf.conj(h[1:]))) + tf.sum(tf.real(r * tf.conj(r)))
+
+    rng = np.random.default_rng(sum(r * 7 + c for r, c in shapes))
+    values = []
+    for shape in shapes:
+        x = rng.standard_normal(shape) + (
+            1j * rng.standard_normal(shape) if dt is not np.float64 else 0
+        )
+        values.append(np.asarray(x, dtype=dt))
+    for x in values * 2:
+        tape = tf.Tape()
+        m = tape.track(x)
+        got = np.asarray(tape.grad(f(m), m))
+        np.testing.assert_allclose(got, np.asarray(tf.grad(f)(x)), rtol=1e-9, atol=1e-11)
+        v = np.asarray(rng.standard_normal(x.shape), dtype=dt)
+        np.testing.assert_allclose(
+            np.asarray(tf.Tape().hvp(f, [x], [v])),
+            np.asarray(tf.hvp(f, (x,), (v,))),
+            rtol=1e-8,
+            atol=1e-10,
+        )
+    tf.clear_caches()
+    assert len(tape_module._GENERIC_PLANS) == 0

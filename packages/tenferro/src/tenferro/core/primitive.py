@@ -640,6 +640,16 @@ def extent_pattern(metas: Sequence[Meta]) -> tuple[tuple[int, ...], ...]:
     of its first appearance: which extents are equal, and which are 0 or 1, the facts
     rules with extents in their parameters branch on."""
     codes: dict[int, int] = {}
-    return tuple(
-        tuple(n if n < 2 else codes.setdefault(n, -1 - len(codes)) for n in m.shape) for m in metas
-    )
+    get = codes.get
+    pattern: list[tuple[int, ...]] = []
+    for meta in metas:  # loops, not nested generators: it runs per never-seen instance
+        coded: list[int] = []
+        for n in meta.shape:
+            if n >= 2:
+                code = get(n)
+                if code is None:
+                    code = codes[n] = -1 - len(codes)
+                n = code
+            coded.append(n)
+        pattern.append(tuple(coded))
+    return tuple(pattern)

@@ -82,11 +82,13 @@ def extent_class(
     if facts is None:
         return None
     skip = op.extent_params
-    params = tuple((f, getattr(op, f)) for f in op._field_names if f != "inputs" and f not in skip)
+    params = tuple(
+        [(f, getattr(op, f)) for f in op._field_names if f != "inputs" and f not in skip]
+    )
     key = (
         type(op),
         params,
-        tuple((m.ndim, m.dtype, m.weak) for m in inputs),
+        tuple([(len(m.shape), m.dtype, m.weak) for m in inputs]),
         active,
         facts,
     )
@@ -206,10 +208,9 @@ def specialize_evaluation(
     seen[2] += 1
     if seen[2] >= REMAKE_AFTER:  # it repeats: exact instances pay off
         return specialize(program, inputs, values)
-    mapped: tuple[tuple[int, Any, tuple[int, ...]], ...] = found[2]
-    if not mapped:
+    if not found[2]:  # no instruction needs the node's extents
         return at_any
-    return _at_node_extents(at_any, mapped, pair[1])
+    return _AtNode(at_any, _flat_extents(pair[1]), found[3])  # type: ignore[return-value]
 
 
 REMAKE_AFTER = 8
@@ -222,7 +223,8 @@ it."""
 _AT_ANY_EXTENTS: DictCache[int, Any] = DictCache(1024, "programs at any extents")
 """id of a derivative program -> (the program; the same program running each
 instruction's any-extent kernel, or ``None`` when some instruction has none; the
-positions and operations of the instructions whose kernel each node's extents give)."""
+positions and operations of the instructions whose kernel each node's extents give; the
+one such instruction when it is the whole program): see :func:`_at_any_extents`."""
 
 _SEEN: DictCache[tuple[int, int], Any] = DictCache(4096, "instances seen")
 """(id of a derivative program, id of an instance) -> [both, kept alive; how many runs
@@ -254,14 +256,70 @@ class _AnyExtents:
         return f"{self.operation} (at any extents)"
 
 
+class _AtNodeExtents:
+    """An instruction running its primitive's :meth:`~TensorPrimitive.extent_kernel` for
+    the output extents of the node it runs for, which it reads from the evaluation
+    context: the node's :func:`_flat_extents` (see :class:`_AtNode`). It has no
+    ``kernel()``: generated code calls its ``eval`` with that context."""
+
+    __slots__ = ("operation", "picks")
+
+    def __init__(self, operation: TensorPrimitive, picks: tuple[int, ...]) -> None:
+        self.operation = operation
+        self.picks = picks
+
+    def eval(self, inputs: Sequence[Any], ctx: Any) -> tuple[Any]:
+        if type(ctx) is not list:
+            raise AssertionError(f"{self!r} runs only for a node's extents")
+        shape = tuple([ctx[p] if p >= 0 else -1 - p for p in self.picks])
+        return (self.operation.extent_kernel(shape)(*inputs),)
+
+    def input_count(self) -> int:
+        return len(self.operation.inputs)
+
+    def output_count(self) -> int:
+        return 1
+
+    def __repr__(self) -> str:
+        return f"{self.operation} (at a node's extents)"
+
+
+class _AtNode:
+    """A program of :func:`_at_any_extents` bound to one node's extents: it evaluates as
+    that program with the node's :func:`_flat_extents` as the evaluation context, which
+    its :class:`_AtNodeExtents` instructions read (the shared program is not copied, and
+    generates its straight-line code once for every node)."""
+
+    __slots__ = ("extents", "program", "single")
+
+    def __init__(self, program: CompiledProgram, extents: list[int], single: Any) -> None:
+        self.program = program
+        self.extents = extents
+        self.single = single
+
+    def eval(self, inputs: Sequence[Any], ctx: Any = None, *, apply: Any = None) -> list[Any]:
+        return self.program.eval(inputs, self.extents, apply=apply)
+
+    def only_kernel(self) -> Any:
+        """The function the program amounts to when it is one instruction reading its
+        inputs in order (the executor's one-kernel lane), else ``None``."""
+        single = self.single
+        if single is None:
+            return None
+        shape = tuple([self.extents[p] if p >= 0 else -1 - p for p in single.picks])
+        return single.operation.extent_kernel(shape)
+
+
 def _at_any_extents(
     program: CompiledProgram, stand_in: TensorPrimitive
-) -> tuple[CompiledProgram | None, tuple[tuple[int, Any, tuple[int, ...]], ...]]:
+) -> tuple[CompiledProgram | None, tuple[tuple[int, Any, tuple[int, ...]], ...], Any]:
     """``program`` (a derivative program of ``stand_in``'s class) running any-extent
-    kernels (``None`` when some instruction has none), and the instructions whose kernels
+    kernels (``None`` when some instruction has none); the instructions whose kernels
     need a node's extents: (position, operation, where each of its output extents is
     among the node's: :func:`_flat_extents` position ``p >= 0``, or ``-1 - n`` for an
-    extent ``n`` of 0 or 1, which every instance of the class has there)."""
+    extent ``n`` of 0 or 1, which every instance of the class has there), which run as
+    :class:`_AtNodeExtents` reading those from the evaluation context; and the one such
+    instruction when it is the whole program (else ``None``)."""
     operations: list[Any] = []
     mapped: list[tuple[int, Any, tuple[int, ...]]] = []
     position_of: dict[int, int] = {}
@@ -273,40 +331,35 @@ def _at_any_extents(
             operations.append(operation)
             continue
         if not isinstance(operation, TensorPrimitive) or not operation.inputs:
-            return None, ()
+            return None, (), None
         if operation.extent_params:
             if len(operation.outputs) != 1:
-                return None, ()
+                return None, (), None
             (out,) = operation.outputs
             if operation.extent_kernel(out.shape) is None:
-                return None, ()
+                return None, (), None
             picks = tuple([-1 - n if n < 2 else position_of[n] for n in out.shape])
             mapped.append((position, operation, picks))
-            operations.append(operation)
+            operations.append(_AtNodeExtents(operation, picks))
             continue
         run = operation.any_extent_kernel()
         if run is None:
-            return None, ()
+            return None, (), None
         operations.append(_AnyExtents(operation, run))
-    return program.with_operations(operations), tuple(mapped)
+    single = None
+    if len(operations) == 1 and mapped and not program.constants:
+        (instruction,) = program.instructions
+        if (
+            instruction.inputs == program.input_slots
+            and instruction.outputs == program.output_slots
+        ):
+            single = operations[0]
+    return program.with_operations(operations), tuple(mapped), single
 
 
 def _flat_extents(op: TensorPrimitive) -> list[int]:
     """Every extent of ``op``'s operands and outputs, in order."""
     return [n for meta in (*op.inputs, *op.outputs) for n in meta.shape]
-
-
-def _at_node_extents(
-    at_any: CompiledProgram, mapped: tuple[tuple[int, Any, tuple[int, ...]], ...], node: Any
-) -> CompiledProgram:
-    """``at_any`` with each of the ``mapped`` instructions running its extent kernel for
-    the instance ``node`` (its output extents picked from the node's)."""
-    extents = _flat_extents(node)
-    operations = [instruction.operation for instruction in at_any.instructions]
-    for position, operation, picks in mapped:
-        shape = tuple([extents[p] if p >= 0 else -1 - p for p in picks])
-        operations[position] = _AnyExtents(operation, operation.extent_kernel(shape))
-    return at_any.with_operations(operations)
 
 
 def _shape(value: Any) -> tuple[int, ...]:

@@ -131,7 +131,12 @@ def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
     keys = _canonical(len(flags))
     generic = _shape_generic(op, active)
     instance: tuple[TensorPrimitive, TensorPrimitive] | None = None
-    if generic is not None:
+    if generic is not None:  # recorded as its rank-0 stand-in: that one's plan serves
+        known = _GENERIC_PLANS.get((id(generic), flags))
+        if known is not None and known[0] is generic:
+            generic_plan: _Plan = (op, known[1], known[2], known[3], active, None)
+            _PLANS.put((id(op), flags), generic_plan)
+            return generic_plan
         recorded = RecordedGraph.from_primitive(generic, keys)
     else:  # one derivation per extent class, where the primitive declares it
         shared = extent_class(op, active, keys)
@@ -161,7 +166,18 @@ def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
         instance,
     )
     _PLANS.put((id(op), flags), plan)
+    if generic is not None:
+        _GENERIC_PLANS.put((id(generic), flags), (generic, *plan[1:4]))
     return plan
+
+
+_GENERIC_PLANS: DictCache[tuple[int, tuple[bool, ...]], Any] = DictCache(
+    1024, "shape-generic tape plans"
+)
+"""(id of a rank-0 stand-in of :func:`_shape_generic`, tracked flags) -> (the stand-in,
+kept alive; the recorded graph and the inputs and outputs to save): the plan every
+elementwise instance it stands for shares, so a never-seen shape records without
+building a graph or looking up its derivative."""
 
 
 _GENERIC: DictCache[tuple[int, tuple[int, ...]], Any] = DictCache(1024, "shape-generic derivatives")

@@ -39,14 +39,15 @@ _plans: DictCache[Hashable, tuple[Equation, Network, list[Pair]]] = DictCache(
     CACHE_LIMIT, "einsum plans"
 )
 _programs: DictCache[Hashable, Program] = DictCache(CACHE_LIMIT, "einsum programs")
-_structures: DictCache[Hashable, tuple[tuple[str, ...], Program, Any] | None] = DictCache(
+_structures: DictCache[Hashable, tuple[tuple[str, ...], Program, Any, Any] | None] = DictCache(
     CACHE_LIMIT, "einsum programs by ranks"
 )
 """(subscripts, operand ranks, dtypes and weak flags, optimize, the path of three or more
 operands) -> (each operand's labels, a program lowered for them whose primitives take
-axes, not extents, or re-derive their extents from their output metas (``remake``), and
+axes, not extents, or re-derive their extents from their output metas (``remake``),
 then the extent of each label, distinct and above 1, that the program was lowered
-for, else ``None``), or ``None`` when its program holds other extents."""
+for, else ``None``, and the program's :func:`_steps`), or ``None`` when its program
+holds other extents."""
 _terms: DictCache[Hashable, tuple[tuple[str, ...], tuple[frozenset[str], ...], frozenset[str]]]
 _terms = DictCache(CACHE_LIMIT, "einsum index sets by ranks")
 """(subscripts, operand ranks, dtypes and weak flags, optimize) of three operands ->
@@ -141,12 +142,12 @@ def _lowered(subscripts: str, metas: tuple[Meta, ...], optimize: Any, memory_lim
     program = lower(equation, metas, ssa)
     if structure not in _structures:
         if all(isinstance(op, _EXTENT_FREE) for op, _, _ in program.instructions):
-            _structures.put(structure, (equation.inputs, program, None))
+            _structures.put(structure, (equation.inputs, program, None, _steps(program)))
         elif all(isinstance(op, _EXTENT_FREE + _BY_OUTPUTS) for op, _, _ in program.instructions):
             sizes = tuple(equation.sizes.items())
             extents = [n for _, n in sizes]
             if min(extents, default=2) > 1 and len(set(extents)) == len(extents):
-                _structures.put(structure, (equation.inputs, program, sizes))
+                _structures.put(structure, (equation.inputs, program, sizes, _steps(program)))
             # else: a later call with distinct label extents becomes the template
         else:
             _structures.put(structure, None)
@@ -175,16 +176,28 @@ def _three_operand_path(
     return three_operand_path(inputs, output, sizes)
 
 
+def _steps(template: Program) -> tuple[Any, ...]:
+    """Per instruction of ``template``: its primitive, class, parameters, the
+    parameters' part of its instance key, and whether it re-derives extents from its
+    output metas: what :func:`_remade` reads, computed once per template."""
+    steps = []
+    for op, _, _ in template.instructions:
+        params = {f: getattr(op, f) for f in op._field_names if f != "inputs"}
+        steps.append((op, type(op), params, tuple(params.items()), isinstance(op, _BY_OUTPUTS)))
+    return tuple(steps)
+
+
 def _remade(
     labels: tuple[str, ...],
     template: Program,
     lowered_for: tuple[tuple[str, int], ...] | None,
+    steps: tuple[Any, ...],
     metas: tuple[Meta, ...],
 ) -> Program | None:
     """``template``'s primitives re-made for operands of ``metas`` (those that re-derive
     extents from their output metas get the template's label extents mapped to these
     operands'); ``None`` when a label's extents disagree (the full path then reports
-    it) or an instruction cannot be re-made."""
+    it) or an instruction cannot be re-made. ``steps``: :func:`_steps` of ``template``."""
     sizes: dict[str, int] = {}
     for term, meta in zip(labels, metas, strict=True):
         for label, extent in zip(term, meta.shape, strict=True):
@@ -193,20 +206,21 @@ def _remade(
     mapping = None if lowered_for is None else {n: sizes[label] for label, n in lowered_for}
     values = list(metas)
     instructions = []
-    for op, args, free in template.instructions:
-        params = {f: getattr(op, f) for f in op._field_names if f != "inputs"}
-        operands = tuple(values[a] for a in args)
+    for (op, cls, params, items, by_outputs), (_, args, free) in zip(
+        steps, template.instructions, strict=True
+    ):
+        operands = tuple([values[a] for a in args])
         remade: TensorPrimitive
-        if isinstance(op, _BY_OUTPUTS):
+        if by_outputs:
             assert mapping is not None
             (out,) = op.outputs
             try:
                 shape = tuple([mapping[n] for n in out.shape])
-                remade = type(op).remake(operands, (out._replace(shape=shape),), params)
+                remade = cls.remake(operands, (out._replace(shape=shape),), params)
             except (KeyError, TenferroError):
                 return None
-        else:
-            remade = type(op).make(operands, **params)
+        else:  # TensorPrimitive.make, its instance key spelled out once per template
+            remade = cls._make_shared(operands, (cls, operands, *items), params)
         values.append(remade.outputs[0])
         instructions.append((remade, args, free))
     return Program(tuple(instructions), template.result)

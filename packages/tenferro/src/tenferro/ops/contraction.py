@@ -31,6 +31,10 @@ _DOT_TT = "dot of both transposed"
 _GENERAL = "general"
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # numpy.einsum's
 
+_STRATEGIES: DictCache[Any, Any] = DictCache(4096, "dot_general evaluation strategies")
+"""(dimension numbers, operand ranks) -> the extent-free part of an instance's evaluation
+plan (``DotGeneral._strategy``): a never-seen shape only collects its extents."""
+
 _STRUCTURES: DictCache[Any, Any] = DictCache(4096, "dot_general structures")
 """(dimension numbers, operand ranks) -> the validated axis structure ``infer`` reads, so
 an instance of a never-seen shape only checks and collects extents."""
@@ -59,7 +63,15 @@ class DotGeneral(TensorPrimitive):
         return ()  # its derivative programs hold no extent
 
     def any_extent_kernel(self) -> Any:
-        """``impl``'s batched matmul with the extents read from the arrays."""
+        """``impl`` itself when its evaluation plan reads no extent (a ``dot`` of two
+        matrices or of transposed views, a batched ``matmul``, an outer product), else
+        ``impl``'s batched matmul with the extents read from the arrays."""
+        plan = self._prepared
+        if plan is None:
+            plan = self._plan()
+            object.__setattr__(self, "_prepared", plan)
+        if type(plan) is not tuple:
+            return self.impl
         lhs, rhs = self.inputs
         lhs_free = _free(lhs.ndim, self.lhs_contracting, self.lhs_batch)
         rhs_free = _free(rhs.ndim, self.rhs_contracting, self.rhs_batch)
@@ -238,6 +250,33 @@ class DotGeneral(TensorPrimitive):
         lhs, rhs = self.inputs
         if lhs.dynamic or rhs.dynamic:
             return _GENERAL
+        key = (self._numbers(), lhs.ndim, rhs.ndim)
+        strategy = _STRATEGIES.get(key)
+        if strategy is None:  # decided once per dimension numbers and ranks
+            strategy = self._strategy()
+            _STRATEGIES.put(key, strategy)
+        if type(strategy) is not tuple:
+            return strategy
+        lhs_free, rhs_free, lhs_perm, rhs_perm = strategy
+        lhs_shape, rhs_shape = lhs.shape, rhs.shape
+        batch_shape = tuple([lhs_shape[a] for a in self.lhs_batch])
+        lhs_free_shape = tuple([lhs_shape[a] for a in lhs_free])
+        rhs_free_shape = tuple([rhs_shape[a] for a in rhs_free])
+        k = math.prod([lhs_shape[a] for a in self.lhs_contracting])
+        b = math.prod(batch_shape)
+        return (
+            lhs_perm,
+            (b, math.prod(lhs_free_shape), k),
+            rhs_perm,
+            (b, k, math.prod(rhs_free_shape)),
+            batch_shape + lhs_free_shape + rhs_free_shape,
+        )
+
+    def _strategy(self) -> Any:
+        """The extent-free part of :meth:`_plan` (static metas): its plan when that is
+        a constant, else the free axes and the permutations (``None``: none needed)
+        around the batched ``matmul``."""
+        lhs, rhs = self.inputs
         if not self.lhs_contracting and lhs.ndim + rhs.ndim <= len(_LETTERS):
             return self._outer_plan()
         batch = tuple(range(len(self.lhs_batch)))
@@ -257,19 +296,13 @@ class DotGeneral(TensorPrimitive):
             return _DOT_NT  # (1,) and (1,): (1,) and (0,) is _DOT
         lhs_free = _free(lhs.ndim, self.lhs_contracting, self.lhs_batch)
         rhs_free = _free(rhs.ndim, self.rhs_contracting, self.rhs_batch)
-        batch_shape = tuple(lhs.shape[a] for a in self.lhs_batch)
-        lhs_free_shape = tuple(lhs.shape[a] for a in lhs_free)
-        rhs_free_shape = tuple(rhs.shape[a] for a in rhs_free)
-        k = math.prod(lhs.shape[a] for a in self.lhs_contracting)
         lhs_perm = (*self.lhs_batch, *lhs_free, *self.lhs_contracting)
         rhs_perm = (*self.rhs_batch, *self.rhs_contracting, *rhs_free)
-        b = math.prod(batch_shape)
         return (
+            lhs_free,
+            rhs_free,
             None if lhs_perm == tuple(range(lhs.ndim)) else lhs_perm,
-            (b, math.prod(lhs_free_shape), k),
             None if rhs_perm == tuple(range(rhs.ndim)) else rhs_perm,
-            (b, k, math.prod(rhs_free_shape)),
-            batch_shape + lhs_free_shape + rhs_free_shape,
         )
 
     def _outer_plan(self) -> int | str:

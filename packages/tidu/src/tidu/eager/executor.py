@@ -46,7 +46,9 @@ Specialize = Callable[[CompiledProgram, Sequence[Any], Mapping[ValueKey, Any]], 
 """``specialize(program, inputs, values) -> program``: ``program`` itself, or the same
 program with its instructions re-instantiated for the node it runs for (``inputs``: the
 program's inputs; ``values``: the node's primal values, where a frontend may also keep
-what it recorded the node as)."""
+what it recorded the node as). It may return another object that evaluates like a
+program (``eval(inputs, ctx, apply=None)``), optionally with ``only_kernel()``: the
+function it amounts to when it is one instruction."""
 
 _MEMO = "tidu.eager.transposed_program"
 _LINEAR_MEMO = "tidu.eager.linear_program"
@@ -156,7 +158,12 @@ telling whether it is one kernel reads the program each time otherwise."""
 
 
 def _kernel_of(program: CompiledProgram) -> Callable[..., Any] | None:
-    """:func:`_only_kernel` of ``program``, remembered in :data:`_KERNELS`."""
+    """:func:`_only_kernel` of ``program``, remembered in :data:`_KERNELS`; of another
+    object a ``specialize`` hook returned (one that evaluates like a program, made per
+    node), its own ``only_kernel()``, if it has one."""
+    if type(program) is not CompiledProgram:
+        only = getattr(program, "only_kernel", None)
+        return None if only is None else only()
     found = _KERNELS.get(id(program))
     if found is None or found[0] is not program:
         found = (program, _only_kernel(program))
