@@ -59,6 +59,7 @@ ARGUMENTS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "tf.lax.cumprod": ((M, 0), {}),
     "tf.lax.sort": ((M, 0), {}),
     "tf.lax.argsort": ((M, 0), {}),
+    "tf.lax.convert_element_type": ((M, np.float32), {}),
     "tf.linalg.solve_triangular": ((M, M), {"upper": True}),
     "tf.jvp": ((_loss, (M,), (M,)), {}),
     "tf.vjp": ((_loss, M), {}),

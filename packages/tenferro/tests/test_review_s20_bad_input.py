@@ -175,15 +175,6 @@ STRING_FLAGS: dict[str, Callable[[], Any]] = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: boolean flags given as strings are accepted by truthiness, so "
-    "tf.linalg.cholesky(A, upper='no') returns the UPPER factor and "
-    "svd(full_matrices='no') the full one (same for solve_triangular unitriangular/left, "
-    "pinv hermitian, sum/norm keepdims); torch raises TypeError ('argument upper must be "
-    "bool, not str') and numpy's sum refuses keepdims='no'; expected a tf.ParameterError "
-    "naming the operation, the flag and the string",
-)
 @pytest.mark.parametrize("name", sorted(STRING_FLAGS))
 def test_boolean_flags_given_as_strings_are_refused(name: str) -> None:
     with pytest.raises(tf.TenferroError, match=r"'(no|yes|x)'"):

@@ -187,15 +187,6 @@ def test_weak_python_arguments_of_one_kind_stay_weak_through_traced_arithmetic()
     assert np.asarray(tf.jit(lambda a, b: (a + b) * i32)(2, 3)).dtype == np.int32
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: weak values of different kinds combine into a STRONG result: "
-    "tf.jit(lambda a, b: (a + b) * ones(3, float32))(2.0, 3) gives float64 (also a * b, "
-    "a - b, a / b with weak ints, a / 2 for a weak int, 2.0 + 1j then * complex64 -> "
-    "complex128, True + 2 then * int32 -> int64; the same with tf.asarray(2.0) eager "
-    "values); calling the function on the Python scalars, and jax.jit (with or without "
-    "x64), give float32 / complex64 / int32: weak + weak stays weak (NEP 50 / JAX)",
-)
 @pytest.mark.parametrize(
     ("f", "args", "strong"),
     [
@@ -211,15 +202,6 @@ def test_weak_python_arguments_of_different_kinds_stay_weak(f: Any, args: Any, s
     assert np.asarray(tf.jit(f)(*args)).dtype == strong
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a Python int ARGUMENT of a transformed function beyond the other "
-    "operand's integer dtype wraps silently: tf.jit(lambda a, b: a * b)(2**40, "
-    "ones(2, int32)) gives [0, 0] and (2**31, ...) with + gives -2147483647 (also "
-    "tf.vmap with in_axes=(None, 0)); eager tensors and jit closures raise "
-    "ScalarOverflowError ('Python integer ... is out of bounds for int32') as numpy "
-    "does, and jax.jit raises OverflowError for that argument",
-)
 @pytest.mark.parametrize(
     "run",
     [

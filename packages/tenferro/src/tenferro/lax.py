@@ -462,10 +462,11 @@ def broadcast_in_dim(x: Any, shape: Sequence[int], dims: Sequence[int]) -> Any:
 def convert_element_type(x: Any, dtype: Any, weak_type: bool = False) -> Any:
     """``x`` cast to ``dtype`` (complex to real keeps the real part; to bool is ``!= 0``);
     ``weak_type``: the result is weak (a Python scalar promoted with another one)."""
+    weak = weak_type is not False and check_flag("convert_element_type", "weak_type", weak_type)
     target = as_dtype(dtype, "convert")
     if target == x.meta.dtype:
         return x
-    return Convert.bind(x, dtype=target, weak=True) if weak_type else Convert.bind(x, dtype=target)
+    return Convert.bind(x, dtype=target, weak=True) if weak else Convert.bind(x, dtype=target)
 
 
 def extract_diag(x: Any, axis_a: int, axis_b: int) -> Any:
