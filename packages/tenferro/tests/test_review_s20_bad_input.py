@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tenferro as tf
 from tenferro import lax
@@ -250,13 +252,6 @@ def test_malformed_extents_are_not_accepted_silently(name: str) -> None:
         SILENT[name]()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: tf.take(x, boolean indices) treats them as a mask: "
-    "tf.take(arange(3.), [True, False, True]) gives [0., 2.] where numpy.take casts them "
-    "to integers and gives [1., 0., 1.]; tf.take(arange(3.), True) gives [[0., 1., 2.]] "
-    "(numpy: 1.0); expected numpy's values (or a refusal naming take)",
-)
 @pytest.mark.parametrize(
     "indices", [np.array([True, False, True]), [True, False, True], True], ids=repr
 )
@@ -266,3 +261,25 @@ def test_take_with_boolean_indices_is_numpy_take(indices: Any) -> None:
     except tf.TenferroError:
         return
     np.testing.assert_array_equal(got, np.take(V, indices))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    st.integers(1, 4),
+    st.one_of(
+        st.lists(st.booleans(), max_size=5), st.lists(st.integers(-3, 2), min_size=1, max_size=5)
+    ),
+    st.sampled_from([None, 0, 1, -1]),
+    st.booleans(),
+)
+def test_take_matches_numpy_take_for_integer_and_boolean_indices(rows, picks, axis, as_array):
+    x = np.arange(3.0 * rows).reshape(rows, 3)
+    indices = np.asarray(picks, dtype=bool if picks and isinstance(picks[0], bool) else np.int64)
+    given_indices = indices if as_array else picks
+    extent = x.size if axis is None else x.shape[axis]
+    if indices.size and not -extent <= indices.astype(np.int64).min() <= indices.max() < extent:
+        with pytest.raises(tf.TenferroError):
+            tf.take(x, given_indices, axis=axis)
+        return
+    expected = np.take(x, indices, axis=axis)
+    np.testing.assert_array_equal(np.asarray(tf.take(x, given_indices, axis=axis)), expected)

@@ -329,5 +329,34 @@ def take(x: Any, indices: Any, axis: int | None = None) -> Any:
         raise AxisError("take", "cannot take from a 0-d tensor along an axis")
     axis = normalize_axis(axis, a.meta.ndim, "take")
     index: list[Any] = [_SLICE(None)] * a.meta.ndim
-    index[axis] = indices if not _is_int(indices) else np.asarray(indices)
+    index[axis] = _integer_indices(indices)
     return getitem(a, tuple(index))
+
+
+def _integer_indices(indices: Any) -> Any:
+    """``take``'s indices as integers: numpy casts booleans to 0/1 (never a mask)."""
+    if is_tensor(indices):
+        if indices.meta.dtype.kind == "b":
+            return lax.convert_element_type(indices, np.dtype(np.int64))
+        return indices
+    if _is_int(indices) or isinstance(indices, (bool, np.bool_)):
+        return np.asarray(indices, dtype=np.int64)
+    if isinstance(indices, np.ndarray) or (
+        isinstance(indices, (list, tuple)) and _plain_bools(indices)
+    ):
+        array = np.asarray(indices)
+        if array.dtype.kind == "b":
+            return array.astype(np.int64)
+    return indices
+
+
+def _plain_bools(items: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether a (nested) list holds only Python or numpy booleans."""
+    stack: list[Any] = [items]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif not isinstance(item, (bool, np.bool_)):
+            return False
+    return True
