@@ -86,6 +86,35 @@ def _pow_complex_safe(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.
     return lax.pow, [x, y.astype(dt)]
 
 
+def _within(
+    low: float, high: float, imag: tuple[float, float] = (0.0, 0.0), signed: bool = False
+) -> Build:
+    """Real parts uniform in ``[low, high]`` (with a random sign when ``signed``),
+    imaginary parts of complex samples uniform in ``imag`` with a random sign: values
+    away from the branch cuts and singular points of the inverse functions."""
+
+    def build(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+        values = rng.uniform(low, high, shape)
+        if signed:
+            values = values * rng.choice([-1.0, 1.0], shape)
+        if np.dtype(dt).kind == "c":
+            values = values + 1j * rng.uniform(*imag, shape) * rng.choice([-1.0, 1.0], shape)
+        return values.astype(dt)
+
+    return build
+
+
+def _inverse(fn: Callable[[Any], Any], build: Build) -> Build:
+    return lambda dt, shape, rng: (fn, [build(dt, shape, rng)])
+
+
+def _atan2(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+    # Points at least 0.3 from the origin, in every quadrant.
+    radius = rng.uniform(0.3, 2.0, shape)
+    angle = rng.uniform(-np.pi, np.pi, shape)
+    return lax.atan2, [(radius * np.sin(angle)).astype(dt), (radius * np.cos(angle)).astype(dt)]
+
+
 def _structural(fn: Callable[[Any], Any], shape: tuple[int, ...]) -> Build:
     return lambda dt, _shape, rng: (fn, [sample(shape, dt, rng)])
 
@@ -275,6 +304,15 @@ CASES = [
     Case("rsqrt", unary(lax.rsqrt, positive=True)),
     Case("expm1", unary(lax.expm1)),
     Case("log1p", unary(lax.log1p, positive=True)),
+    # ---- inverse functions (real parts inside the real domain, complex parts off the cuts)
+    Case("asin", _inverse(lax.asin, _within(-0.8, 0.8, (0.0, 0.6)))),
+    Case("acos", _inverse(lax.acos, _within(-0.8, 0.8, (0.0, 0.6)))),
+    Case("atanh", _inverse(lax.atanh, _within(-0.8, 0.8, (0.0, 0.6)))),
+    Case("atan", _inverse(lax.atan, _within(0.3, 2.0, (0.0, 0.7), signed=True))),
+    Case("asinh", _inverse(lax.asinh, _within(0.3, 2.0, (0.0, 0.7), signed=True))),
+    Case("acosh", _inverse(lax.acosh, _within(1.2, 3.0, (0.3, 1.5)))),
+    Case("acosh_left_half_plane", _inverse(lax.acosh, _within(-3.0, -0.5, (0.3, 1.5))), COMPLEX),
+    Case("atan2", _atan2, FLOATS),
     Case("pow", binary(lax.pow, {"positive": True}, {}), FLOATS),
     Case("pow_complex", _pow_complex_safe, COMPLEX),
     # ---- contraction

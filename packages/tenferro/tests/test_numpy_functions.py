@@ -168,7 +168,7 @@ def test_data_only_functions_answer_on_concrete_tensors():
 UNSUPPORTED_FUNCTIONS = [
     ("convolve", lambda x: np.convolve(x[0], x[1])),
     ("median", lambda x: np.median(x, axis=1)),
-    ("arctan2", lambda x: np.arctan2(x, x)),
+    ("spacing", lambda x: np.spacing(x)),
     ("multiply.outer", lambda x: np.multiply.outer(x, x)),
     ("add.accumulate", lambda x: np.add.accumulate(x)),
     ("unique", lambda x: np.unique(x)),

@@ -65,6 +65,7 @@ from tenferro.ops.indexing import (
     Scatter,
     Slice,
 )
+from tenferro.ops.inverse import Acos, Acosh, Asin, Asinh, Atan, Atan2, Atanh
 from tenferro.ops.reduction import ReduceMax, ReduceMin, ReduceProd, ReduceSum, ReduceSumSquares
 from tenferro.ops.scan import Cumprod, Cumsum
 from tenferro.ops.sorting import ApplyPermutation, ArgMax, ArgMin, Argsort, Sort
@@ -86,12 +87,19 @@ from tidu import RuleContractError
 
 __all__ = [
     "abs",
+    "acos",
+    "acosh",
     "add",
     "add_tangents",
     "apply_permutation",
     "argmax",
     "argmin",
     "argsort",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
     "broadcast_in_dim",
     "clamp",
     "compare",
@@ -261,6 +269,42 @@ def cos(x: Any) -> Any:
 def tanh(x: Any) -> Any:
     """``tanh(x)`` of floating or complex ``x``."""
     return Tanh.bind(x)
+
+
+def asin(x: Any) -> Any:
+    """The inverse sine (principal branch) of floating or complex ``x``."""
+    return Asin.bind(x)
+
+
+def acos(x: Any) -> Any:
+    """The inverse cosine (principal branch) of floating or complex ``x``."""
+    return Acos.bind(x)
+
+
+def atan(x: Any) -> Any:
+    """The inverse tangent (principal branch) of floating or complex ``x``."""
+    return Atan.bind(x)
+
+
+def asinh(x: Any) -> Any:
+    """The inverse hyperbolic sine (principal branch) of floating or complex ``x``."""
+    return Asinh.bind(x)
+
+
+def acosh(x: Any) -> Any:
+    """The inverse hyperbolic cosine (principal branch) of floating or complex ``x``."""
+    return Acosh.bind(x)
+
+
+def atanh(x: Any) -> Any:
+    """The inverse hyperbolic tangent (principal branch) of floating or complex ``x``."""
+    return Atanh.bind(x)
+
+
+def atan2(y: Any, x: Any) -> Any:
+    """The angle of the point ``(x, y)``, in ``[-pi, pi]``, of real ``y`` and ``x`` (one
+    shape and dtype)."""
+    return Atan2.bind(y, x)
 
 
 def sqrt(x: Any) -> Any:

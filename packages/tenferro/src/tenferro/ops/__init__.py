@@ -51,6 +51,7 @@ from tenferro.ops.indexing import (
     Scatter,
     Slice,
 )
+from tenferro.ops.inverse import Acos, Acosh, Asin, Asinh, Atan, Atan2, Atanh
 from tenferro.ops.reduction import ReduceMax, ReduceMin, ReduceProd, ReduceSum, ReduceSumSquares
 from tenferro.ops.scan import Cumprod, Cumsum
 from tenferro.ops.sorting import ApplyPermutation, ArgMax, ArgMin, Argsort, Sort
@@ -71,12 +72,19 @@ from tenferro.ops.undefined import NoDerivative
 
 __all__ = [
     "Abs",
+    "Acos",
+    "Acosh",
     "Add",
     "AddAny",
     "ApplyPermutation",
     "ArgMax",
     "ArgMin",
     "Argsort",
+    "Asin",
+    "Asinh",
+    "Atan",
+    "Atan2",
+    "Atanh",
     "BroadcastInDim",
     "Clamp",
     "Compare",

@@ -2,6 +2,8 @@
 
 import inspect as _inspect
 
+from tenferro.surface.arrangement import *  # noqa: F403
+from tenferro.surface.arrangement import __all__ as _arrangement_names
 from tenferro.surface.contraction import dot, inner, matmul, outer, tensordot, vdot, vecdot
 from tenferro.surface.convert import astype, broadcast_to
 from tenferro.surface.creation import (
@@ -47,6 +49,7 @@ from tenferro.surface.shapes import (
 )
 
 __all__ = [
+    *_arrangement_names,
     *_math_names,
     *_numerics_names,
     "all",

@@ -9,12 +9,14 @@ import numpy as np
 from computegraph import DictCache
 from tenferro import lax
 from tenferro.core.bind import lift
+from tenferro.core.flags import check_flag
 from tenferro.dtypes import float64, is_complex
 from tenferro.errors import DTypeError, ScalarOverflowError
 from tenferro.ieee import IGNORE, error_state
 from tenferro.meta import broadcast_shapes
 from tenferro.ops.analytic import Cos, Exp, Log, Sin, Sqrt, Tanh
 from tenferro.ops.elementwise import Add, Mul
+from tenferro.ops.inverse import Acos, Acosh, Asin, Asinh, Atan, Atanh
 from tenferro.surface.convert import asarray, broadcast_to, check_int_fits, prepare
 from tenferro.surface.dispatch import REPLAYABLE, dispatch_cached
 from tenferro.surface.signatures import Binary, Unary, binary, preserving, select, unary
@@ -22,7 +24,22 @@ from tenferro.surface.signatures import Binary, Unary, binary, preserving, selec
 __all__ = [
     "abs",
     "absolute",
+    "acos",
+    "acosh",
     "add",
+    "angle",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctan2",
+    "arctanh",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
     "ceil",
     "clip",
     "complex",
@@ -30,6 +47,8 @@ __all__ = [
     "conjugate",
     "cos",
     "cosh",
+    "deg2rad",
+    "degrees",
     "divide",
     "equal",
     "exp",
@@ -61,6 +80,8 @@ __all__ = [
     "not_equal",
     "positive",
     "power",
+    "rad2deg",
+    "radians",
     "real",
     "reciprocal",
     "remainder",
@@ -503,6 +524,69 @@ cosh = _analytic("cosh", _cosh)
 exp2 = _analytic("exp2", lambda a: lax.pow(lax.full_like(a, 2), a))
 log2 = _analytic("log2", lax.log2)
 log10 = _analytic("log10", lax.log10)
+
+
+# ---------------------------------------------------------------------- inverse functions
+
+
+arcsin = _analytic("arcsin", lax.asin, Asin)
+arccos = _analytic("arccos", lax.acos, Acos)
+arctan = _analytic("arctan", lax.atan, Atan)
+arcsinh = _analytic("arcsinh", lax.asinh, Asinh)
+arccosh = _analytic("arccosh", lax.acosh, Acosh)
+arctanh = _analytic("arctanh", lax.atanh, Atanh)
+# numpy 2's (and the Array API's) short names
+asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
+
+
+def _real_inexact(op: str, *values: Any) -> list[Any]:
+    operands = _inexact(op, *values)
+    if is_complex(operands[0].meta.dtype):
+        raise DTypeError(op, f"needs real operands, got {operands[0].meta.dtype}")
+    return operands
+
+
+@binary
+def arctan2(y: Any, x: Any) -> Any:
+    """The angle of the point ``(x, y)`` in ``[-pi, pi]``, elementwise with broadcasting,
+    of real operands (numpy's ``arctan2``: ``arctan2(0.0, -1.0)`` is ``pi``,
+    ``arctan2(-0.0, -1.0)`` is ``-pi``). Derivative ``(x dy - y dx) / (x^2 + y^2)``,
+    taken as 0 at the origin."""
+    a, b = _real_inexact("arctan2", y, x)
+    return lax.atan2(a, b)
+
+
+atan2 = arctan2
+
+
+def angle(z: Any, deg: bool = False) -> Any:
+    """The argument of complex ``z`` in ``(-pi, pi]`` (numpy's ``angle``: the arctan2 of
+    its imaginary and real parts); of real ``z``, ``pi`` where it is negative and 0
+    elsewhere, with derivative 0. In degrees with ``deg=True``. The result is real:
+    float32 for float32/complex64, float64 otherwise."""
+    in_degrees = check_flag("angle", "deg", deg)
+    (a,) = _inexact("angle", z)
+    if is_complex(a.meta.dtype):
+        result = lax.atan2(lax.imag(a), lax.real(a))
+    else:
+        result = lax.atan2(lax.zeros_like(a), a)
+    return lax.mul(result, lax.full_like(result, 180 / np.pi)) if in_degrees else result
+
+
+def _scaled(op: str, factor: float) -> Unary:
+    def apply(x: Any) -> Any:
+        (a,) = _real_inexact(op, x)
+        return lax.mul(a, lax.full_like(a, factor))
+
+    apply.__name__ = op
+    apply.__doc__ = f"Elementwise {op} of real values; integers and bool give float64."
+    return apply
+
+
+deg2rad = _scaled("deg2rad", np.pi / 180)
+rad2deg = _scaled("rad2deg", 180 / np.pi)
+radians = _scaled("radians", np.pi / 180)
+degrees = _scaled("degrees", 180 / np.pi)
 
 
 @unary

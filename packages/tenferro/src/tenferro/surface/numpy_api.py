@@ -415,20 +415,25 @@ def _join(function: Any) -> Any:
     return apply
 
 
-def _stacked(axis: int) -> Any:
-    """``vstack`` (axis 0, rank raised to 2) and ``hstack`` (axis 1; 0 for vectors)."""
+def _stacked(function: Any) -> Any:
+    """``vstack``/``hstack``/``dstack``/``column_stack`` with numpy's ``dtype``."""
 
     def apply(arrays: Any, dtype: Any = None) -> Any:
-        from tenferro.surface import convert, shapes
+        from tenferro.surface import convert
 
         items = [convert.asarray(a, op="stack") for a in arrays]
         if dtype is not None:
             items = [convert.astype(a, dtype) for a in items]
-        if axis == 0:
-            items = [shapes.reshape(a, (1, -1)) if a.meta.ndim < 2 else a for a in items]
-            return shapes.concatenate(items, 0)
-        items = [shapes.reshape(a, (1,)) if a.meta.ndim == 0 else a for a in items]
-        return shapes.concatenate(items, 0 if items and items[0].meta.ndim == 1 else 1)
+        return function(items)
+
+    return apply
+
+
+def _spread_args(function: Any) -> Any:
+    """A function of ``*args`` called with numpy's bound ``args`` tuple."""
+
+    def apply(args: Any, **options: Any) -> Any:
+        return function(*args, **options)
 
     return apply
 
@@ -501,7 +506,16 @@ def _spec(target: Callable[..., Any], text: str) -> _Entry:
 def _table() -> dict[Any, _Entry]:
     if _TABLE:
         return _TABLE
-    from tenferro.surface import contraction, convert, creation, indexing, math, reductions, shapes
+    from tenferro.surface import (
+        arrangement,
+        contraction,
+        convert,
+        creation,
+        indexing,
+        math,
+        reductions,
+        shapes,
+    )
 
     reduce = "a->x axis keepdims dtype"
     extremum = "a->x axis keepdims"
@@ -524,8 +538,20 @@ def _table() -> dict[Any, _Entry]:
         np.outer: _spec(contraction.outer, "a->x b->y"),
         np.tensordot: _spec(contraction.tensordot, "a->x b->y axes"),
         np.concatenate: _spec(_join(shapes.concatenate), "arrays axis dtype"),
-        np.vstack: _spec(_stacked(0), "tup->arrays dtype"),
-        np.hstack: _spec(_stacked(1), "tup->arrays dtype"),
+        np.vstack: _spec(_stacked(arrangement.vstack), "tup->arrays dtype"),
+        np.hstack: _spec(_stacked(arrangement.hstack), "tup->arrays dtype"),
+        np.dstack: _spec(_stacked(arrangement.dstack), "tup->arrays"),
+        np.column_stack: _spec(_stacked(arrangement.column_stack), "tup->arrays"),
+        np.diag: _spec(arrangement.diag, "v k"),
+        np.diagflat: _spec(arrangement.diagflat, "v k"),
+        np.roll: _spec(arrangement.roll, "a->x shift axis"),
+        np.tile: _spec(arrangement.tile, "A->x reps"),
+        np.repeat: _spec(arrangement.repeat, "a->x repeats axis"),
+        np.atleast_1d: _spec(_spread_args(arrangement.atleast_1d), "arys->args"),
+        np.atleast_2d: _spec(_spread_args(arrangement.atleast_2d), "arys->args"),
+        np.atleast_3d: _spec(_spread_args(arrangement.atleast_3d), "arys->args"),
+        np.meshgrid: _spec(_spread_args(arrangement.meshgrid), "xi->args copy sparse indexing"),
+        np.broadcast_arrays: _spec(_spread_args(arrangement.broadcast_arrays), "args subok-"),
         np.stack: _spec(_join(shapes.stack), "arrays axis dtype"),
         np.reshape: _spec(shapes.reshape, "a->x shape newshape->shape copy-"),
         np.transpose: _spec(shapes.transpose, "a->x axes"),
@@ -545,6 +571,7 @@ def _table() -> dict[Any, _Entry]:
         np.broadcast_to: _spec(convert.broadcast_to, "array->x shape"),
         np.take: _spec(indexing.take, "a->x indices axis"),
         np.real: _spec(math.real, "val->x"),
+        np.angle: _spec(math.angle, "z deg"),
         np.imag: _spec(math.imag, "val->x"),
         np.round: _spec(math.round, "a->x decimals"),
         np.around: _spec(math.round, "a->x decimals"),
@@ -653,6 +680,17 @@ _UFUNC_NAMES = [
     "sinh",
     "cosh",
     "tanh",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "arctan2",
+    "deg2rad",
+    "rad2deg",
+    "degrees",
+    "radians",
     "hypot",
     "logaddexp",
     "maximum",

@@ -24,6 +24,7 @@ __all__ = [
     "Joining",
     "Preserving",
     "Select",
+    "Stacking",
     "TensorT",
     "Unary",
     "binary",
@@ -31,6 +32,7 @@ __all__ = [
     "joining",
     "preserving",
     "select",
+    "stacking",
     "unary",
 ]
 
@@ -100,6 +102,18 @@ class Joining(Protocol):
     def __call__(self, arrays: Sequence[Any], axis: int = 0) -> Any: ...
 
 
+class Stacking(Protocol):
+    """``f(arrays) -> the kind of the tensors`` (``hstack``, ``vstack``, ...; data gives a
+    ``Tensor``; a sequence mixing kinds with data is typed ``Any``)."""
+
+    @overload
+    def __call__(self, tup: Sequence[TensorT], /) -> TensorT: ...
+    @overload
+    def __call__(self, tup: Sequence[ArrayLike], /) -> Tensor: ...
+    @overload
+    def __call__(self, tup: Sequence[Any], /) -> Any: ...
+
+
 class Select(Protocol):
     """``where(condition, x, y) -> the kind of the tensor operands`` (plain operands give
     a ``Tensor``)."""
@@ -122,6 +136,11 @@ def binary_preserving(function: Callable[Concatenate[Any, Any, P], Any]) -> Bina
 def joining(function: Callable[[Sequence[Any], int], Any]) -> Joining:
     """Type ``function`` as :class:`Joining` (the function itself, unchanged)."""
     return cast("Joining", function)
+
+
+def stacking(function: Callable[[Sequence[Any]], Any]) -> Stacking:
+    """Type ``function`` as :class:`Stacking` (the function itself, unchanged)."""
+    return cast("Stacking", function)
 
 
 def select(function: Callable[[Any, Any, Any], Any]) -> Select:

@@ -1,0 +1,371 @@
+"""numpy-style functions that arrange existing values: diagonal matrices, rolling,
+tiling and repeating, numpy's stacking conventions (``hstack``, ``vstack``, ...),
+minimum ranks, coordinate grids, broadcasting several arrays, finite differences.
+
+Each is composed of structural primitives (reshape, broadcast, slice, concatenate,
+pad, gather, embed_diag), so it serves every tensor kind and every transform and
+needs no derivative rule of its own. numpy's semantics and argument names throughout.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tenferro import lax
+from tenferro.core.bind import lift
+from tenferro.core.flags import check_flag
+from tenferro.errors import ParameterError, ShapeError, UnsupportedError
+from tenferro.meta import broadcast_shapes, normalize_axis
+from tenferro.surface.convert import as_shape, asarray, broadcast_to, prepare
+from tenferro.surface.indexing import take
+from tenferro.surface.math import subtract
+from tenferro.surface.shapes import diagonal, ravel, reshape
+from tenferro.surface.signatures import preserving, stacking
+
+__all__ = [
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "broadcast_arrays",
+    "column_stack",
+    "diag",
+    "diagflat",
+    "diff",
+    "dstack",
+    "hstack",
+    "meshgrid",
+    "repeat",
+    "roll",
+    "tile",
+    "vstack",
+]
+
+
+def _integer(op: str, name: str, value: Any) -> int:
+    """An integer argument (Python or numpy integer; bools are refused, as numpy does
+    for counts and offsets)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise ParameterError(op, f"{name} must be an integer, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ParameterError(op, f"{name} must be an integer, got {value!r}") from None
+
+
+def _integers(op: str, name: str, value: Any) -> list[int]:
+    """One integer or a sequence of them."""
+    if isinstance(value, (tuple, list)) or (isinstance(value, np.ndarray) and value.ndim == 1):
+        return [_integer(op, name, v) for v in value]
+    return [_integer(op, name, value)]
+
+
+# ---------------------------------------------------------------------- diagonals
+
+
+@preserving
+def diag(v: Any, k: int = 0) -> Any:
+    """A 1-D ``v`` on diagonal ``k`` of a square matrix of zeros; of a 2-D ``v``, its
+    diagonal ``k`` (numpy's ``diag``)."""
+    a = asarray(v)
+    offset = _integer("diag", "k", k)
+    if a.meta.ndim == 2:
+        return diagonal(a, offset)
+    if a.meta.ndim != 1:
+        raise ShapeError("diag", f"needs a 1-D or 2-D input, got shape {a.meta.shape}")
+    square = lax.embed_diag(a, 0, 1)
+    shift = abs(offset)
+    rows = (shift, 0) if offset < 0 else (0, shift)
+    columns = (0, shift) if offset < 0 else (shift, 0)
+    return lax.pad(square, [rows[0], columns[0]], [rows[1], columns[1]], [0, 0])
+
+
+@preserving
+def diagflat(v: Any, k: int = 0) -> Any:
+    """The flattened ``v`` on diagonal ``k`` of a square matrix of zeros."""
+    return diag(ravel(asarray(v)), _integer("diagflat", "k", k))
+
+
+# ---------------------------------------------------------------------- rolling, tiling, repeating
+
+
+@preserving
+def roll(x: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = None) -> Any:
+    """Elements shifted by ``shift`` along ``axis``, those pushed past the end coming back
+    at the start (numpy's ``roll``); ``axis=None`` rolls the flattened array and
+    restores the shape. ``shift`` and ``axis`` may be sequences (broadcast together)."""
+    a = asarray(x)
+    shifts = _integers("roll", "shift", shift)
+    if axis is None:
+        flat = roll(ravel(a), sum(shifts), 0)
+        return reshape(flat, a.meta.shape)
+    axes = [normalize_axis(n, a.meta.ndim, "roll") for n in _integers("roll", "axis", axis)]
+    if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
+        raise ShapeError(
+            "roll", f"shift {shift!r} and axis {axis!r} have lengths that do not broadcast"
+        )
+    count = max(len(shifts), len(axes))
+    net = dict.fromkeys(range(a.meta.ndim), 0)
+    for s, n in zip(shifts * (count // len(shifts)), axes * (count // len(axes)), strict=True):
+        net[n] += s
+    for n, s in net.items():
+        extent = a.meta.shape[n]
+        if extent == 0 or s % extent == 0:
+            continue
+        split = extent - s % extent
+        starts, limits = [0] * a.meta.ndim, list(a.meta.shape)
+        limits[n] = split
+        head = lax.slice(a, starts, limits)
+        starts[n], limits[n] = split, extent
+        tail = lax.slice(a, starts, limits)
+        a = lax.concatenate([tail, head], n)
+    return a
+
+
+@preserving
+def tile(x: Any, reps: int | Sequence[int]) -> Any:
+    """``x`` repeated ``reps[i]`` times along each axis (numpy's ``tile``: the shorter of
+    ``x.shape`` and ``reps`` is padded with leading ones)."""
+    a = asarray(x)
+    counts = _integers("tile", "reps", reps)
+    if any(r < 0 for r in counts):
+        raise ParameterError("tile", f"reps must be non-negative, got {reps!r}")
+    ndim = max(a.meta.ndim, len(counts))
+    shape = (1,) * (ndim - a.meta.ndim) + a.meta.shape
+    counts = [1] * (ndim - len(counts)) + counts
+    target = as_shape([n for pair in zip(counts, shape, strict=True) for n in pair], "tile")
+    spread = lax.broadcast_in_dim(lax.reshape(a, shape), target, tuple(range(1, 2 * ndim, 2)))
+    return lax.reshape(spread, [r * n for r, n in zip(counts, shape, strict=True)])
+
+
+@preserving
+def repeat(x: Any, repeats: Any, axis: int | None = None) -> Any:
+    """Each element repeated ``repeats`` times along ``axis`` (numpy's ``repeat``;
+    ``axis=None`` works on the flattened array). ``repeats`` is one count or one count
+    per element; counts are data, so they must be concrete (not traced)."""
+    a = asarray(x)
+    if axis is None:
+        a, position = ravel(a), 0
+    else:
+        position = normalize_axis(axis, a.meta.ndim, "repeat")
+    counts = _repeat_counts(repeats)
+    extent = a.meta.shape[position]
+    if counts.ndim == 0 or counts.size == 1:
+        count = int(counts.reshape(()))
+        shape = list(a.meta.shape)
+        target = [*shape[: position + 1], count, *shape[position + 1 :]]
+        dims = [n if n <= position else n + 1 for n in range(a.meta.ndim)]
+        spread = lax.broadcast_in_dim(a, as_shape(target, "repeat"), dims)
+        shape[position] *= count
+        return lax.reshape(spread, shape)
+    if counts.shape != (extent,):
+        raise ShapeError(
+            "repeat",
+            f"repeats has {counts.size} counts for an axis of extent {extent}",
+        )
+    return take(a, np.repeat(np.arange(extent), counts), axis=position)
+
+
+def _repeat_counts(repeats: Any) -> np.ndarray[Any, Any]:
+    from tenferro.traced.tensor import TracedTensor
+
+    if isinstance(repeats, TracedTensor):
+        raise UnsupportedError(
+            "repeat", "repeats are data that decide the output shape: give concrete counts"
+        )
+    if hasattr(repeats, "meta"):
+        repeats = np.asarray(repeats)
+    counts = np.asarray(repeats)
+    if counts.size == 0 and counts.ndim == 1:  # no counts for an empty axis
+        counts = counts.astype(np.int64)
+    if counts.dtype.kind not in "iu" or counts.ndim > 1:
+        raise ParameterError(
+            "repeat", f"repeats must be an integer or a 1-D sequence of integers, got {repeats!r}"
+        )
+    if np.any(counts < 0):
+        raise ParameterError("repeat", f"repeats must be non-negative, got {repeats!r}")
+    return counts
+
+
+# ---------------------------------------------------------------------- ranks and stacking
+
+
+def _at_least(op: str, arrays: tuple[Any, ...], rank: int) -> tuple[Any, ...]:
+    result = []
+    for value in arrays:
+        a = asarray(value, op=op)
+        shape = a.meta.shape
+        if len(shape) < rank:
+            if rank == 3 and len(shape) == 2:
+                shape = (*shape, 1)
+            elif rank == 3 and len(shape) == 1:
+                shape = (1, *shape, 1)
+            else:
+                shape = (1,) * (rank - len(shape)) + shape
+            a = lax.reshape(a, shape)
+        result.append(a)
+    return tuple(result)
+
+
+def atleast_1d(*arys: Any) -> Any:
+    """Each input with at least one axis (a 0-d value becomes shape ``(1,)``); one input
+    gives one tensor, several a tuple (numpy's ``atleast_1d``)."""
+    result = _at_least("atleast_1d", arys, 1)
+    return result[0] if len(result) == 1 else result
+
+
+def atleast_2d(*arys: Any) -> Any:
+    """Each input with at least two axes (``(N,)`` becomes ``(1, N)``)."""
+    result = _at_least("atleast_2d", arys, 2)
+    return result[0] if len(result) == 1 else result
+
+
+def atleast_3d(*arys: Any) -> Any:
+    """Each input with at least three axes (``(N,)`` becomes ``(1, N, 1)``, ``(M, N)``
+    becomes ``(M, N, 1)``)."""
+    result = _at_least("atleast_3d", arys, 3)
+    return result[0] if len(result) == 1 else result
+
+
+def _stack_operands(op: str, tup: Sequence[Any], rank: int) -> tuple[Any, ...]:
+    if isinstance(tup, (str, bytes)) or not isinstance(tup, (list, tuple)) or not tup:
+        raise ShapeError(op, f"needs a non-empty sequence of arrays, got {tup!r}")
+    return _at_least(op, tuple(tup), rank)
+
+
+def _join(op: str, operands: Sequence[Any], axis: int) -> Any:
+    """The operands (dtypes promoted) joined along ``axis``; other extents must agree."""
+    joined = prepare(op, operands, broadcast=False)
+    ranks = {a.meta.ndim for a in joined}
+    others = {tuple(n for i, n in enumerate(a.meta.shape) if i != axis) for a in joined}
+    if len(ranks) != 1 or len(others) != 1:
+        shapes = [a.meta.shape for a in joined]
+        raise ShapeError(op, f"shapes {shapes} differ away from the joining axis {axis}")
+    return lax.concatenate(joined, axis)
+
+
+@stacking
+def hstack(tup: Sequence[Any]) -> Any:
+    """Join along the second axis (the first for 1-D inputs)."""
+    operands = _stack_operands("hstack", tup, 1)
+    return _join("hstack", operands, 0 if operands[0].meta.ndim == 1 else 1)
+
+
+@stacking
+def vstack(tup: Sequence[Any]) -> Any:
+    """Join along the first axis, 1-D inputs as rows."""
+    return _join("vstack", _stack_operands("vstack", tup, 2), 0)
+
+
+@stacking
+def dstack(tup: Sequence[Any]) -> Any:
+    """Join along the third axis (inputs made at least 3-D)."""
+    return _join("dstack", _stack_operands("dstack", tup, 3), 2)
+
+
+@stacking
+def column_stack(tup: Sequence[Any]) -> Any:
+    """0-D and 1-D inputs as columns, the others as they are, joined along the second
+    axis."""
+    operands = [
+        lax.reshape(a, (*a.meta.shape, 1)) if a.meta.ndim == 1 else a
+        for a in _stack_operands("column_stack", tup, 1)
+    ]
+    return _join("column_stack", operands, 1)
+
+
+def broadcast_arrays(*args: Any) -> tuple[Any, ...]:
+    """The inputs broadcast to their common shape (numpy's ``broadcast_arrays``)."""
+    operands = lift([asarray(a, op="broadcast_arrays") for a in args])
+    shape = broadcast_shapes(*(o.meta.shape for o in operands), op="broadcast_arrays")
+    return tuple(broadcast_to(o, shape) for o in operands)
+
+
+def meshgrid(
+    *xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy"
+) -> tuple[Any, ...]:
+    """Coordinate arrays from coordinate vectors (numpy's ``meshgrid``; each input is
+    flattened). ``indexing="xy"`` (Cartesian, the default) swaps the first two output
+    axes, ``"ij"`` keeps matrix order; ``sparse=True`` leaves each output broadcastable
+    (extent 1 except along its own axis). ``copy`` is accepted: tensors are immutable."""
+    check_flag("meshgrid", "copy", copy)
+    is_sparse = check_flag("meshgrid", "sparse", sparse)
+    if indexing not in ("xy", "ij"):
+        raise ParameterError("meshgrid", f"indexing must be 'xy' or 'ij', got {indexing!r}")
+    vectors = [ravel(a) for a in lift([asarray(x, op="meshgrid") for x in xi])]
+    ndim = len(vectors)
+    positions = list(range(ndim))
+    if indexing == "xy" and ndim > 1:
+        positions[0], positions[1] = 1, 0
+    full = [1] * ndim
+    for vector, position in zip(vectors, positions, strict=True):
+        full[position] = vector.meta.shape[0]
+    grids = []
+    for vector, position in zip(vectors, positions, strict=True):
+        shape = [1] * ndim
+        shape[position] = vector.meta.shape[0]
+        grid = lax.reshape(vector, shape)
+        grids.append(grid if is_sparse else broadcast_to(grid, tuple(full)))
+    return tuple(grids)
+
+
+# ---------------------------------------------------------------------- differences
+
+
+@preserving
+def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
+    """The ``n``-th forward difference along ``axis`` (numpy's ``diff``): ``out[i] =
+    a[i + 1] - a[i]``, applied ``n`` times; booleans give ``a[i + 1] != a[i]``.
+    ``prepend``/``append`` (scalars or arrays) are joined to ``a`` along ``axis`` first."""
+    x = asarray(a)
+    order = _integer("diff", "n", n)
+    if order < 0:
+        raise ParameterError("diff", f"order must be non-negative, got n={n!r}")
+    if order == 0:
+        return x
+    if x.meta.ndim == 0:
+        raise ShapeError("diff", "needs an input with at least one axis, got a 0-d value")
+    position = normalize_axis(axis, x.meta.ndim, "diff")
+    if prepend is not None or append is not None:
+        parts = [x]
+        if prepend is not None:
+            parts.insert(0, _edge("prepend", prepend, x, position))
+        if append is not None:
+            parts.append(_edge("append", append, x, position))
+        x = _join("diff", parts, position)
+    for _ in range(order):
+        extent = x.meta.shape[position]
+        if extent == 0:
+            break
+        starts, limits = [0] * x.meta.ndim, list(x.meta.shape)
+        limits[position] = extent - 1
+        before = lax.slice(x, starts, limits)
+        starts[position], limits[position] = 1, extent
+        after = lax.slice(x, starts, limits)
+        if x.meta.dtype.kind == "b":
+            x = lax.compare(after, before, "ne")
+        else:
+            x = subtract(after, before)
+    return x
+
+
+def _edge(name: str, value: Any, x: Any, axis: int) -> Any:
+    """``prepend``/``append``: a 0-d value is broadcast to one slice along ``axis``."""
+    edge = asarray(value, op="diff")
+    if edge.meta.ndim == 0:
+        shape = list(x.meta.shape)
+        shape[axis] = 1
+        return broadcast_to(edge, tuple(shape))
+    expected = [n for i, n in enumerate(x.meta.shape) if i != axis]
+    if [n for i, n in enumerate(edge.meta.shape) if i != axis] != expected or (
+        edge.meta.ndim != x.meta.ndim
+    ):
+        raise ShapeError(
+            "diff",
+            f"{name} has shape {edge.meta.shape}, which does not fit the input's "
+            f"{x.meta.shape} along axes other than {axis} (or give a scalar)",
+        )
+    return edge

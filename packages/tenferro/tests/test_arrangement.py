@@ -1,0 +1,297 @@
+"""numpy's arrangement functions (diag, diagflat, roll, tile, repeat, hstack, vstack,
+dstack, column_stack, atleast_1d/2d/3d, broadcast_arrays, meshgrid, diff): random
+arguments against numpy's values, dtypes and shapes on every tensor kind, derivatives
+against finite differences and the adjoint identity (real and complex), and bad input
+raising a tenferro error that names the function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import hypothesis.extra.numpy as hnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tenferro as tf
+
+KINDS = {
+    "Tensor": tf.Tensor,
+    "EagerTensor": lambda a: tf.EagerTensor(a, requires_grad=a.dtype.kind in "fc"),
+    "TracedTensor": tf.traced,
+}
+DTYPES = st.sampled_from(["bool", "int32", "int64", "float32", "float64", "complex128"])
+
+
+def _values(x: Any) -> Any:
+    if isinstance(x, (tuple, list)):
+        return [_values(v) for v in x]
+    return np.asarray(x.eval() if isinstance(x, tf.TracedTensor) else x)
+
+
+def _same(actual: Any, expected: Any) -> None:
+    if isinstance(expected, (tuple, list)):
+        assert isinstance(actual, (tuple, list))
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected, strict=True):
+            _same(a, e)
+        return
+    got = np.asarray(actual)
+    expected = np.asarray(expected)
+    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
+    np.testing.assert_array_equal(got, expected)
+
+
+@st.composite
+def arrays(draw: Any, min_dims: int = 0, max_dims: int = 3) -> np.ndarray[Any, Any]:
+    dt = np.dtype(draw(DTYPES))
+    shape = draw(hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=0, max_side=4))
+    values = draw(hnp.arrays(np.int64, shape, elements=st.integers(-9, 9)))
+    return (values + (0.5j if dt.kind == "c" else 0)).astype(dt)
+
+
+# Each generator draws (name, numpy call, tenferro call) on data it draws itself.
+Draw = Callable[[Any], tuple[Callable[..., Any], Callable[..., Any], list[Any]]]
+
+
+def _diag(data: Any) -> Any:
+    x = data.draw(arrays(1, 2))
+    k = data.draw(st.integers(-5, 5))
+    return (lambda a: np.diag(a, k)), (lambda a: tf.diag(a, k)), [x]
+
+
+def _diagflat(data: Any) -> Any:
+    x = data.draw(arrays(0, 3))
+    k = data.draw(st.integers(-3, 3))
+    return (lambda a: np.diagflat(a, k)), (lambda a: tf.diagflat(a, k)), [x]
+
+
+def _roll(data: Any) -> Any:
+    x = data.draw(arrays(0, 3))
+    if x.ndim == 0 or data.draw(st.booleans()):
+        shift = data.draw(st.integers(-9, 9) | st.lists(st.integers(-9, 9), min_size=1, max_size=3))
+        return (lambda a: np.roll(a, shift)), (lambda a: tf.roll(a, shift)), [x]
+    axes = data.draw(st.lists(st.integers(-x.ndim, x.ndim - 1), min_size=1, max_size=3))
+    shifts = data.draw(st.lists(st.integers(-9, 9), min_size=len(axes), max_size=len(axes)))
+    shift: Any = shifts[0] if data.draw(st.booleans()) else shifts
+    axis: Any = axes[0] if len(axes) == 1 and data.draw(st.booleans()) else axes
+    return (lambda a: np.roll(a, shift, axis)), (lambda a: tf.roll(a, shift, axis)), [x]
+
+
+def _tile(data: Any) -> Any:
+    x = data.draw(arrays(0, 3))
+    reps: Any = data.draw(st.integers(0, 3) | st.lists(st.integers(0, 3), max_size=4))
+    return (lambda a: np.tile(a, reps)), (lambda a: tf.tile(a, reps)), [x]
+
+
+def _repeat(data: Any) -> Any:
+    x = data.draw(arrays(0, 3))
+    axis = (
+        None
+        if x.ndim == 0 or data.draw(st.booleans())
+        else data.draw(st.integers(-x.ndim, x.ndim - 1))
+    )
+    extent = x.size if axis is None else x.shape[axis]
+    repeats: Any = data.draw(
+        st.integers(0, 3)
+        | st.lists(st.integers(0, 3), min_size=extent, max_size=extent)
+        | st.lists(st.integers(0, 3), min_size=1, max_size=1)
+    )
+    return (lambda a: np.repeat(a, repeats, axis)), (lambda a: tf.repeat(a, repeats, axis)), [x]
+
+
+def _stacking(name: str) -> Draw:
+    def draw(data: Any) -> Any:
+        first = data.draw(arrays(0, 3))
+        count = data.draw(st.integers(1, 3))
+        axis = {"vstack": 0, "dstack": 2}.get(name, 1)
+        rank = {"vstack": 2, "dstack": 3}.get(name, 1)
+        shape = list(np.atleast_3d(first).shape if rank == 3 else first.shape)
+        if name == "vstack":
+            shape = list(np.atleast_2d(first).shape)
+        if name == "column_stack" and first.ndim < 2:
+            shape, axis = [first.size], None
+        if name == "hstack" and first.ndim <= 1:
+            axis = 0
+            shape = [np.atleast_1d(first).shape[0]]
+        others = []
+        for _ in range(count - 1):
+            other_shape = list(shape)
+            if axis is not None:
+                other_shape[axis] = data.draw(st.integers(0, 3))
+            others.append(np.ones(other_shape, first.dtype))
+        arrays_ = [first, *others]
+        return (
+            lambda *a: getattr(np, name)(list(a)),
+            lambda *a: getattr(tf, name)(list(a)),
+            arrays_,
+        )
+
+    return draw
+
+
+def _atleast(name: str) -> Draw:
+    def draw(data: Any) -> Any:
+        xs = [data.draw(arrays(0, 4)) for _ in range(data.draw(st.integers(1, 3)))]
+        return (lambda *a: getattr(np, name)(*a)), (lambda *a: getattr(tf, name)(*a)), xs
+
+    return draw
+
+
+def _broadcast_arrays(data: Any) -> Any:
+    shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=3, max_side=3))
+    xs = [np.arange(int(np.prod(s)), dtype=np.float64).reshape(s) for s in shapes.input_shapes]
+    return np.broadcast_arrays, tf.broadcast_arrays, xs
+
+
+def _meshgrid(data: Any) -> Any:
+    xs = [data.draw(arrays(0, 2)) for _ in range(data.draw(st.integers(1, 3)))]
+    indexing = data.draw(st.sampled_from(["xy", "ij"]))
+    sparse = data.draw(st.booleans())
+    return (
+        lambda *a: np.meshgrid(*a, indexing=indexing, sparse=sparse),
+        lambda *a: tf.meshgrid(*a, indexing=indexing, sparse=sparse),
+        xs,
+    )
+
+
+def _diff(data: Any) -> Any:
+    x = data.draw(arrays(1, 3))
+    n = data.draw(st.integers(0, 4))
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
+    extra = {}
+    for side in ("prepend", "append"):
+        choice = data.draw(st.sampled_from(["none", "scalar", "array"]))
+        if choice == "scalar":
+            extra[side] = x.dtype.type(1)
+        elif choice == "array":
+            shape = list(x.shape)
+            shape[axis] = data.draw(st.integers(0, 2))
+            extra[side] = np.ones(shape, x.dtype)
+    return (
+        lambda a: np.diff(a, n, axis, **extra),
+        lambda a: tf.diff(a, n, axis, **extra),
+        [x],
+    )
+
+
+GENERATORS: dict[str, Draw] = {
+    "diag": _diag,
+    "diagflat": _diagflat,
+    "roll": _roll,
+    "tile": _tile,
+    "repeat": _repeat,
+    **{name: _stacking(name) for name in ("hstack", "vstack", "dstack", "column_stack")},
+    **{name: _atleast(name) for name in ("atleast_1d", "atleast_2d", "atleast_3d")},
+    "broadcast_arrays": _broadcast_arrays,
+    "meshgrid": _meshgrid,
+    "diff": _diff,
+}
+
+
+def test_every_arrangement_function_has_a_generator() -> None:
+    from tenferro.surface import arrangement
+
+    assert sorted(GENERATORS) == sorted(arrangement.__all__)
+
+
+@pytest.mark.parametrize("name", sorted(GENERATORS))
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(st.sampled_from(sorted(KINDS)), st.data())
+def test_arrangement_functions_are_numpys(name: str, kind: str, data: Any) -> None:
+    reference, function, args = GENERATORS[name](data)
+    try:
+        expected = reference(*args)
+    except (ValueError, TypeError, IndexError):  # numpy refuses: so must we
+        with pytest.raises(tf.TenferroError):
+            function(*[KINDS[kind](a) for a in args])
+        return
+    _same(_values(function(*[KINDS[kind](a) for a in args])), expected)
+
+
+# ---------------------------------------------------------------------- derivatives
+
+
+DERIVATIVES: dict[str, tuple[Callable[..., Any], list[tuple[int, ...]]]] = {
+    "diag vector": (lambda v: tf.diag(v, -1), [(3,)]),
+    "diag matrix": (lambda m: tf.diag(m, 1), [(3, 4)]),
+    "diagflat": (lambda m: tf.diagflat(m, 2), [(2, 2)]),
+    "roll": (lambda m: tf.roll(m, (1, -2), (0, 1)), [(3, 4)]),
+    "roll flat": (lambda m: tf.roll(m, 5), [(3, 4)]),
+    "tile": (lambda m: tf.tile(m, (2, 1, 3)), [(2, 3)]),
+    "repeat": (lambda m: tf.repeat(m, 2, axis=1), [(2, 3)]),
+    "repeat counts": (lambda m: tf.repeat(m, [2, 0, 3], axis=1), [(2, 3)]),
+    "hstack": (lambda a, b: tf.hstack([a, b]), [(2, 3), (2, 1)]),
+    "vstack": (lambda a, b: tf.vstack([a, b]), [(3,), (2, 3)]),
+    "dstack": (lambda a, b: tf.dstack([a, b]), [(2, 3), (2, 3)]),
+    "column_stack": (lambda a, b: tf.column_stack([a, b]), [(3,), (3, 2)]),
+    "atleast_3d": (lambda a: tf.atleast_3d(a), [(3,)]),
+    "broadcast_arrays": (lambda a, b: tf.broadcast_arrays(a, b), [(3, 1), (4,)]),
+    "meshgrid": (lambda a, b: tf.meshgrid(a, b), [(3,), (2,)]),
+    "diff": (lambda m: tf.diff(m, 2, axis=0, prepend=m[:1] * 2, append=0.5), [(4, 3)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DERIVATIVES))
+@pytest.mark.parametrize("dt", [np.float64, np.complex128])
+def test_arrangement_derivatives(name: str, dt: Any) -> None:
+    function, shapes = DERIVATIVES[name]
+    rng = np.random.default_rng(len(name))
+    args = []
+    for shape in shapes:
+        values = rng.standard_normal(shape)
+        if np.dtype(dt).kind == "c":
+            values = values + 1j * rng.standard_normal(shape)
+        args.append(values.astype(dt))
+
+    def outputs(*xs: Any) -> Any:
+        result = function(*xs)
+        return list(result) if isinstance(result, tuple) else result
+
+    tf.testing.check_grads(outputs, args, order=1)
+
+
+def test_repeat_needs_concrete_counts_inside_a_trace() -> None:
+    x = np.arange(3.0)
+    counts = np.array([1, 2, 0])
+    grad = tf.grad(lambda v: tf.sum(tf.repeat(v, counts) ** 2))(x)
+    np.testing.assert_allclose(np.asarray(grad), 2 * x * counts)
+    with pytest.raises(tf.UnsupportedError, match="repeat"):
+        tf.grad(lambda v, c: tf.sum(tf.repeat(v, c)), argnums=0)(x, counts)
+
+
+BAD: dict[str, Callable[[], Any]] = {
+    "diag of a 3-D array": lambda: tf.diag(np.ones((2, 2, 2))),
+    "diag with k=1.5": lambda: tf.diag(np.ones(2), 1.5),
+    "diag with k=True": lambda: tf.diag(np.ones(2), True),
+    "roll with a float shift": lambda: tf.roll(np.ones(3), 1.0),
+    "roll with an axis out of range": lambda: tf.roll(np.ones(3), 1, 1),
+    "roll with shift and axis of different lengths": lambda: tf.roll(
+        np.ones((2, 2)), (1, 2, 3), (0, 1)
+    ),
+    "tile with negative reps": lambda: tf.tile(np.ones(3), -1),
+    "tile with string reps": lambda: tf.tile(np.ones(3), "2"),
+    "repeat with negative counts": lambda: tf.repeat(np.ones(3), -1),
+    "repeat with float counts": lambda: tf.repeat(np.ones(3), 1.5),
+    "repeat with the wrong number of counts": lambda: tf.repeat(np.ones(3), [1, 2]),
+    "repeat with an axis out of range": lambda: tf.repeat(np.ones(3), 2, axis=1),
+    "hstack of nothing": lambda: tf.hstack([]),
+    "vstack of a string": lambda: tf.vstack("ab"),
+    "vstack of mismatched columns": lambda: tf.vstack([np.ones(2), np.ones(3)]),
+    "meshgrid with indexing='zz'": lambda: tf.meshgrid(np.ones(2), indexing="zz"),
+    "meshgrid with sparse='no'": lambda: tf.meshgrid(np.ones(2), sparse="no"),
+    "broadcast_arrays of incompatible shapes": lambda: tf.broadcast_arrays(np.ones(2), np.ones(3)),
+    "diff with n=-1": lambda: tf.diff(np.ones(3), -1),
+    "diff of a 0-d value": lambda: tf.diff(np.float64(1.0)),
+    "diff with a misshapen append": lambda: tf.diff(np.ones((2, 3)), append=np.ones((3, 3))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_input_raises_a_tenferro_error_naming_the_function(name: str) -> None:
+    function = name.split()[0]
+    with pytest.raises(tf.TenferroError) as info:
+        BAD[name]()
+    assert function in str(info.value) or info.value.op == function, str(info.value)

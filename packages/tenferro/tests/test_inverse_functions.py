@@ -1,0 +1,228 @@
+"""The inverse trigonometric and hyperbolic functions, arctan2, angle and the degree
+conversions on the numpy-style surface: numpy's values and dtypes for every dtype and
+tensor kind (special values included), numpy's and the Array API's names, derivatives
+of the composites against finite differences, the conventions at the origin, and bad
+input. The primitives' own rules are checked in test_primitive_rules (rule_cases) and
+against the oracle database (test_oracles)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import hypothesis.extra.numpy as hnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tenferro as tf
+
+KINDS = {
+    "Tensor": tf.Tensor,
+    "EagerTensor": lambda a: tf.EagerTensor(a, requires_grad=a.dtype.kind in "fc"),
+    "TracedTensor": tf.traced,
+}
+
+UNARY = {
+    "arcsin": np.arcsin,
+    "arccos": np.arccos,
+    "arctan": np.arctan,
+    "arcsinh": np.arcsinh,
+    "arccosh": np.arccosh,
+    "arctanh": np.arctanh,
+    "deg2rad": np.deg2rad,
+    "rad2deg": np.rad2deg,
+    "radians": np.radians,
+    "degrees": np.degrees,
+    "angle": np.angle,
+}
+REAL_ONLY = {"deg2rad", "rad2deg", "radians", "degrees"}
+DTYPES = ["bool", "int32", "int64", "float32", "float64", "complex64", "complex128"]
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, np.inf, -np.inf, np.nan]
+
+
+def _numpy_input(x: Any) -> Any:
+    """numpy computes booleans in float16, a dtype tenferro does not have: tenferro
+    computes them in float64 (as integers), so numpy is asked for that."""
+    return x.astype(np.float64) if np.asarray(x).dtype == bool else x
+
+
+def _values(x: Any) -> np.ndarray[Any, Any]:
+    return np.asarray(x.eval() if isinstance(x, tf.TracedTensor) else x)
+
+
+def _same(actual: Any, expected: Any) -> None:
+    got = _values(actual)
+    expected = np.asarray(expected)
+    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
+    assert got.shape == expected.shape, (got.shape, expected.shape)
+    tol = 1e-6 if expected.dtype in (np.float32, np.complex64) else 1e-14
+    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol, equal_nan=True)
+
+
+@st.composite
+def arrays(draw: Any, dtypes: list[str] = DTYPES) -> np.ndarray[Any, Any]:
+    dt = np.dtype(draw(st.sampled_from(dtypes)))
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3))
+    real = st.floats(-3, 3) | st.sampled_from(SPECIAL)
+    values = draw(hnp.arrays(np.float64, shape, elements=real))
+    if dt.kind == "c":
+        parts = np.empty(shape, np.complex128)
+        parts.real, parts.imag = values, draw(hnp.arrays(np.float64, shape, elements=real))
+        values = parts
+    if dt.kind in "bi":
+        values = np.nan_to_num(values, nan=0.0, posinf=3.0, neginf=-3.0).round()
+    with np.errstate(all="ignore"):
+        return values.astype(dt)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(
+    arrays(),
+    st.sampled_from(sorted(UNARY)),
+    st.sampled_from(sorted(KINDS)),
+)
+def test_unary_functions_are_numpys_for_every_dtype_and_kind(x: Any, name: str, kind: str) -> None:
+    reference = UNARY[name]
+    function = getattr(tf, name)
+    if name in REAL_ONLY and x.dtype.kind == "c":
+        with pytest.raises(TypeError):
+            reference(x)
+        with pytest.raises(tf.DTypeError, match=name):
+            function(KINDS[kind](x))
+        return
+    with np.errstate(all="ignore"):
+        expected = reference(_numpy_input(x))
+    _same(function(KINDS[kind](x)), expected)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(arrays(["bool", "int32", "int64", "float32", "float64"]), st.data())
+def test_arctan2_broadcasts_and_promotes_like_numpy(y: Any, data: Any) -> None:
+    shape = data.draw(hnp.broadcastable_shapes(y.shape, min_side=0, max_side=3))
+    x = data.draw(arrays(["bool", "int32", "int64", "float32", "float64"])).ravel()
+    x = np.resize(x, shape) if x.size else np.zeros(shape, x.dtype)
+    kind = KINDS[data.draw(st.sampled_from(sorted(KINDS)))]
+    reference_y, reference_x = _numpy_input(y), _numpy_input(x)
+    if y.dtype == bool and x.dtype == bool:
+        reference_y = y.astype(np.float64)
+    elif y.dtype == bool:
+        reference_y = y.astype(x.dtype if x.dtype.kind == "f" else np.float64)
+    elif x.dtype == bool:
+        reference_x = x.astype(y.dtype if y.dtype.kind == "f" else np.float64)
+    _same(tf.arctan2(kind(y), kind(x)), np.arctan2(reference_y, reference_x))
+    _same(tf.arctan2(kind(y), 2.5), np.arctan2(_numpy_input(y), 2.5))
+
+
+def test_arctan2_keeps_the_signs_of_zeros_and_refuses_complex() -> None:
+    y = np.array([0.0, -0.0, 0.0, -0.0, 1.0, -1.0])
+    x = np.array([-1.0, -1.0, 0.0, -0.0, np.inf, -np.inf])
+    _same(tf.arctan2(y, x), np.arctan2(y, x))
+    with pytest.raises(tf.DTypeError, match="arctan2"):
+        tf.arctan2(np.array([1j]), np.array([1.0]))
+
+
+def test_numpy_2_and_array_api_names_are_the_same_functions() -> None:
+    pairs = {
+        "asin": "arcsin",
+        "acos": "arccos",
+        "atan": "arctan",
+        "asinh": "arcsinh",
+        "acosh": "arccosh",
+        "atanh": "arctanh",
+        "atan2": "arctan2",
+    }
+    xp = tf.array_api
+    for short, long in pairs.items():
+        assert getattr(tf, short) is getattr(tf, long)
+        assert getattr(xp, short) is getattr(tf, long)
+        assert short not in xp.not_covered()
+
+
+def test_python_scalars_give_float64_like_numpy() -> None:
+    for name in ("arcsin", "arctan", "arcsinh", "deg2rad", "angle"):
+        result = getattr(tf, name)(0.5)
+        assert result.dtype == np.float64
+        np.testing.assert_allclose(float(result), UNARY[name](0.5), rtol=1e-15)
+    assert tf.arctan2(1, 2).dtype == np.float64
+
+
+# ---------------------------------------------------------------------- derivatives
+
+
+COMPLEX_POINTS = np.array([0.3 + 0.4j, -1.2 + 0.7j, -0.5 - 2.0j, 2.0 - 0.1j])
+
+
+@pytest.mark.parametrize("name", ["arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh"])
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_complex_derivatives_match_finite_differences_in_every_quadrant(name: str, dt: Any) -> None:
+    """Points in all four quadrants off the branch cuts (the rule cases sample near the
+    real axis); second order included."""
+    tf.testing.check_grads(getattr(tf, name), [COMPLEX_POINTS.astype(dt)], order=2)
+
+
+@pytest.mark.parametrize("dt", [np.complex128, np.float64, np.float32, np.complex64])
+def test_angle_derivatives_match_finite_differences(dt: Any) -> None:
+    z = COMPLEX_POINTS if np.dtype(dt).kind == "c" else np.array([0.3, -1.2, 2.0, -0.1])
+    tf.testing.check_grads(lambda v: tf.angle(v, deg=True), [z.astype(dt)], order=2)
+
+
+def test_angle_derivative_is_the_closed_form() -> None:
+    """The gradient of sum(angle(z)), ``angle = atan2(y, x)`` for ``z = x + iy``, is
+    ``d/dx + i d/dy`` in tenferro's (PyTorch's) convention."""
+    z = COMPLEX_POINTS
+    (grad,) = tf.grad(lambda v: tf.sum(tf.angle(v)), argnums=(0,))(z)
+    # d/dx = -y / |z|^2, d/dy = x / |z|^2
+    r2 = np.abs(z) ** 2
+    np.testing.assert_allclose(np.asarray(grad), (-z.imag + 1j * z.real) / r2, rtol=1e-13)
+
+
+def test_real_angle_has_zero_derivative_and_degrees_scale() -> None:
+    x = np.array([-2.0, 3.0])
+    grad = tf.grad(lambda v: tf.sum(tf.angle(v)))(x)
+    np.testing.assert_array_equal(np.asarray(grad), [0.0, 0.0])
+    grad = tf.grad(lambda v: tf.sum(tf.rad2deg(v) + tf.radians(v)))(x)
+    np.testing.assert_allclose(np.asarray(grad), np.full(2, 180 / np.pi + np.pi / 180))
+
+
+def test_arctan2_derivatives_with_broadcasting_and_the_origin_convention() -> None:
+    y, x = np.array([[0.3], [-1.0]]), np.array([0.5, -2.0, 1.5])
+    tf.testing.check_grads(tf.arctan2, [y, x], order=2)
+    origin = np.zeros(1)
+    gy, gx = tf.grad(lambda a, b: tf.sum(tf.arctan2(a, b)), argnums=(0, 1))(origin, origin)
+    assert np.asarray(gy).tolist() == [0.0]
+    assert np.asarray(gx).tolist() == [0.0]
+    hessian = tf.hessian(lambda a: tf.sum(tf.arctan2(a, origin)))(origin)
+    assert np.isfinite(np.asarray(hessian)).all()
+
+
+def test_out_of_domain_values_and_derivatives_are_nan_like_numpys_value() -> None:
+    x = tf.tensor([2.0, 0.5], requires_grad=True)
+    y = tf.arcsin(x)
+    assert np.isnan(np.asarray(y)[0])
+    assert not np.isnan(np.asarray(y)[1])
+    tf.sum(y).backward()
+    grad = np.asarray(x.grad)
+    assert np.isnan(grad[0])
+    np.testing.assert_allclose(grad[1], 1 / np.sqrt(0.75))
+
+
+def test_on_the_tape_under_vmap_and_through_numpy() -> None:
+    x = tf.tensor([0.1, -0.4], requires_grad=True)
+    y = np.arcsin(x) + np.arctan2(x, 2.0) + np.angle(x + 1j)
+    assert isinstance(y, tf.EagerTensor)
+    tf.sum(y).backward()
+    v = np.array([0.1, -0.4])
+    expected = 1 / np.sqrt(1 - v**2) + 2 / (4 + v**2) - 1 / (1 + v**2)
+    np.testing.assert_allclose(np.asarray(x.grad), expected, rtol=1e-13)
+    batched = tf.vmap(tf.arctan2, in_axes=(0, None))(np.ones((3, 2)), np.array([1.0, -1.0]))
+    np.testing.assert_allclose(np.asarray(batched), np.arctan2(np.ones((3, 2)), [1.0, -1.0]))
+
+
+def test_bad_input_names_the_function() -> None:
+    with pytest.raises(tf.TenferroError, match="arcsin"):
+        tf.arcsin("x")
+    with pytest.raises(tf.TenferroError, match="angle"):
+        tf.angle(np.ones(2), deg="yes")
+    with pytest.raises(tf.ShapeError):
+        tf.arctan2(np.ones(2), np.ones(3))
