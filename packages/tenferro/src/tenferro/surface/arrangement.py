@@ -319,7 +319,9 @@ def meshgrid(
 def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
     """The ``n``-th forward difference along ``axis`` (numpy's ``diff``): ``out[i] =
     a[i + 1] - a[i]``, applied ``n`` times; booleans give ``a[i + 1] != a[i]``.
-    ``prepend``/``append`` (scalars or arrays) are joined to ``a`` along ``axis`` first."""
+    ``prepend``/``append`` (scalars or arrays) are joined to ``a`` along ``axis`` first;
+    a Python number there is weak, as everywhere in tenferro (``diff(float32_array,
+    prepend=0.5)`` stays float32, as in JAX; numpy makes the number a float64 array)."""
     x = asarray(a)
     order = _integer("diff", "n", n)
     if order < 0:
