@@ -65,21 +65,16 @@ def _householder_product(xs: list[Any], args: list[Any], kwargs: dict[str, Any])
 
 
 def _lstsq(xs: list[Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
-    """torch.linalg.lstsq(A, B).solution for full-rank A (every driver agrees there): the
-    least-squares solution of a tall A, the minimum-norm one of a wide A."""
+    """torch.linalg.lstsq(A, B) for full-rank A (every driver agrees there): torch returns
+    residuals only for a tall A with a driver other than gelsy (an empty vector
+    otherwise); rank and singular values are not compared."""
     a, b = xs
     m, n = a.shape[-2:]
-    ah = adjoint(a)
-    if m >= n:
-        solution = linalg.solve(tf.matmul(ah, a), tf.matmul(ah, b))
-    else:
-        solution = tf.matmul(ah, linalg.solve(tf.matmul(a, ah), b))
-    real = np.finfo(np.dtype(str(a.dtype))).dtype
-    if m > n and kwargs.get("driver") != "gelsy":  # torch returns residuals only then
-        residuals = tf.sum(tf.abs(tf.matmul(a, solution) - b) ** 2, axis=-2)
-    else:
-        residuals = tf.zeros((0,), dtype=real)  # torch: an empty vector, unbatched
-    return (solution, residuals, None, None)  # (solution, residuals, rank, singular_values)
+    solution, residuals, _, _ = linalg.lstsq(a, b)
+    if not (m > n and kwargs.get("driver") != "gelsy"):
+        real = np.finfo(np.dtype(str(a.dtype))).dtype
+        residuals = tf.zeros((0,), dtype=real)
+    return (solution, residuals, None, None)
 
 
 OPS: dict[str, Op] = {

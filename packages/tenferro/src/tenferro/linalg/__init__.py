@@ -13,6 +13,7 @@ transform; the families' modules are:
 * :mod:`tenferro.linalg.norms`: norm, vector_norm, matrix_norm.
 * :mod:`tenferro.linalg.solvers`: solve, solve_triangular, inv, det, slogdet.
 * :mod:`tenferro.linalg.factorizations`: qr, cholesky, lu, lu_factor, lu_solve.
+* :mod:`tenferro.linalg.least_squares`: lstsq, matrix_rank.
 * :mod:`tenferro.linalg.functions`: matrix_exp, matrix_power, multi_dot, tensorinv,
   tensorsolve.
 """
@@ -30,6 +31,7 @@ from tenferro.linalg.factorizations import (
     qr,
 )
 from tenferro.linalg.functions import matrix_exp, matrix_power, multi_dot, tensorinv, tensorsolve
+from tenferro.linalg.least_squares import LstsqResult, lstsq, matrix_rank
 from tenferro.linalg.norms import cond, matrix_norm, norm, vector_norm
 from tenferro.linalg.solvers import SlogdetResult, det, inv, slogdet, solve, solve_triangular
 from tenferro.linalg.spectral import (
@@ -66,16 +68,19 @@ __all__: list[str] = [
 __all__ += [  # solvers
     "LUFactorResult",
     "LUResult",
+    "LstsqResult",
     "QRResult",
     "SlogdetResult",
     "cholesky",
     "det",
     "inv",
+    "lstsq",
     "lu",
     "lu_factor",
     "lu_solve",
     "matrix_exp",
     "matrix_power",
+    "matrix_rank",
     "multi_dot",
     "qr",
     "slogdet",
