@@ -77,6 +77,10 @@ def _cases() -> dict[str, Case]:
         cases[name] = _case(name, {"x": M}, {})
     for name in ["sqrt", "rsqrt", "expm1", "log1p", "log2", "log10", "erf", "erfc"]:
         cases[name] = _case(name, {"x": M}, {})
+    for name in ["asin", "acos", "atan", "asinh", "atanh"]:
+        cases[name] = _case(name, {"x": M / 10}, {})
+    cases["acosh"] = _case("acosh", {"x": M}, {})
+    cases["atan2"] = _case("atan2", {"y": M, "x": N - 1}, {})
     for name in ["conj", "real", "imag"]:
         cases[name] = _case(name, {"x": Z}, {})
     cases["round"] = _case("round", {"x": N}, {"method": "floor"})
@@ -235,7 +239,9 @@ def test_the_case_lists_every_integer_parameter(name: str) -> None:
     assert set(case.operands) == declared
 
 
-@pytest.mark.parametrize(("name", "param"), refusals(CASES), ids="-".join)
+@pytest.mark.parametrize(
+    ("name", "param"), refusals(CASES), ids=[f"{n}-{p}" for n, p in refusals(CASES)]
+)
 def test_malformed_integer_parameters_raise_the_error_of_their_role(name: str, param: str) -> None:
     check_refusal(CASES[name], param)
 

@@ -37,7 +37,7 @@ INTEGER_NAMES = {
     "axis", "axes", "axis1", "axis2", "axisa", "axisb", "axisc", "source", "destination",
     "shape", "size", "k", "n", "m", "num", "offset", "ind", "pad_width", "decimals", "ddof",
     "indices_or_sections", "trans", "max_rank", "argnums", "static_argnums", "in_axes",
-    "out_axes", "axis_size", "seed", "count", "low", "high",
+    "out_axes", "axis_size", "seed", "count", "low", "high", "shift", "reps", "repeats",
 }  # fmt: skip
 """Parameter names that hold integers (or sequences of them) somewhere in the surface."""
 
@@ -82,12 +82,32 @@ def _transform(name: str, **fixed: Any) -> Callable[..., Any]:
 def _cases() -> dict[str, Case]:
     cases: dict[str, Case] = {}
 
-    def add(key: str, function: Any, op: str, operands: dict[str, Any], params: dict[str, Any],
-            *ints: Int) -> None:  # fmt: skip
+    def add(
+        key: str,
+        function: Any,
+        op: str,
+        operands: dict[str, Any],
+        params: dict[str, Any],
+        *ints: Int,
+    ) -> None:
         cases[key] = Case(function, op, operands, params, ints)
 
-    for name in ["sum", "prod", "mean", "nansum", "nanmean", "max", "min", "amax", "amin",
-                 "all", "any", "logsumexp", "var", "std"]:  # fmt: skip
+    for name in [
+        "sum",
+        "prod",
+        "mean",
+        "nansum",
+        "nanmean",
+        "max",
+        "min",
+        "amax",
+        "amin",
+        "all",
+        "any",
+        "logsumexp",
+        "var",
+        "std",
+    ]:
         function = getattr(tf, name)  # amax and amin are max and min, as in numpy
         add(name, function, function.__name__, {"x": M}, {"axis": (1,)}, axes(optional=True))
     for name in ["softmax", "log_softmax"]:
@@ -107,89 +127,280 @@ def _cases() -> dict[str, Case]:
         )
     for name in ["tril", "triu"]:
         add(name, getattr(tf, name), name, {"x": S}, {"k": -1}, count("k"))
-    add("take", tf.take, "take", {"x": M, "indices": np.array([2, 0])}, {"axis": 1},
-        axis(optional=True))  # fmt: skip
+    add(
+        "take",
+        tf.take,
+        "take",
+        {"x": M, "indices": np.array([2, 0])},
+        {"axis": 1},
+        axis(optional=True),
+    )
     add("tensordot", tf.tensordot, "tensordot", {"x": M, "y": M.T}, {"axes": 1}, axis("axes"))
-    add("tensordot pairs", tf.tensordot, "tensordot", {"x": T, "y": T}, {"axes": ((0, 1), (0, 1))},
-        Int("axes", AxisError, sequence=True, scalar_ok=True))  # fmt: skip
+    add(
+        "tensordot pairs",
+        tf.tensordot,
+        "tensordot",
+        {"x": T, "y": T},
+        {"axes": ((0, 1), (0, 1))},
+        Int("axes", AxisError, sequence=True, scalar_ok=True),
+    )
     for name in ["concatenate", "stack"]:
         add(name, getattr(tf, name), name, {"arrays": [M, M]}, {"axis": 1}, axis())
     add("split", tf.split, "split", {"x": M}, {"indices_or_sections": 3, "axis": 1}, axis())
-    add("split at", tf.split, "split", {"x": M}, {"indices_or_sections": (1, 2), "axis": 1},
-        Int("indices_or_sections", ParameterError, sequence=True, scalar_ok=True))  # fmt: skip
-    add("moveaxis", tf.moveaxis, "moveaxis", {"x": T}, {"source": (0, 2), "destination": (1, 0)},
-        axes("source"), axes("destination"))  # fmt: skip
+    add(
+        "split at",
+        tf.split,
+        "split",
+        {"x": M},
+        {"indices_or_sections": (1, 2), "axis": 1},
+        Int("indices_or_sections", ParameterError, sequence=True, scalar_ok=True),
+    )
+    add(
+        "moveaxis",
+        tf.moveaxis,
+        "moveaxis",
+        {"x": T},
+        {"source": (0, 2), "destination": (1, 0)},
+        axes("source"),
+        axes("destination"),
+    )
     add("expand_dims", tf.expand_dims, "expand_dims", {"x": M}, {"axis": (0, 3)}, axes())
     add("squeeze", tf.squeeze, "squeeze", {"x": M[:1]}, {"axis": (0,)}, axes(optional=True))
-    add("swapaxes", tf.swapaxes, "swapaxes", {"x": T}, {"axis1": 0, "axis2": 2},
-        axis("axis1"), axis("axis2"))  # fmt: skip
+    add(
+        "swapaxes",
+        tf.swapaxes,
+        "swapaxes",
+        {"x": T},
+        {"axis1": 0, "axis2": 2},
+        axis("axis1"),
+        axis("axis2"),
+    )
     add("flip", tf.flip, "flip", {"x": M}, {"axis": (1,)}, axes(optional=True))
     for name in ["transpose", "permute_dims"]:
-        add(name, getattr(tf, name), "transpose", {"x": T}, {"axes": (2, 0, 1)},
-            Int("axes", AxisError, sequence=True, optional=True))  # fmt: skip
+        add(
+            name,
+            getattr(tf, name),
+            "transpose",
+            {"x": T},
+            {"axes": (2, 0, 1)},
+            Int("axes", AxisError, sequence=True, optional=True),
+        )
     add("broadcast_to", tf.broadcast_to, "broadcast_to", {"x": V}, {"shape": (2, 3)}, shape())
     add("reshape", tf.reshape, "reshape", {"x": M}, {"shape": (3, 2)}, shape())
-    add("pad", tf.pad, "pad", {"x": M}, {"pad_width": ((1, 0), (0, 2))},
-        Int("pad_width", ShapeError, sequence=True, scalar_ok=True))  # fmt: skip
+    add(
+        "pad",
+        tf.pad,
+        "pad",
+        {"x": M},
+        {"pad_width": ((1, 0), (0, 2))},
+        Int("pad_width", ShapeError, sequence=True, scalar_ok=True),
+    )
     add("round", tf.round, "round", {"x": M / 7}, {"decimals": 2}, count("decimals"))
-    add("cross", tf.cross, "cross", {"a": M, "b": M[::-1]},
+    add(
+        "cross",
+        tf.cross,
+        "cross",
+        {"a": M, "b": M[::-1]},
         {"axisa": 1, "axisb": -1, "axisc": 0, "axis": None},
-        axis("axisa"), axis("axisb"), axis("axisc"))  # fmt: skip
-    add("cross axis", tf.cross, "cross", {"a": M, "b": M[::-1]}, {"axis": 1},
-        axis(optional=True))  # fmt: skip
+        axis("axisa"),
+        axis("axisb"),
+        axis("axisc"),
+    )
+    add("cross axis", tf.cross, "cross", {"a": M, "b": M[::-1]}, {"axis": 1}, axis(optional=True))
     add("vecdot", tf.vecdot, "vecdot", {"x": M, "y": M}, {"axis": 0}, axis())
-    add("dynamic_truncate", tf.dynamic_truncate, "dynamic_truncate",
-        {"x": M, "size": np.float64(2.0)}, {"axis": 1}, axis())  # fmt: skip
-    add("pad_to_match", tf.pad_to_match, "pad_to_match", {"x": M[:, :2], "reference": M},
-        {"axis": 1}, axis())  # fmt: skip
+    add(
+        "dynamic_truncate",
+        tf.dynamic_truncate,
+        "dynamic_truncate",
+        {"x": M, "size": np.float64(2.0)},
+        {"axis": 1},
+        axis(),
+    )
+    add(
+        "pad_to_match",
+        tf.pad_to_match,
+        "pad_to_match",
+        {"x": M[:, :2], "reference": M},
+        {"axis": 1},
+        axis(),
+    )
     for name in ["zeros", "ones"]:
         add(name, getattr(tf, name), name, {}, {"shape": (2, 3)}, shape())
     add("full", tf.full, "full", {}, {"shape": (2, 3), "fill_value": 1.5}, shape())
-    add("placeholder", lambda **p: tf.placeholder(**p).meta, "placeholder", {}, {"shape": (2, 3)},
-        shape())  # fmt: skip
-    add("eye", tf.eye, "eye", {}, {"n": 3, "m": 4, "k": 1},
-        count("n", ShapeError), count("m", ShapeError, optional=True), count("k"))  # fmt: skip
-    add("linspace", tf.linspace, "linspace", {}, {"start": 0.0, "stop": 1.0, "num": 5},
-        count("num", ShapeError))  # fmt: skip
+    add(
+        "placeholder",
+        lambda **p: tf.placeholder(**p).meta,
+        "placeholder",
+        {},
+        {"shape": (2, 3)},
+        shape(),
+    )
+    add(
+        "eye",
+        tf.eye,
+        "eye",
+        {},
+        {"n": 3, "m": 4, "k": 1},
+        count("n", ShapeError),
+        count("m", ShapeError, optional=True),
+        count("k"),
+    )
+    add(
+        "linspace",
+        tf.linspace,
+        "linspace",
+        {},
+        {"start": 0.0, "stop": 1.0, "num": 5},
+        count("num", ShapeError),
+    )
+    add("diag", tf.diag, "diag", {"v": V}, {"k": -1}, count("k"))
+    add("diag of a matrix", tf.diag, "diag", {"v": S}, {"k": 1}, count("k"))
+    add("diagflat", tf.diagflat, "diagflat", {"v": M}, {"k": 2}, count("k"))
+    add(
+        "roll",
+        tf.roll,
+        "roll",
+        {"x": T},
+        {"shift": (1, -2), "axis": (0, 2)},
+        Int("shift", ParameterError, sequence=True, scalar_ok=True),
+        axes(optional=True),
+    )
+    add(
+        "tile",
+        tf.tile,
+        "tile",
+        {"x": M},
+        {"reps": (2, 1, 3)},
+        Int("reps", ParameterError, sequence=True, scalar_ok=True),
+    )
+    add("repeat", tf.repeat, "repeat", {"x": M}, {"repeats": 2, "axis": 1}, axis(optional=True))
+    add(
+        "repeat each",
+        tf.repeat,
+        "repeat",
+        {"x": M},
+        {"repeats": (1, 0, 2), "axis": 1},
+        Int("repeats", ParameterError, sequence=True, scalar_ok=True),
+    )
+    add("diff", tf.diff, "diff", {"a": T}, {"n": 2, "axis": 1}, count("n"), axis())
     # tf.linalg
     add("matrix_power", tf.linalg.matrix_power, "matrix_power", {"a": S}, {"n": 3}, count("n"))
     add("norm", tf.linalg.norm, "linalg.norm", {"x": T}, {"axis": (0, 2)}, axes(optional=True))
-    add("vector_norm", tf.linalg.vector_norm, "linalg.vector_norm", {"x": T}, {"axis": (2,)},
-        axes(optional=True))  # fmt: skip
-    add("matrix_norm", tf.linalg.matrix_norm, "linalg.matrix_norm", {"x": T}, {"axis": (2, 0)},
-        Int("axis", ShapeError, sequence=True))  # fmt: skip
-    add("tensorinv", tf.linalg.tensorinv, "tensorinv", {"a": np.eye(6).reshape(2, 3, 6) + 0.1},
-        {"ind": 2}, count("ind"))  # fmt: skip
-    add("tensorsolve", tf.linalg.tensorsolve, "tensorsolve", {"a": S + 1, "b": V}, {"axes": (1,)},
-        Int("axes", AxisError, sequence=True, optional=True))  # fmt: skip
-    add("truncated_svd", lambda **p: tf.linalg.truncated_svd(**p).S, "linalg.truncated_svd",
-        {"a": S}, {"max_rank": 2}, count("max_rank", optional=True))  # fmt: skip
+    add(
+        "vector_norm",
+        tf.linalg.vector_norm,
+        "linalg.vector_norm",
+        {"x": T},
+        {"axis": (2,)},
+        axes(optional=True),
+    )
+    add(
+        "matrix_norm",
+        tf.linalg.matrix_norm,
+        "linalg.matrix_norm",
+        {"x": T},
+        {"axis": (2, 0)},
+        Int("axis", ShapeError, sequence=True),
+    )
+    add(
+        "tensorinv",
+        tf.linalg.tensorinv,
+        "tensorinv",
+        {"a": np.eye(6).reshape(2, 3, 6) + 0.1},
+        {"ind": 2},
+        count("ind"),
+    )
+    add(
+        "tensorsolve",
+        tf.linalg.tensorsolve,
+        "tensorsolve",
+        {"a": S + 1, "b": V},
+        {"axes": (1,)},
+        Int("axes", AxisError, sequence=True, optional=True),
+    )
+    add(
+        "truncated_svd",
+        lambda **p: tf.linalg.truncated_svd(**p).S,
+        "linalg.truncated_svd",
+        {"a": S},
+        {"max_rank": 2},
+        count("max_rank", optional=True),
+    )
     lu, pivots = (np.asarray(t) for t in tf.linalg.lu_factor(S))
-    add("lu_solve", lambda lu, pivots, **p: tf.linalg.lu_solve((lu, pivots), **p), "lu_solve",
-        {"lu": lu, "pivots": pivots}, {"b": V, "trans": 1}, count("trans"))  # fmt: skip
+    add(
+        "lu_solve",
+        lambda lu, pivots, **p: tf.linalg.lu_solve((lu, pivots), **p),
+        "lu_solve",
+        {"lu": lu, "pivots": pivots},
+        {"b": V, "trans": 1},
+        count("trans"),
+    )
     # tf.random
-    add("default_rng", lambda **p: tf.random.default_rng(**p).random(3), "default_rng", {},
-        {"seed": (1, 2)}, Int("seed", ArgumentTypeError, sequence=True, scalar_ok=True,
-                              optional=True))  # fmt: skip
+    add(
+        "default_rng",
+        lambda **p: tf.random.default_rng(**p).random(3),
+        "default_rng",
+        {},
+        {"seed": (1, 2)},
+        Int("seed", ArgumentTypeError, sequence=True, scalar_ok=True, optional=True),
+    )
     for method in ["random", "standard_normal"]:
         add(method, _rng(method), method, {}, {"size": (2, 3)}, shape("size", optional=True))
-    add("uniform", _rng("uniform"), "uniform", {}, {"low": 1.0, "high": 2.0, "size": (2,)},
-        shape("size", optional=True))  # fmt: skip
-    add("normal", _rng("normal"), "normal", {}, {"loc": 1.0, "size": (3,)},
-        shape("size", optional=True))  # fmt: skip
-    add("integers", _rng("integers"), "integers", {}, {"low": 2, "high": 9, "size": (4,)},
-        count("low"), count("high", optional=True), shape("size", optional=True))  # fmt: skip
-    add("choice", _rng("choice"), "choice", {}, {"a": 5, "size": (3,)},
-        shape("size", optional=True))  # fmt: skip
-    add("spawn", lambda **p: [g.random(2) for g in tf.random.default_rng(3).spawn(**p)],
-        "spawn", {}, {"count": 2}, count("count"))  # fmt: skip
+    add(
+        "uniform",
+        _rng("uniform"),
+        "uniform",
+        {},
+        {"low": 1.0, "high": 2.0, "size": (2,)},
+        shape("size", optional=True),
+    )
+    add(
+        "normal",
+        _rng("normal"),
+        "normal",
+        {},
+        {"loc": 1.0, "size": (3,)},
+        shape("size", optional=True),
+    )
+    add(
+        "integers",
+        _rng("integers"),
+        "integers",
+        {},
+        {"low": 2, "high": 9, "size": (4,)},
+        count("low"),
+        count("high", optional=True),
+        shape("size", optional=True),
+    )
+    add(
+        "choice", _rng("choice"), "choice", {}, {"a": 5, "size": (3,)}, shape("size", optional=True)
+    )
+    add(
+        "spawn",
+        lambda **p: [g.random(2) for g in tf.random.default_rng(3).spawn(**p)],
+        "spawn",
+        {},
+        {"count": 2},
+        count("count"),
+    )
     # transforms
     for name in ["grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian"]:
-        add(name, _transform(name), getattr(tf, name).__name__, {}, {"argnums": (0, 1)},
-            Int("argnums", ArgumentTypeError, sequence=True, scalar_ok=True))  # fmt: skip
-    add("jit", lambda **p: tf.jit(lambda v, k: v * k, **p)(V, 3), "jit", {},
-        {"static_argnums": (1,)}, Int("static_argnums", ArgumentTypeError, sequence=True,
-                                      scalar_ok=True))  # fmt: skip
+        add(
+            name,
+            _transform(name),
+            getattr(tf, name).__name__,
+            {},
+            {"argnums": (0, 1)},
+            Int("argnums", ArgumentTypeError, sequence=True, scalar_ok=True),
+        )
+    add(
+        "jit",
+        lambda **p: tf.jit(lambda v, k: v * k, **p)(V, 3),
+        "jit",
+        {},
+        {"static_argnums": (1,)},
+        Int("static_argnums", ArgumentTypeError, sequence=True, scalar_ok=True),
+    )
     return cases
 
 
@@ -250,7 +461,9 @@ def test_every_integer_parameter_has_a_case() -> None:
     assert sorted(set(EXEMPT) - set(_integer_parameters())) == [], "stale exemptions"
 
 
-@pytest.mark.parametrize(("key", "param"), refusals(CASES), ids="-".join)
+@pytest.mark.parametrize(
+    ("key", "param"), refusals(CASES), ids=[f"{k}-{p}" for k, p in refusals(CASES)]
+)
 def test_malformed_integer_parameters_raise_the_error_of_their_role(key: str, param: str) -> None:
     check_refusal(CASES[key], param)
 
