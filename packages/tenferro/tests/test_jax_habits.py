@@ -436,7 +436,7 @@ def test_unhashable_static_argument_is_a_clear_error():
     np.testing.assert_array_equal(jitted(np.arange(6.0), (2, 3)).shape, (2, 3))
     with pytest.raises(ArgumentTypeError, match=r"jit: static argument 1 is an unhashable list"):
         jitted(np.arange(6.0), [2, 3])
-    with pytest.raises(ArgumentTypeError, match="static_argnums must be ints"):
+    with pytest.raises(ArgumentTypeError, match="static_argnums must be an integer"):
         tf.jit(lambda x: x, static_argnums="x")  # type: ignore[arg-type]
 
 

@@ -33,6 +33,7 @@ import numpy as np
 from tenferro import lax
 from tenferro.batching.vmap import vmap
 from tenferro.core.flags import check_flag
+from tenferro.core.params import as_argnums
 from tenferro.core.pytree import TreeDef, flatten, unflatten
 from tenferro.errors import ArgumentTypeError, DTypeError, ParameterError
 from tenferro.surface.convert import asarray
@@ -49,7 +50,7 @@ def jacfwd(
     per input element, vectorised): efficient for few inputs and many outputs. With
     ``has_aux``, ``fun`` returns ``(output, aux)`` and the result is ``(jacobian, aux)``.
     Keyword arguments are passed to ``fun`` and not differentiated."""
-    _check(fun, argnums, has_aux, "jacfwd")
+    argnums = _check(fun, argnums, has_aux, "jacfwd")
 
     @functools.wraps(fun, updated=())
     def jacobian_fwd(*args: Any, **kwargs: Any) -> Any:
@@ -93,7 +94,7 @@ def jacrev(
     """The Jacobian of ``fun`` with respect to ``args[argnums]`` by reverse mode (one VJP
     per output element, vectorised): efficient for few outputs and many inputs. Complex
     conventions: see the module documentation. With ``has_aux``, ``(jacobian, aux)``."""
-    _check(fun, argnums, has_aux, "jacrev")
+    argnums = _check(fun, argnums, has_aux, "jacrev")
 
     @functools.wraps(fun, updated=())
     def jacobian_rev(*args: Any, **kwargs: Any) -> Any:
@@ -153,7 +154,7 @@ def hessian(
 ) -> Callable[P, Any]:
     """The Hessian of a scalar ``fun``: ``jacfwd(jacrev(fun))`` (forward over reverse),
     of shape ``S + S`` for an argument of shape ``S``. With ``has_aux``, ``(hessian, aux)``."""
-    _check(fun, argnums, has_aux, "hessian")
+    argnums = _check(fun, argnums, has_aux, "hessian")
     if not has_aux:
         return jacfwd(jacrev(fun, argnums), argnums)
     gradient = jacrev(fun, argnums, has_aux=True)
@@ -175,18 +176,14 @@ def _keywords(fun: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..., 
     return functools.partial(fun, **kwargs) if kwargs else fun
 
 
-def _check(fun: Any, argnums: Any, has_aux: Any, op: str) -> None:
+def _check(fun: Any, argnums: Any, has_aux: Any, op: str) -> int | tuple[int, ...]:
+    """``argnums`` read (see :func:`~tenferro.core.params.as_argnums`), once ``fun`` and
+    ``has_aux`` are checked."""
     if not callable(fun):
         raise ArgumentTypeError(op, f"expected a callable function, got {fun!r}")
-    listed = argnums if isinstance(argnums, (tuple, list)) else (argnums,)
-    if isinstance(argnums, (tuple, list)) and not argnums:
-        raise ParameterError(op, "argnums must not be empty")
-    for position in listed:
-        if isinstance(position, bool) or not isinstance(position, int):
-            raise ArgumentTypeError(
-                op, f"argnums must be an int or a tuple of ints, got {argnums!r}"
-            )
+    positions = as_argnums(op, argnums)
     check_flag(op, "has_aux", has_aux)
+    return positions
 
 
 class _Selected:

@@ -6,6 +6,13 @@ as the primitive requires (the numpy-style functions of ``tenferro`` insert
 serve concrete tensors, eager tensors, traced tensors and AD rules, where they
 emit operations into the transform's graph. Semantics follow ``jax.lax`` and
 StableHLO.
+
+As in ``jax.lax``, operands may also be numpy arrays and Python or numpy scalars
+(they become concrete tensors, see :mod:`tenferro.core.operands`), and integer
+parameters (axes, extents, positions, padding, dimension numbers) are integers in
+numpy's sense, read by :mod:`tenferro.core.params`: a bool, a float, a string,
+``None`` or a sequence of the wrong length raises a tenferro error naming the
+function and the value, never a silent truncation.
 """
 
 from __future__ import annotations
@@ -16,9 +23,12 @@ from typing import Any
 import numpy as np
 
 from tenferro.core.flags import check_flag
+from tenferro.core.operands import takes
+from tenferro.core.params import as_int, as_ints
 from tenferro.dtypes import dtype as as_dtype
-from tenferro.dtypes import is_complex
-from tenferro.meta import Meta, normalize_axes, normalize_axis
+from tenferro.dtypes import int64, is_complex, is_integer
+from tenferro.errors import ArgumentTypeError, AxisError, DTypeError, ParameterError, ShapeError
+from tenferro.meta import HasMeta, Meta, normalize_axes, normalize_axis
 from tenferro.ops.analytic import (
     Cos,
     Exp,
@@ -176,68 +186,81 @@ __all__ = [
 # ---------------------------------------------------------------------- arithmetic
 
 
+@takes("x", "y")
 def add(x: Any, y: Any) -> Any:
     """``x + y``; ``x`` and ``y`` share shape and dtype (integer, floating or complex)."""
     return Add.bind(x, y)
 
 
+@takes("x", "y")
 def sub(x: Any, y: Any) -> Any:
     """``x - y``; ``x`` and ``y`` share shape and dtype (integer, floating or complex)."""
     return Sub.bind(x, y)
 
 
+@takes("x", "y")
 def mul(x: Any, y: Any) -> Any:
     """``x * y``; ``x`` and ``y`` share shape and dtype (integer, floating or complex)."""
     return Mul.bind(x, y)
 
 
+@takes("x", "y")
 def div(x: Any, y: Any) -> Any:
     """``x / y``; one shape and dtype; integers truncate toward zero, a zero divisor raises."""
     return Div.bind(x, y)
 
 
+@takes("x", "y")
 def rem(x: Any, y: Any) -> Any:
     """``fmod(x, y)``: the remainder with the sign of ``x``; one integer or floating dtype."""
     return Rem.bind(x, y)
 
 
+@takes("x")
 def neg(x: Any) -> Any:
     """``-x``."""
     return Neg.bind(x)
 
 
+@takes("x")
 def abs(x: Any) -> Any:
     """``|x|``; a complex ``x`` gives its real dtype's modulus."""
     return Abs.bind(x)
 
 
+@takes("x")
 def sign(x: Any) -> Any:
     """-1, 0 or 1 by the sign of ``x`` (complex: ``x / |x|``, 0 at 0); zero derivative."""
     return Sign.bind(x)
 
 
+@takes("x")
 def round(x: Any, method: str) -> Any:
     """Floating ``x`` rounded by ``method``: floor, ceil, trunc or nearest_even."""
     return Round.bind(x, method=method)
 
 
+@takes("x")
 def stop_gradient(x: Any) -> Any:
     """``x``, with a zero derivative by contract (every mode, every order)."""
     return StopGradient.bind(x)
 
 
+@takes("x", "y")
 def max(x: Any, y: Any) -> Any:
     """Elementwise maximum of real ``x`` and ``y`` (one shape and dtype); ties split the
     derivative in half."""
     return Maximum.bind(x, y)
 
 
+@takes("x", "y")
 def min(x: Any, y: Any) -> Any:
     """Elementwise minimum of real ``x`` and ``y`` (one shape and dtype); ties split the
     derivative in half."""
     return Minimum.bind(x, y)
 
 
+@takes("x", "lower", "upper")
 def clamp(x: Any, lower: Any, upper: Any) -> Any:
     """``min(max(x, lower), upper)`` of three real values of one shape and dtype."""
     return Clamp.bind(x, lower, upper)
@@ -246,107 +269,128 @@ def clamp(x: Any, lower: Any, upper: Any) -> Any:
 # ---------------------------------------------------------------------- analytic functions
 
 
+@takes("x")
 def exp(x: Any) -> Any:
     """``e ** x`` of floating or complex ``x``."""
     return Exp.bind(x)
 
 
+@takes("x")
 def log(x: Any) -> Any:
     """The natural logarithm (principal branch for complex) of floating or complex ``x``."""
     return Log.bind(x)
 
 
+@takes("x")
 def sin(x: Any) -> Any:
     """``sin(x)`` of floating or complex ``x``."""
     return Sin.bind(x)
 
 
+@takes("x")
 def cos(x: Any) -> Any:
     """``cos(x)`` of floating or complex ``x``."""
     return Cos.bind(x)
 
 
+@takes("x")
 def tanh(x: Any) -> Any:
     """``tanh(x)`` of floating or complex ``x``."""
     return Tanh.bind(x)
 
 
+@takes("x")
 def asin(x: Any) -> Any:
     """The inverse sine (principal branch) of floating or complex ``x``."""
     return Asin.bind(x)
 
 
+@takes("x")
 def acos(x: Any) -> Any:
     """The inverse cosine (principal branch) of floating or complex ``x``."""
     return Acos.bind(x)
 
 
+@takes("x")
 def atan(x: Any) -> Any:
     """The inverse tangent (principal branch) of floating or complex ``x``."""
     return Atan.bind(x)
 
 
+@takes("x")
 def asinh(x: Any) -> Any:
     """The inverse hyperbolic sine (principal branch) of floating or complex ``x``."""
     return Asinh.bind(x)
 
 
+@takes("x")
 def acosh(x: Any) -> Any:
     """The inverse hyperbolic cosine (principal branch) of floating or complex ``x``."""
     return Acosh.bind(x)
 
 
+@takes("x")
 def atanh(x: Any) -> Any:
     """The inverse hyperbolic tangent (principal branch) of floating or complex ``x``."""
     return Atanh.bind(x)
 
 
+@takes("y", "x")
 def atan2(y: Any, x: Any) -> Any:
     """The angle of the point ``(x, y)``, in ``[-pi, pi]``, of real ``y`` and ``x`` (one
     shape and dtype)."""
     return Atan2.bind(y, x)
 
 
+@takes("x")
 def sqrt(x: Any) -> Any:
     """The (principal) square root of floating or complex ``x``."""
     return Sqrt.bind(x)
 
 
+@takes("x")
 def rsqrt(x: Any) -> Any:
     """``1 / sqrt(x)`` of floating or complex ``x``."""
     return Rsqrt.bind(x)
 
 
+@takes("x")
 def expm1(x: Any) -> Any:
     """``exp(x) - 1``, accurate near 0, of floating or complex ``x``."""
     return Expm1.bind(x)
 
 
+@takes("x")
 def log1p(x: Any) -> Any:
     """``log(1 + x)``, accurate near 0, of floating or complex ``x``."""
     return Log1p.bind(x)
 
 
+@takes("x")
 def log2(x: Any) -> Any:
     """The base-2 logarithm of floating or complex ``x`` (exact at powers of two)."""
     return Log2.bind(x)
 
 
+@takes("x")
 def log10(x: Any) -> Any:
     """The base-10 logarithm of floating or complex ``x`` (exact at powers of ten)."""
     return Log10.bind(x)
 
 
+@takes("x")
 def erf(x: Any) -> Any:
     """The error function of floating or complex ``x``."""
     return Erf.bind(x)
 
 
+@takes("x")
 def erfc(x: Any) -> Any:
     """The complementary error function ``1 - erf(x)``, accurate for large ``x``."""
     return Erfc.bind(x)
 
 
+@takes("x", "y")
 def pow(x: Any, y: Any) -> Any:
     """``x ** y`` of one shape and dtype; integers take non-negative exponents only."""
     return Pow.bind(x, y)
@@ -355,12 +399,14 @@ def pow(x: Any, y: Any) -> Any:
 # ---------------------------------------------------------------------- comparison and selection
 
 
+@takes("x", "y")
 def compare(x: Any, y: Any, direction: Direction) -> Any:
     """Bool ``x <direction> y`` (eq, ne, lt, le, gt, ge) of one shape and dtype; complex
     values compare only for eq and ne."""
     return Compare.bind(x, y, direction=direction)
 
 
+@takes("pred", "on_true", "on_false")
 def select(pred: Any, on_true: Any, on_false: Any) -> Any:
     """``on_true`` where the bool ``pred`` holds, else ``on_false`` (all of one shape)."""
     return Select.bind(pred, on_true, on_false)
@@ -369,6 +415,7 @@ def select(pred: Any, on_true: Any, on_false: Any) -> Any:
 # ---------------------------------------------------------------------- complex parts
 
 
+@takes("x")
 def conj(x: Any) -> Any:
     """The complex conjugate; ``x`` itself (no operation) for real values."""
     if not is_complex(x.meta.dtype):
@@ -376,16 +423,19 @@ def conj(x: Any) -> Any:
     return Conj.bind(x)
 
 
+@takes("x")
 def real(x: Any) -> Any:
     """The real part of complex ``x``, in the matching real dtype."""
     return Real.bind(x)
 
 
+@takes("x")
 def imag(x: Any) -> Any:
     """The imaginary part of complex ``x``, in the matching real dtype."""
     return Imag.bind(x)
 
 
+@takes("re", "im")
 def complex(re: Any, im: Any) -> Any:
     """``re + i im`` from two floating values of one shape and dtype."""
     return Complex.bind(re, im)
@@ -398,26 +448,31 @@ def _reduced_axes(x: Any, axes: Sequence[int], op: str) -> tuple[int, ...]:
     return tuple(sorted(normalize_axes(axes, x.meta.ndim, op)))
 
 
+@takes("x")
 def reduce_sum(x: Any, axes: Sequence[int]) -> Any:
     """The sum over ``axes`` (unique, negative counted from the end), which are dropped."""
     return ReduceSum.bind(x, axes=_reduced_axes(x, axes, "reduce_sum"))
 
 
+@takes("x")
 def reduce_sum_squares(x: Any, axes: Sequence[int]) -> Any:
     """The sum of squares of floating ``x`` over ``axes``, which are dropped."""
     return ReduceSumSquares.bind(x, axes=_reduced_axes(x, axes, "reduce_sum_squares"))
 
 
+@takes("x")
 def reduce_prod(x: Any, axes: Sequence[int]) -> Any:
     """The product over ``axes``, which are dropped."""
     return ReduceProd.bind(x, axes=_reduced_axes(x, axes, "reduce_prod"))
 
 
+@takes("x")
 def reduce_max(x: Any, axes: Sequence[int]) -> Any:
     """The maximum of real ``x`` over ``axes`` (dropped); ties share the derivative equally."""
     return ReduceMax.bind(x, axes=_reduced_axes(x, axes, "reduce_max"))
 
 
+@takes("x")
 def reduce_min(x: Any, axes: Sequence[int]) -> Any:
     """The minimum of real ``x`` over ``axes`` (dropped); ties share the derivative equally."""
     return ReduceMin.bind(x, axes=_reduced_axes(x, axes, "reduce_min"))
@@ -428,46 +483,51 @@ def reduce_min(x: Any, axes: Sequence[int]) -> Any:
 
 def _axis(x: Any, axis: int, op: str) -> int:
     if x.meta.ndim == 0:
-        from tenferro.errors import AxisError
-
         raise AxisError(op, f"needs an axis; the operand {x.meta.describe()} has none")
     return normalize_axis(axis, x.meta.ndim, op)
 
 
+@takes("x")
 def cumsum(x: Any, axis: int, reverse: bool = False) -> Any:
     """The inclusive cumulative sum along ``axis`` (from the end when ``reverse``)."""
     flag = check_flag("cumsum", "reverse", reverse)
     return Cumsum.bind(x, axis=_axis(x, axis, "cumsum"), reverse=flag)
 
 
+@takes("x")
 def cumprod(x: Any, axis: int, reverse: bool = False) -> Any:
     """The inclusive cumulative product along ``axis``; its derivative is exact at zeros."""
     flag = check_flag("cumprod", "reverse", reverse)
     return Cumprod.bind(x, axis=_axis(x, axis, "cumprod"), reverse=flag)
 
 
+@takes("x")
 def sort(x: Any, axis: int, descending: bool = False) -> Any:
     """``x`` sorted along ``axis`` (stable; NaNs last ascending)."""
     flag = check_flag("sort", "descending", descending)
     return Sort.bind(x, axis=_axis(x, axis, "sort"), descending=flag)
 
 
+@takes("x")
 def argsort(x: Any, axis: int, descending: bool = False) -> Any:
     """The int64 indices of the stable sort of ``x`` along ``axis``."""
     flag = check_flag("argsort", "descending", descending)
     return Argsort.bind(x, axis=_axis(x, axis, "argsort"), descending=flag)
 
 
+@takes("x")
 def argmax(x: Any, axis: int) -> Any:
     """The int64 index of the first maximum along ``axis`` (dropped)."""
     return ArgMax.bind(x, axis=_axis(x, axis, "argmax"))
 
 
+@takes("x")
 def argmin(x: Any, axis: int) -> Any:
     """The int64 index of the first minimum along ``axis`` (dropped)."""
     return ArgMin.bind(x, axis=_axis(x, axis, "argmin"))
 
 
+@takes("x", "permutation")
 def apply_permutation(x: Any, permutation: Any, axis: int) -> Any:
     """``take_along_axis(x, permutation, axis)`` for a ``permutation`` along ``axis`` (as
     ``argsort`` gives); linear in ``x``, transposed by the inverse permutation."""
@@ -477,32 +537,36 @@ def apply_permutation(x: Any, permutation: Any, axis: int) -> Any:
 # ---------------------------------------------------------------------- structural
 
 
+@takes("x")
 def transpose(x: Any, permutation: Sequence[int]) -> Any:
     """Permute axes: output axis ``i`` is axis ``permutation[i]`` of ``x``."""
-    perm = tuple(int(p) for p in permutation)
+    perm = as_ints("transpose", "permutation", permutation, x.meta.ndim, AxisError)
     if perm == tuple(range(len(perm))) and len(perm) == x.meta.ndim:
         return x
     return Transpose.bind(x, permutation=perm)
 
 
+@takes("x")
 def reshape(x: Any, shape: Sequence[int]) -> Any:
     """The elements of ``x`` in row-major (C) order, in ``shape`` (same size)."""
-    target = tuple(int(n) for n in shape)
+    target = as_ints("reshape", "shape", shape)
     if target == x.meta.shape and not x.meta.dynamic:
         return x
     return Reshape.bind(x, shape=target)
 
 
+@takes("x")
 def broadcast_in_dim(x: Any, shape: Sequence[int], dims: Sequence[int]) -> Any:
     """``x`` broadcast to ``shape``: its axis ``j`` becomes axis ``dims[j]`` (extent equal,
     or 1 to expand), the other axes repeat it."""
-    target = tuple(int(n) for n in shape)
-    positions = tuple(int(d) for d in dims)
+    target = as_ints("broadcast_in_dim", "shape", shape)
+    positions = as_ints("broadcast_in_dim", "dims", dims, x.meta.ndim, AxisError)
     if target == x.meta.shape and positions == tuple(range(len(target))) and not x.meta.dynamic:
         return x
     return BroadcastInDim.bind(x, shape=target, dims=positions)
 
 
+@takes("x")
 def convert_element_type(x: Any, dtype: Any, weak_type: bool = False) -> Any:
     """``x`` cast to ``dtype`` (complex to real keeps the real part; to bool is ``!= 0``);
     ``weak_type``: the result is weak (a Python scalar promoted with another one)."""
@@ -513,31 +577,44 @@ def convert_element_type(x: Any, dtype: Any, weak_type: bool = False) -> Any:
     return Convert.bind(x, dtype=target, weak=True) if weak else Convert.bind(x, dtype=target)
 
 
+@takes("x")
 def extract_diag(x: Any, axis_a: int, axis_b: int) -> Any:
     """The diagonal between ``axis_a`` and ``axis_b``: ``axis_b`` is dropped and the
     diagonal (the shorter extent) takes ``axis_a``'s place."""
-    return ExtractDiag.bind(x, axis_a=axis_a, axis_b=axis_b)
+    return ExtractDiag.bind(
+        x,
+        axis_a=as_int("extract_diag", "axis_a", axis_a, AxisError),
+        axis_b=as_int("extract_diag", "axis_b", axis_b, AxisError),
+    )
 
 
+@takes("x")
 def embed_diag(x: Any, axis_a: int, axis_b: int) -> Any:
     """A new output axis ``axis_b`` as long as ``axis_a``, with ``x`` on the diagonal of
     the two and zeros elsewhere (the inverse of ``extract_diag``)."""
-    return EmbedDiag.bind(x, axis_a=axis_a, axis_b=axis_b)
+    return EmbedDiag.bind(
+        x,
+        axis_a=as_int("embed_diag", "axis_a", axis_a, AxisError),
+        axis_b=as_int("embed_diag", "axis_b", axis_b, AxisError),
+    )
 
 
+@takes("x")
 def tril(x: Any, k: int = 0) -> Any:
     """The lower triangle of the last two axes (column - row <= ``k``), zeros above."""
-    return Tril.bind(x, k=int(k))
+    return Tril.bind(x, k=as_int("tril", "k", k))
 
 
+@takes("x")
 def triu(x: Any, k: int = 0) -> Any:
     """The upper triangle of the last two axes (column - row >= ``k``), zeros below."""
-    return Triu.bind(x, k=int(k))
+    return Triu.bind(x, k=as_int("triu", "k", k))
 
 
+@takes("x")
 def rev(x: Any, axes: Sequence[int]) -> Any:
     """``x`` with the order of elements along ``axes`` reversed."""
-    normalized = tuple(sorted(int(a) % x.meta.ndim for a in axes)) if x.meta.ndim else ()
+    normalized = tuple(sorted(normalize_axes(axes, x.meta.ndim, "rev")))
     if not normalized:
         return x
     return Reverse.bind(x, axes=normalized)
@@ -546,13 +623,15 @@ def rev(x: Any, axes: Sequence[int]) -> Any:
 # ---------------------------------------------------------------------- indexing
 
 
+@takes("x")
 def slice(
     x: Any, starts: Sequence[int], limits: Sequence[int], strides: Sequence[int] | None = None
 ) -> Any:
     """``x[starts[i]:limits[i]:strides[i]]`` on every axis (static bounds, positive strides)."""
-    starts_t = tuple(int(s) for s in starts)
-    limits_t = tuple(int(s) for s in limits)
-    strides_t = tuple(int(s) for s in strides) if strides is not None else (1,) * len(starts_t)
+    ndim = x.meta.ndim
+    starts_t = as_ints("slice", "starts", starts, ndim)
+    limits_t = as_ints("slice", "limits", limits, ndim)
+    strides_t = as_ints("slice", "strides", strides, ndim) if strides is not None else (1,) * ndim
     if (
         starts_t == (0,) * x.meta.ndim
         and limits_t == x.meta.shape
@@ -562,36 +641,88 @@ def slice(
     return Slice.bind(x, starts=starts_t, limits=limits_t, strides=strides_t)
 
 
+@takes("x")
 def pad(x: Any, low: Sequence[int], high: Sequence[int], interior: Sequence[int]) -> Any:
     """Zero padding: ``low`` and ``high`` per axis (negative crops), ``interior`` zeros
     between neighbouring elements."""
+    ndim = x.meta.ndim
     config = (
-        tuple(int(v) for v in low),
-        tuple(int(v) for v in high),
-        tuple(int(v) for v in interior),
+        as_ints("pad", "low", low, ndim),
+        as_ints("pad", "high", high, ndim),
+        as_ints("pad", "interior", interior, ndim),
     )
     if all(v == 0 for part in config for v in part):
         return x
     return Pad.bind(x, low=config[0], high=config[1], interior=config[2])
 
 
+@takes("operands[]")
 def concatenate(operands: Sequence[Any], axis: int) -> Any:
     """The operands joined along ``axis`` (one dtype; other extents equal)."""
+    position = as_int("concatenate", "axis", axis, AxisError)
+    if not operands:
+        raise ShapeError("concatenate", "needs at least one operand")
     if len(operands) == 1:
+        ndim = operands[0].meta.ndim
+        if not 0 <= position < ndim:
+            raise AxisError("concatenate", f"axis {position} invalid for operands of rank {ndim}")
         return operands[0]
-    return Concatenate.bind(*operands, axis=int(axis))
+    return Concatenate.bind(*operands, axis=position)
 
 
+@takes("x")
 def dynamic_slice(x: Any, starts: Any, sizes: Sequence[int]) -> Any:
-    """The ``sizes`` window of ``x`` at ``starts`` (a rank-1 integer tensor), clamped to fit."""
-    return DynamicSlice.bind(x, starts, sizes=tuple(int(n) for n in sizes))
+    """The ``sizes`` window of ``x`` at ``starts``, clamped to fit: ``starts`` is a rank-1
+    integer tensor or array, or (as in ``jax.lax``) a sequence of scalar integers."""
+    sizes_t = as_ints("dynamic_slice", "slice sizes", sizes, x.meta.ndim)
+    return DynamicSlice.bind(x, _start_indices("dynamic_slice", starts, x), sizes=sizes_t)
 
 
+@takes("x", "update")
 def dynamic_update_slice(x: Any, update: Any, starts: Any) -> Any:
-    """A copy of ``x`` with ``update`` written at ``starts`` (rank-1 integer), clamped to fit."""
-    return DynamicUpdateSlice.bind(x, update, starts)
+    """A copy of ``x`` with ``update`` written at ``starts`` (as for :func:`dynamic_slice`),
+    clamped to fit."""
+    return DynamicUpdateSlice.bind(x, update, _start_indices("dynamic_update_slice", starts, x))
 
 
+def _start_indices(op: str, starts: Any, x: Any) -> Any:
+    """``jax.lax``'s start indices as one rank-1 integer operand: a tensor as it is (its
+    dtype and shape are the primitive's to check), integers (a sequence or a 1-d integer
+    array) as an int64 array, a sequence holding integer scalar tensors as their
+    concatenation."""
+    if isinstance(starts, HasMeta):
+        return starts
+    if isinstance(starts, np.ndarray) or not any(isinstance(s, HasMeta) for s in _items(starts)):
+        from tenferro.surface.convert import asarray
+
+        values = as_ints(op, "start indices", starts, x.meta.ndim)
+        return asarray(np.array(values, dtype=np.int64), op=op)
+    ndim = x.meta.ndim
+    tensors = [s for s in starts if isinstance(s, HasMeta)]
+    if len(starts) != ndim:
+        raise ShapeError(op, f"{len(starts)} start indices for the rank-{ndim} operand")
+    pieces = []
+    for position, start in enumerate(starts):
+        if isinstance(start, HasMeta):
+            if start.meta.shape != () or not is_integer(start.meta.dtype):
+                shown = start.meta.describe()
+                raise DTypeError(
+                    op, f"start index {position} must be an integer scalar, got {shown}"
+                )
+            scalar = convert_element_type(start, int64)
+        else:
+            index = as_int(op, f"start index {position}", start, ShapeError)
+            scalar = full(Meta((), int64), index, tensors[0])
+        pieces.append(reshape(scalar, (1,)))
+    return concatenate(pieces, 0)
+
+
+def _items(starts: Any) -> Sequence[Any]:
+    """The entries of a list or tuple of start indices (none for anything else)."""
+    return starts if isinstance(starts, (list, tuple)) else ()
+
+
+@takes("operand", "indices")
 def gather(
     operand: Any,
     indices: Any,
@@ -607,14 +738,17 @@ def gather(
     return Gather.bind(
         operand,
         indices,
-        offset_dims=tuple(offset_dims),
-        collapsed_slice_dims=tuple(collapsed_slice_dims),
-        start_index_map=tuple(start_index_map),
-        index_vector_dim=int(index_vector_dim),
-        slice_sizes=tuple(int(n) for n in slice_sizes),
+        offset_dims=as_ints("gather", "offset_dims", offset_dims, error=AxisError),
+        collapsed_slice_dims=as_ints(
+            "gather", "collapsed_slice_dims", collapsed_slice_dims, error=AxisError
+        ),
+        start_index_map=as_ints("gather", "start_index_map", start_index_map, error=AxisError),
+        index_vector_dim=as_int("gather", "index_vector_dim", index_vector_dim, AxisError),
+        slice_sizes=as_ints("gather", "slice_sizes", slice_sizes, operand.meta.ndim),
     )
 
 
+@takes("operand", "indices", "updates")
 def scatter_add(
     operand: Any,
     indices: Any,
@@ -632,16 +766,26 @@ def scatter_add(
         operand,
         indices,
         updates,
-        update_window_dims=tuple(update_window_dims),
-        inserted_window_dims=tuple(inserted_window_dims),
-        scatter_dims_to_operand_dims=tuple(scatter_dims_to_operand_dims),
-        index_vector_dim=int(index_vector_dim),
+        update_window_dims=as_ints(
+            "scatter_add", "update_window_dims", update_window_dims, error=AxisError
+        ),
+        inserted_window_dims=as_ints(
+            "scatter_add", "inserted_window_dims", inserted_window_dims, error=AxisError
+        ),
+        scatter_dims_to_operand_dims=as_ints(
+            "scatter_add",
+            "scatter_dims_to_operand_dims",
+            scatter_dims_to_operand_dims,
+            error=AxisError,
+        ),
+        index_vector_dim=as_int("scatter_add", "index_vector_dim", index_vector_dim, AxisError),
     )
 
 
 # ---------------------------------------------------------------------- contraction
 
 
+@takes("lhs", "rhs")
 def dot_general(
     lhs: Any,
     rhs: Any,
@@ -656,78 +800,104 @@ def dot_general(
     return DotGeneral.bind(
         lhs,
         rhs,
-        lhs_contracting=tuple(int(a) for a in lhs_contracting),
-        rhs_contracting=tuple(int(a) for a in rhs_contracting),
-        lhs_batch=tuple(int(a) for a in lhs_batch),
-        rhs_batch=tuple(int(a) for a in rhs_batch),
+        lhs_contracting=as_ints("dot_general", "lhs_contracting", lhs_contracting, error=AxisError),
+        rhs_contracting=as_ints("dot_general", "rhs_contracting", rhs_contracting, error=AxisError),
+        lhs_batch=as_ints("dot_general", "lhs_batch", lhs_batch, error=AxisError),
+        rhs_batch=as_ints("dot_general", "rhs_batch", rhs_batch, error=AxisError),
     )
 
 
 # ---------------------------------------------------------------------- constants, dynamic shapes
 
 
+@takes("like")
 def constant(value: Any, dtype: Any, like: Any) -> Any:
     """A rank-0 constant of ``dtype``, of the same tensor kind (and rule) as ``like``."""
     target = as_dtype(dtype, "constant")
-    bits = np.asarray(value, dtype=target).tobytes()
+    try:
+        bits = np.asarray(value, dtype=target).tobytes()
+    except (TypeError, ValueError, OverflowError):
+        raise ParameterError("constant", f"value {value!r} is not a {target} scalar") from None
     return Constant.bind(like=like, dtype=target, bits=bits)
 
 
+@takes("x")
 def shape_of(x: Any, axis: int) -> Any:
     """The runtime extent of ``x`` along ``axis`` (non-negative) as a float64 scalar; not
     differentiable."""
-    return ShapeOf.bind(x, axis=int(axis))
+    return ShapeOf.bind(x, axis=as_int("shape_of", "axis", axis, AxisError))
 
 
+@takes("x", "size")
 def dynamic_truncate(x: Any, size: Any, axis: int) -> Any:
     """The prefix of length ``size`` (a real scalar, rounded and clamped to the extent)
     along ``axis``, which becomes data-dependent."""
-    return DynamicTruncate.bind(x, size, axis=int(axis))
+    return DynamicTruncate.bind(x, size, axis=as_int("dynamic_truncate", "axis", axis, AxisError))
 
 
+@takes("x", "reference")
 def pad_to_match(x: Any, reference: Any, axis: int) -> Any:
     """``x`` zero-padded at the end of ``axis`` to ``reference``'s (static) extent there."""
-    return PadToMatch.bind(x, reference, axis=int(axis))
+    return PadToMatch.bind(x, reference, axis=as_int("pad_to_match", "axis", axis, AxisError))
 
 
+@takes()
 def no_derivative(operation: str, slot: int, tangent: Any, result: Meta, reason: str) -> Any:
     """In a JVP rule: the tangent of output ``slot`` of ``operation`` (meta ``result``),
     which has no derivative for ``reason``; ``tangent`` is any tangent of the rule's inputs.
     Evaluating or transposing it raises :class:`tidu.ADRuleError`."""
     return NoDerivative.bind(
-        tangent, operation=operation, slot=int(slot), result=result, reason=reason
+        tangent,
+        operation=operation,
+        slot=as_int("no_derivative", "slot", slot),
+        result=result,
+        reason=reason,
     )
 
 
 # ---------------------------------------------------------------------- compositions
 
 
+@takes("like")
 def full(meta: Meta, value: Any, like: Any) -> Any:
     """A value of ``meta``'s shape and dtype filled with ``value`` (kind taken from ``like``).
 
     Data-dependent axes of ``meta`` take their runtime extent from ``like``.
     """
+    _check_meta("full", meta)
     filled = broadcast_in_dim(constant(value, meta.dtype, like), meta.shape, ())
     for axis in meta.dynamic:
         filled = dynamic_truncate(filled, shape_of(like, axis), axis)
     return filled
 
 
+@takes("x")
 def full_like(x: Any, value: Any) -> Any:
     """``x``'s shape and dtype filled with ``value``."""
     return full(x.meta, value, x)
 
 
+@takes("like")
 def zeros(meta: Meta, like: Any) -> Any:
     """Zeros of ``meta``'s shape and dtype (kind taken from ``like``)."""
+    _check_meta("zeros", meta)
     return full(meta, 0, like)
 
 
+def _check_meta(op: str, meta: Any) -> None:
+    if not isinstance(meta, Meta):
+        raise ArgumentTypeError(
+            op, f"meta must be a tenferro Meta (shape and dtype), got {type(meta).__name__}"
+        )
+
+
+@takes("x")
 def zeros_like(x: Any) -> Any:
     """Zeros of ``x``'s shape and dtype."""
     return full(x.meta, 0, x)
 
 
+@takes()
 def add_tangents(a: Any, b: Any) -> Any:
     """``a + b`` where ``None`` is a symbolic zero."""
     if a is None:
@@ -737,6 +907,7 @@ def add_tangents(a: Any, b: Any) -> Any:
     return add(a, b)
 
 
+@takes()
 def sub_tangents(a: Any, b: Any) -> Any:
     """``a - b`` where ``None`` is a symbolic zero."""
     if b is None:
@@ -746,21 +917,25 @@ def sub_tangents(a: Any, b: Any) -> Any:
     return sub(a, b)
 
 
+@takes("a", "b")
 def logical_and(a: Any, b: Any) -> Any:
     """``a and b`` of bool values."""
     return select(a, b, zeros_like(b))
 
 
+@takes("a", "b")
 def logical_or(a: Any, b: Any) -> Any:
     """``a or b`` of bool values."""
     return select(a, full_like(a, True), b)
 
 
+@takes("a")
 def logical_not(a: Any) -> Any:
     """``not a`` of bool values."""
     return compare(a, zeros_like(a), "eq")
 
 
+@takes()
 def not_linear(primitive: Any, what: str) -> RuleContractError:
     """The error for a transpose asked of a primitive used non-linearly."""
     return RuleContractError(

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from tenferro.core.params import as_int, as_ints
 from tenferro.errors import AxisError, ShapeError
 
 __all__ = ["Meta", "broadcast_shapes", "check_permutation", "normalize_axes", "normalize_axis"]
@@ -51,27 +52,31 @@ class Meta(NamedTuple):
 
 
 def normalize_axis(axis: int, ndim: int, op: str) -> int:
-    """``axis`` in ``[0, ndim)`` (negative axes count from the end)."""
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise AxisError(op, f"axis must be an integer, got {axis!r}")
-    if not -ndim <= axis < ndim:
-        raise AxisError(op, f"axis {axis} is out of range for rank {ndim}")
-    return int(axis) % ndim if ndim else 0
+    """``axis`` (an integer in numpy's sense: not a bool or a float) in ``[0, ndim)``
+    (negative axes count from the end)."""
+    index = as_int(op, "axis", axis, AxisError)
+    if not -ndim <= index < ndim:
+        raise AxisError(op, f"axis {index} is out of range for rank {ndim}")
+    return index % ndim
 
 
 def normalize_axes(axes: Iterable[int], ndim: int, op: str) -> tuple[int, ...]:
-    """Distinct axes in ``[0, ndim)``, in the order given."""
-    normalized = tuple(normalize_axis(a, ndim, op) for a in axes)
+    """Distinct axes in ``[0, ndim)``, in the order given (a sequence of integers)."""
+    read = as_ints(op, "axes", axes, error=AxisError)
+    for axis in read:
+        if not -ndim <= axis < ndim:
+            raise AxisError(op, f"axis {axis} is out of range for rank {ndim}")
+    normalized = tuple(a % ndim for a in read)
     if len(set(normalized)) != len(normalized):
-        raise AxisError(op, f"axes {tuple(axes)} contain duplicates for rank {ndim}")
+        raise AxisError(op, f"axes {read} contain duplicates for rank {ndim}")
     return normalized
 
 
 def check_permutation(perm: Sequence[int], ndim: int, op: str) -> tuple[int, ...]:
     """``perm`` validated as a permutation of ``range(ndim)``."""
-    normalized = tuple(int(p) for p in perm)
+    normalized = as_ints(op, "permutation", perm, error=AxisError)
     if sorted(normalized) != list(range(ndim)):
-        raise AxisError(op, f"{tuple(perm)} is not a permutation of the {ndim} axes")
+        raise AxisError(op, f"{normalized} is not a permutation of the {ndim} axes")
     return normalized
 
 

@@ -24,9 +24,11 @@ from typing import Any
 
 import numpy as np
 
+from tenferro.core.params import as_int, as_ints
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64, int64, is_complex, real_dtype
 from tenferro.errors import ArgumentTypeError, DTypeError, ParameterError, ShapeError
+from tenferro.surface.convert import as_shape
 
 __all__ = ["Generator", "default_rng"]
 
@@ -34,12 +36,7 @@ Size = int | Sequence[int] | None
 
 
 def _shape(size: Size, op: str) -> tuple[int, ...]:
-    if size is None:
-        return ()
-    listed = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
-    if any(not isinstance(n, (int, np.integer)) or n < 0 for n in listed):
-        raise ShapeError(op, f"size must be non-negative integers, got {size!r}")
-    return tuple(int(n) for n in listed)
+    return () if size is None else as_shape(size, op)
 
 
 def _inexact(dtype: Any, op: str) -> np.dtype[Any]:
@@ -76,6 +73,9 @@ class Generator:
 
     def spawn(self, count: int) -> list[Generator]:
         """``count`` new generators with statistically independent streams."""
+        count = as_int("spawn", "count", count)
+        if count < 0:
+            raise ParameterError("spawn", f"count must be non-negative, got {count}")
         return [Generator(b) for b in self._rng.bit_generator.spawn(count)]
 
     # ------------------------------------------------------------------ floating draws
@@ -84,7 +84,8 @@ class Generator:
         self, size: Size = None, dtype: Any = float64, *, requires_grad: bool = False
     ) -> Any:
         """Uniform values in ``[0, 1)``."""
-        return self.uniform(0.0, 1.0, size, dtype, requires_grad=requires_grad)
+        shape, dt = _shape(size, "random"), _inexact(dtype, "random")
+        return self.uniform(0.0, 1.0, shape, dt, requires_grad=requires_grad)
 
     def uniform(
         self,
@@ -116,7 +117,8 @@ class Generator:
     ) -> Any:
         """Standard normal values; complex ones have independent parts of variance 1/2
         (so ``E|z|^2 = 1``, as torch.randn and jax.random.normal)."""
-        return self.normal(0.0, 1.0, size, dtype, requires_grad=requires_grad)
+        shape, dt = _shape(size, "standard_normal"), _inexact(dtype, "standard_normal")
+        return self.normal(0.0, 1.0, shape, dt, requires_grad=requires_grad)
 
     def normal(
         self,
@@ -160,6 +162,8 @@ class Generator:
         if dt.kind != "i":
             raise DTypeError("integers", f"draws int32 or int64 values, not {dt}")
         shape = _shape(size, "integers")
+        low = as_int("integers", "low", low)
+        high = None if high is None else as_int("integers", "high", high)
         lower, upper = (0, low) if high is None else (low, high)
         if upper - lower + int(endpoint) <= 0:
             raise ParameterError("integers", f"empty range: low={lower}, high={upper}")
@@ -216,6 +220,10 @@ class Generator:
 def default_rng(seed: int | Sequence[int] | None = None) -> Generator:
     """A :class:`Generator` on numpy's PCG64 seeded with ``seed`` (fresh OS entropy when
     None: then the values are not reproducible)."""
+    if isinstance(seed, (list, tuple, np.ndarray)):
+        seed = as_ints("default_rng", "seed", seed, error=ArgumentTypeError)
+    elif seed is not None and not isinstance(seed, np.random.SeedSequence):
+        seed = as_int("default_rng", "seed", seed, ArgumentTypeError)
     try:
         return Generator(np.random.PCG64(seed))
     except (TypeError, ValueError) as error:

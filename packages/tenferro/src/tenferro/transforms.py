@@ -37,6 +37,7 @@ from computegraph import BoundedCache, Input, gc_paused
 from tenferro import lax
 from tenferro.core.flags import check_flag
 from tenferro.core.keys import AliasKey, ArgKey
+from tenferro.core.params import as_argnums, as_int_or_ints
 from tenferro.core.pytree import TreeDef, count_leaves, describe, flatten, unflatten
 from tenferro.errors import (
     ArgumentTypeError,
@@ -97,17 +98,6 @@ def clear_caches() -> None:
 def _callable(fun: Any, op: str) -> None:
     if not callable(fun):
         raise ArgumentTypeError(op, f"expected a callable function, got {fun!r}")
-
-
-def _check_argnums(argnums: Any, op: str) -> None:
-    listed = argnums if isinstance(argnums, (tuple, list)) else (argnums,)
-    if isinstance(argnums, (tuple, list)) and not argnums:
-        raise ParameterError(op, "argnums must not be empty")
-    for position in listed:
-        if isinstance(position, bool) or not isinstance(position, int):
-            raise ArgumentTypeError(
-                op, f"argnums must be an int or a tuple of ints, got {argnums!r}"
-            )
 
 
 def _check_has_aux(has_aux: Any, op: str) -> None:
@@ -413,11 +403,8 @@ def _static_spec(
     fun: Callable[..., Any], argnums: int | Sequence[int], argnames: str | Sequence[str]
 ) -> tuple[tuple[int, ...], frozenset[str]]:
     """The static positions and names, each completed from ``fun``'s signature."""
-    numbers = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    numbers = as_int_or_ints("jit", "static_argnums", argnums, ArgumentTypeError)
     names = (argnames,) if isinstance(argnames, str) else tuple(argnames)
-    for n in numbers:
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise ArgumentTypeError("jit", f"static_argnums must be ints, got {argnums!r}")
     for name in names:
         if not isinstance(name, str):
             raise ArgumentTypeError("jit", f"static_argnames must be strings, got {argnames!r}")
@@ -539,7 +526,7 @@ def _value_and_grad_transform(
     fun: Callable[..., Any], argnums: int | Sequence[int], has_aux: bool, op: str
 ) -> Callable[..., Any]:
     _callable(fun, op)
-    _check_argnums(argnums, op)
+    argnums = as_argnums(op, argnums)
     _check_has_aux(has_aux, op)
     single = isinstance(argnums, int)
 

@@ -27,6 +27,7 @@ from tenferro.algebra import adjoint, diag_embed, diagonal, eye_like, matmul, ma
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind, bind1
 from tenferro.core.flags import check_flag
+from tenferro.core.params import as_int
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import DTypeError, ParameterError, ShapeError
 from tenferro.extension import register
@@ -534,6 +535,7 @@ def lu_solve(lu_and_piv: Any, b: Any, trans: int = 0) -> Any:
     ``A^H x = b``. ``b`` is ``[..., N]`` (one axis: a vector) or ``[..., N, K]``.
     Differentiable in LU (hence in A through lu_factor) and b; a zero on U's diagonal
     raises :class:`~tenferro.errors.LinAlgError`."""
+    trans = as_int("lu_solve", "trans", trans)
     if trans not in (0, 1, 2):
         raise ParameterError("lu_solve", f"trans must be 0, 1 or 2, got {trans!r}")
     packed, pivots = lu_and_piv

@@ -21,6 +21,7 @@ import tenferro
 from tenferro import lax
 from tenferro.algebra import adjoint, eye_like, matmul
 from tenferro.core.bind import bind1
+from tenferro.core.params import as_int
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import ParameterError, ShapeError
 from tenferro.extension import register
@@ -34,7 +35,7 @@ from tenferro.linalg._common import (
 from tenferro.linalg.checks import check_finite, check_square
 from tenferro.linalg.family import LinalgOp
 from tenferro.linalg.solvers import inv, solve
-from tenferro.meta import Meta
+from tenferro.meta import Meta, normalize_axes
 
 __all__ = ["matrix_exp", "matrix_power", "multi_dot", "tensorinv", "tensorsolve"]
 
@@ -146,8 +147,7 @@ def matrix_power(a: Any, n: int) -> Any:
     the identity, ``n < 0`` the power of ``inv(a)``; computed by repeated squaring with
     matrix products, so its derivative is exact. Integer matrices stay integer for
     ``n >= 0`` (numpy's rule)."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise ParameterError("matrix_power", f"n must be an integer, got {n!r}")
+    n = as_int("matrix_power", "n", n)
     (x,) = inexact_operands("matrix_power", a) if n < 0 else (tenferro.asarray(a),)
     check_square("matrix_power", x.meta)
     if n < 0:
@@ -240,6 +240,7 @@ def tensorinv(a: Any, ind: int = 2) -> Any:
     ``a.shape[ind:] + a.shape[:ind]``."""
     (a,) = inexact_operands("tensorinv", a)
     shape = a.meta.shape
+    ind = as_int("tensorinv", "ind", ind)
     if ind <= 0:
         raise ParameterError("tensorinv", f"ind must be a positive integer, got {ind!r}")
     rows, cols = math.prod(shape[:ind]), math.prod(shape[ind:])
@@ -256,8 +257,8 @@ def tensorsolve(a: Any, b: Any, axes: Sequence[int] | None = None) -> Any:
     has shape ``a.shape[b.ndim:]``; ``axes`` are axes of ``a`` moved to the end first."""
     a, b = inexact_operands("tensorsolve", a, b)
     if axes is not None:
-        moved = [int(ax) % a.meta.ndim for ax in axes]
-        order = [ax for ax in range(a.meta.ndim) if ax not in moved] + moved
+        moved = normalize_axes(axes, a.meta.ndim, "tensorsolve")
+        order = [ax for ax in range(a.meta.ndim) if ax not in moved] + list(moved)
         a = lax.transpose(a, tuple(order))
     shape = a.meta.shape
     xshape = shape[b.meta.ndim :]

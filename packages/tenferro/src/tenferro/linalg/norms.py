@@ -18,7 +18,8 @@ import numpy as np
 from tenferro import lax
 from tenferro.batching.rules import batch_size, to_front
 from tenferro.core.flags import check_flag
-from tenferro.errors import ParameterError, ShapeError
+from tenferro.core.params import as_int_or_ints
+from tenferro.errors import AxisError, ParameterError, ShapeError
 from tenferro.extension import register
 from tenferro.linalg.checks import inexact_dtype
 from tenferro.linalg.family import LinalgOp
@@ -44,8 +45,8 @@ def _operand(op: str, x: Any) -> Any:
 def _axes(op: str, x: Any, axis: Axis) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(x.meta.ndim))
-    raw = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    axes = tuple(normalize_axis(int(a), x.meta.ndim, op) for a in raw)
+    raw = as_int_or_ints(op, "axis", axis, AxisError)
+    axes = tuple(normalize_axis(a, x.meta.ndim, op) for a in raw)
     if len(set(axes)) != len(axes):
         raise ParameterError(op, f"repeated axis in {axis!r}")
     return axes

@@ -46,6 +46,7 @@ from tenferro.algebra import (
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.flags import check_flag
+from tenferro.core.params import as_int
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import LinAlgError, ParameterError
 from tenferro.extension import register
@@ -744,10 +745,8 @@ def truncated_svd(
     truncation point is locally constant).
     """
     op = "linalg.truncated_svd"
-    if max_rank is not None and not (
-        type(max_rank) is int or (_is_real_number(max_rank) and int(max_rank) == max_rank)
-    ):
-        raise ParameterError(op, f"max_rank must be a non-negative integer, got {max_rank!r}")
+    if max_rank is not None:
+        max_rank = as_int(op, "max_rank", max_rank)
     if max_rank is not None and max_rank < 0:
         raise ParameterError(op, f"max_rank must be a non-negative integer, got {max_rank!r}")
     if rtol is not None or atol is not None:

@@ -9,7 +9,6 @@ needs no derivative rule of its own. numpy's semantics and argument names throug
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,7 +17,8 @@ import numpy as np
 from tenferro import lax
 from tenferro.core.bind import lift
 from tenferro.core.flags import check_flag
-from tenferro.errors import ParameterError, ShapeError, UnsupportedError
+from tenferro.core.params import as_int, as_int_or_ints, is_listed
+from tenferro.errors import AxisError, ParameterError, ShapeError, UnsupportedError
 from tenferro.meta import broadcast_shapes, normalize_axis
 from tenferro.surface.convert import as_shape, asarray, broadcast_to, prepare
 from tenferro.surface.indexing import take
@@ -45,24 +45,6 @@ __all__ = [
 ]
 
 
-def _integer(op: str, name: str, value: Any) -> int:
-    """An integer argument (Python or numpy integer; bools are refused, as numpy does
-    for counts and offsets)."""
-    if isinstance(value, (bool, np.bool_)):
-        raise ParameterError(op, f"{name} must be an integer, got {value!r}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise ParameterError(op, f"{name} must be an integer, got {value!r}") from None
-
-
-def _integers(op: str, name: str, value: Any) -> list[int]:
-    """One integer or a sequence of them."""
-    if isinstance(value, (tuple, list)) or (isinstance(value, np.ndarray) and value.ndim == 1):
-        return [_integer(op, name, v) for v in value]
-    return [_integer(op, name, value)]
-
-
 # ---------------------------------------------------------------------- diagonals
 
 
@@ -71,7 +53,7 @@ def diag(v: Any, k: int = 0) -> Any:
     """A 1-D ``v`` on diagonal ``k`` of a square matrix of zeros; of a 2-D ``v``, its
     diagonal ``k`` (numpy's ``diag``)."""
     a = asarray(v)
-    offset = _integer("diag", "k", k)
+    offset = as_int("diag", "k", k)
     if a.meta.ndim == 2:
         return diagonal(a, offset)
     if a.meta.ndim != 1:
@@ -86,7 +68,7 @@ def diag(v: Any, k: int = 0) -> Any:
 @preserving
 def diagflat(v: Any, k: int = 0) -> Any:
     """The flattened ``v`` on diagonal ``k`` of a square matrix of zeros."""
-    return diag(ravel(asarray(v)), _integer("diagflat", "k", k))
+    return diag(ravel(asarray(v)), as_int("diagflat", "k", k))
 
 
 # ---------------------------------------------------------------------- rolling, tiling, repeating
@@ -98,11 +80,14 @@ def roll(x: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = 
     at the start (numpy's ``roll``); ``axis=None`` rolls the flattened array and
     restores the shape. ``shift`` and ``axis`` may be sequences (broadcast together)."""
     a = asarray(x)
-    shifts = _integers("roll", "shift", shift)
+    shifts = as_int_or_ints("roll", "shift", shift, ParameterError)
     if axis is None:
         flat = roll(ravel(a), sum(shifts), 0)
         return reshape(flat, a.meta.shape)
-    axes = [normalize_axis(n, a.meta.ndim, "roll") for n in _integers("roll", "axis", axis)]
+    axes = [
+        normalize_axis(n, a.meta.ndim, "roll")
+        for n in as_int_or_ints("roll", "axis", axis, AxisError)
+    ]
     if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
         raise ShapeError(
             "roll", f"shift {shift!r} and axis {axis!r} have lengths that do not broadcast"
@@ -130,7 +115,7 @@ def tile(x: Any, reps: int | Sequence[int]) -> Any:
     """``x`` repeated ``reps[i]`` times along each axis (numpy's ``tile``: the shorter of
     ``x.shape`` and ``reps`` is padded with leading ones)."""
     a = asarray(x)
-    counts = _integers("tile", "reps", reps)
+    counts = list(as_int_or_ints("tile", "reps", reps, ParameterError))
     if any(r < 0 for r in counts):
         raise ParameterError("tile", f"reps must be non-negative, got {reps!r}")
     ndim = max(a.meta.ndim, len(counts))
@@ -178,13 +163,8 @@ def _repeat_counts(repeats: Any) -> np.ndarray[Any, Any]:
         )
     if hasattr(repeats, "meta"):
         repeats = np.asarray(repeats)
-    counts = np.asarray(repeats)
-    if counts.size == 0 and counts.ndim == 1:  # no counts for an empty axis
-        counts = counts.astype(np.int64)
-    if counts.dtype.kind not in "iu" or counts.ndim > 1:
-        raise ParameterError(
-            "repeat", f"repeats must be an integer or a 1-D sequence of integers, got {repeats!r}"
-        )
+    listed = as_int_or_ints("repeat", "repeats", repeats, ParameterError)
+    counts = np.array(listed if is_listed(repeats) else listed[0], dtype=np.int64)
     if np.any(counts < 0):
         raise ParameterError("repeat", f"repeats must be non-negative, got {repeats!r}")
     return counts
@@ -323,7 +303,7 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
     a Python number there is weak, as everywhere in tenferro (``diff(float32_array,
     prepend=0.5)`` stays float32, as in JAX; numpy makes the number a float64 array)."""
     x = asarray(a)
-    order = _integer("diff", "n", n)
+    order = as_int("diff", "n", n)
     if order < 0:
         raise ParameterError("diff", f"order must be non-negative, got n={n!r}")
     if order == 0:

@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from tenferro import lax
+from tenferro.core.params import as_int, as_int_or_ints
 from tenferro.errors import AxisError, ShapeError
 from tenferro.meta import broadcast_shapes, normalize_axis
 from tenferro.surface.convert import broadcast_to, prepare
@@ -48,25 +47,17 @@ def matmul(x: Any, y: Any) -> Any:
     return reshape(out, shape) if len(shape) != out.meta.ndim else out
 
 
-def _axis_pair(axes: Any) -> tuple[list[int], list[int]]:
+def _axis_pair(axes: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """tensordot's ``(x_axes, y_axes)``, each an int or a sequence of ints."""
-
-    def axis_list(item: Any) -> list[int] | None:
-        if isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)):
-            return [int(item)]
-        if isinstance(item, (list, tuple)) and all(
-            isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)) for i in item
-        ):
-            return [int(i) for i in item]
-        return None
-
-    if isinstance(axes, (list, tuple)) and len(axes) == 2:
-        first, second = axis_list(axes[0]), axis_list(axes[1])
-        if first is not None and second is not None:
-            return first, second
-    raise AxisError(
-        "tensordot",
-        f"axes must be an int or a pair (x_axes, y_axes) of ints or int sequences, got {axes!r}",
+    if len(axes) != 2:
+        raise AxisError(
+            "tensordot",
+            f"axes must be an int or a pair (x_axes, y_axes) of ints or int sequences, got "
+            f"{axes!r}",
+        )
+    return (
+        as_int_or_ints("tensordot", "axes", axes[0], AxisError),
+        as_int_or_ints("tensordot", "axes", axes[1], AxisError),
     )
 
 
@@ -76,20 +67,26 @@ def tensordot(x: Any, y: Any, axes: int | Sequence[Any] = 2) -> Any:
     """numpy ``tensordot``: contract the last ``axes`` of ``x`` with the first of ``y``,
     or the listed axis pairs; the result has ``x``'s free axes then ``y``'s."""
     a, b = prepare("tensordot", (x, y), kinds=NUMERIC, broadcast=False)
-    if isinstance(axes, (int, np.integer)):
-        axes = int(axes)
-        if not 0 <= axes <= min(a.meta.ndim, b.meta.ndim):
+    if not isinstance(axes, (list, tuple)):
+        count = as_int("tensordot", "axes", axes, AxisError)
+        if not 0 <= count <= min(a.meta.ndim, b.meta.ndim):
             raise AxisError(
-                "tensordot", f"cannot contract {axes} axes of {a.meta.shape} and {b.meta.shape}"
+                "tensordot", f"cannot contract {count} axes of {a.meta.shape} and {b.meta.shape}"
             )
-        left = tuple(range(a.meta.ndim - axes, a.meta.ndim))
-        right = tuple(range(axes))
+        left = tuple(range(a.meta.ndim - count, a.meta.ndim))
+        right = tuple(range(count))
     else:
         first, second = _axis_pair(axes)
         if len(first) != len(second):
             raise AxisError("tensordot", f"axes {axes} pair unequal numbers of axes")
         left = tuple(normalize_axis(i, a.meta.ndim, "tensordot") for i in first)
         right = tuple(normalize_axis(i, b.meta.ndim, "tensordot") for i in second)
+    for i, j in zip(left, right, strict=True):
+        if a.meta.shape[i] != b.meta.shape[j]:
+            raise ShapeError(
+                "tensordot",
+                f"axis {i} of {a.meta.shape} and axis {j} of {b.meta.shape} differ in extent",
+            )
     return lax.dot_general(a, b, left, right)
 
 

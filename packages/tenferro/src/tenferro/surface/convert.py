@@ -21,6 +21,7 @@ import numpy as np
 from computegraph import DictCache
 from tenferro import lax
 from tenferro.core.bind import lift
+from tenferro.core.params import as_int_or_ints
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import promote_types
 from tenferro.errors import DTypeError, ScalarOverflowError, ShapeError
@@ -85,15 +86,7 @@ def as_shape(shape: Any, op: str, *, allow_unknown: bool = False) -> tuple[int, 
         else:
             if math.prod(shape) <= sys.maxsize // 16:
                 return shape
-    items = (shape,) if _is_integer(shape) else shape
-    try:
-        if any(isinstance(n, (bool, np.bool_)) for n in items):
-            raise TypeError  # numpy: "an integer is required"
-        extents = tuple(operator.index(n) for n in items)
-    except TypeError:
-        raise ShapeError(
-            op, f"a shape needs integer extents, got {_describe_shape(shape)}"
-        ) from None
+    extents = as_int_or_ints(op, "shape", shape, ShapeError)
     if len(extents) > MAX_RANK:
         raise ShapeError(op, f"rank {len(extents)} exceeds the maximum rank {MAX_RANK}")
     lowest = -1 if allow_unknown else 0
@@ -110,13 +103,6 @@ def _is_integer(value: Any) -> bool:
     except TypeError:
         return False
     return True
-
-
-def _describe_shape(shape: Any) -> str:
-    try:
-        return repr(tuple(shape))
-    except TypeError:
-        return repr(shape)
 
 
 def check_int_fits(op: str, value: Any, target: np.dtype[Any]) -> None:
@@ -155,7 +141,7 @@ def broadcast_to(x: Any, shape: Sequence[int]) -> Any:
     if meta is None:
         x = asarray(x, op="broadcast_to")
         meta = x.meta
-    if meta.shape == shape:  # the common internal call: nothing to check or do
+    if type(shape) is tuple and meta.shape == shape:  # the common internal call
         return x
     return _broadcast(x, as_shape(shape, "broadcast_to"))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import operator
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -12,6 +11,7 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.core.flags import check_flag
+from tenferro.core.params import as_int
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64
 from tenferro.errors import AllocationError, DTypeError, ParameterError, ShapeError
@@ -178,10 +178,7 @@ def ones(shape: int | Sequence[int], dtype: Any = float64) -> Tensor:
 
 def _count(op: str, name: str, value: Any) -> int:
     """A non-negative integer argument of a creation function."""
-    try:
-        count = operator.index(value)
-    except TypeError:
-        raise ShapeError(op, f"{name} must be an integer, got {value!r}") from None
+    count = as_int(op, name, value, ShapeError)
     if count < 0:
         raise ShapeError(op, f"{name} must be non-negative, got {count}")
     return count
@@ -191,10 +188,7 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = float64) -> Tenso
     """The ``n x m`` matrix with ones on diagonal ``k``."""
     rows = _count("eye", "n", n)
     columns = rows if m is None else _count("eye", "m", m)
-    try:
-        offset = operator.index(k)
-    except TypeError:
-        raise ParameterError("eye", f"k must be an integer, got {k!r}") from None
+    offset = as_int("eye", "k", k)
     as_shape((rows, columns), "eye")
     target = as_dtype(dtype, "eye")
     values = _allocate(

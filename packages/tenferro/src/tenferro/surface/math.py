@@ -10,6 +10,7 @@ from computegraph import DictCache
 from tenferro import lax
 from tenferro.core.bind import lift
 from tenferro.core.flags import check_flag
+from tenferro.core.params import as_int
 from tenferro.dtypes import float64, is_complex
 from tenferro.errors import DTypeError, ScalarOverflowError
 from tenferro.ieee import IGNORE, error_state
@@ -358,6 +359,7 @@ rint = _rounding("rint", "nearest_even")
 @preserving
 def round(x: Any, decimals: int = 0) -> Any:
     """Round half to even at ``decimals`` decimal places (numpy ``round``)."""
+    decimals = as_int("round", "decimals", decimals)
     if decimals == 0:
         return rint(x)
     a = asarray(x)

@@ -18,6 +18,7 @@ from typing import Any
 
 from tenferro import lax
 from tenferro.core.flags import check_flag
+from tenferro.core.params import as_int, as_ints, is_listed
 from tenferro.dtypes import float64, real_dtype
 from tenferro.errors import DTypeError, ParameterError, ShapeError
 from tenferro.meta import normalize_axis
@@ -107,14 +108,14 @@ def softmax(x: Any, axis: Axis = -1) -> Any:
     a tuple normalises over several axes), as ``exp(x - logsumexp(x))``: stable, with
     exact derivatives."""
     a = _inexact(x, "softmax")
-    return lax.exp(subtract(a, logsumexp(a, axis, keepdims=True)))
+    return lax.exp(subtract(a, logsumexp(a, _axes(a, axis, "softmax"), keepdims=True)))
 
 
 @preserving
 def log_softmax(x: Any, axis: Axis = -1) -> Any:
     """``x - logsumexp(x)`` over ``axis`` (default the last): stable for every x."""
     a = _inexact(x, "log_softmax")
-    return subtract(a, logsumexp(a, axis, keepdims=True))
+    return subtract(a, logsumexp(a, _axes(a, axis, "log_softmax"), keepdims=True))
 
 
 @unary
@@ -227,10 +228,15 @@ def split(x: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> li
         normalize_axis(axis, a.meta.ndim, "split") if a.meta.ndim else _no_axis(a, axis, "split")
     )
     n = a.meta.shape[position]
-    if isinstance(indices_or_sections, bool):
-        raise ParameterError("split", "indices_or_sections must be an int or integers, not a bool")
-    if isinstance(indices_or_sections, int):
-        sections = indices_or_sections
+    if is_listed(indices_or_sections):
+        cuts = as_ints("split", "indices_or_sections", indices_or_sections, error=ParameterError)
+        edges: list[int | None] = [None, *cuts, None]
+        bounds = []
+        for start, stop in itertools.pairwise(edges):
+            first, last, _ = builtins.slice(start, stop).indices(n)
+            bounds.append((first, builtins.max(first, last)))
+    else:
+        sections = as_int("split", "indices_or_sections", indices_or_sections)
         if sections <= 0 or n % sections:
             raise ShapeError(
                 "split",
@@ -238,19 +244,6 @@ def split(x: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> li
             )
         step = n // sections
         bounds = [(i * step, (i + 1) * step) for i in range(sections)]
-    else:
-        try:
-            cuts = [int(i) for i in indices_or_sections]
-        except (TypeError, ValueError):
-            raise ParameterError(
-                "split",
-                f"indices_or_sections must be an int or integers, got {indices_or_sections!r}",
-            ) from None
-        edges: list[int | None] = [None, *cuts, None]
-        bounds = []
-        for start, stop in itertools.pairwise(edges):
-            first, last, _ = builtins.slice(start, stop).indices(n)
-            bounds.append((first, builtins.max(first, last)))
     pieces = []
     for first, last in bounds:
         starts = [0] * a.meta.ndim
@@ -322,9 +315,10 @@ def nansum(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None)
     """The sum over ``axis`` treating NaNs as zero (they receive zero gradient)."""
     keepdims = check_flag("nansum", "keepdims", keepdims)
     a = asarray(x, op="nansum")
+    axes = _axes(a, axis, "nansum")
     if a.meta.dtype.kind in "fc":
         a, _ = _without_nans(a)
-    return _sum(a, axis, keepdims, dtype)
+    return _sum(a, axes, keepdims, dtype)
 
 
 @preserving
@@ -332,6 +326,7 @@ def nanmean(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """The mean over ``axis`` of the values that are not NaN (NaN where all are)."""
     keepdims = check_flag("nanmean", "keepdims", keepdims)
     a = _inexact(x, "nanmean")
+    axis = _axes(a, axis, "nanmean")
     cleaned, nan = _without_nans(a)
     present = lax.convert_element_type(lax.logical_not(nan), real_dtype(a.meta.dtype))
     counts = _sum(present, axis, keepdims)

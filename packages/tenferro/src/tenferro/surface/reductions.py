@@ -9,8 +9,9 @@ from typing import Any
 
 from tenferro import lax
 from tenferro.core.flags import check_flag
+from tenferro.core.params import as_int_or_ints, as_real
 from tenferro.dtypes import float64, int64, is_complex
-from tenferro.errors import DTypeError
+from tenferro.errors import AxisError, DTypeError
 from tenferro.meta import normalize_axes
 from tenferro.surface.convert import asarray, astype
 from tenferro.surface.dispatch import dispatch_cached
@@ -24,7 +25,7 @@ Axis = int | Sequence[int] | None
 def _axes(x: Any, axis: Axis, op: str) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(x.meta.ndim))
-    listed = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    listed = as_int_or_ints(op, "axis", axis, AxisError)
     return tuple(sorted(normalize_axes(listed, x.meta.ndim, op)))
 
 
@@ -81,12 +82,18 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
 
 @preserving
 def var(x: Any, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Any:
-    """Variance ``sum(|x - mean(x)|**2) / (n - ddof)`` over ``axis`` (real for complex input)."""
-    keepdims = check_flag("var", "keepdims", keepdims)
+    """Variance ``sum(|x - mean(x)|**2) / (n - ddof)`` over ``axis`` (real for complex input;
+    ``ddof`` a real number, as numpy's)."""
+    return _var("var", x, axis, keepdims, ddof)
+
+
+def _var(op: str, x: Any, axis: Axis, keepdims: bool, ddof: Any) -> Any:
+    keepdims = check_flag(op, "keepdims", keepdims)
+    ddof = as_real(op, "ddof", ddof)
     a = asarray(x)
     if a.meta.dtype.kind in "bi":
         a = astype(a, float64)
-    axes = _axes(a, axis, "var")
+    axes = _axes(a, axis, op)
     kept = tuple(i for i in range(a.meta.ndim) if i not in axes)
     centered = lax.sub(a, lax.broadcast_in_dim(mean(a, axes), a.meta.shape, kept))
     if is_complex(a.meta.dtype):
@@ -103,8 +110,7 @@ def var(x: Any, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Any
 @preserving
 def std(x: Any, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Any:
     """Standard deviation: ``sqrt(var)``."""
-    keepdims = check_flag("std", "keepdims", keepdims)
-    return lax.sqrt(var(x, axis, keepdims, ddof))
+    return lax.sqrt(_var("std", x, axis, keepdims, ddof))
 
 
 def _extremum(op: str, reduce: Any) -> Any:
@@ -146,7 +152,7 @@ def any(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """Whether any element along ``axis`` is true (non-zero)."""
     keepdims = check_flag("any", "keepdims", keepdims)
     a = asarray(x)
-    counts = sum(lax.compare(a, lax.zeros_like(a), "ne"), axis, keepdims)
+    counts = sum(lax.compare(a, lax.zeros_like(a), "ne"), _axes(a, axis, "any"), keepdims)
     return lax.compare(counts, lax.zeros_like(counts), "gt")
 
 
@@ -155,5 +161,5 @@ def all(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """Whether every element along ``axis`` is true (non-zero)."""
     keepdims = check_flag("all", "keepdims", keepdims)
     a = asarray(x)
-    counts = sum(lax.compare(a, lax.zeros_like(a), "eq"), axis, keepdims)
+    counts = sum(lax.compare(a, lax.zeros_like(a), "eq"), _axes(a, axis, "all"), keepdims)
     return lax.compare(counts, lax.zeros_like(counts), "eq")

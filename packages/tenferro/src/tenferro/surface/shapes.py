@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
+
+import numpy as np
 
 from tenferro import lax
 from tenferro.core.bind import lift
+from tenferro.core.params import as_int, as_int_or_ints
 from tenferro.errors import AxisError, ShapeError
 from tenferro.meta import normalize_axes, normalize_axis
 from tenferro.surface.convert import as_shape, asarray, broadcast_to, prepare
@@ -37,9 +40,9 @@ __all__ = [
 ]
 
 
-def _listed(axis: Any) -> list[Any]:
-    """One axis or a sequence of them, as a list (each is validated by the caller)."""
-    return list(axis) if isinstance(axis, (tuple, list)) else [axis]
+def _listed(axis: Any, op: str) -> tuple[int, ...]:
+    """One axis or a sequence of them, as a tuple of ints (ranges are the caller's)."""
+    return as_int_or_ints(op, "axis", axis, AxisError)
 
 
 @preserving
@@ -89,8 +92,8 @@ def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
 def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
     a = asarray(x)
     ndim = a.meta.ndim
-    sources = normalize_axes(_listed(source), ndim, "moveaxis")
-    targets = normalize_axes(_listed(destination), ndim, "moveaxis")
+    sources = normalize_axes(_listed(source, "moveaxis"), ndim, "moveaxis")
+    targets = normalize_axes(_listed(destination, "moveaxis"), ndim, "moveaxis")
     if len(sources) != len(targets):
         raise AxisError("moveaxis", "source and destination must have the same number of axes")
     order = [n for n in range(ndim) if n not in sources]
@@ -103,7 +106,7 @@ def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[in
 @dispatch_cached()
 def expand_dims(x: Any, axis: int | Sequence[int]) -> Any:
     a = asarray(x, op="expand_dims")
-    axes = _listed(axis)
+    axes = _listed(axis, "expand_dims")
     ndim = a.meta.ndim + len(axes)
     as_shape((1,) * ndim, "expand_dims")
     positions = set(normalize_axes(axes, ndim, "expand_dims"))
@@ -119,7 +122,7 @@ def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
     if axis is None:
         axes = {i for i, n in enumerate(shape) if n == 1}
     else:
-        axes = set(normalize_axes(_listed(axis), len(shape), "squeeze"))
+        axes = set(normalize_axes(_listed(axis, "squeeze"), len(shape), "squeeze"))
         for i in axes:
             if shape[i] != 1:
                 raise ShapeError("squeeze", f"axis {i} of {shape} has extent {shape[i]}, not 1")
@@ -161,24 +164,29 @@ def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
 @preserving
 def flip(x: Any, axis: int | Sequence[int] | None = None) -> Any:
     a = asarray(x)
-    axes = range(a.meta.ndim) if axis is None else _listed(axis)
+    axes = range(a.meta.ndim) if axis is None else _listed(axis, "flip")
     return lax.rev(a, normalize_axes(axes, a.meta.ndim, "flip"))
 
 
 @preserving
 def diagonal(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     """numpy's diagonal: the diagonal becomes the last axis."""
+    return _diagonal("diagonal", x, offset, axis1, axis2)
+
+
+def _diagonal(op: str, x: Any, offset: Any, axis1: Any, axis2: Any) -> Any:
     a = asarray(x)
     ndim = a.meta.ndim
-    first = normalize_axis(axis1, ndim, "diagonal")
-    second = normalize_axis(axis2, ndim, "diagonal")
+    shift = as_int(op, "offset", offset)
+    first = normalize_axis(axis1, ndim, op)
+    second = normalize_axis(axis2, ndim, op)
     if first == second:
-        raise AxisError("diagonal", f"axis1 and axis2 are both {first}")
+        raise AxisError(op, f"axis1 and axis2 are both {first}")
     starts, limits = [0] * ndim, list(a.meta.shape)
-    if offset >= 0:
-        starts[second] = min(offset, limits[second])
+    if shift >= 0:
+        starts[second] = min(shift, limits[second])
     else:
-        starts[first] = min(-offset, limits[first])
+        starts[first] = min(-shift, limits[first])
     a = lax.slice(a, starts, limits, [1] * ndim)
     diag = (
         lax.extract_diag(a, first, second) if first < second else lax.extract_diag(a, second, first)
@@ -190,7 +198,7 @@ def diagonal(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
 @preserving
 def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     """Sum of the diagonal."""
-    diag = diagonal(x, offset, axis1, axis2)
+    diag = _diagonal("trace", x, offset, axis1, axis2)
     return lax.reduce_sum(diag, (diag.meta.ndim - 1,))
 
 
@@ -208,18 +216,35 @@ def triu(x: Any, k: int = 0) -> Any:
 
 @preserving
 def pad(x: Any, pad_width: Any) -> Any:
-    """Zero padding: ``pad_width`` is numpy's ``((before, after), ...)`` (or one pair / int)."""
+    """Zero padding: ``pad_width`` is numpy's: integers broadcastable to ``(ndim, 2)``
+    (``((before, after), ...)``, one pair, or one int), non-negative."""
     a = asarray(x)
-    ndim = a.meta.ndim
-    if isinstance(pad_width, int):
-        widths = [(pad_width, pad_width)] * ndim
-    else:
-        widths = [tuple(w) if not isinstance(w, int) else (w, w) for w in pad_width]
-        if len(widths) == 1:
-            widths = widths * ndim
-    if len(widths) != ndim or any(len(w) != 2 or min(w) < 0 for w in widths):
-        raise ShapeError("pad", f"pad_width {pad_width!r} does not fit rank {ndim}")
-    return lax.pad(a, [w[0] for w in widths], [w[1] for w in widths], [0] * ndim)
+    widths = _pad_widths(pad_width, a.meta.ndim)
+    return lax.pad(a, [w[0] for w in widths], [w[1] for w in widths], [0] * a.meta.ndim)
+
+
+def _pad_widths(pad_width: Any, ndim: int) -> list[list[int]]:
+    """numpy.pad's reading of ``pad_width``: integers (never bools or floats) broadcast
+    to ``(ndim, 2)``, without negative widths."""
+    try:
+        widths = np.array(_width_entries(pad_width, ndim, 0), dtype=np.int64)
+        pairs = np.broadcast_to(widths, (ndim, 2))
+    except (ValueError, OverflowError):  # ragged nesting, a shape that does not broadcast
+        raise ShapeError("pad", f"pad_width {pad_width!r} does not fit rank {ndim}") from None
+    if (pairs < 0).any():
+        raise ShapeError("pad", f"pad_width {pad_width!r} holds negative widths")
+    return cast(list[list[int]], pairs.tolist())
+
+
+def _width_entries(value: Any, ndim: int, depth: int) -> Any:
+    """``value`` as nested lists of Python ints (at most two levels, as ``(ndim, 2)``)."""
+    if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim):
+        if depth == 2:
+            raise ValueError("nested too deeply")
+        if isinstance(value, np.ndarray) and value.dtype.kind not in "iu":
+            raise ShapeError("pad", f"pad_width must hold integers, got {value!r}")
+        return [_width_entries(v, ndim, depth + 1) for v in value]
+    return as_int("pad", "pad_width", value, ShapeError)
 
 
 @preserving

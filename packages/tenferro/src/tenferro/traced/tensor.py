@@ -31,7 +31,7 @@ from tenferro.core.flags import check_flag
 from tenferro.core.keys import AliasKey, CheckpointKey, LeafKey, PlaceholderKey
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.dtypes import dtype as as_dtype
-from tenferro.errors import ArgumentTypeError, ShapeError, TenferroError
+from tenferro.errors import ArgumentTypeError, TenferroError
 from tenferro.meta import Meta
 from tenferro.surface import math as _math
 from tenferro.surface.methods import TensorMethods
@@ -314,22 +314,9 @@ def placeholder(
 
 
 def _shape(shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
-        shape = (shape,)
-    try:
-        extents = tuple(shape)
-    except TypeError:
-        raise ShapeError(
-            "placeholder", f"the shape must be a sequence of ints, got {shape!r}"
-        ) from None
-    checked = []
-    for n in extents:
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ShapeError(
-                "placeholder", f"the shape must hold non-negative ints, got {n!r} in {shape!r}"
-            )
-        checked.append(int(n))
-    return tuple(checked)
+    from tenferro.surface.convert import as_shape
+
+    return as_shape(shape, "placeholder")
 
 
 def traced(data: Any, dtype: Any = None, name: str = "leaf") -> TracedTensor:

@@ -1,0 +1,233 @@
+"""Support of the integer-parameter generators (``test_lax_integer_parameters``,
+``test_numpy_integer_parameters``): a call with its integer parameters described, the
+malformed values generated for each parameter, and the valid spellings of a value.
+
+An integer parameter is an integer in numpy's sense (``__index__``, not bool, not
+float); a sequence of them a tuple, list or 1-d integer array, of one entry per axis
+when the parameter is per axis (see ``tenferro.core.params``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+import tenferro as tf
+
+
+@dataclass(frozen=True)
+class Int:
+    """One integer parameter: its keyword, the error class of its role (``AxisError``
+    for axes, ``ShapeError`` for extents and positions, ``ParameterError`` otherwise),
+    whether it is a sequence, one entry per axis of an operand, whether ``None`` is
+    valid for it, and whether one integer stands for a sequence (numpy's ``axis=1``)."""
+
+    name: str
+    error: type[tf.TenferroError]
+    sequence: bool = False
+    per_axis: bool = False
+    optional: bool = False
+    scalar_ok: bool = False
+
+
+@dataclass(frozen=True)
+class Case:
+    """``function(**operands, **params)``: ``operands`` hold numpy data (a list of arrays
+    for a sequence of operands), ``params`` valid values; ``ints`` describe the integer
+    parameters among them; ``op`` is the name errors must carry."""
+
+    function: Callable[..., Any]
+    op: str
+    operands: dict[str, Any]
+    params: dict[str, Any]
+    ints: tuple[Int, ...] = field(default=())
+
+    def call(self, operands: dict[str, Any] | None = None, **changed: Any) -> Any:
+        return self.function(
+            **(self.operands if operands is None else operands),
+            **{
+                **self.params,
+                **changed,
+            },
+        )
+
+
+def malformed(param: Int, valid: Any) -> Iterator[tuple[Any, Any]]:
+    """``(bad value, what the message must show)`` for ``param`` whose valid value is
+    ``valid``: bools, floats (integral ones too), strings, ``None`` (unless valid), a
+    nested list, arrays of the wrong rank or dtype, and for per-axis sequences the wrong
+    length."""
+    if not param.sequence:
+        yield from _bad_scalars(valid, param.optional)
+        yield [valid], "[" + repr(valid)
+        yield np.array([valid]), "array(["
+        return
+    entries = list(valid)
+    first = entries[0] if entries else 0
+    leaf = _first_leaf(first)
+    for bad, shown in _bad_scalars(leaf, optional=False):
+        spelled = [_with_first_leaf(first, bad), *entries[1:]]
+        yield spelled, shown
+        yield tuple(spelled), shown
+        if param.scalar_ok and not (bad is None and param.optional):
+            yield bad, shown  # one integer is valid here: so a bad one is worth trying
+    yield [[first], *entries[1:]], f"[{first!r}]"
+    yield "ab", "'ab'"
+    if not param.scalar_ok:
+        yield first, repr(first)
+    if not param.optional:
+        yield None, "None"
+    yield np.array(entries, dtype=np.float64) + 0.5, "array("
+    yield np.array([entries or [0]]), "array([[" if np.ndim(entries) < 2 else "array([[["
+    if param.per_axis:
+        if entries:
+            yield tuple(entries[:-1]), repr(tuple(entries[:-1]))
+        yield (*entries, 0), repr((*entries, 0))
+
+
+def _first_leaf(value: Any) -> Any:
+    while isinstance(value, (list, tuple)):
+        value = value[0]
+    return value
+
+
+def _with_first_leaf(value: Any, leaf: Any) -> Any:
+    """``value`` (an integer, or nested sequences of them) with its first integer ``leaf``."""
+    if not isinstance(value, (list, tuple)):
+        return leaf
+    return type(value)([_with_first_leaf(value[0], leaf), *value[1:]])
+
+
+def _bad_scalars(valid: Any, optional: bool) -> Iterator[tuple[Any, str]]:
+    yield True, "True"
+    yield np.True_, "True"
+    yield valid + 0.5, repr(valid + 0.5)
+    yield float(valid), repr(float(valid))
+    yield np.float64(valid), repr(float(valid))
+    yield str(valid), repr(str(valid))
+    if not optional:
+        yield None, "None"
+
+
+def int_spellings(value: int) -> st.SearchStrategy[Any]:
+    """Valid spellings of the integer ``value``: Python and numpy ints, 0-d integer
+    arrays, a 0-d integer tensor."""
+    return st.sampled_from(
+        [
+            value,
+            np.int64(value),
+            np.int32(value),
+            np.array(value),
+            np.array(value, dtype=np.int32),
+            tf.asarray(np.int64(value)),
+        ]
+    )
+
+
+@st.composite
+def spelling(draw: Any, param: Int, value: Any) -> Any:
+    """A valid spelling of ``value`` for ``param`` (drawn)."""
+    if value is None:
+        return None
+    if not param.sequence:
+        return draw(int_spellings(value))
+    if any(isinstance(v, (list, tuple)) for v in value):  # pairs: spell each inner sequence
+        inner = tuple(draw(spelling(param, v)) for v in value)
+        return inner if draw(st.booleans()) else list(inner)
+    entries = [int(v) for v in value]
+    form = draw(st.sampled_from(["tuple", "list", "int64 array", "int32 array", "entries"]))
+    if form == "tuple":
+        return tuple(entries)
+    if form == "list":
+        return list(entries)
+    if form == "int64 array":
+        return np.array(entries, dtype=np.int64)
+    if form == "int32 array":
+        return np.array(entries, dtype=np.int32)
+    return tuple(draw(int_spellings(v)) for v in entries)
+
+
+KINDS = ("numpy", "Tensor", "EagerTensor", "TracedTensor")
+
+
+def as_kind(kind: str, data: Any) -> Any:
+    """``data`` (an array, or a list of arrays) as an operand of ``kind``."""
+    if isinstance(data, list):
+        return [as_kind(kind, d) for d in data]
+    if kind == "numpy":
+        return data
+    if kind == "Tensor":
+        return tf.asarray(data)
+    if kind == "EagerTensor":
+        return tf.EagerTensor(data)
+    return tf.traced(data)
+
+
+def value(result: Any) -> Any:
+    """The data of a lax result (evaluated when traced)."""
+    if isinstance(result, tuple):
+        return tuple(value(r) for r in result)
+    if isinstance(result, tf.TracedTensor):
+        return np.asarray(result.eval())
+    return np.asarray(result)
+
+
+def assert_same(got: Any, expected: Any) -> None:
+    """Same values (NaNs where NaNs), dtypes and shapes."""
+    if isinstance(expected, tuple):
+        assert isinstance(got, tuple)
+        for g, e in zip(got, expected, strict=True):
+            assert_same(g, e)
+        return
+    got, expected = value(got), value(expected)
+    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
+    np.testing.assert_array_equal(got, expected)
+
+
+def refusals(cases: dict[str, Case]) -> list[tuple[str, str]]:
+    """``(case key, parameter)`` for every integer parameter of ``cases``."""
+    return [(key, param.name) for key, case in cases.items() for param in case.ints]
+
+
+def spelled(data: st.DataObject, case: Case) -> dict[str, Any]:
+    """``case``'s parameters with each integer parameter in a drawn valid spelling."""
+    params = dict(case.params)
+    for param in case.ints:
+        params[param.name] = data.draw(spelling(param, params[param.name]))
+    return params
+
+
+def check_refusal(case: Case, name: str) -> None:
+    """Every malformed value of parameter ``name`` raises its error naming ``case.op`` and
+    the value; afterwards the valid call still gives what it gave before."""
+    param = next(p for p in case.ints if p.name == name)
+    before = value(case.call(_tensors(case)))
+    for bad, shown in malformed(param, case.params[param.name]):
+        refused = _refusal(case, param.name, bad)
+        message = str(refused)
+        assert isinstance(refused, param.error), (param.name, bad, message)
+        assert refused.op == case.op, (param.name, bad, message)
+        assert shown in message, (param.name, bad, shown, message)
+    assert_same(case.call(_tensors(case)), before)
+
+
+def _refusal(case: Case, name: str, bad: Any) -> tf.TenferroError:
+    """The tenferro error of ``case`` called with ``name=bad``; a bare Python/numpy error
+    (the bug class) or an accepted call fails."""
+    try:
+        case.call(_tensors(case), **{name: bad})
+    except tf.TenferroError as error:
+        return error
+    except Exception as error:
+        raise AssertionError(
+            f"{case.op}({name}={bad!r}) raised a bare {type(error).__name__}: {error}"
+        ) from error
+    raise AssertionError(f"{case.op}({name}={bad!r}) was accepted")
+
+
+def _tensors(case: Case) -> dict[str, Any]:
+    return {name: as_kind("Tensor", data) for name, data in case.operands.items()}
