@@ -38,6 +38,7 @@ often gets the re-made program, whose exact instances evaluate faster.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -259,20 +260,21 @@ class _AnyExtents:
 class _AtNodeExtents:
     """An instruction running its primitive's :meth:`~TensorPrimitive.extent_kernel` for
     the output extents of the node it runs for, which it reads from the evaluation
-    context: the node's :func:`_flat_extents` (see :class:`_AtNode`). It has no
-    ``kernel()``: generated code calls its ``eval`` with that context."""
+    context: the node's :func:`_flat_extents` (see :class:`_AtNode`), at positions
+    ``picks``. It has no ``kernel()``: generated code calls its ``eval`` with that
+    context."""
 
-    __slots__ = ("operation", "picks")
+    __slots__ = ("operation", "picks", "shape_of")
 
     def __init__(self, operation: TensorPrimitive, picks: tuple[int, ...]) -> None:
         self.operation = operation
         self.picks = picks
+        self.shape_of = _getter(picks)
 
     def eval(self, inputs: Sequence[Any], ctx: Any) -> tuple[Any]:
         if type(ctx) is not list:
             raise AssertionError(f"{self!r} runs only for a node's extents")
-        shape = tuple([ctx[p] if p >= 0 else -1 - p for p in self.picks])
-        return (self.operation.extent_kernel(shape)(*inputs),)
+        return (self.operation.extent_kernel(self.shape_of(ctx))(*inputs),)
 
     def input_count(self) -> int:
         return len(self.operation.inputs)
@@ -282,6 +284,17 @@ class _AtNodeExtents:
 
     def __repr__(self) -> str:
         return f"{self.operation} (at a node's extents)"
+
+
+def _getter(picks: tuple[int, ...]) -> Any:
+    """The function from a node's :func:`_flat_extents` to the tuple of its entries at
+    ``picks`` (``operator.itemgetter``, a tuple for every count of picks)."""
+    if len(picks) > 1:
+        return operator.itemgetter(*picks)
+    if picks:
+        (pick,) = picks
+        return lambda extents: (extents[pick],)
+    return lambda extents: ()
 
 
 class _AtNode:
@@ -306,8 +319,7 @@ class _AtNode:
         single = self.single
         if single is None:
             return None
-        shape = tuple([self.extents[p] if p >= 0 else -1 - p for p in single.picks])
-        return single.operation.extent_kernel(shape)
+        return single.operation.extent_kernel(single.shape_of(self.extents))
 
 
 def _at_any_extents(
@@ -316,15 +328,17 @@ def _at_any_extents(
     """``program`` (a derivative program of ``stand_in``'s class) running any-extent
     kernels (``None`` when some instruction has none); the instructions whose kernels
     need a node's extents: (position, operation, where each of its output extents is
-    among the node's: :func:`_flat_extents` position ``p >= 0``, or ``-1 - n`` for an
-    extent ``n`` of 0 or 1, which every instance of the class has there), which run as
-    :class:`_AtNodeExtents` reading those from the evaluation context; and the one such
-    instruction when it is the whole program (else ``None``)."""
+    among the node's :func:`_flat_extents`, one of 0 or 1 among the entries that list
+    ends with), which run as :class:`_AtNodeExtents` reading those from the evaluation
+    context; and the one such instruction when it is the whole program (else ``None``)."""
     operations: list[Any] = []
     mapped: list[tuple[int, Any, tuple[int, ...]]] = []
     position_of: dict[int, int] = {}
-    for p, n in enumerate(_flat_extents(stand_in)):
+    flat = _flat_extents(stand_in)
+    for p, n in enumerate(flat):
         position_of.setdefault(n, p)
+    constant = len(flat) - len(_CONSTANT_EXTENTS)
+    position_of.update({n: constant + n for n in _CONSTANT_EXTENTS})
     for position, instruction in enumerate(program.instructions):
         operation: Any = instruction.operation
         if type(operation) is AddAny:
@@ -338,7 +352,7 @@ def _at_any_extents(
             (out,) = operation.outputs
             if operation.extent_kernel(out.shape) is None:
                 return None, (), None
-            picks = tuple([-1 - n if n < 2 else position_of[n] for n in out.shape])
+            picks = tuple([position_of[n] for n in out.shape])
             mapped.append((position, operation, picks))
             operations.append(_AtNodeExtents(operation, picks))
             continue
@@ -358,8 +372,15 @@ def _at_any_extents(
 
 
 def _flat_extents(op: TensorPrimitive) -> list[int]:
-    """Every extent of ``op``'s operands and outputs, in order."""
-    return [n for meta in (*op.inputs, *op.outputs) for n in meta.shape]
+    """Every extent of ``op``'s operands and outputs, in order, then the extents 0 and 1
+    (an extent of 0 or 1 in a derivative program is the same at every instance of the
+    class, which keeps which extents are 0 or 1: it is read from those last entries)."""
+    flat = [n for meta in (*op.inputs, *op.outputs) for n in meta.shape]
+    flat += _CONSTANT_EXTENTS
+    return flat
+
+
+_CONSTANT_EXTENTS = (0, 1)
 
 
 def _shape(value: Any) -> tuple[int, ...]:
