@@ -75,29 +75,95 @@ def extent_class(
     not re-instantiable."""
     if not op.extent_generic:
         return None
-    inputs = op.inputs
-    for meta in (*inputs, *op.outputs):
-        if meta.dynamic:
-            return None
+    inputs, outputs = op.inputs, op.outputs
+    if any(map(_DYNAMIC, inputs)) or any(map(_DYNAMIC, outputs)):
+        return None
     facts = op.extent_facts()
     if facts is None:
         return None
-    skip = op.extent_params
-    params = tuple(
-        [(f, getattr(op, f)) for f in op._field_names if f != "inputs" and f not in skip]
-    )
+    kind = type(op)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _fields(kind)
     key = (
-        type(op),
-        params,
-        tuple([(len(m.shape), m.dtype, m.weak) for m in inputs]),
+        kind,
+        fields(op),
+        tuple(map(len, map(_SHAPE, inputs))),
+        tuple(map(_DTYPE, inputs)),
+        tuple(map(_WEAK, inputs)),
         active,
         facts,
     )
     found = _CLASSES.get(key)
     if found is None:
-        found = _admit(op, active, keys)
+        found = _class_of_coincidences(op, key, active, keys)
         _CLASSES.put(key, found)
     return found or None
+
+
+def _class_of_coincidences(
+    op: TensorPrimitive, key: tuple[Any, ...], active: tuple[int, ...], keys: tuple[str, ...]
+) -> Any:
+    """The class of a never-seen extent pattern (``key``'s last entry). A primitive whose
+    rules read no coincidence of extents (``reads_extent_coincidences = False``) joins a
+    class of its extents' other patterns whose stand-in's extents coincide only where
+    ``op``'s do (its programs map to ``op``'s extents, and are the ones derived at them),
+    if one is known; otherwise ``op`` founds the class (:func:`_admit`)."""
+    facts = key[-1]
+    if not facts or getattr(type(op), "reads_extent_coincidences", True):
+        return _admit(op, active, keys)
+    coarse = (*key[:-1], tuple([tuple([max(n, -1) for n in shape]) for shape in facts]))
+    known = _COINCIDENCES.get(coarse)
+    if known is None:
+        known = []
+        _COINCIDENCES.put(coarse, known)
+    for pattern, recorded in known:
+        if _separates(pattern, facts):
+            return recorded
+    found = _admit(op, active, keys)
+    if found and len(known) < _PATTERNS_PER_CLASS:
+        known.append((facts, found))
+    return found
+
+
+def _separates(pattern: Any, facts: Any) -> bool:
+    """Whether extents equal in the extent ``pattern`` (of a class's stand-in) are equal
+    in ``facts`` (an instance's pattern, of the same 0 and 1 entries): then the stand-in's
+    extents map to the instance's."""
+    image: dict[int, int] = {}
+    for given, wanted in zip(pattern, facts, strict=True):
+        for code, other in zip(given, wanted, strict=True):
+            if code < 0 and image.setdefault(code, other) != other:
+                return False
+    return True
+
+
+_COINCIDENCES: DictCache[Any, Any] = DictCache(1024, "extent classes by coincidences")
+"""An extent class's key with its pattern reduced to which extents are 0, 1 or larger
+-> [(extent pattern, recorded graph)] of the classes founded for it (a primitive whose
+rules read no coincidence of extents: see :func:`_class_of_coincidences`)."""
+
+_PATTERNS_PER_CLASS = 16
+"""How many classes (patterns of coincidences) :data:`_COINCIDENCES` keeps per key."""
+
+
+_DYNAMIC, _SHAPE, _DTYPE, _WEAK = (
+    operator.attrgetter(name) for name in ("dynamic", "shape", "dtype", "weak")
+)
+
+_FIELDS: DictCache[type, Any] = DictCache(256, "extent class parameters")
+"""Primitive class -> the function from an instance to the parameters its extent class
+keeps (all but the operands and the :attr:`~TensorPrimitive.extent_params`)."""
+
+
+def _fields(kind: type) -> Any:
+    names = tuple(
+        f for f in kind._field_names if f != "inputs" and f not in kind.extent_params
+    )
+    getter = operator.attrgetter(*names) if names else (lambda op: ())
+    fields = getter if len(names) != 1 else (lambda op: (getter(op),))
+    _FIELDS.put(kind, fields)
+    return fields
 
 
 def stand_in(recorded: RecordedGraph) -> TensorPrimitive:
@@ -191,24 +257,23 @@ def specialize_evaluation(
     if pair is None:  # the stand-in's own node
         return program
     key = (id(program), id(pair[1]))
-    remade = _SPECIALIZED.get(key)
-    if remade is not None and remade[0] is program:
-        made: CompiledProgram = remade[2]
-        return made
+    seen = _SEEN.get(key)
+    if seen is not None and seen[0] is program:
+        remade: CompiledProgram | None = seen[3]
+        if remade is not None:  # a repeated shape's steady state: one lookup
+            return remade
+        seen[2] += 1
+    else:
+        seen = [program, pair, 1, None]
+        _SEEN.put(key, seen)
     found = _AT_ANY_EXTENTS.get(id(program))
     if found is None or found[0] is not program:
         found = (program, *_at_any_extents(program, pair[0]))
         _AT_ANY_EXTENTS.put(id(program), found)
     at_any: CompiledProgram | None = found[1]
-    if at_any is None:
-        return specialize(program, inputs, values)
-    seen = _SEEN.get(key)
-    if seen is None or seen[0] is not program:
-        seen = [program, pair, 0]
-        _SEEN.put(key, seen)
-    seen[2] += 1
-    if seen[2] >= REMAKE_AFTER:  # it repeats: exact instances pay off
-        return specialize(program, inputs, values)
+    if at_any is None or seen[2] >= REMAKE_AFTER:  # it repeats: exact instances pay off
+        remade = seen[3] = specialize(program, inputs, values)
+        return remade
     if not found[2]:  # no instruction needs the node's extents
         return at_any
     return _AtNode(at_any, _flat_extents(pair[1]), found[3])  # type: ignore[return-value]
@@ -229,7 +294,8 @@ one such instruction when it is the whole program): see :func:`_at_any_extents`.
 
 _SEEN: DictCache[tuple[int, int], Any] = DictCache(4096, "instances seen")
 """(id of a derivative program, id of an instance) -> [both, kept alive; how many runs
-at that instance's extents :func:`specialize_evaluation` has served]."""
+at that instance's extents :func:`specialize_evaluation` has served; the program
+re-made for them once it is, else ``None``]."""
 
 
 class _AnyExtents:

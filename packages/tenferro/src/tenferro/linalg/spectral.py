@@ -487,6 +487,7 @@ class SvdTruncate(LinalgOp):
     linear = True
     extent_generic = True  # the rank is an extent: the output extents give it back
     extent_params = ("rank",)
+    reads_extent_coincidences = False  # its rules slice and pad to its metas
 
     @classmethod
     def remake(

@@ -70,6 +70,7 @@ class Slice(TensorPrimitive):
     linear = True
     extent_generic = True  # limits follow from the output extents (canonical ones only)
     extent_params = ("limits",)
+    reads_extent_coincidences = False  # (see tenferro.eager.extents)
     extent_offsets = ("starts",)
     starts: tuple[int, ...]
     limits: tuple[int, ...]
@@ -170,6 +171,7 @@ class Pad(TensorPrimitive):
     linear = True
     extent_generic = True  # ``high`` follows from the output extents
     extent_params = ("high",)
+    reads_extent_coincidences = False  # (see tenferro.eager.extents)
     extent_offsets = ("low",)
     low: tuple[int, ...]
     high: tuple[int, ...]
