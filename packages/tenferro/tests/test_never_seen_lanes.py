@@ -286,3 +286,34 @@ def test_short_tie_scan_equals_the_numpy_path(values: list[float], cotangents: l
     bad = uneven_on_ties(v, c, eps)
     expected = (int(np.argwhere(bad)[0][0]),) if bad.any() else None
     assert got == expected
+
+
+# ---------------------------------------------------------------------- truncation rank
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.sampled_from([0.0, 1e-17, 1e-3, 0.5, 1.0, 1.0, 2.0, 7.5]), max_size=9),
+    st.sampled_from([None, 0.0, 1e-2, 0.3, 1.0]),
+    st.sampled_from([None, 0.0, 1e-3, 0.6, 3.0]),
+    st.integers(0, 10),
+)
+def test_truncation_rank_equals_the_count_above_the_tolerance(
+    values: list[float], rtol: Any, atol: Any, cap: int
+) -> None:
+    """The rank a concrete truncated SVD keeps (the cap's shortcut when the cap-th
+    value clears the tolerance, else a count) equals the count of singular values
+    above numpy's ``matrix_rank`` tolerance, at most the cap."""
+    from tenferro.linalg.spectral import _concrete_rank
+
+    s = np.sort(np.asarray(values, float))[::-1].copy()
+    shape = (len(s) + 2, max(len(s), 1))
+    if rtol is None:
+        eps = 0.0 if atol is not None and atol > 0 else np.finfo(float).eps * max(shape)
+    else:
+        eps = rtol
+    threshold = max(0.0 if atol is None else atol, eps * (s[0] if len(s) else 0.0))
+    expected = min(cap, int(np.count_nonzero(s > threshold)))
+    assert _concrete_rank(s, shape, rtol, atol, cap) == expected
+    batch = np.stack([s, s[::-1] * 0.0]) if len(s) else np.zeros((2, 0))
+    assert _concrete_rank(batch, shape, rtol, atol, cap) == expected  # the batch's largest

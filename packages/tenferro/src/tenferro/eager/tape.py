@@ -38,6 +38,7 @@ from tenferro.errors import (
     ShapeError,
     TenferroError,
 )
+from tenferro.ieee import quiet, restore
 from tenferro.meta import Meta
 from tenferro.surface.convert import broadcast_to
 from tidu import ADRuleError, linear_transpose
@@ -517,20 +518,22 @@ class Tape:
             )
         seed_value = self._seed(op, output, seed, create_graph)
         executor = self._recording if create_graph else self._plain
+        token = quiet()  # np.errstate(all="ignore"), for a microsecond less
         try:
-            with np.errstate(all="ignore"):
-                return backward(
-                    output.key,
-                    output.node,
-                    seed_value,
-                    executor,
-                    reached=reached,
-                    keep=keep,
-                    retain_graph=retain_graph,
-                    only=only,
-                )
+            return backward(
+                output.key,
+                output.node,
+                seed_value,
+                executor,
+                reached=reached,
+                keep=keep,
+                retain_graph=retain_graph,
+                only=only,
+            )
         except _Released as error:
             raise _released(op, error.node) from None
+        finally:
+            restore(token)
 
     def _seed(self, op: str, output: EagerTensor, seed: Any, create_graph: bool) -> Any:
         meta = output.meta
@@ -618,12 +621,14 @@ class Tape:
                 )
             seeds[source.key] = value if source.key not in seeds else seeds[source.key] + value
         traces = [o.node for o in outs if isinstance(o, EagerTensor)]
-        with np.errstate(all="ignore"):
-            wanted = {o.key for o in outs if isinstance(o, EagerTensor)}
-            try:
-                result = forward(seeds, traces, self._plain, wanted=wanted)
-            except _Released as error:
-                raise _released("jvp", error.node) from None
+        wanted = {o.key for o in outs if isinstance(o, EagerTensor)}
+        token = quiet()
+        try:
+            result = forward(seeds, traces, self._plain, wanted=wanted)
+        except _Released as error:
+            raise _released("jvp", error.node) from None
+        finally:
+            restore(token)
         tangent_out = [
             self._result(result.get(o.key) if isinstance(o, EagerTensor) else None, o, False)
             for o in outs
