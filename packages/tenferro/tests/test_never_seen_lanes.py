@@ -73,7 +73,8 @@ def test_pad_extent_kernels_equal_the_instances(
     x = _array(shape, dtype, len(axes))
     expected = op.impl(x)
     got = op.extent_kernel(op.outputs[0].shape)(x)
-    assert got.shape == expected.shape and got.dtype == expected.dtype
+    assert got.shape == expected.shape
+    assert got.dtype == expected.dtype
     assert np.array_equal(got, expected)
 
 
@@ -92,13 +93,12 @@ def test_structural_extent_kernels_equal_the_instances(shape: list[int], data: A
     made = [
         ops.Slice.make((meta,), starts=starts, limits=limits, strides=strides),
         ops.Reshape.make((meta,), shape=(int(np.prod(shape)),)),
-        ops.BroadcastInDim.make(
-            (meta,), shape=(2, *shape), dims=tuple(range(1, len(shape) + 1))
-        ),
+        ops.BroadcastInDim.make((meta,), shape=(2, *shape), dims=tuple(range(1, len(shape) + 1))),
     ]
     for op in made:
         got = op.extent_kernel(op.outputs[0].shape)(x)
-        assert np.array_equal(got, op.impl(x)) and got.shape == op.outputs[0].shape
+        assert np.array_equal(got, op.impl(x))
+        assert got.shape == op.outputs[0].shape
 
 
 # ---------------------------------------------------------------------- coincidences
@@ -136,7 +136,10 @@ def _make(cls: Any, free: list[int], dtype: Any) -> Any:
         return cls.make((Meta((a, b, c), dtype),), axes=(1,))
     if cls is ops.Slice:  # x[1:, ::2] (canonical limits)
         return cls.make(
-            (Meta((a, b), dtype),), starts=(1, 0), limits=(a, 2 * ((b - 1) // 2) + 1), strides=(1, 2)
+            (Meta((a, b), dtype),),
+            starts=(1, 0),
+            limits=(a, 2 * ((b - 1) // 2) + 1),
+            strides=(1, 2),
         )
     if cls is ops.Pad:
         return cls.make((Meta((a, b), dtype),), low=(1, 0), high=(0, 2), interior=(0, 0))
@@ -249,9 +252,7 @@ def test_tape_at_coinciding_extents_equals_traced_and_finite_differences(
             return float(np.asarray(_program(tf.asarray(v))))
 
         slope = (loss(x + eps * direction) - loss(x - eps * direction)) / (2 * eps)
-        np.testing.assert_allclose(
-            np.real(np.vdot(got, direction)), slope, rtol=1e-6, atol=1e-7
-        )
+        np.testing.assert_allclose(np.real(np.vdot(got, direction)), slope, rtol=1e-6, atol=1e-7)
         hvp = np.asarray(tf.Tape().hvp(_program, [x], [direction]))
         np.testing.assert_allclose(
             hvp, np.asarray(tf.hvp(_program, (x,), (direction,))), rtol=1e-9, atol=1e-11
@@ -260,9 +261,7 @@ def test_tape_at_coinciding_extents_equals_traced_and_finite_differences(
         leaf = second.track(x)
         (g,) = second.grad(_program(leaf), [leaf], create_graph=True)
         inner = tf.sum(tf.real(g * tf.conj(tf.asarray(direction))))
-        np.testing.assert_allclose(
-            np.asarray(second.grad(inner, leaf)), hvp, rtol=1e-9, atol=1e-11
-        )
+        np.testing.assert_allclose(np.asarray(second.grad(inner, leaf)), hvp, rtol=1e-9, atol=1e-11)
 
 
 # ---------------------------------------------------------------------- tie scan
@@ -274,7 +273,9 @@ def test_tape_at_coinciding_extents_equals_traced_and_finite_differences(
     st.lists(st.sampled_from([0.0, 1.0, -2.0, 1e-9, 5.0]), min_size=12, max_size=12),
     st.sampled_from([1e-12, 1e-3]),
 )
-def test_short_tie_scan_equals_the_numpy_path(values: list[float], cotangents: list[float], eps: float) -> None:
+def test_short_tie_scan_equals_the_numpy_path(
+    values: list[float], cotangents: list[float], eps: float
+) -> None:
     """The Python scan of short spectra (quick rejection when no gap is within the
     bound, else pairwise) flags the first pair the numpy path flags."""
     v = np.sort(np.asarray(values, float))[::-1].copy()

@@ -25,6 +25,15 @@ output extents is one of the stand-in's own (or 0 or 1). The tape saves each suc
 node's (stand-in, instance) pair as its ``instance``, which the passes hand to
 :func:`specialize` among the node's values.
 
+The map needs only the stand-in's equal extents to be equal at the node; a primitive
+whose rules compare extents with 0 and 1 only, never with each other (reshape,
+broadcast_in_dim, reduce_sum, slice, pad, svd_truncate declare
+``reads_extent_coincidences = False``), derives the same programs, mapped, at extents
+that coincide more. An instance of a never-seen pattern of such a primitive joins a
+known class of its other facts whose stand-in's pattern separates at least as much
+(:func:`_class_of_coincidences`) instead of founding one: a changing-shape sweep
+derives each such class once, not once per way its extents happen to coincide.
+
 Evaluation alone (a backward or forward pass that records nothing) goes further
 (:func:`specialize_evaluation`): a program whose instructions all have an
 ``any_extent_kernel`` (``dot_general`` reading its extents from the arrays,
@@ -151,15 +160,13 @@ _DYNAMIC, _SHAPE, _DTYPE, _WEAK = (
     operator.attrgetter(name) for name in ("dynamic", "shape", "dtype", "weak")
 )
 
-_FIELDS: DictCache[type, Any] = DictCache(256, "extent class parameters")
+_FIELDS: DictCache[Any, Any] = DictCache(256, "extent class parameters")
 """Primitive class -> the function from an instance to the parameters its extent class
 keeps (all but the operands and the :attr:`~TensorPrimitive.extent_params`)."""
 
 
-def _fields(kind: type) -> Any:
-    names = tuple(
-        f for f in kind._field_names if f != "inputs" and f not in kind.extent_params
-    )
+def _fields(kind: type[TensorPrimitive]) -> Any:
+    names = tuple(f for f in kind._field_names if f != "inputs" and f not in kind.extent_params)
     getter = operator.attrgetter(*names) if names else (lambda op: ())
     fields = getter if len(names) != 1 else (lambda op: (getter(op),))
     _FIELDS.put(kind, fields)
