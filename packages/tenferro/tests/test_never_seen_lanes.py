@@ -23,6 +23,7 @@ from typing import Any
 
 import hypothesis.strategies as st
 import numpy as np
+import pytest
 from hypothesis import assume, given, settings
 from test_extent_generic import CASES, DTYPES, _active, _inputs, _programs, _structure
 
@@ -318,3 +319,41 @@ def test_truncation_rank_equals_the_count_above_the_tolerance(
     assert _concrete_rank(s, shape, rtol, atol, cap) == expected
     batch = np.stack([s, s[::-1] * 0.0]) if len(s) else np.zeros((2, 0))
     assert _concrete_rank(batch, shape, rtol, atol, cap) == expected  # the batch's largest
+
+
+# ---------------------------------------------------------------------- tape passes
+
+
+@pytest.mark.parametrize("extra", [0, 40])
+def test_backward_accumulates_into_the_reached_leaves_only(extra: int) -> None:
+    """``backward()`` finds the leaves among the fewer of the tape's live leaves and the
+    keys the pass reached: with none or many unrelated live leaves, exactly the leaves
+    the output depends on accumulate (closed form), twice over two passes."""
+    tape = tf.Tape()
+    unrelated = [tape.track(np.full((2,), float(i))) for i in range(extra)]
+    a, b = tape.track(np.array([0.5, -1.0])), tape.track(np.array([2.0, 3.0]))
+    for _ in range(2):
+        tf.sum(tf.sin(a) * b).backward()
+    np.testing.assert_allclose(np.asarray(a.grad), 2 * np.cos([0.5, -1.0]) * [2.0, 3.0])
+    np.testing.assert_allclose(np.asarray(b.grad), 2 * np.sin([0.5, -1.0]))
+    assert all(leaf.grad is None for leaf in unrelated)
+
+
+def test_tape_passes_silence_and_restore_the_floating_point_state() -> None:
+    """Reverse and forward passes through infinities neither warn nor leave numpy's
+    error state changed, also when the pass raises."""
+    before = np.geterr()
+    with np.errstate(all="raise"):
+        tape = tf.Tape()
+        x = tape.track(np.array([0.0, 1.0]))
+        y = tf.sum(tf.log(x))
+        np.testing.assert_array_equal(np.asarray(tape.grad(y, x, retain_graph=True)), [np.inf, 1])
+        _, tangent = tf.Tape().jvp(
+            lambda v: tf.sum(tf.log(v)), [np.array([0.0, 2.0])], [np.ones(2)]
+        )
+        assert np.isinf(np.asarray(tangent))
+        tape.grad(y, x)
+        with pytest.raises(tf.ReleasedGraphError):
+            tape.grad(y, x)
+        assert np.geterr()["divide"] == "raise"
+    assert np.geterr() == before
