@@ -503,3 +503,61 @@ def test_one_seed_runners_equal_the_general_runners(
         )
         is None
     )  # an executor that records what it runs keeps the general path
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["Mul", "Add", "Sin", "Exp", "Neg"]),
+            st.integers(0, 3),
+            st.integers(0, 3),
+        ),
+        min_size=1,
+        max_size=16,
+    ),
+    st.booleans(),
+    st.sampled_from([None, ()]),
+)
+def test_the_walk_visits_random_dags_after_every_consumer(
+    steps: list[tuple[str, int, int]], retain: bool, keep: Any
+) -> None:
+    """Random DAGs of scalar operations (chains, which the walk follows without its
+    heap, fan-out and fan-in, a value used twice by one operation; operands among the
+    four latest values): each input's cotangent equals forward-mode dual numbers
+    computed by hand, so no node runs before all the cotangents of its outputs
+    arrived."""
+    recorder = Recorder()
+    graphs = {
+        op.name: RecordedGraph.from_primitive(op, CANONICAL[:arity])
+        for op, arity in ((Mul, 2), (Add, 2), (Sin, 1), (Exp, 1), (Neg, 1))
+    }
+    ops = {"Mul": Mul, "Add": Add, "Sin": Sin, "Exp": Exp, "Neg": Neg}
+    x = EagerInput(Input("x"), None, True, 0.3)
+    y = EagerInput(Input("y"), None, True, -0.7)
+    values = [x, y]
+    duals = [(0.3, 1.0, 0.0), (-0.7, 0.0, 1.0)]  # (value, d/dx, d/dy)
+    for name, i, j in steps:
+        a, b = max(len(values) - 1 - i, 0), max(len(values) - 1 - j, 0)
+        (va, xa, ya), (vb, xb, yb) = duals[a], duals[b]
+        if name == "Mul":
+            args, dual = [values[a], values[b]], (va * vb, xa * vb + va * xb, ya * vb + va * yb)
+        elif name == "Add":
+            args, dual = [values[a], values[b]], (va + vb, xa + xb, ya + yb)
+        elif name == "Sin":
+            args, dual = [values[a]], (math.sin(va), math.cos(va) * xa, math.cos(va) * ya)
+        elif name == "Exp":
+            args, dual = [values[a]], (math.exp(va), math.exp(va) * xa, math.exp(va) * ya)
+        else:
+            args, dual = [values[a]], (-va, -xa, -ya)
+        (data,) = ops[name].eval([arg.data for arg in args], None)
+        (out,) = recorder.record_graph(graphs[name], args, [data], None)
+        values.append(EagerInput(out.key, out.trace, True, data))
+        duals.append(dual)
+    last = values[-1]
+    cotangents = backward(
+        last.key, last.trace, 1.0, ProgramExecutor(Add), retain_graph=retain, keep=keep
+    )
+    _, dx, dy = duals[-1]
+    assert math.isclose(cotangents.get(x.key, 0.0), dx, rel_tol=1e-12, abs_tol=1e-12)
+    assert math.isclose(cotangents.get(y.key, 0.0), dy, rel_tol=1e-12, abs_tol=1e-12)

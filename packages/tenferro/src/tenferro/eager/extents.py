@@ -25,6 +25,15 @@ output extents is one of the stand-in's own (or 0 or 1). The tape saves each suc
 node's (stand-in, instance) pair as its ``instance``, which the passes hand to
 :func:`specialize` among the node's values.
 
+The map needs only the stand-in's equal extents to be equal at the node; a primitive
+whose rules compare extents with 0 and 1 only, never with each other (reshape,
+broadcast_in_dim, reduce_sum, slice, pad, svd_truncate declare
+``reads_extent_coincidences = False``), derives the same programs, mapped, at extents
+that coincide more. An instance of a never-seen pattern of such a primitive joins a
+known class of its other facts whose stand-in's pattern separates at least as much
+(:func:`_class_of_coincidences`) instead of founding one: a changing-shape sweep
+derives each such class once, not once per way its extents happen to coincide.
+
 Evaluation alone (a backward or forward pass that records nothing) goes further
 (:func:`specialize_evaluation`): a program whose instructions all have an
 ``any_extent_kernel`` (``dot_general`` reading its extents from the arrays,
@@ -38,6 +47,7 @@ often gets the re-made program, whose exact instances evaluate faster.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -74,29 +84,93 @@ def extent_class(
     not re-instantiable."""
     if not op.extent_generic:
         return None
-    inputs = op.inputs
-    for meta in (*inputs, *op.outputs):
-        if meta.dynamic:
-            return None
+    inputs, outputs = op.inputs, op.outputs
+    if any(map(_DYNAMIC, inputs)) or any(map(_DYNAMIC, outputs)):
+        return None
     facts = op.extent_facts()
     if facts is None:
         return None
-    skip = op.extent_params
-    params = tuple(
-        [(f, getattr(op, f)) for f in op._field_names if f != "inputs" and f not in skip]
-    )
+    kind = type(op)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _fields(kind)
     key = (
-        type(op),
-        params,
-        tuple([(len(m.shape), m.dtype, m.weak) for m in inputs]),
+        kind,
+        fields(op),
+        tuple(map(len, map(_SHAPE, inputs))),
+        tuple(map(_DTYPE, inputs)),
+        tuple(map(_WEAK, inputs)),
         active,
         facts,
     )
     found = _CLASSES.get(key)
     if found is None:
-        found = _admit(op, active, keys)
+        found = _class_of_coincidences(op, key, active, keys)
         _CLASSES.put(key, found)
     return found or None
+
+
+def _class_of_coincidences(
+    op: TensorPrimitive, key: tuple[Any, ...], active: tuple[int, ...], keys: tuple[str, ...]
+) -> Any:
+    """The class of a never-seen extent pattern (``key``'s last entry). A primitive whose
+    rules read no coincidence of extents (``reads_extent_coincidences = False``) joins a
+    class of its extents' other patterns whose stand-in's extents coincide only where
+    ``op``'s do (its programs map to ``op``'s extents, and are the ones derived at them),
+    if one is known; otherwise ``op`` founds the class (:func:`_admit`)."""
+    facts = key[-1]
+    if not facts or getattr(type(op), "reads_extent_coincidences", True):
+        return _admit(op, active, keys)
+    coarse = (*key[:-1], tuple([tuple([max(n, -1) for n in shape]) for shape in facts]))
+    known = _COINCIDENCES.get(coarse)
+    if known is None:
+        known = []
+        _COINCIDENCES.put(coarse, known)
+    for pattern, recorded in known:
+        if _separates(pattern, facts):
+            return recorded
+    found = _admit(op, active, keys)
+    if found and len(known) < _PATTERNS_PER_CLASS:
+        known.append((facts, found))
+    return found
+
+
+def _separates(pattern: Any, facts: Any) -> bool:
+    """Whether extents equal in the extent ``pattern`` (of a class's stand-in) are equal
+    in ``facts`` (an instance's pattern, of the same 0 and 1 entries): then the stand-in's
+    extents map to the instance's."""
+    image: dict[int, int] = {}
+    for given, wanted in zip(pattern, facts, strict=True):
+        for code, other in zip(given, wanted, strict=True):
+            if code < 0 and image.setdefault(code, other) != other:
+                return False
+    return True
+
+
+_COINCIDENCES: DictCache[Any, Any] = DictCache(1024, "extent classes by coincidences")
+"""An extent class's key with its pattern reduced to which extents are 0, 1 or larger
+-> [(extent pattern, recorded graph)] of the classes founded for it (a primitive whose
+rules read no coincidence of extents: see :func:`_class_of_coincidences`)."""
+
+_PATTERNS_PER_CLASS = 16
+"""How many classes (patterns of coincidences) :data:`_COINCIDENCES` keeps per key."""
+
+
+_DYNAMIC, _SHAPE, _DTYPE, _WEAK = (
+    operator.attrgetter(name) for name in ("dynamic", "shape", "dtype", "weak")
+)
+
+_FIELDS: DictCache[Any, Any] = DictCache(256, "extent class parameters")
+"""Primitive class -> the function from an instance to the parameters its extent class
+keeps (all but the operands and the :attr:`~TensorPrimitive.extent_params`)."""
+
+
+def _fields(kind: type[TensorPrimitive]) -> Any:
+    names = tuple(f for f in kind._field_names if f != "inputs" and f not in kind.extent_params)
+    getter = operator.attrgetter(*names) if names else (lambda op: ())
+    fields = getter if len(names) != 1 else (lambda op: (getter(op),))
+    _FIELDS.put(kind, fields)
+    return fields
 
 
 def stand_in(recorded: RecordedGraph) -> TensorPrimitive:
@@ -190,24 +264,23 @@ def specialize_evaluation(
     if pair is None:  # the stand-in's own node
         return program
     key = (id(program), id(pair[1]))
-    remade = _SPECIALIZED.get(key)
-    if remade is not None and remade[0] is program:
-        made: CompiledProgram = remade[2]
-        return made
+    seen = _SEEN.get(key)
+    if seen is not None and seen[0] is program:
+        remade: CompiledProgram | None = seen[3]
+        if remade is not None:  # a repeated shape's steady state: one lookup
+            return remade
+        seen[2] += 1
+    else:
+        seen = [program, pair, 1, None]
+        _SEEN.put(key, seen)
     found = _AT_ANY_EXTENTS.get(id(program))
     if found is None or found[0] is not program:
         found = (program, *_at_any_extents(program, pair[0]))
         _AT_ANY_EXTENTS.put(id(program), found)
     at_any: CompiledProgram | None = found[1]
-    if at_any is None:
-        return specialize(program, inputs, values)
-    seen = _SEEN.get(key)
-    if seen is None or seen[0] is not program:
-        seen = [program, pair, 0]
-        _SEEN.put(key, seen)
-    seen[2] += 1
-    if seen[2] >= REMAKE_AFTER:  # it repeats: exact instances pay off
-        return specialize(program, inputs, values)
+    if at_any is None or seen[2] >= REMAKE_AFTER:  # it repeats: exact instances pay off
+        remade = seen[3] = specialize(program, inputs, values)
+        return remade
     if not found[2]:  # no instruction needs the node's extents
         return at_any
     return _AtNode(at_any, _flat_extents(pair[1]), found[3])  # type: ignore[return-value]
@@ -228,7 +301,8 @@ one such instruction when it is the whole program): see :func:`_at_any_extents`.
 
 _SEEN: DictCache[tuple[int, int], Any] = DictCache(4096, "instances seen")
 """(id of a derivative program, id of an instance) -> [both, kept alive; how many runs
-at that instance's extents :func:`specialize_evaluation` has served]."""
+at that instance's extents :func:`specialize_evaluation` has served; the program
+re-made for them once it is, else ``None``]."""
 
 
 class _AnyExtents:
@@ -259,20 +333,21 @@ class _AnyExtents:
 class _AtNodeExtents:
     """An instruction running its primitive's :meth:`~TensorPrimitive.extent_kernel` for
     the output extents of the node it runs for, which it reads from the evaluation
-    context: the node's :func:`_flat_extents` (see :class:`_AtNode`). It has no
-    ``kernel()``: generated code calls its ``eval`` with that context."""
+    context: the node's :func:`_flat_extents` (see :class:`_AtNode`), at positions
+    ``picks``. It has no ``kernel()``: generated code calls its ``eval`` with that
+    context."""
 
-    __slots__ = ("operation", "picks")
+    __slots__ = ("operation", "picks", "shape_of")
 
     def __init__(self, operation: TensorPrimitive, picks: tuple[int, ...]) -> None:
         self.operation = operation
         self.picks = picks
+        self.shape_of = _getter(picks)
 
     def eval(self, inputs: Sequence[Any], ctx: Any) -> tuple[Any]:
         if type(ctx) is not list:
             raise AssertionError(f"{self!r} runs only for a node's extents")
-        shape = tuple([ctx[p] if p >= 0 else -1 - p for p in self.picks])
-        return (self.operation.extent_kernel(shape)(*inputs),)
+        return (self.operation.extent_kernel(self.shape_of(ctx))(*inputs),)
 
     def input_count(self) -> int:
         return len(self.operation.inputs)
@@ -282,6 +357,17 @@ class _AtNodeExtents:
 
     def __repr__(self) -> str:
         return f"{self.operation} (at a node's extents)"
+
+
+def _getter(picks: tuple[int, ...]) -> Any:
+    """The function from a node's :func:`_flat_extents` to the tuple of its entries at
+    ``picks`` (``operator.itemgetter``, a tuple for every count of picks)."""
+    if len(picks) > 1:
+        return operator.itemgetter(*picks)
+    if picks:
+        (pick,) = picks
+        return lambda extents: (extents[pick],)
+    return lambda extents: ()
 
 
 class _AtNode:
@@ -306,8 +392,7 @@ class _AtNode:
         single = self.single
         if single is None:
             return None
-        shape = tuple([self.extents[p] if p >= 0 else -1 - p for p in single.picks])
-        return single.operation.extent_kernel(shape)
+        return single.operation.extent_kernel(single.shape_of(self.extents))
 
 
 def _at_any_extents(
@@ -316,15 +401,17 @@ def _at_any_extents(
     """``program`` (a derivative program of ``stand_in``'s class) running any-extent
     kernels (``None`` when some instruction has none); the instructions whose kernels
     need a node's extents: (position, operation, where each of its output extents is
-    among the node's: :func:`_flat_extents` position ``p >= 0``, or ``-1 - n`` for an
-    extent ``n`` of 0 or 1, which every instance of the class has there), which run as
-    :class:`_AtNodeExtents` reading those from the evaluation context; and the one such
-    instruction when it is the whole program (else ``None``)."""
+    among the node's :func:`_flat_extents`, one of 0 or 1 among the entries that list
+    ends with), which run as :class:`_AtNodeExtents` reading those from the evaluation
+    context; and the one such instruction when it is the whole program (else ``None``)."""
     operations: list[Any] = []
     mapped: list[tuple[int, Any, tuple[int, ...]]] = []
     position_of: dict[int, int] = {}
-    for p, n in enumerate(_flat_extents(stand_in)):
+    flat = _flat_extents(stand_in)
+    for p, n in enumerate(flat):
         position_of.setdefault(n, p)
+    constant = len(flat) - len(_CONSTANT_EXTENTS)
+    position_of.update({n: constant + n for n in _CONSTANT_EXTENTS})
     for position, instruction in enumerate(program.instructions):
         operation: Any = instruction.operation
         if type(operation) is AddAny:
@@ -338,7 +425,7 @@ def _at_any_extents(
             (out,) = operation.outputs
             if operation.extent_kernel(out.shape) is None:
                 return None, (), None
-            picks = tuple([-1 - n if n < 2 else position_of[n] for n in out.shape])
+            picks = tuple([position_of[n] for n in out.shape])
             mapped.append((position, operation, picks))
             operations.append(_AtNodeExtents(operation, picks))
             continue
@@ -358,8 +445,15 @@ def _at_any_extents(
 
 
 def _flat_extents(op: TensorPrimitive) -> list[int]:
-    """Every extent of ``op``'s operands and outputs, in order."""
-    return [n for meta in (*op.inputs, *op.outputs) for n in meta.shape]
+    """Every extent of ``op``'s operands and outputs, in order, then the extents 0 and 1
+    (an extent of 0 or 1 in a derivative program is the same at every instance of the
+    class, which keeps which extents are 0 or 1: it is read from those last entries)."""
+    flat = [n for meta in (*op.inputs, *op.outputs) for n in meta.shape]
+    flat += _CONSTANT_EXTENTS
+    return flat
+
+
+_CONSTANT_EXTENTS = (0, 1)
 
 
 def _shape(value: Any) -> tuple[int, ...]:

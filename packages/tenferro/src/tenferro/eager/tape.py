@@ -38,6 +38,7 @@ from tenferro.errors import (
     ShapeError,
     TenferroError,
 )
+from tenferro.ieee import quiet, restore
 from tenferro.meta import Meta
 from tenferro.surface.convert import broadcast_to
 from tidu import ADRuleError, linear_transpose
@@ -100,26 +101,47 @@ def _instance_plan(op: TensorPrimitive, code: int, count: int) -> _InstancePlan:
     """The plan of ``op`` with the operands of bit mask ``code`` tracked, as
     ``EagerTensor._bind`` reads it (recorded graph, tracked positions, then what to save:
     the key and position of the one input saved when that is all, else the inputs and
-    outputs to save; then its nodes' ``instance``), kept on the instance by ``code``
-    (from the shared plans: :func:`_plan`)."""
-    flags = tuple([bool(code >> i & 1) for i in range(count)])
-    # By identity: primitives are shared instances, and their __hash__ is Python code.
-    shared = _PLANS.get((id(op), flags))
-    if shared is None or shared[0] is not op:
-        shared = _plan(op, flags)
-    _, recorded, save_inputs, save_outputs, active, instance = shared
+    outputs to save; then its nodes' ``instance``), kept on the instance by ``code``.
+    An instance of an extent class takes its stand-in's plan (a never-seen shape: one
+    class lookup), any other the shared plans' (:func:`_plan`)."""
+    plans = getattr(op, "_tape_plans", None)
+    if plans is None:
+        plans = {}
+        object.__setattr__(op, "_tape_plans", plans)
+    masks = _MASKS.get((code, count))
+    if masks is None:
+        flags = tuple([bool(code >> i & 1) for i in range(count)])
+        masks = (flags, tuple(i for i, tracked in enumerate(flags) if tracked), _canonical(count))
+        _MASKS.put((code, count), masks)
+    flags, active, keys = masks
     plan: _InstancePlan
+    if op.ufunc is None:  # (elementwise primitives: the rank-0 stand-in's plan, below)
+        shared = extent_class(op, active, keys)
+        if shared is not None:
+            first = stand_in(shared)
+            known = None if first is op else getattr(first, "_tape_plans", None)
+            base = None if known is None else known.get(code)
+            if base is not None and base[0] is shared:  # the class's own plan
+                plan = (shared, active, base[2], base[3], base[4], base[5], (first, op))
+                plans[code] = plan
+                return plan
+    # By identity: primitives are shared instances, and their __hash__ is Python code.
+    found = _PLANS.get((id(op), flags))
+    if found is None or found[0] is not op:
+        found = _plan(op, flags)
+    _, recorded, save_inputs, save_outputs, active, instance = found
     if len(save_inputs) == 1 and not save_outputs:
         ((position, key),) = save_inputs
         plan = (recorded, active, key, position, (), (), instance)
     else:
         plan = (recorded, active, None, 0, save_inputs, save_outputs, instance)
-    plans = getattr(op, "_tape_plans", None)
-    if plans is None:
-        plans = {}
-        object.__setattr__(op, "_tape_plans", plans)
     plans[code] = plan
     return plan
+
+
+_MASKS: DictCache[tuple[int, int], Any] = DictCache(256, "tape operand masks")
+"""(bit mask of the tracked operands, operand count) -> (tracked flags, tracked
+positions, canonical input names)."""
 
 
 def _plan(op: TensorPrimitive, flags: tuple[bool, ...]) -> _Plan:
@@ -430,14 +452,20 @@ class Tape:
                 "backward", output, seed, False, reached, (), retain_graph, None
             )
             # Keys of recorded outputs are never leaves: only the others are looked up
-            # (the registry's lookup is Python code, and the pass reaches every key).
-            find = self._leaves.get
+            # (the registry's lookup is Python code, and the pass reaches every key);
+            # when the tape has fewer live leaves than that, each of them is checked.
+            keys = reached | cotangents.keys()
             with self._leaves_lock:
-                leaves = [
-                    leaf
-                    for key in reached | cotangents.keys()
-                    if type(key) is not _OutputKey and (leaf := find(key)) is not None
-                ]
+                registry = self._leaves
+                if len(registry) < len(keys):
+                    leaves = [leaf for key, leaf in registry.items() if key in keys]
+                else:
+                    find = registry.get
+                    leaves = [
+                        leaf
+                        for key in keys
+                        if type(key) is not _OutputKey and (leaf := find(key)) is not None
+                    ]
         else:
             # Checked before the pass, which frees saved values: a bad call changes nothing.
             given = [inputs] if isinstance(inputs, EagerTensor) else list(inputs)
@@ -490,20 +518,22 @@ class Tape:
             )
         seed_value = self._seed(op, output, seed, create_graph)
         executor = self._recording if create_graph else self._plain
+        token = quiet()  # np.errstate(all="ignore"), for a microsecond less
         try:
-            with np.errstate(all="ignore"):
-                return backward(
-                    output.key,
-                    output.node,
-                    seed_value,
-                    executor,
-                    reached=reached,
-                    keep=keep,
-                    retain_graph=retain_graph,
-                    only=only,
-                )
+            return backward(
+                output.key,
+                output.node,
+                seed_value,
+                executor,
+                reached=reached,
+                keep=keep,
+                retain_graph=retain_graph,
+                only=only,
+            )
         except _Released as error:
             raise _released(op, error.node) from None
+        finally:
+            restore(token)
 
     def _seed(self, op: str, output: EagerTensor, seed: Any, create_graph: bool) -> Any:
         meta = output.meta
@@ -591,12 +621,14 @@ class Tape:
                 )
             seeds[source.key] = value if source.key not in seeds else seeds[source.key] + value
         traces = [o.node for o in outs if isinstance(o, EagerTensor)]
-        with np.errstate(all="ignore"):
-            wanted = {o.key for o in outs if isinstance(o, EagerTensor)}
-            try:
-                result = forward(seeds, traces, self._plain, wanted=wanted)
-            except _Released as error:
-                raise _released("jvp", error.node) from None
+        wanted = {o.key for o in outs if isinstance(o, EagerTensor)}
+        token = quiet()
+        try:
+            result = forward(seeds, traces, self._plain, wanted=wanted)
+        except _Released as error:
+            raise _released("jvp", error.node) from None
+        finally:
+            restore(token)
         tangent_out = [
             self._result(result.get(o.key) if isinstance(o, EagerTensor) else None, o, False)
             for o in outs

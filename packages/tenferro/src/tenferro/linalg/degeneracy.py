@@ -25,6 +25,7 @@ level and warns; forward over forward (``jacfwd(jacfwd(f))``) checks nothing.
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 from typing import Any
 
@@ -114,6 +115,8 @@ def _first_uneven(
     if len(v) < 2:
         return None
     bound = max(_rounding(values.dtype) * max(map(abs, v)), 10 * eps)
+    if min(map(abs, map(operator.sub, v[1:], v))) > bound:  # no tie: the common case
+        return None
     step_bound = None
     for i in range(len(v) - 1):
         if abs(v[i + 1] - v[i]) <= bound:

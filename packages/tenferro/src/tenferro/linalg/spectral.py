@@ -488,6 +488,7 @@ class SvdTruncate(LinalgOp):
     linear = True
     extent_generic = True  # the rank is an extent: the output extents give it back
     extent_params = ("rank",)
+    reads_extent_coincidences = False  # its rules slice and pad to its metas
 
     @classmethod
     def remake(
@@ -766,7 +767,7 @@ def truncated_svd(
     k = s.meta.shape[-1]
     cap = k if max_rank is None else min(k, int(max_rank))
     if isinstance(s, Tensor):
-        rank = min(cap, _concrete_rank(s._value, (m, n), rtol, atol))
+        rank = _concrete_rank(s._value, (m, n), rtol, atol, cap)
         if rank == k:
             return SVDResult(u, s, vh)
         return SVDResult(*SvdTruncate.bind(u, s, vh, rank=rank))
@@ -786,12 +787,15 @@ def _concrete_truncated_svd(
     ``eps``): the two nodes the general path binds (the SVD, then the truncation), bound
     directly through the tensor's kind, with the truncation instances kept on the SVD
     instance by rank (structure only: at most K + 1 of them)."""
-    svd_op = Svd.make((a.meta,), eps=DEFAULT_EPS, gauge="raw")
+    svd_op = _SVD_CALLS.get(a.meta)
+    if svd_op is None:
+        svd_op = Svd.make((a.meta,), eps=DEFAULT_EPS, gauge="raw")
+        _SVD_CALLS.put(a.meta, svd_op)
     kind = type(a)
     u, s, vh = kind._bind(svd_op, (a,))
     m, k = svd_op.outputs[0].shape[-2:]
     cap = k if max_rank is None else min(k, int(max_rank))
-    rank = min(cap, _concrete_rank(s._value, (m, svd_op.outputs[2].shape[-1]), rtol, atol))
+    rank = _concrete_rank(s._value, (m, svd_op.outputs[2].shape[-1]), rtol, atol, cap)
     if rank == k:
         return SVDResult(u, s, vh)
     truncations = svd_op._prepared
@@ -806,19 +810,30 @@ def _concrete_truncated_svd(
 
 
 def _concrete_rank(
-    s: np.ndarray[Any, Any], shape: tuple[int, int], rtol: float | None, atol: float | None
+    s: np.ndarray[Any, Any],
+    shape: tuple[int, int],
+    rtol: float | None,
+    atol: float | None,
+    cap: int,
 ) -> int:
     """How many singular values (descending, ``[..., K]``) exceed the tolerance, the
-    largest count over a batch."""
+    largest count over a batch, at most ``cap``."""
     if s.ndim == 1:  # one matrix: the threshold in Python floats
-        if not s.size:
+        cap = min(cap, s.shape[0])
+        if cap <= 0:
             return 0
         if rtol is None:
             rtol = 0.0 if atol is not None and atol > 0 else _EPS[s.dtype] * max(shape)
         threshold = max(0.0 if atol is None else atol, rtol * float(s[0]))
-        return int(np.count_nonzero(s > threshold))
+        if float(s[cap - 1]) > threshold:  # descending: the first cap values all do
+            return cap
+        return min(cap, int(np.count_nonzero(s > threshold)))
     counts = (s > _rank_threshold(s, shape, rtol, atol)).sum(axis=-1)
-    return int(counts.max(initial=0))
+    return min(cap, int(counts.max(initial=0)))
+
+
+_SVD_CALLS: DictCache[Meta, Svd] = DictCache(256, "linalg truncated SVD instances")
+"""Operand meta -> the Svd instance :func:`truncated_svd` binds for it (structure)."""
 
 
 _EPS = {np.dtype(t): float(np.finfo(t).eps) for t in (np.float32, np.float64)}

@@ -12,6 +12,8 @@ indices only (seed 001).
 from __future__ import annotations
 
 import builtins
+import functools
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,6 +70,7 @@ class Slice(TensorPrimitive):
     linear = True
     extent_generic = True  # limits follow from the output extents (canonical ones only)
     extent_params = ("limits",)
+    reads_extent_coincidences = False  # (see tenferro.eager.extents)
     extent_offsets = ("starts",)
     starts: tuple[int, ...]
     limits: tuple[int, ...]
@@ -168,6 +171,7 @@ class Pad(TensorPrimitive):
     linear = True
     extent_generic = True  # ``high`` follows from the output extents
     extent_params = ("high",)
+    reads_extent_coincidences = False  # (see tenferro.eager.extents)
     extent_offsets = ("low",)
     low: tuple[int, ...]
     high: tuple[int, ...]
@@ -190,7 +194,10 @@ class Pad(TensorPrimitive):
         return cls.make(inputs, low=low, high=high, interior=interior)
 
     def extent_kernel(self, shape: tuple[int, ...]) -> Any:
-        """``impl`` for the output extents ``shape``, the operand's read from the array."""
+        """``impl`` for the output extents ``shape``, the operand's read from the array.
+        Without interior padding or cropping (a truncation's transpose) the output is
+        ``shape`` itself and the operand goes at ``low``: :func:`_pad_plan`'s grown
+        shape and placement, found without its loops."""
         low, interior = self.low, self.interior
 
         def run(x: Any) -> Any:
@@ -201,7 +208,20 @@ class Pad(TensorPrimitive):
             out[placed] = x
             return out if crop is None else out[crop]
 
-        return run
+        if any(interior) or min(low, default=0) < 0:
+            return run
+        ends_of = functools.partial(map, operator.add, low)
+
+        def place(x: Any) -> Any:
+            x = np.asarray(x)
+            ends = tuple(ends_of(x.shape))
+            if not all(map(operator.le, ends, shape)):  # the high edge crops
+                return run(x)
+            out = np.zeros(shape, dtype=x.dtype)
+            out[tuple(map(_slice, low, ends))] = x
+            return out
+
+        return place
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs

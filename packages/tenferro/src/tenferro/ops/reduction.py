@@ -70,6 +70,7 @@ class ReduceSum(Reduction):
     name = "reduce_sum"
     linear = True
     extent_generic = True  # its transpose broadcasts back to its operand's metas
+    reads_extent_coincidences = False  # (see tenferro.eager.extents)
 
     def any_extent_kernel(self) -> Any:
         return self.impl  # a sum over axes (its plan reads the rank only)

@@ -104,6 +104,7 @@ class Reshape(TensorPrimitive):
     linear = True
     extent_generic = True  # its rules reshape to its own metas' shapes
     extent_params = ("shape",)
+    reads_extent_coincidences = False  # (see tenferro.eager.extents)
     shape: tuple[int, ...]
 
     @classmethod
@@ -153,6 +154,7 @@ class BroadcastInDim(TensorPrimitive):
     linear = True
     extent_generic = True  # its transpose sums the axes its metas show broadcast
     extent_params = ("shape",)
+    reads_extent_coincidences = False  # only which extents are 1
     shape: tuple[int, ...]
     dims: tuple[int, ...]
 

@@ -166,19 +166,31 @@ def backward(
     release = not retain_graph
     # Walk and differentiate in one loop, latest node first: a node is visited after
     # every consumer of its outputs (consumers are created later, so have larger
-    # serials), and the heap holds only the frontier of the walk.
+    # serials), and the heap holds only the frontier of the walk. A node found when
+    # the frontier is empty (along a chain) is the next one: every node still to visit
+    # is then among its producers, so it skips the heap.
     seen = {output_trace}
     see = seen.add
     single_transposer = getattr(executor, "single_transposer", None)  # optional, likewise
-    frontier: list[tuple[int, Trace]] = [(-output_trace.serial, output_trace)]
-    while frontier:
-        node = pop(frontier)[1]
+    frontier: list[tuple[int, Trace]] = []
+    following: Trace | None = output_trace
+    while True:
+        if following is not None:
+            node = following
+            following = None
+        elif frontier:
+            node = pop(frontier)[1]
+        else:
+            break
         edges = node.edges
         if len(edges) == 3:  # one input: no slice, no loop
             parent = edges[0]
             if parent is not None and parent not in seen:
                 see(parent)
-                push(frontier, (-parent.serial, parent))
+                if frontier:
+                    push(frontier, (-parent.serial, parent))
+                else:
+                    following = parent
         else:
             for parent in edges[::3]:
                 if parent is not None and parent not in seen:
