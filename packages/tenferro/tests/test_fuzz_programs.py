@@ -51,6 +51,11 @@ class Op:
     needs: str = "any"  # "square": operands (n, n) or (n,); "rank2": rank >= 2; "many": size >= 2
 
 
+def _ramp(x: Any) -> Array:
+    """0, 0.25, 0.5, ... in ``x``'s shape and dtype."""
+    return (np.arange(np.size(x)).reshape(np.shape(x)) * 0.25).astype(x.dtype)
+
+
 def _positive(x: Any) -> Any:
     """A smooth map into the right half plane near 1 (domain of log, sqrt, ...)."""
     return x * x + 0.5
@@ -132,7 +137,9 @@ UNARY = [
         needs="rank1",
     ),
     Op("var", 1, lambda x: tf.var(x), np.var),
-    Op("std", 1, lambda x: tf.std(x), np.std, needs="many"),  # sqrt(0) has no derivative
+    # A ramp keeps the spread away from 0, where sqrt has no derivative (a node such as
+    # x - x is constant there).
+    Op("std", 1, lambda x: tf.std(x + _ramp(x)), lambda x: np.std(x + _ramp(x)), needs="many"),
     Op(
         "max",
         1,
@@ -446,6 +453,12 @@ class Reference:
 
 
 def _reference(program: Program, weights: Array, tangents: list[Array], h: float) -> Reference:
+    # Overflowing references (exp(exp(...))) are rejected by the caller, not warned about.
+    with np.errstate(all="ignore"):
+        return _differences(program, weights, tangents, h)
+
+
+def _differences(program: Program, weights: Array, tangents: list[Array], h: float) -> Reference:
     wide = _wide(program.dtype)
     points = [leaf.astype(wide) for leaf in program.leaves]
     directions = [t.astype(wide) for t in tangents]
