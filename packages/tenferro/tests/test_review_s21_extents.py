@@ -73,6 +73,15 @@ STEPS: dict[str, Step] = {
         else (x, y)
     ),
     "arctan": lambda x, y: (tf.arctan(x * 0.5), tf.arcsinh(y)),
+    "einsum_diagonal": lambda x, y: (
+        (x + tf.einsum("ii->i", x)[None, :] * 0.5, y) if x.shape[0] == x.shape[1] else (x, y)
+    ),
+    "kron": lambda x, y: (tf.kron(x, np.array([[1.0, 0.5]])), y),
+    "triangles": lambda x, y: (tf.triu(x, 1) + tf.tril(x) * 0.5, y),
+    "trace": lambda x, y: (x * tf.trace(x) * 0.1, y) if x.shape[0] == x.shape[1] else (x, y),
+    "cumsum_flip": lambda x, y: (tf.cumsum(x, axis=0) * 0.3, tf.flip(y, 0)),
+    "where": lambda x, y: (tf.where(tf.real(x) > 0, x, x * 0.5), y),
+    "checkpoint": lambda x, y: (tf.checkpoint(lambda v: tf.sin(v) * v)(x), y),
     "svd": lambda x, y: (_svd_step(x), y),
     "eigh": lambda x, y: (_eigh_step(x), y) if x.shape[0] == x.shape[1] else (x, y),
     "einsum": lambda x, y: (tf.einsum("ij,kj->ik", x, x) * 0.5, tf.einsum("ij->j", y)[None, :]),

@@ -235,27 +235,42 @@ def test_lstsq_gradient_of_a_well_separated_matrix_equals_pytorch() -> None:
         np.testing.assert_allclose(got, leaf.grad.numpy(), rtol=1e-9, atol=1e-12)
 
 
+DETACHED = {
+    "lstsq (0, 3)": (np.zeros((0, 3)), lambda x: tf.linalg.lstsq(x, np.ones((0, 2))).solution),
+    "lstsq (3, 0)": (np.zeros((3, 0)), lambda x: tf.linalg.lstsq(x, np.ones((3, 2))).solution),
+    "lstsq (0, 0)": (np.zeros((0, 0)), lambda x: tf.linalg.lstsq(x, np.ones((0, 2))).solution),
+    "lstsq singular values (0, 3)": (
+        np.zeros((0, 3)),
+        lambda x: tf.linalg.lstsq(x, np.ones((0, 2))).singular_values,
+    ),
+    "pinv (0, 3)": (np.zeros((0, 3)), tf.linalg.pinv),
+    "matrix_power(x, 0)": (np.ones((2, 2)), lambda x: tf.linalg.matrix_power(x, 0)),
+}
+
+
 @pytest.mark.xfail(
     strict=True,
     reason=(
-        "lstsq of a tracked empty matrix (M or N = 0) returns a solution detached from "
-        "the tape: tape.grad raises InactiveError and backward() 'does not require grad', "
-        "while tf.grad gives zeros (and PyTorch zeros); expected zeros of a's shape"
+        "these linalg results of a tracked input are detached from the tape (lstsq / pinv "
+        "of an empty matrix, lstsq's singular values there, matrix_power(x, 0)): backward() "
+        "raises 'this tensor does not require grad' and tape.grad InactiveError, while "
+        "tf.grad gives zeros and PyTorch keeps them in the graph (zero gradients). Expected "
+        "a zero gradient of the input's shape"
     ),
 )
-@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0, 0)])
-def test_lstsq_of_an_empty_tracked_matrix_stays_on_the_tape(shape: tuple[int, int]) -> None:
-    tape = tf.Tape()
-    leaf = tape.track(np.zeros(shape))
-    b = np.ones((shape[0], 2))
-    grad = tape.grad(tf.sum(tf.linalg.lstsq(leaf, b).solution), leaf)
-    np.testing.assert_array_equal(values(grad), np.zeros(shape))
+@pytest.mark.parametrize("name", sorted(DETACHED))
+def test_linalg_results_of_tracked_inputs_stay_on_the_tape(name: str) -> None:
+    data, function = DETACHED[name]
+    leaf = tf.EagerTensor(data, requires_grad=True)
+    tf.sum(function(leaf)).backward()
+    np.testing.assert_array_equal(values(leaf.grad), np.zeros(data.shape))
 
 
-def test_lstsq_of_an_empty_matrix_has_zero_traced_gradients() -> None:
-    a, b = np.zeros((0, 3)), np.ones((0, 2))
-    grad = tf.grad(lambda x: tf.sum(tf.linalg.lstsq(x, b).solution))(a)
-    assert values(grad).shape == (0, 3)
+@pytest.mark.parametrize("name", sorted(DETACHED))
+def test_the_traced_gradients_of_those_results_are_zeros(name: str) -> None:
+    data, function = DETACHED[name]
+    grad = values(tf.grad(lambda x: tf.sum(function(x)))(data))
+    np.testing.assert_array_equal(grad, np.zeros(data.shape))
 
 
 # ---------------------------------------------------------------------- matrix_rank

@@ -311,6 +311,24 @@ def test_arange_of_none_raises_a_parameter_error() -> None:
         tf.arange(None)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "round(x, decimals) with decimals >= 309 raises a bare OverflowError (10.0**decimals); "
+        "expected a tenferro error, or numpy's value"
+    ),
+)
+@pytest.mark.parametrize("decimals", [309, 400])
+def test_round_to_too_many_decimals_is_no_bare_error(decimals: int) -> None:
+    x = np.array([1.25, -3.5])
+    try:
+        got = tf.round(x, decimals)
+    except tf.TenferroError:
+        return
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(values(got), np.round(x, decimals))
+
+
 # ---------------------------------------------------------------------- transforms
 
 
@@ -415,6 +433,28 @@ def test_lax_unary_functions_take_numpy_operands_as_jax_lax_does(name: str, oper
     assert got.dtype == expected.dtype
     rtol = 1e-6 if expected.dtype in (np.float32, np.complex64) else 1e-14
     np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol, equal_nan=True)
+
+
+NUMPY_UNARY = {"asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "asinh": np.arcsinh}
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY_UNARY))
+@pytest.mark.parametrize("operand", sorted(OPERANDS))
+def test_lax_unary_operands_without_jax(name: str, operand: str) -> None:
+    """The jax.lax rules restated with numpy as the oracle (runs where JAX is absent):
+    an inexact operand keeps its dtype (a Python float is float64, a Python complex
+    complex128), an integer or bool operand is refused with a tenferro error."""
+    value = OPERANDS[operand]
+    dtype = np.asarray(value).dtype
+    if dtype.kind in "bi":
+        with pytest.raises(tf.TenferroError, match=name):
+            getattr(tf.lax, name)(value)
+        return
+    with np.errstate(all="ignore"):
+        expected = NUMPY_UNARY[name](np.asarray(value))
+        got = values(getattr(tf.lax, name)(value))
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, expected)
 
 
 @pytest.mark.parametrize(
