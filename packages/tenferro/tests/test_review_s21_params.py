@@ -476,18 +476,26 @@ def test_lax_atan2_equals_jax_lax(y: Any, x: Any) -> None:
     np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
 
 
+X3 = np.array([0.5, -1.0, 3.0])
+SCALAR_OPERANDS = {
+    "mul python": (lambda: tf.lax.mul(X3, 2.0), X3 * 2.0),
+    "mul numpy": (lambda: tf.lax.mul(X3, np.float64(2.0)), X3 * 2.0),
+    "mul 0-d": (lambda: tf.lax.mul(np.array(2.0), X3), X3 * 2.0),
+    "select scalar predicate": (lambda: tf.lax.select(True, X3, -X3), X3),
+    "clamp scalar bounds": (lambda: tf.lax.clamp(0.0, X3, 1.0), np.clip(X3, 0.0, 1.0)),
+}
+
+
 @pytest.mark.xfail(
     strict=True,
     reason=(
-        "tf.lax binary functions refuse a rank-0 operand beside an array (ShapeError "
-        "'operands must have one shape'); jax.lax broadcasts a scalar operand "
-        "(jax.lax.mul(x, 2.0) for a float64 x), and core.operands says lax takes scalars "
-        "as jax.lax does. Expected x * 2"
+        "tf.lax refuses a rank-0 operand beside an array (ShapeError 'operands must have "
+        "one shape'; select's message even calls a bool predicate float64[]); jax.lax takes "
+        "a scalar operand (jax.lax.mul(x, 2.0), select(True, x, y), clamp(0.0, x, 1.0)), "
+        "and core.operands says lax takes scalars as jax.lax does. Expected jax.lax's result"
     ),
 )
-@pytest.mark.parametrize(
-    "scalar", [2.0, np.float64(2.0), np.array(2.0)], ids=["python", "numpy", "0-d"]
-)
-def test_lax_binary_functions_broadcast_a_scalar_operand(scalar: Any) -> None:
-    x = np.array([0.5, -1.0, 3.0])
-    np.testing.assert_array_equal(values(tf.lax.mul(x, scalar)), x * 2.0)
+@pytest.mark.parametrize("name", sorted(SCALAR_OPERANDS))
+def test_lax_functions_take_a_scalar_operand_as_jax_lax_does(name: str) -> None:
+    call, expected = SCALAR_OPERANDS[name]
+    np.testing.assert_array_equal(values(call()), expected)
