@@ -1,0 +1,479 @@
+"""How ``dot_general`` runs on numpy arrays: plans chosen from the operands' memory layout.
+
+A contraction is one (batched) matrix product of the operands viewed as
+``[batch, rows, inner]`` and ``[batch, inner, columns]`` (:class:`Product`). Which views
+exist without copying depends on the strides: a group of axes (the batch, the free or
+the contracted axes of one operand) becomes one matrix axis without a copy only when
+its axes follow each other in memory. The contracted (and batch) axes may be paired in
+any order, and free axes may be taken in memory order (the result is then a transposed
+view in ``dot_general``'s axis order), so :func:`plan` takes the pairing order that
+leaves the fewest elements to copy.
+
+When an operand's contracted axes sit between its free axes in memory (``[P, C, Q]``,
+a matrix applied to a middle leg of a tensor), every single matrix product must copy
+it; :class:`Broadcast` instead multiplies the other operand into each ``[C, Q]`` slice
+(one broadcast batched ``matmul``), writing the result in that operand's own layout
+with ``C`` replaced by the other operand's free axes, which is what a following
+contraction of the same tensor network reads without a copy.
+
+Each product is also oriented: numpy writes a product row by row, and BLAS runs one
+with few rows and many columns faster than its transpose, and one of two transposed
+operands slower than either alternative, so a product whose operands are not both in
+row order, or are both transposed, is computed as the transpose of the product of the
+transposed operands when that has fewer rows (:func:`_flipped`); the result is then a
+transposed view.
+
+Plans change neither the value nor the output axis order, only the memory layout of
+the result and the order in which contracted terms are summed (rounding).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = ["Broadcast", "Function", "Planned", "Problem", "Product", "c_strides", "plan"]
+
+_LAYOUT_LIMIT = 8
+"""Plans kept per ``dot_general`` instance for operand layouts other than C order."""
+
+_FEW_ROWS = 8
+"""Products of two transposed operands with fewer rows are slow in BLAS."""
+
+_MIN_COLUMNS = 4
+"""A broadcast product writes rows of at least this many elements (shorter rows leave
+one matrix product over a copied operand faster)."""
+
+_MIN_MATRIX = 16
+"""... and multiplies a matrix of at least this many elements into each slice."""
+
+Numbers = tuple[tuple[int, ...], ...]
+"""``dot_general``'s dimension numbers: lhs and rhs contracting, lhs and rhs batch axes."""
+
+Tag = tuple[str, int]
+"""An axis of a product: ``("b", pair)``, ``("l", lhs axis)`` or ``("r", rhs axis)``."""
+
+
+class Problem(NamedTuple):
+    """What a plan depends on: dimension numbers, shapes, strides and dtype."""
+
+    numbers: Numbers
+    lhs_shape: tuple[int, ...]
+    lhs_strides: tuple[int, ...]
+    rhs_shape: tuple[int, ...]
+    rhs_strides: tuple[int, ...]
+    itemsize: int
+    floating: bool
+    """A BLAS dtype: products are oriented and broadcast for those only."""
+
+
+class Planned:
+    """A plan for operands of one layout; :meth:`for_layout` finds the plan of another.
+    Calling it evaluates the product of two arrays of its problem's shapes (of any
+    layout: plans differ in speed only)."""
+
+    __slots__ = ("layouts", "lhs_strides", "problem", "rhs_strides")
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self.lhs_strides, self.rhs_strides = problem.lhs_strides, problem.rhs_strides
+        self.layouts: dict[tuple[Any, Any], Any] | None = None
+
+    def for_layout(self, lhs: Any, rhs: Any) -> Any:
+        """The plan for ``lhs`` and ``rhs`` as laid out in memory (kept per layout)."""
+        key = (lhs.strides, rhs.strides)
+        layouts = self.layouts
+        if layouts is None:
+            layouts = self.layouts = {}
+        found = layouts.get(key)
+        if found is None:
+            found = plan(self.problem._replace(lhs_strides=key[0], rhs_strides=key[1]))
+            if len(layouts) >= _LAYOUT_LIMIT:
+                layouts.clear()
+            layouts[key] = found
+        return found
+
+    def __call__(self, lhs: Any, rhs: Any) -> Any:
+        raise NotImplementedError
+
+
+class Product(Planned):
+    """``[B, M, K] @ [B, K, N]`` of views (numpy copies only where the layout forces
+    it; ``flip``: computed as ``[B, N, K] @ [B, K, M]`` of the transposed views), its
+    result split into the separate axes and transposed to ``dot_general``'s order."""
+
+    __slots__ = (
+        "batched",
+        "flip",
+        "lhs_matrix",
+        "lhs_perm",
+        "out",
+        "rhs_matrix",
+        "rhs_perm",
+        "split",
+    )
+
+    def __init__(
+        self,
+        problem: Problem,
+        perms: tuple[tuple[int, ...] | None, tuple[int, ...] | None],
+        matrices: tuple[tuple[int, ...], tuple[int, ...]],
+        flip: bool,
+        split: tuple[int, ...],
+        out: tuple[int, ...] | None,
+    ) -> None:
+        super().__init__(problem)
+        self.lhs_perm, self.rhs_perm = perms
+        self.lhs_matrix, self.rhs_matrix = matrices
+        self.batched = len(self.lhs_matrix) == 3
+        self.flip, self.split, self.out = flip, split, out
+
+    def __call__(self, lhs: Any, rhs: Any) -> Any:
+        if self.lhs_perm is not None:
+            lhs = lhs.transpose(self.lhs_perm)
+        if self.rhs_perm is not None:
+            rhs = rhs.transpose(self.rhs_perm)
+        lhs, rhs = lhs.reshape(self.lhs_matrix), rhs.reshape(self.rhs_matrix)
+        if self.batched:
+            if self.flip:
+                product = np.matmul(rhs.transpose(0, 2, 1), lhs.transpose(0, 2, 1))
+            else:
+                product = np.matmul(lhs, rhs)
+        else:
+            product = rhs.T.dot(lhs.T) if self.flip else lhs.dot(rhs)
+        product = product.reshape(self.split)
+        return product if self.out is None else product.transpose(self.out)
+
+
+class Broadcast(Planned):
+    """``small[M, K] @ big[P, K, Q]`` broadcast over ``P``: a ``[P, M, Q]`` result,
+    split into the separate axes and transposed to ``dot_general``'s order."""
+
+    __slots__ = (
+        "big_is_lhs",
+        "big_perm",
+        "big_shape",
+        "out",
+        "small_perm",
+        "small_shape",
+        "split",
+    )
+
+    def __init__(
+        self,
+        problem: Problem,
+        big_is_lhs: bool,
+        big: tuple[tuple[int, ...] | None, tuple[int, int, int]],
+        small: tuple[tuple[int, ...] | None, tuple[int, int]],
+        split: tuple[int, ...],
+        out: tuple[int, ...],
+    ) -> None:
+        super().__init__(problem)
+        self.big_is_lhs = big_is_lhs
+        self.big_perm, self.big_shape = big
+        self.small_perm, self.small_shape = small
+        self.split, self.out = split, out
+
+    def __call__(self, lhs: Any, rhs: Any) -> Any:
+        big, small = (lhs, rhs) if self.big_is_lhs else (rhs, lhs)
+        if self.big_perm is not None:
+            big = big.transpose(self.big_perm)
+        if self.small_perm is not None:
+            small = small.transpose(self.small_perm)
+        product = np.matmul(small.reshape(self.small_shape), big.reshape(self.big_shape))
+        return product.reshape(self.split).transpose(self.out)
+
+
+def _nn(lhs: Any, rhs: Any) -> Any:
+    return lhs.dot(rhs)
+
+
+def _tn(lhs: Any, rhs: Any) -> Any:
+    return lhs.T.dot(rhs)
+
+
+def _nt(lhs: Any, rhs: Any) -> Any:
+    return lhs.dot(rhs.T)
+
+
+def _tt(lhs: Any, rhs: Any) -> Any:
+    return lhs.T.dot(rhs.T)
+
+
+def _nn_flipped(lhs: Any, rhs: Any) -> Any:
+    return rhs.T.dot(lhs.T).T
+
+
+def _tn_flipped(lhs: Any, rhs: Any) -> Any:
+    return rhs.T.dot(lhs).T
+
+
+def _nt_flipped(lhs: Any, rhs: Any) -> Any:
+    return rhs.dot(lhs.T).T
+
+
+def _tt_flipped(lhs: Any, rhs: Any) -> Any:
+    return rhs.dot(lhs).T
+
+
+def _stacked(lhs: Any, rhs: Any) -> Any:
+    return np.matmul(lhs, rhs)
+
+
+_MATRICES = {
+    (False, False, False): _nn,
+    (True, False, False): _tn,
+    (False, True, False): _nt,
+    (True, True, False): _tt,
+    (False, False, True): _nn_flipped,
+    (True, False, True): _tn_flipped,
+    (False, True, True): _nt_flipped,
+    (True, True, True): _tt_flipped,
+}
+"""Two matrices with one contracted axis, by (lhs contracted along its rows, rhs along
+its columns, flipped): ``ndarray.dot`` of (transposed) views; flipped, the transpose of
+the product of the transposed operands."""
+
+Function = type(_nn)
+"""The type of the plans that are plain functions of the two arrays (two matrices, two
+stacks of matrices): right for operands of any extents and layout (numpy reads
+transposed matrices without copying), so they run without a look at the layout."""
+
+
+def c_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    """The strides of a C-ordered array of ``shape``."""
+    strides = []
+    step = itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def plan(problem: Problem) -> Any:
+    """The plan for ``problem`` (see the module docstring): a :data:`Function` for two
+    matrices or stacks of matrices, else a :class:`Product` or :class:`Broadcast`."""
+    lc, rc, lb, rb = problem.numbers
+    lhs_shape, rhs_shape = problem.lhs_shape, problem.rhs_shape
+    nb = len(lb)
+    if len(lhs_shape) == len(rhs_shape) == 2 and len(lc) == 1 and not nb:
+        return _matrices(problem)
+    if (
+        len(lhs_shape) == len(rhs_shape) == nb + 2
+        and lb == rb == tuple(range(nb))
+        and lc == (nb + 1,)
+        and rc == (nb,)
+    ):
+        return _stacked  # matmul layout: numpy's matmul reads any layout
+    return _product(problem)
+
+
+def _matrices(problem: Problem) -> Any:
+    """The plan of two matrices with one contracted axis."""
+    (lc, rc, _, _), lhs_shape, lhs_strides, rhs_shape, rhs_strides, itemsize, floating = problem
+    lhs_t, rhs_t = lc == (0,), rc == (1,)
+    if lhs_t:  # as the (rows, contracted) matrix the product reads
+        lhs_shape, lhs_strides = lhs_shape[::-1], lhs_strides[::-1]
+    if rhs_t:  # as (contracted, columns)
+        rhs_shape, rhs_strides = rhs_shape[::-1], rhs_strides[::-1]
+    lhs_rows = _order((lhs_shape[0], lhs_strides[0]), (lhs_shape[1], lhs_strides[1]), itemsize)
+    rhs_rows = _order((rhs_shape[0], rhs_strides[0]), (rhs_shape[1], rhs_strides[1]), itemsize)
+    # neither order (None): numpy copies the operand to row order first
+    flip = _flipped(
+        lhs_rows is not False, rhs_rows is not False, lhs_shape[0], rhs_shape[1], floating
+    )
+    return _MATRICES[lhs_t, rhs_t, flip]
+
+
+def _product(problem: Problem) -> Planned:
+    """The :class:`Product` pairing batch and contracted axes in the order that copies
+    fewest elements, or a :class:`Broadcast` that copies fewer still."""
+    (lc, rc, lb, rb), lhs_shape, lhs_strides, rhs_shape, rhs_strides, itemsize, _ = problem
+    lf = [a for a in range(len(lhs_shape)) if a not in (*lc, *lb)]
+    rf = [a for a in range(len(rhs_shape)) if a not in (*rc, *rb)]
+    sizes = (math.prod(lhs_shape), math.prod(rhs_shape))
+    lf_order = _by_memory(lf, lhs_strides)
+    rf_order = _by_memory(rf, rhs_strides)
+    best: Any = None
+    for batch in _pair_orders(lb, rb, lhs_strides, rhs_strides):
+        for inner in _pair_orders(lc, rc, lhs_strides, rhs_strides):
+            lhs_groups = ([lb[i] for i in batch], lf_order, [lc[i] for i in inner])
+            rhs_groups = ([rb[i] for i in batch], [rc[i] for i in inner], rf_order)
+            copied = (
+                _copies(lhs_shape, lhs_strides, lhs_groups, itemsize),
+                _copies(rhs_shape, rhs_strides, rhs_groups, itemsize),
+            )
+            cost = sizes[0] * copied[0] + sizes[1] * copied[1]
+            if best is None or cost < best[0]:
+                best = (cost, batch, lhs_groups, rhs_groups, copied)
+    cost, batch, lhs_groups, rhs_groups, copied = best
+    if cost and not lb and problem.floating:
+        broadcast = _broadcast(problem, lf, rf, cost)
+        if broadcast is not None:
+            return broadcast
+    b, m, k = (math.prod([lhs_shape[a] for a in g]) for g in lhs_groups)
+    n = math.prod([rhs_shape[a] for a in rf_order])
+    lhs_rows = copied[0] or _order(
+        _group(lf_order, lhs_shape, lhs_strides),
+        _group(lhs_groups[2], lhs_shape, lhs_strides),
+        itemsize,
+    )
+    rhs_rows = copied[1] or _order(
+        _group(rhs_groups[1], rhs_shape, rhs_strides),
+        _group(rf_order, rhs_shape, rhs_strides),
+        itemsize,
+    )
+    flip = _flipped(bool(lhs_rows), bool(rhs_rows), m, n, problem.floating)
+    lhs_tags: list[Tag] = [("l", a) for a in lf_order]
+    rhs_tags: list[Tag] = [("r", a) for a in rf_order]
+    tags: list[Tag] = [("b", i) for i in batch]
+    tags += rhs_tags + lhs_tags if flip else lhs_tags + rhs_tags
+    shapes = {"b": [lhs_shape[a] for a in lb], "l": lhs_shape, "r": rhs_shape}
+    return Product(
+        problem,
+        (_perm([a for g in lhs_groups for a in g]), _perm([a for g in rhs_groups for a in g])),
+        ((b, m, k), (b, k, n)) if lb else ((m, k), (k, n)),
+        flip,
+        tuple(shapes[t][a] for t, a in tags),
+        _to_output(problem, tags),
+    )
+
+
+def _broadcast(problem: Problem, lf: list[int], rf: list[int], cost: int) -> Broadcast | None:
+    """A :class:`Broadcast` plan copying fewer elements than ``cost`` (the larger
+    operand tried first as the ``[P, C, Q]`` one), or ``None``."""
+    (lc, rc, _, _), lhs_shape, lhs_strides, rhs_shape, rhs_strides, itemsize, _ = problem
+    sides = [
+        (True, (lhs_shape, lhs_strides, lc, lf, "l"), (rhs_shape, rhs_strides, rc, rf, "r")),
+        (False, (rhs_shape, rhs_strides, rc, rf, "r"), (lhs_shape, lhs_strides, lc, lf, "l")),
+    ]
+    if math.prod(rhs_shape) > math.prod(lhs_shape):
+        sides.reverse()
+    for big_is_lhs, big, small in sides:
+        shape, strides, mine, free, tag = big
+        other_shape, other_strides, theirs, other_free, other_tag = small
+        memory = [a for a in _by_memory(range(len(shape)), strides) if shape[a] > 1]
+        inner = [a for a in memory if a in mine]
+        if not inner:
+            continue
+        start = memory.index(inner[0])
+        if memory[start : start + len(inner)] != inner:
+            continue  # the contracted axes are not one block in memory
+        outer, rest = memory[:start], memory[start + len(inner) :]
+        if not outer or not rest:
+            continue  # one product views this operand without a copy
+        # pairs in this operand's memory order (contracted axes of extent 1 first)
+        pairs = sorted(
+            range(len(mine)), key=lambda i: inner.index(mine[i]) if mine[i] in inner else -1
+        )
+        contracted, other = [mine[i] for i in pairs], [theirs[i] for i in pairs]
+        other_order = _by_memory(other_free, other_strides)
+        p, k, q = (math.prod([shape[a] for a in axes]) for axes in (outer, inner, rest))
+        m = math.prod([other_shape[a] for a in other_order])
+        if q < _MIN_COLUMNS or m * k < _MIN_MATRIX:
+            continue
+        groups = (other_order, other)
+        if math.prod(other_shape) * _copies(other_shape, other_strides, groups, itemsize) >= cost:
+            continue
+        ones = [a for a in free if shape[a] == 1]
+        tags: list[Tag] = [(tag, a) for a in ones + outer]
+        tags += [(other_tag, a) for a in other_order] + [(tag, a) for a in rest]
+        shapes = {tag: shape, other_tag: other_shape}
+        out = _to_output(problem, tags)
+        return Broadcast(
+            problem,
+            big_is_lhs,
+            (_perm(ones + outer + contracted + rest), (p, k, q)),
+            (_perm(other_order + other), (m, k)),
+            tuple(shapes[t][a] for t, a in tags),
+            out if out is not None else tuple(range(len(tags))),
+        )
+    return None
+
+
+def _pair_orders(
+    left: tuple[int, ...], right: tuple[int, ...], lhs_strides: Any, rhs_strides: Any
+) -> list[list[int]]:
+    """Orders of the axis pairs ``(left[i], right[i])`` worth trying: each operand's
+    memory order."""
+    pairs = range(len(left))
+    mine = sorted(pairs, key=lambda i: -abs(lhs_strides[left[i]]))
+    theirs = sorted(pairs, key=lambda i: -abs(rhs_strides[right[i]]))
+    return [mine] if theirs == mine else [mine, theirs]
+
+
+def _by_memory(axes: Sequence[int], strides: Sequence[int]) -> list[int]:
+    """``axes`` from the largest stride to the smallest (ties keep their order)."""
+    return sorted(axes, key=lambda a: -abs(strides[a]))
+
+
+def _group(axes: Sequence[int], shape: Sequence[int], strides: Sequence[int]) -> Any:
+    """``(extent, stride)`` of ``axes`` merged into one axis in this order, or ``None``
+    when numpy must copy to merge them (axes of extent 1 go anywhere)."""
+    extent, stride = 1, None
+    for a in axes:
+        n = shape[a]
+        if n == 1:
+            continue
+        if stride is not None and stride != strides[a] * n:
+            return None
+        extent *= n
+        stride = strides[a]
+    return extent, stride
+
+
+def _copies(
+    shape: Sequence[int], strides: Sequence[int], groups: Sequence[Sequence[int]], itemsize: int
+) -> bool:
+    """Whether viewing the operand as the merged ``groups``, the last two a matrix that
+    BLAS reads, needs a copy (numpy's ``reshape`` or ``matmul`` would make one)."""
+    merged = [_group(g, shape, strides) for g in groups]
+    if any(m is None for m in merged):
+        return True
+    return _order(merged[-2], merged[-1], itemsize) is None
+
+
+def _order(rows: Any, columns: Any, itemsize: int) -> bool | None:
+    """Whether a matrix of merged ``rows`` and ``columns`` (``(extent, stride)``) is in
+    row order (``True``) or column order (``False``) for BLAS; ``None`` for neither."""
+    (m, row_stride), (n, column_stride) = rows, columns
+    if m == 1 or n == 1:
+        return True  # a vector: BLAS reads it at any stride
+    if column_stride == itemsize and row_stride >= n * itemsize:
+        return True
+    if row_stride == itemsize and column_stride >= m * itemsize:
+        return False
+    return None
+
+
+def _flipped(lhs_rows: bool, rhs_rows: bool, m: int, n: int, floating: bool) -> bool:
+    """Whether to compute ``lhs @ rhs`` (``m`` rows, ``n`` columns; each operand in row
+    order or transposed) as ``(rhs.T @ lhs.T).T``: when that has fewer rows, except
+    that a product of two transposed operands with fewer than :data:`_FEW_ROWS` rows is
+    avoided (BLAS runs it several times slower); never for a vector (BLAS dtypes only)."""
+    if not floating or m == 1 or n == 1:
+        return False
+    if not lhs_rows and not rhs_rows and m < _FEW_ROWS:
+        return True
+    if lhs_rows and rhs_rows and n < _FEW_ROWS:
+        return False
+    return n < m
+
+
+def _perm(order: list[int]) -> tuple[int, ...] | None:
+    """``order`` as a transpose, ``None`` when it keeps the axes where they are."""
+    return None if order == sorted(order) else tuple(order)
+
+
+def _to_output(problem: Problem, tags: list[Tag]) -> tuple[int, ...] | None:
+    """The transpose taking a product's axes (``tags``) to ``dot_general``'s order
+    (batch pairs, lhs free axes, rhs free axes), ``None`` when they are in it."""
+    lc, rc, lb, rb = problem.numbers
+    ordered: list[Tag] = [("b", i) for i in range(len(lb))]
+    ordered += [("l", a) for a in range(len(problem.lhs_shape)) if a not in (*lc, *lb)]
+    ordered += [("r", a) for a in range(len(problem.rhs_shape)) if a not in (*rc, *rb)]
+    out = tuple(tags.index(t) for t in ordered)
+    return None if out == tuple(range(len(out))) else out
