@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from einsum_support import laid_out, networks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -94,6 +95,32 @@ def test_interleaved_matches_subscripts(problem):
     if "->" in subscripts:
         args.append([code[c] for c in subscripts.split("->")[1]])
     close(tf.einsum(*args), np.einsum(*args), dtype)
+
+
+@settings(max_examples=120)
+@given(
+    networks(),
+    st.sampled_from(DTYPES),
+    st.sampled_from(["c", "f", "reversed"]),
+    st.sampled_from(["auto", False]),
+)
+def test_networks_match_numpy_in_every_kind_and_layout(problem, dtype, layout, optimize):
+    """Chains, transfer steps, batched (outer) products at extents where products are
+    flipped or broadcast, operands in any memory order, concrete, eager and traced (one
+    lowering serves all; a cached program serves a second call)."""
+    subscripts, shapes = problem
+    rng = np.random.default_rng(7)
+    xs = [laid_out(data(s, dtype, rng), layout) for s in shapes]
+    expected = np.einsum(subscripts, *xs)
+    for _ in range(2):
+        close(
+            tf.einsum(subscripts, *[tf.asarray(x) for x in xs], optimize=optimize), expected, dtype
+        )
+    close(
+        tf.einsum(subscripts, *[tf.EagerTensor(x) for x in xs], optimize=optimize), expected, dtype
+    )
+    traced = tf.jit(lambda *a: tf.einsum(subscripts, *a, optimize=optimize))
+    close(traced(*xs), expected, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
