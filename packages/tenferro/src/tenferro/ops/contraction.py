@@ -268,7 +268,8 @@ class DotGeneral(TensorPrimitive):
                 dot_plans.c_strides(rhs.shape, itemsize),
                 itemsize,
                 lhs.dtype.kind in "fc",
-            )
+            ),
+            c_order=True,
         )
 
     def _strategy(self) -> Any:

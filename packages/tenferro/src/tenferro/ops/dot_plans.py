@@ -35,6 +35,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from computegraph import DictCache
+
 __all__ = ["Broadcast", "Function", "Planned", "Problem", "Product", "c_strides", "plan"]
 
 _LAYOUT_LIMIT = 8
@@ -253,9 +255,11 @@ def c_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def plan(problem: Problem) -> Any:
+def plan(problem: Problem, c_order: bool = False) -> Any:
     """The plan for ``problem`` (see the module docstring): a :data:`Function` for two
-    matrices or stacks of matrices, else a :class:`Product` or :class:`Broadcast`."""
+    matrices or stacks of matrices, else a :class:`Product` or :class:`Broadcast`.
+    ``c_order``: the problem's strides are those of C order (its layout's choices are
+    then kept per dimension numbers and which extents are 0 or 1)."""
     lc, rc, lb, rb = problem.numbers
     lhs_shape, rhs_shape = problem.lhs_shape, problem.rhs_shape
     nb = len(lb)
@@ -268,7 +272,14 @@ def plan(problem: Problem) -> Any:
         and rc == (nb,)
     ):
         return _stacked  # matmul layout: numpy's matmul reads any layout
-    return _product(problem)
+    if not c_order:
+        return _instantiate(_layout(problem), problem)
+    key = (problem.numbers, _pattern(lhs_shape), _pattern(rhs_shape), problem.floating)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        layout = _layout(problem)
+        _LAYOUTS.put(key, layout)
+    return _instantiate(layout, problem)
 
 
 def _matrices(problem: Problem) -> Any:
@@ -288,71 +299,116 @@ def _matrices(problem: Problem) -> Any:
     return _MATRICES[lhs_t, rhs_t, flip]
 
 
-def _product(problem: Problem) -> Planned:
-    """The :class:`Product` pairing batch and contracted axes in the order that copies
-    fewest elements, or a :class:`Broadcast` that copies fewer still."""
+def _pattern(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple([n if n < 2 else 2 for n in shape])
+
+
+class _Candidate(NamedTuple):
+    """A product's axis groups, whether each operand is copied to view them as
+    matrices, whether each matrix is in row order, and its result's axes."""
+
+    lhs_perm: tuple[int, ...] | None
+    rhs_perm: tuple[int, ...] | None
+    groups: tuple[tuple[int, ...], ...]  # lhs batch, lhs free, contracted (lhs), rhs free
+    copies: tuple[bool, bool]
+    rows: tuple[bool, bool]
+    split: tuple[tuple[int, int], ...]  # (operand, axis) per result axis; flipped: ...
+    out: tuple[int, ...] | None
+    split_flipped: tuple[tuple[int, int], ...]
+    out_flipped: tuple[int, ...] | None
+
+
+class _Side(NamedTuple):
+    """A broadcast product with one operand as ``[P, C, Q]``: its permutation and axis
+    groups, the other operand's as ``[M, C]``, whether that copies, the result's axes."""
+
+    big_is_lhs: bool
+    big_perm: tuple[int, ...] | None
+    outer: tuple[int, ...]
+    inner: tuple[int, ...]
+    rest: tuple[int, ...]
+    small_perm: tuple[int, ...] | None
+    small_free: tuple[int, ...]
+    small_copies: bool
+    split: tuple[tuple[int, int], ...]
+    out: tuple[int, ...]
+
+
+class _Layout(NamedTuple):
+    candidates: tuple[_Candidate, ...]
+    sides: tuple[_Side, ...]
+
+
+_LAYOUTS: DictCache[Any, _Layout] = DictCache(4096, "dot_general layouts")
+"""(dimension numbers, which extents are 0 or 1, BLAS dtype) -> the choices of a product
+of operands in C order: what a never-seen shape only completes with its extents."""
+
+
+def _layout(problem: Problem) -> _Layout:
+    """The extent-free choices for ``problem``'s layout: each pairing order's product,
+    and the broadcast products its operands allow."""
     (lc, rc, lb, rb), lhs_shape, lhs_strides, rhs_shape, rhs_strides, itemsize, _ = problem
     lf = [a for a in range(len(lhs_shape)) if a not in (*lc, *lb)]
     rf = [a for a in range(len(rhs_shape)) if a not in (*rc, *rb)]
-    sizes = (math.prod(lhs_shape), math.prod(rhs_shape))
     lf_order = _by_memory(lf, lhs_strides)
     rf_order = _by_memory(rf, rhs_strides)
-    best: Any = None
+    candidates = []
     for batch in _pair_orders(lb, rb, lhs_strides, rhs_strides):
         for inner in _pair_orders(lc, rc, lhs_strides, rhs_strides):
             lhs_groups = ([lb[i] for i in batch], lf_order, [lc[i] for i in inner])
             rhs_groups = ([rb[i] for i in batch], [rc[i] for i in inner], rf_order)
-            copied = (
+            copies = (
                 _copies(lhs_shape, lhs_strides, lhs_groups, itemsize),
                 _copies(rhs_shape, rhs_strides, rhs_groups, itemsize),
             )
-            cost = sizes[0] * copied[0] + sizes[1] * copied[1]
-            if best is None or cost < best[0]:
-                best = (cost, batch, lhs_groups, rhs_groups, copied)
-    cost, batch, lhs_groups, rhs_groups, copied = best
-    if cost and not lb and problem.floating:
-        broadcast = _broadcast(problem, lf, rf, cost)
-        if broadcast is not None:
-            return broadcast
-    b, m, k = (math.prod([lhs_shape[a] for a in g]) for g in lhs_groups)
-    n = math.prod([rhs_shape[a] for a in rf_order])
-    lhs_rows = copied[0] or _order(
-        _group(lf_order, lhs_shape, lhs_strides),
-        _group(lhs_groups[2], lhs_shape, lhs_strides),
-        itemsize,
-    )
-    rhs_rows = copied[1] or _order(
-        _group(rhs_groups[1], rhs_shape, rhs_strides),
-        _group(rf_order, rhs_shape, rhs_strides),
-        itemsize,
-    )
-    flip = _flipped(bool(lhs_rows), bool(rhs_rows), m, n, problem.floating)
-    lhs_tags: list[Tag] = [("l", a) for a in lf_order]
-    rhs_tags: list[Tag] = [("r", a) for a in rf_order]
-    tags: list[Tag] = [("b", i) for i in batch]
-    tags += rhs_tags + lhs_tags if flip else lhs_tags + rhs_tags
-    shapes = {"b": [lhs_shape[a] for a in lb], "l": lhs_shape, "r": rhs_shape}
-    return Product(
-        problem,
-        (_perm([a for g in lhs_groups for a in g]), _perm([a for g in rhs_groups for a in g])),
-        ((b, m, k), (b, k, n)) if lb else ((m, k), (k, n)),
-        flip,
-        tuple(shapes[t][a] for t, a in tags),
-        _to_output(problem, tags),
-    )
+            rows = (
+                copies[0]
+                or bool(
+                    _order(
+                        _group(lf_order, lhs_shape, lhs_strides),
+                        _group(lhs_groups[2], lhs_shape, lhs_strides),
+                        itemsize,
+                    )
+                ),
+                copies[1]
+                or bool(
+                    _order(
+                        _group(rhs_groups[1], rhs_shape, rhs_strides),
+                        _group(rf_order, rhs_shape, rhs_strides),
+                        itemsize,
+                    )
+                ),
+            )
+            lhs_tags: list[Tag] = [("l", a) for a in lf_order]
+            rhs_tags: list[Tag] = [("r", a) for a in rf_order]
+            tags: list[Tag] = [("b", i) for i in batch]
+            candidates.append(
+                _Candidate(
+                    _perm([a for g in lhs_groups for a in g]),
+                    _perm([a for g in rhs_groups for a in g]),
+                    (tuple(lhs_groups[0]), tuple(lf_order), tuple(lhs_groups[2]), tuple(rf_order)),
+                    copies,
+                    rows,
+                    _split(problem, tags + lhs_tags + rhs_tags),
+                    _to_output(problem, tags + lhs_tags + rhs_tags),
+                    _split(problem, tags + rhs_tags + lhs_tags),
+                    _to_output(problem, tags + rhs_tags + lhs_tags),
+                )
+            )
+    sides = () if lb or not problem.floating else _sides(problem, lf, rf)
+    return _Layout(tuple(candidates), sides)
 
 
-def _broadcast(problem: Problem, lf: list[int], rf: list[int], cost: int) -> Broadcast | None:
-    """A :class:`Broadcast` plan copying fewer elements than ``cost`` (the larger
-    operand tried first as the ``[P, C, Q]`` one), or ``None``."""
+def _sides(problem: Problem, lf: list[int], rf: list[int]) -> tuple[_Side, ...]:
+    """The broadcast products ``problem``'s layout allows: an operand whose contracted
+    axes form one block between free axes in memory, each group of it viewed as one
+    axis without a copy."""
     (lc, rc, _, _), lhs_shape, lhs_strides, rhs_shape, rhs_strides, itemsize, _ = problem
-    sides = [
+    found = []
+    for big_is_lhs, big, small in (
         (True, (lhs_shape, lhs_strides, lc, lf, "l"), (rhs_shape, rhs_strides, rc, rf, "r")),
         (False, (rhs_shape, rhs_strides, rc, rf, "r"), (lhs_shape, lhs_strides, lc, lf, "l")),
-    ]
-    if math.prod(rhs_shape) > math.prod(lhs_shape):
-        sides.reverse()
-    for big_is_lhs, big, small in sides:
+    ):
         shape, strides, mine, free, tag = big
         other_shape, other_strides, theirs, other_free, other_tag = small
         memory = [a for a in _by_memory(range(len(shape)), strides) if shape[a] > 1]
@@ -365,33 +421,87 @@ def _broadcast(problem: Problem, lf: list[int], rf: list[int], cost: int) -> Bro
         outer, rest = memory[:start], memory[start + len(inner) :]
         if not outer or not rest:
             continue  # one product views this operand without a copy
+        if any(_group(g, shape, strides) is None for g in (outer, inner, rest)):
+            continue
         # pairs in this operand's memory order (contracted axes of extent 1 first)
         pairs = sorted(
             range(len(mine)), key=lambda i: inner.index(mine[i]) if mine[i] in inner else -1
         )
         contracted, other = [mine[i] for i in pairs], [theirs[i] for i in pairs]
         other_order = _by_memory(other_free, other_strides)
-        p, k, q = (math.prod([shape[a] for a in axes]) for axes in (outer, inner, rest))
-        m = math.prod([other_shape[a] for a in other_order])
-        if q < _MIN_COLUMNS or m * k < _MIN_MATRIX:
-            continue
-        groups = (other_order, other)
-        if math.prod(other_shape) * _copies(other_shape, other_strides, groups, itemsize) >= cost:
-            continue
         ones = [a for a in free if shape[a] == 1]
         tags: list[Tag] = [(tag, a) for a in ones + outer]
         tags += [(other_tag, a) for a in other_order] + [(tag, a) for a in rest]
-        shapes = {tag: shape, other_tag: other_shape}
         out = _to_output(problem, tags)
-        return Broadcast(
-            problem,
-            big_is_lhs,
-            (_perm(ones + outer + contracted + rest), (p, k, q)),
-            (_perm(other_order + other), (m, k)),
-            tuple(shapes[t][a] for t, a in tags),
-            out if out is not None else tuple(range(len(tags))),
+        found.append(
+            _Side(
+                big_is_lhs,
+                _perm(ones + outer + contracted + rest),
+                tuple(outer),
+                tuple(inner),
+                tuple(rest),
+                _perm(other_order + other),
+                tuple(other_order),
+                _copies(other_shape, other_strides, (other_order, other), itemsize),
+                _split(problem, tags),
+                out if out is not None else tuple(range(len(tags))),
+            )
         )
-    return None
+    return tuple(found)
+
+
+def _instantiate(layout: _Layout, problem: Problem) -> Planned:
+    """The plan ``layout`` gives at ``problem``'s extents: the product that copies fewest
+    elements, or a broadcast product that copies fewer still, oriented to fewer rows."""
+    (_, _, lb, _), lhs_shape, _, rhs_shape, _, _, floating = problem
+    shapes = (lhs_shape, rhs_shape)
+    sizes = (math.prod(lhs_shape), math.prod(rhs_shape))
+    best, cost = layout.candidates[0], -1
+    for candidate in layout.candidates:
+        copies = candidate.copies
+        candidate_cost = sizes[0] * copies[0] + sizes[1] * copies[1]
+        if cost < 0 or candidate_cost < cost:
+            best, cost = candidate, candidate_cost
+    if cost:
+        sides = layout.sides if sizes[0] >= sizes[1] else layout.sides[::-1]
+        for side in sides:
+            big, small = (0, 1) if side.big_is_lhs else (1, 0)
+            big_shape = shapes[big]
+            p = math.prod([big_shape[a] for a in side.outer])
+            k = math.prod([big_shape[a] for a in side.inner])
+            q = math.prod([big_shape[a] for a in side.rest])
+            m = math.prod([shapes[small][a] for a in side.small_free])
+            if q < _MIN_COLUMNS or m * k < _MIN_MATRIX or sizes[small] * side.small_copies >= cost:
+                continue
+            return Broadcast(
+                problem,
+                side.big_is_lhs,
+                (side.big_perm, (p, k, q)),
+                (side.small_perm, (m, k)),
+                tuple([shapes[i][a] for i, a in side.split]),
+                side.out,
+            )
+    lhs_batch, lhs_free, contracted, rhs_free = best.groups
+    b = math.prod([lhs_shape[a] for a in lhs_batch])
+    m = math.prod([lhs_shape[a] for a in lhs_free])
+    k = math.prod([lhs_shape[a] for a in contracted])
+    n = math.prod([rhs_shape[a] for a in rhs_free])
+    flip = _flipped(best.rows[0], best.rows[1], m, n, floating)
+    split = best.split_flipped if flip else best.split
+    return Product(
+        problem,
+        (best.lhs_perm, best.rhs_perm),
+        ((b, m, k), (b, k, n)) if lb else ((m, k), (k, n)),
+        flip,
+        tuple([shapes[i][a] for i, a in split]),
+        best.out_flipped if flip else best.out,
+    )
+
+
+def _split(problem: Problem, tags: list[Tag]) -> tuple[tuple[int, int], ...]:
+    """(operand, axis) holding each of a product's axes ``tags``."""
+    lhs_batch = problem.numbers[2]
+    return tuple([(0, lhs_batch[a]) if t == "b" else (0 if t == "l" else 1, a) for t, a in tags])
 
 
 def _pair_orders(
