@@ -150,7 +150,7 @@ def test_a_matrix_into_a_middle_leg_is_a_broadcast_product_in_the_tensors_layout
     np.testing.assert_allclose(x, np.einsum("ef,gfi->egi", e, t), rtol=1e-12)
     assert x.transpose(1, 0, 2).flags.c_contiguous  # laid out as [g, e, i]
     second, _ = _plan_of(x, t2, ((0, 1), (1, 0), (), ()))
-    layout_plan = second._prepared.for_layout(x, t2)
+    layout_plan = second._prepared.for_layout(x.strides, t2.strides)
     assert isinstance(layout_plan, dot_plans.Product)
     assert layout_plan.lhs_perm is not None  # the pairs follow x's memory order
     got = second.impl(x, t2)

@@ -234,8 +234,13 @@ class DotGeneral(TensorPrimitive):
             return np.multiply(lhs.reshape(lhs.shape + (1,) * plan), rhs)
         if plan is _GENERAL:
             return self._general(lhs, rhs)
-        if lhs.strides != plan.lhs_strides or rhs.strides != plan.rhs_strides:
-            plan = plan.for_layout(lhs, rhs)  # not in C order: planned for this layout
+        lhs_strides, rhs_strides = lhs.strides, rhs.strides
+        if lhs_strides != plan.lhs_strides or rhs_strides != plan.rhs_strides:
+            last = plan.last  # the plan of the layout met last (most often the only other)
+            if last is not None and lhs_strides == last[0] and rhs_strides == last[1]:
+                plan = last[2]
+            else:
+                plan = plan.for_layout(lhs_strides, rhs_strides)
         return plan(lhs, rhs)
 
     def _plan(self) -> Any:
@@ -342,17 +347,20 @@ class DotGeneral(TensorPrimitive):
 def _transpose_rhs(
     ct: RuleValue, lhs: RuleValue, lhs_ndim: int, rhs_ndim: int, op: DotGeneral
 ) -> RuleValue:
-    """The cotangent of the rhs given the output cotangent and the (conjugated) lhs, as
-    ``dot_general(lhs, ct)``: its axes come out as the rhs's batch, contracting (in the
-    lhs's order) and free axes, so a matrix product's rhs cotangent ``lhs^H @ ct`` needs
-    no transpose after it."""
+    """The cotangent of the rhs given the output cotangent and the (conjugated) lhs:
+    ``dot_general(lhs, ct)`` (axes: the rhs's batch, contracting in the lhs's order,
+    free) or ``dot_general(ct, lhs)`` (batch, free, contracting), whichever comes out in
+    the rhs's axis order, so no transpose follows (a matrix product's ``lhs^H @ ct``, or
+    ``ct^T @ lhs^*`` for a transposed rhs); else the first, transposed."""
     lhs_kept = _free(lhs_ndim, op.lhs_contracting, op.lhs_batch)
     rhs_kept = _free(rhs_ndim, op.rhs_contracting, op.rhs_batch)
     ct_batch, ct_lhs, _ = _ranges_like(op.lhs_batch, lhs_kept, rhs_kept)
-    product = lax.dot_general(lhs, ct, lhs_kept, ct_lhs, op.lhs_batch, ct_batch)
     contracting_by_lhs = [op.rhs_contracting[i] for i in np.argsort(op.lhs_contracting)]
-    out_axes = np.argsort([*op.rhs_batch, *contracting_by_lhs, *rhs_kept])
-    return lax.transpose(product, tuple(int(a) for a in out_axes))
+    order = [*op.rhs_batch, *contracting_by_lhs, *rhs_kept]
+    if order != sorted(order) and [*op.rhs_batch, *rhs_kept, *contracting_by_lhs] == sorted(order):
+        return lax.dot_general(ct, lhs, ct_lhs, lhs_kept, ct_batch, op.lhs_batch)
+    product = lax.dot_general(lhs, ct, lhs_kept, ct_lhs, op.lhs_batch, ct_batch)
+    return lax.transpose(product, tuple(int(a) for a in np.argsort(order)))
 
 
 def _transpose_lhs(
@@ -365,12 +373,17 @@ def _transpose_lhs(
     batch: tuple[int, ...],
     other_batch: tuple[int, ...],
 ) -> RuleValue:
-    """The cotangent of the lhs given the output cotangent and the (conjugated) rhs
-    (JAX's ``_dot_general_transpose_lhs``)."""
+    """The cotangent of the lhs given the output cotangent and the (conjugated) rhs:
+    ``dot_general(ct, other)`` (axes: the lhs's batch, free, contracting in the rhs's
+    order; JAX's ``_dot_general_transpose_lhs``) or ``dot_general(other, ct)`` (batch,
+    contracting, free), whichever comes out in the lhs's axis order, so no transpose
+    follows; else the first, transposed."""
     kept = _free(ndim, contracting, batch)
     other_kept = _free(other_ndim, other_contracting, other_batch)
     ct_batch, _, ct_other = _ranges_like(batch, kept, other_kept)
-    product = lax.dot_general(ct, other, ct_other, other_kept, ct_batch, other_batch)
     contracting_by_other = [contracting[i] for i in np.argsort(other_contracting)]
-    out_axes = np.argsort([*batch, *kept, *contracting_by_other])
-    return lax.transpose(product, tuple(int(a) for a in out_axes))
+    order = [*batch, *kept, *contracting_by_other]
+    if order != sorted(order) and [*batch, *contracting_by_other, *kept] == sorted(order):
+        return lax.dot_general(other, ct, other_kept, ct_other, other_batch, ct_batch)
+    product = lax.dot_general(ct, other, ct_other, other_kept, ct_batch, other_batch)
+    return lax.transpose(product, tuple(int(a) for a in np.argsort(order)))

@@ -5,9 +5,11 @@ A contraction is one (batched) matrix product of the operands viewed as
 exist without copying depends on the strides: a group of axes (the batch, the free or
 the contracted axes of one operand) becomes one matrix axis without a copy only when
 its axes follow each other in memory. The contracted (and batch) axes may be paired in
-any order, and free axes may be taken in memory order (the result is then a transposed
-view in ``dot_general``'s axis order), so :func:`plan` takes the pairing order that
-leaves the fewest elements to copy.
+any order, so :func:`plan` takes the pairing order that leaves the fewest elements to
+copy. Free axes keep their order: the result is in C order, as a following
+contraction's plan expects (taking them in memory order would spare a copy of a
+transposed operand but hand its layout on, and a later contraction may pay a copy
+for it instead).
 
 When an operand's contracted axes sit between its free axes in memory (``[P, C, Q]``,
 a matrix applied to a middle leg of a tensor), every single matrix product must copy
@@ -16,12 +18,13 @@ it; :class:`Broadcast` instead multiplies the other operand into each ``[C, Q]``
 with ``C`` replaced by the other operand's free axes, which is what a following
 contraction of the same tensor network reads without a copy.
 
-Each product is also oriented: numpy writes a product row by row, and BLAS runs one
-with few rows and many columns faster than its transpose, and one of two transposed
-operands slower than either alternative, so a product whose operands are not both in
-row order, or are both transposed, is computed as the transpose of the product of the
-transposed operands when that has fewer rows (:func:`_flipped`); the result is then a
-transposed view.
+A product of two matrices is also oriented: BLAS runs a product with few rows and many
+columns faster than its transpose, and one of two transposed operands with few rows
+slower than either alternative, so it is computed as the transpose of the product of
+the transposed operands when that has fewer rows (:func:`_flipped`); the result is
+then a transposed view, which a following product of matrices reads as it reads any
+(a tensor's product keeps its C-ordered result: a transposed view of a tensor could
+cost the next contraction a copy).
 
 Plans change neither the value nor the output axis order, only the memory layout of
 the result and the order in which contracted terms are summed (rounding).
@@ -77,16 +80,17 @@ class Planned:
     Calling it evaluates the product of two arrays of its problem's shapes (of any
     layout: plans differ in speed only)."""
 
-    __slots__ = ("layouts", "lhs_strides", "problem", "rhs_strides")
+    __slots__ = ("last", "layouts", "lhs_strides", "problem", "rhs_strides")
 
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
         self.lhs_strides, self.rhs_strides = problem.lhs_strides, problem.rhs_strides
         self.layouts: dict[tuple[Any, Any], Any] | None = None
+        self.last: tuple[Any, Any, Any] | None = None  # strides and plan of for_layout's last
 
-    def for_layout(self, lhs: Any, rhs: Any) -> Any:
-        """The plan for ``lhs`` and ``rhs`` as laid out in memory (kept per layout)."""
-        key = (lhs.strides, rhs.strides)
+    def for_layout(self, lhs_strides: tuple[int, ...], rhs_strides: tuple[int, ...]) -> Any:
+        """The plan for operands of these strides (kept per layout)."""
+        key = (lhs_strides, rhs_strides)
         layouts = self.layouts
         if layouts is None:
             layouts = self.layouts = {}
@@ -96,6 +100,7 @@ class Planned:
             if len(layouts) >= _LAYOUT_LIMIT:
                 layouts.clear()
             layouts[key] = found
+        self.last = (lhs_strides, rhs_strides, found)
         return found
 
     def __call__(self, lhs: Any, rhs: Any) -> Any:
@@ -104,12 +109,10 @@ class Planned:
 
 class Product(Planned):
     """``[B, M, K] @ [B, K, N]`` of views (numpy copies only where the layout forces
-    it; ``flip``: computed as ``[B, N, K] @ [B, K, M]`` of the transposed views), its
-    result split into the separate axes and transposed to ``dot_general``'s order."""
+    it), its result split into the separate axes and transposed to ``dot_general``'s
+    order."""
 
     __slots__ = (
-        "batched",
-        "flip",
         "lhs_matrix",
         "lhs_perm",
         "out",
@@ -123,29 +126,20 @@ class Product(Planned):
         problem: Problem,
         perms: tuple[tuple[int, ...] | None, tuple[int, ...] | None],
         matrices: tuple[tuple[int, ...], tuple[int, ...]],
-        flip: bool,
         split: tuple[int, ...],
         out: tuple[int, ...] | None,
     ) -> None:
         super().__init__(problem)
         self.lhs_perm, self.rhs_perm = perms
         self.lhs_matrix, self.rhs_matrix = matrices
-        self.batched = len(self.lhs_matrix) == 3
-        self.flip, self.split, self.out = flip, split, out
+        self.split, self.out = split, out
 
     def __call__(self, lhs: Any, rhs: Any) -> Any:
         if self.lhs_perm is not None:
             lhs = lhs.transpose(self.lhs_perm)
         if self.rhs_perm is not None:
             rhs = rhs.transpose(self.rhs_perm)
-        lhs, rhs = lhs.reshape(self.lhs_matrix), rhs.reshape(self.rhs_matrix)
-        if self.batched:
-            if self.flip:
-                product = np.matmul(rhs.transpose(0, 2, 1), lhs.transpose(0, 2, 1))
-            else:
-                product = np.matmul(lhs, rhs)
-        else:
-            product = rhs.T.dot(lhs.T) if self.flip else lhs.dot(rhs)
+        product = np.matmul(lhs.reshape(self.lhs_matrix), rhs.reshape(self.rhs_matrix))
         product = product.reshape(self.split)
         return product if self.out is None else product.transpose(self.out)
 
@@ -239,6 +233,27 @@ _MATRICES = {
 its columns, flipped): ``ndarray.dot`` of (transposed) views; flipped, the transpose of
 the product of the transposed operands."""
 
+
+def _large(lhs_t: bool, rhs_t: bool, flip: bool) -> Any:
+    """The product of :data:`_MATRICES` by ``numpy.matmul`` (``ndarray.dot`` zero-fills
+    its result before BLAS writes it: cheaper calls, but slower on large results)."""
+    matmul = np.matmul
+
+    def product(lhs: Any, rhs: Any) -> Any:
+        if lhs_t:
+            lhs = lhs.T
+        if rhs_t:
+            rhs = rhs.T
+        return matmul(rhs.T, lhs.T).T if flip else matmul(lhs, rhs)
+
+    return product
+
+
+_LARGE = {key: _large(*key) for key in _MATRICES}
+
+_DOT_LIMIT = 128 * 128
+"""Products of two matrices with larger results are computed by ``numpy.matmul``."""
+
 Function = type(_nn)
 """The type of the plans that are plain functions of the two arrays (two matrices, two
 stacks of matrices): right for operands of any extents and layout (numpy reads
@@ -293,10 +308,9 @@ def _matrices(problem: Problem) -> Any:
     lhs_rows = _order((lhs_shape[0], lhs_strides[0]), (lhs_shape[1], lhs_strides[1]), itemsize)
     rhs_rows = _order((rhs_shape[0], rhs_strides[0]), (rhs_shape[1], rhs_strides[1]), itemsize)
     # neither order (None): numpy copies the operand to row order first
-    flip = _flipped(
-        lhs_rows is not False, rhs_rows is not False, lhs_shape[0], rhs_shape[1], floating
-    )
-    return _MATRICES[lhs_t, rhs_t, flip]
+    m, n = lhs_shape[0], rhs_shape[1]
+    flip = _flipped(lhs_rows is not False, rhs_rows is not False, m, n, floating)
+    return (_LARGE if m * n > _DOT_LIMIT else _MATRICES)[lhs_t, rhs_t, flip]
 
 
 def _pattern(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -305,17 +319,14 @@ def _pattern(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 class _Candidate(NamedTuple):
     """A product's axis groups, whether each operand is copied to view them as
-    matrices, whether each matrix is in row order, and its result's axes."""
+    matrices, and its result's axes."""
 
     lhs_perm: tuple[int, ...] | None
     rhs_perm: tuple[int, ...] | None
     groups: tuple[tuple[int, ...], ...]  # lhs batch, lhs free, contracted (lhs), rhs free
     copies: tuple[bool, bool]
-    rows: tuple[bool, bool]
-    split: tuple[tuple[int, int], ...]  # (operand, axis) per result axis; flipped: ...
+    split: tuple[tuple[int, int], ...]  # (operand, axis) of each result axis
     out: tuple[int, ...] | None
-    split_flipped: tuple[tuple[int, int], ...]
-    out_flipped: tuple[int, ...] | None
 
 
 class _Side(NamedTuple):
@@ -350,8 +361,7 @@ def _layout(problem: Problem) -> _Layout:
     (lc, rc, lb, rb), lhs_shape, lhs_strides, rhs_shape, rhs_strides, itemsize, _ = problem
     lf = [a for a in range(len(lhs_shape)) if a not in (*lc, *lb)]
     rf = [a for a in range(len(rhs_shape)) if a not in (*rc, *rb)]
-    lf_order = _by_memory(lf, lhs_strides)
-    rf_order = _by_memory(rf, rhs_strides)
+    lf_order, rf_order = lf, rf  # the result in C order (see the module docstring)
     candidates = []
     for batch in _pair_orders(lb, rb, lhs_strides, rhs_strides):
         for inner in _pair_orders(lc, rc, lhs_strides, rhs_strides):
@@ -361,38 +371,16 @@ def _layout(problem: Problem) -> _Layout:
                 _copies(lhs_shape, lhs_strides, lhs_groups, itemsize),
                 _copies(rhs_shape, rhs_strides, rhs_groups, itemsize),
             )
-            rows = (
-                copies[0]
-                or bool(
-                    _order(
-                        _group(lf_order, lhs_shape, lhs_strides),
-                        _group(lhs_groups[2], lhs_shape, lhs_strides),
-                        itemsize,
-                    )
-                ),
-                copies[1]
-                or bool(
-                    _order(
-                        _group(rhs_groups[1], rhs_shape, rhs_strides),
-                        _group(rf_order, rhs_shape, rhs_strides),
-                        itemsize,
-                    )
-                ),
-            )
-            lhs_tags: list[Tag] = [("l", a) for a in lf_order]
-            rhs_tags: list[Tag] = [("r", a) for a in rf_order]
             tags: list[Tag] = [("b", i) for i in batch]
+            tags += [("l", a) for a in lf_order] + [("r", a) for a in rf_order]
             candidates.append(
                 _Candidate(
                     _perm([a for g in lhs_groups for a in g]),
                     _perm([a for g in rhs_groups for a in g]),
                     (tuple(lhs_groups[0]), tuple(lf_order), tuple(lhs_groups[2]), tuple(rf_order)),
                     copies,
-                    rows,
-                    _split(problem, tags + lhs_tags + rhs_tags),
-                    _to_output(problem, tags + lhs_tags + rhs_tags),
-                    _split(problem, tags + rhs_tags + lhs_tags),
-                    _to_output(problem, tags + rhs_tags + lhs_tags),
+                    _split(problem, tags),
+                    _to_output(problem, tags),
                 )
             )
     sides = () if lb or not problem.floating else _sides(problem, lf, rf)
@@ -452,8 +440,8 @@ def _sides(problem: Problem, lf: list[int], rf: list[int]) -> tuple[_Side, ...]:
 
 def _instantiate(layout: _Layout, problem: Problem) -> Planned:
     """The plan ``layout`` gives at ``problem``'s extents: the product that copies fewest
-    elements, or a broadcast product that copies fewer still, oriented to fewer rows."""
-    (_, _, lb, _), lhs_shape, _, rhs_shape, _, _, floating = problem
+    elements, or a broadcast product that copies fewer still."""
+    (_, _, lb, _), lhs_shape, _, rhs_shape, _, _, _ = problem
     shapes = (lhs_shape, rhs_shape)
     sizes = (math.prod(lhs_shape), math.prod(rhs_shape))
     best, cost = layout.candidates[0], -1
@@ -486,15 +474,12 @@ def _instantiate(layout: _Layout, problem: Problem) -> Planned:
     m = math.prod([lhs_shape[a] for a in lhs_free])
     k = math.prod([lhs_shape[a] for a in contracted])
     n = math.prod([rhs_shape[a] for a in rhs_free])
-    flip = _flipped(best.rows[0], best.rows[1], m, n, floating)
-    split = best.split_flipped if flip else best.split
     return Product(
         problem,
         (best.lhs_perm, best.rhs_perm),
         ((b, m, k), (b, k, n)) if lb else ((m, k), (k, n)),
-        flip,
-        tuple([shapes[i][a] for i, a in split]),
-        best.out_flipped if flip else best.out,
+        tuple([shapes[i][a] for i, a in best.split]),
+        best.out,
     )
 
 
