@@ -234,26 +234,6 @@ its columns, flipped): ``ndarray.dot`` of (transposed) views; flipped, the trans
 the product of the transposed operands."""
 
 
-def _large(lhs_t: bool, rhs_t: bool, flip: bool) -> Any:
-    """The product of :data:`_MATRICES` by ``numpy.matmul`` (``ndarray.dot`` zero-fills
-    its result before BLAS writes it: cheaper calls, but slower on large results)."""
-    matmul = np.matmul
-
-    def product(lhs: Any, rhs: Any) -> Any:
-        if lhs_t:
-            lhs = lhs.T
-        if rhs_t:
-            rhs = rhs.T
-        return matmul(rhs.T, lhs.T).T if flip else matmul(lhs, rhs)
-
-    return product
-
-
-_LARGE = {key: _large(*key) for key in _MATRICES}
-
-_DOT_LIMIT = 128 * 128
-"""Products of two matrices with larger results are computed by ``numpy.matmul``."""
-
 Function = type(_nn)
 """The type of the plans that are plain functions of the two arrays (two matrices, two
 stacks of matrices): right for operands of any extents and layout (numpy reads
@@ -310,7 +290,7 @@ def _matrices(problem: Problem) -> Any:
     # neither order (None): numpy copies the operand to row order first
     m, n = lhs_shape[0], rhs_shape[1]
     flip = _flipped(lhs_rows is not False, rhs_rows is not False, m, n, floating)
-    return (_LARGE if m * n > _DOT_LIMIT else _MATRICES)[lhs_t, rhs_t, flip]
+    return _MATRICES[lhs_t, rhs_t, flip]
 
 
 def _pattern(shape: tuple[int, ...]) -> tuple[int, ...]:
