@@ -197,3 +197,38 @@ def test_derivatives_at_every_layout(case: Any, lhs_layout: str, rhs_layout: str
     a = _laid_out(data(lhs_shape, np.complex128, rng), lhs_layout, 0)
     b = _laid_out(data(rhs_shape, np.complex128, rng), rhs_layout, 0)
     tf.testing.check_grads(lambda x, y: lax.dot_general(x, y, *numbers), [a, b], order=1)
+
+
+@pytest.mark.parametrize(
+    ("lhs_shape", "rhs_shape", "numbers"),
+    [
+        ((3, 2, 4), (3, 2, 5), ((0, 1), (0, 1), (), ())),  # contracted axes lead: x^T y
+        ((3, 4), (5, 4), ((1,), (1,), (), ())),  # a transposed rhs: x y^T
+        ((6, 3, 4), (6, 4, 5), ((2,), (1,), (0,), (0,))),  # stacked matrices
+        ((4, 3), (4, 5), ((0,), (0,), (), ())),  # a transposed lhs: x^T y
+    ],
+)
+def test_cotangents_come_out_in_each_operands_axis_order(lhs_shape, rhs_shape, numbers) -> None:
+    """The transpose rule writes each operand's cotangent with one ``dot_general`` in
+    that operand's axis order (no transpose view for the next product to copy), and its
+    values are the contractions numpy computes."""
+    x, w = tf.placeholder(lhs_shape), tf.placeholder(rhs_shape)
+    y = lax.dot_general(x, w, *numbers)
+    c = tf.placeholder(y.meta.shape)
+    loss = tf.sum(y * c)
+    rng = np.random.default_rng(6)
+    values = {x: data(lhs_shape, np.float64, rng), w: data(rhs_shape, np.float64, rng)}
+    values[c] = data(y.meta.shape, np.float64, rng)
+    for wrt in (x, w):
+        grad = loss.grad(wrt)
+        assert "transpose" not in tf.format_graph(grad)
+        step = 1e-6
+        direction = data(wrt.meta.shape, np.float64, rng)
+        ends = []
+        for shift in (step, -step):
+            moved = dict(values)
+            moved[wrt] = values[wrt] + shift * direction
+            ends.append(float(np.asarray(loss.eval(moved))))
+        numeric = (ends[0] - ends[1]) / (2 * step)
+        analytic = float(np.sum(np.asarray(grad.eval(values)) * direction))
+        assert abs(numeric - analytic) <= 1e-6 * max(1.0, abs(numeric))

@@ -351,6 +351,21 @@ def test_matrix_steps_use_dot_general():
     assert "dot_general" not in hadamard
 
 
+def test_the_last_contraction_writes_the_output_order():
+    """The last contraction takes its operands in the order that writes the output's axes
+    (no transpose after it), whatever order the path lists them in."""
+    for subscripts, shapes in [
+        ("bc,bsd,cse->de", [(3, 3), (3, 2, 4), (3, 2, 5)]),
+        ("bc,bsd,cse->ed", [(3, 3), (3, 2, 4), (3, 2, 5)]),
+        ("ij,jk->ki", [(2, 3), (3, 4)]),
+    ]:
+        operands = [tf.placeholder(s) for s in shapes]
+        assert "transpose" not in tf.format_graph(tf.einsum(subscripts, *operands))
+        rng = np.random.default_rng(8)
+        xs = [data(s, np.float64, rng) for s in shapes]
+        close(tf.einsum(subscripts, *xs), np.einsum(subscripts, *xs))
+
+
 @settings(max_examples=60)
 @given(st.data())
 def test_products_without_contraction_are_written_in_output_order(data):

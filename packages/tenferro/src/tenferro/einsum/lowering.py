@@ -242,8 +242,7 @@ def _swapped(left: str, right: str, kept: Any, output: str, last: bool) -> bool:
     product in the output's order and the other way does not (no transpose follows).
     Decided on labels alone, so a program lowered at some extents serves all; the
     product's orientation in memory is ``dot_general``'s own choice at its extents."""
-    import os
-    if os.environ.get("NOSWAP") or not last or not any(c in right and not kept(c) for c in left):
+    if not last or not any(c in right and not kept(c) for c in left):
         return False
     unique = "".join(dict.fromkeys(output))
     straight = _product_labels(left, right, kept) == unique
