@@ -415,6 +415,8 @@ def _static_spec(
     """The static positions and names, each completed from ``fun``'s signature."""
     numbers = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     names = (argnames,) if isinstance(argnames, str) else tuple(argnames)
+    if not numbers and not names:  # nothing to check or complete: no signature to read
+        return (), frozenset()
     for n in numbers:
         if isinstance(n, bool) or not isinstance(n, int):
             raise ArgumentTypeError("jit", f"static_argnums must be ints, got {argnums!r}")
