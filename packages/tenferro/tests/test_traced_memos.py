@@ -27,6 +27,8 @@ from hypothesis import strategies as st
 import computegraph
 import tenferro as tf
 from tenferro import transforms
+from tenferro.surface import dispatch as surface_dispatch
+from tenferro.surface import math as surface_math
 from tenferro.traced import program as traced_program
 from tenferro.traced import tensor as traced_tensor
 
@@ -56,19 +58,19 @@ _BINARY: list[Callable[[Any, Any], Any]] = [
 # Python numbers that look alike as dictionary keys (1 == 1.0 == True, 0.0 == -0.0), that
 # are not equal to themselves, that do not fit some dtypes, and numbers that are not weak.
 _NUMBERS: list[Any] = [
-    1,
+    2.0,
+    0.5,
     1.0,
-    True,
-    0,
     0.0,
     -0.0,
     math.nan,
     math.inf,
     2,
-    2.0,
-    0.5,
     -3,
+    1,
+    0,
     2**40,
+    True,
     1j,
     np.float32(0.5),
     np.float64(0.5),
@@ -77,7 +79,13 @@ _NUMBERS: list[Any] = [
 
 
 def _leaves() -> list[Any]:
+    # Python numbers (weak) and numpy scalars (strong) of one dtype and value lift to
+    # one structural constant key with two metas: memos must tell them apart.
+    lifted = [tf.TracedTensor._lift(tf.asarray(n)) for n in (2.5, np.float64(2.5), 1j)]
+    assert lifted[0].key is lifted[1].key
+    assert lifted[0].meta != lifted[1].meta
     return [
+        *lifted,
         tf.placeholder((3,), "float64"),
         tf.placeholder((3,), "float32"),
         tf.placeholder((3,), "complex128"),
@@ -89,37 +97,53 @@ def _leaves() -> list[Any]:
     ]
 
 
-_Step = tuple[int, int, int, int, bool]
+_Step = tuple[int, int, int, int, int, bool]
 _STEPS = st.lists(
     st.tuples(
-        st.integers(0, 3),  # unary; operator/function with a number, another value; where
+        st.integers(0, 4),  # the family of the step (see _apply)
         st.integers(0, 63),  # which function
         st.integers(0, 63),  # first operand (modulo the values so far)
         st.integers(0, 63),  # second operand or number
-        st.booleans(),  # the number or second value first
+        st.integers(0, 63),  # third operand or number
+        st.booleans(),  # the number or other value first
     ),
     min_size=1,
-    max_size=20,
+    max_size=16,
 )
 
 
-def _apply(step: _Step, values: list[Any]) -> Any:
-    family, which, first, second, swapped = step
-    x = values[first % len(values)]
+def _apply(step: _Step, values: list[Any]) -> list[Any]:
+    """The values a step makes. Steps that apply one function twice, to one value with two
+    numbers or other values, or to two values with one number, keep both results alive:
+    a memo that confused them would hand one's key to the other."""
+    family, which, first, second, third, swapped = step
+    count = len(values)
+    x = values[first % count]
+    other = values[(first + 1 + third % (count - 1)) % count]  # another value than x
     if family == 0:
-        return _UNARY[which % len(_UNARY)](x)
+        return [_UNARY[which % len(_UNARY)](x)]
     if family == 3:  # three operands, the condition from a comparison with a number
-        y, z = values[second % len(values)], values[(first + second) % len(values)]
-        return tf.where(x > 0.5, y, z) if swapped else tf.where(x < y, z, x)
+        y, z = values[second % len(values)], values[third % len(values)]
+        return [tf.where(x > 0.5, y, z) if swapped else tf.where(x < y, z, x)]
     function = _BINARY[which % len(_BINARY)]
-    y = _NUMBERS[second % len(_NUMBERS)] if family == 1 else values[second % len(values)]
-    return function(y, x) if swapped else function(x, y)
+
+    def call(a: Any, b: Any) -> Any:
+        return function(b, a) if swapped else function(a, b)
+
+    if family == 1:  # two different numbers, often of one type (neighbours in _NUMBERS)
+        size = len(_NUMBERS)
+        n1, n2 = _NUMBERS[second % size], _NUMBERS[(second + 1 + third % (size - 1)) % size]
+        return [call(x, n1), call(x, n2)]
+    if family == 2:
+        return [call(x, values[second % count]), call(x, other)]
+    number = _NUMBERS[second % len(_NUMBERS)]
+    return [call(x, number), call(other, number)]
 
 
 def _trace(
     steps: list[_Step], leaves: list[Any], made: list[int] | None = None
 ) -> list[tuple[Any, ...]]:
-    """Every step's outcome: its key and meta, or the error it raised. With ``made``, the
+    """Every step's outcome: its keys and metas, or the error it raised. With ``made``, the
     operation keys each successful step made (counted by a :class:`_CountingFirstOutput`
     installed by the caller) are appended to it."""
     values = list(leaves)
@@ -127,14 +151,14 @@ def _trace(
     for step in steps:
         before = _COUNT[0]
         try:
-            value = _apply(step, values)
+            new = _apply(step, values)
         except Exception as error:  # the memo path must raise exactly what the other raises
             outcomes.append(("raises", type(error), str(error)))
             continue  # (what it made before raising is garbage: its memo entries are dead)
         if made is not None:
             made.append(_COUNT[0] - before)
-        values.append(value)
-        outcomes.append(("value", value.key, value.meta))
+        values.extend(new)
+        outcomes.append(("values", *[(v.key, v.meta) for v in new]))
     return outcomes
 
 
@@ -153,23 +177,62 @@ class _CountingFirstOutput:
         return self.real(operation, inputs)
 
 
+class _NoCache(dict[Any, Any]):
+    """Stands for a cache that never answers and keeps nothing."""
+
+    def put(self, key: Any, value: Any) -> None:
+        pass
+
+
+def _general(steps: list[_Step], leaves: list[Any]) -> list[tuple[Any, ...]]:
+    """The outcomes through the general path: no memo is made or read (and none exists
+    after ``tf.clear_caches()``), no operator lane or known instance is used."""
+    tf.clear_caches()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(traced_tensor, "memo_put", lambda key, token, entry: None)
+        patch.setattr(traced_tensor, "_LANES", _NoCache())
+        patch.setattr(traced_tensor, "_NULLARY", _NoCache())
+        patch.setattr(surface_math, "BINDS_INSTANCES", surface_dispatch.REPLAYABLE)
+        return _trace(steps, leaves)
+
+
 @settings(max_examples=150)
 @given(_STEPS)
 def test_a_retrace_gives_the_general_paths_keys_from_memos(
     steps: list[_Step],
 ) -> None:
     leaves = _leaves()
-    tf.clear_caches()
-    general = _trace(steps, leaves)  # no memo, lane or instance: the surface decides
+    general = _general(steps, leaves)
+    assert _trace(steps, leaves) == general  # keys compare by identity: the same objects
     made: list[int] = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(traced_tensor, "first_output", _CountingFirstOutput())
         retraced = _trace(steps, leaves, made)
-    assert retraced == general  # keys compare by identity: the very same objects
+    assert retraced == general
     assert not any(made)  # every value was found in memos: no operation key was made
     computegraph.memos.clear()  # lanes and instances stay: they must give the keys too
     assert _trace(steps, leaves) == general
     assert _trace(steps, leaves) == general
+
+
+def test_every_operand_pair_and_number_in_both_orders_from_memos() -> None:
+    # Exhaustive over the table, every result kept alive: a memo entry of one call must
+    # never answer another (lookalike numbers, one key with a weak and a strong meta).
+    leaves = _leaves()
+    size = len(leaves)
+    steps: list[_Step] = [
+        (family, which, first, second, 0, swapped)
+        for family, seconds in ((2, range(size)), (1, range(len(_NUMBERS))))
+        for which in range(len(_BINARY))
+        for first in range(size)
+        for second in seconds
+        for swapped in (False, True)
+    ]
+    # family 2 applies the function to (x, values[second]) and to (x, the next value);
+    # family 1 to (x, _NUMBERS[second]) and (x, the next number)
+    general = _general(steps, leaves)
+    for _ in range(2):
+        assert _trace(steps, leaves) == general
 
 
 def test_memo_path_values_equal_numpy() -> None:

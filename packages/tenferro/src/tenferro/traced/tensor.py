@@ -61,15 +61,17 @@ _GENERAL = "general"
 
 # Memos (computegraph.memo) of traced values' keys. A retrace meets the keys it made
 # before, so what an operation applied to a key gave is found on the key itself:
-#   operator lanes: (lane, number type, number) -> (meta, result key ref, result meta)
-#                   (lane, id(other key)) -> (meta, other meta, other key ref,
-#                                            result key ref, result meta)
+#   operator lanes: (lane, number type, number, weak) -> (meta, result key ref, result meta)
+#                   (lane, id(other key), weak, other weak) -> (meta, other meta,
+#                                            other key ref, result key ref, result meta)
 #   binds:          serial of the instance -> result key ref             (one operand)
 #                   (serial, id(second key)) -> (second key ref, result key ref)
 #                   (serial, ids of the others) -> (their refs, result key ref)  (3+)
 #   (single-output instances; constants, with no operand, are in _NULLARY)
-# ``meta`` is the traced operand's (a key does not fix its weak flag); every key is held
-# weakly, so a memo keeps no graph alive and an entry whose key died is a miss.
+# ``meta`` is the traced operand's: a key does not fix its weak flag (a Python number and
+# a numpy scalar of one value lift to one constant key), so the flags are in the tokens and
+# the metas checked. Every key is held weakly, so a memo keeps no graph alive and an
+# entry whose key died is a miss.
 
 _SERIALS = itertools.count()
 _ref = weakref.ref
@@ -102,7 +104,7 @@ def _operator_lane(name: str, function: Callable[[Any, Any], Any], swapped: bool
             memo = None
         if kind is TracedTensor:
             other_key = other.key
-            token: Any = (lane, id(other_key))
+            token: Any = (lane, id(other_key), meta.weak, other.meta.weak)
             entry = None if memo is None else memo.get(token)
             if (
                 entry is not None
@@ -116,7 +118,7 @@ def _operator_lane(name: str, function: Callable[[Any, Any], Any], swapped: bool
             key: Any = (function, swapped, meta, other.meta)
         elif (kind is float or kind is int) and other == other and other != 0:
             # 0.0 == -0.0 and nan != nan as keys: those take the surface's path
-            token = (lane, kind, other)
+            token = (lane, kind, other, meta.weak)
             entry = None if memo is None else memo.get(token)
             if entry is not None and (entry[0] is meta or entry[0] == meta):
                 found = entry[1]()
