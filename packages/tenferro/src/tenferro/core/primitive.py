@@ -60,7 +60,7 @@ _INSTANCE_LIMIT = 1 << 16
 class TensorPrimitive:
     """Base class of the primitive catalogue (see the module documentation)."""
 
-    __slots__ = ("_hash", "_prepared", "_tape_plans", "outputs")
+    __slots__ = ("_hash", "_prepared", "_serial", "_tape_plans", "outputs")
 
     name: ClassVar[str] = "primitive"
     output_arity: ClassVar[int] = 1
@@ -96,6 +96,9 @@ class TensorPrimitive:
     """How a tape records this instance, by which operands are tracked (the tape's
     plans, kept here too so recording finds them without hashing the instance; built on
     first use, structure only)."""
+    _serial: int
+    """A number naming this instance in traced values' key memos (set on first use by
+    :mod:`tenferro.traced.tensor`; never reused, so it needs no hash of the instance)."""
     _field_names: ClassVar[tuple[str, ...]] = ()
     _flags: ClassVar[frozenset[str]] = frozenset()
     moves_data: ClassVar[bool] = False
