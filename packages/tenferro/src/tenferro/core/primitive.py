@@ -81,6 +81,10 @@ class TensorPrimitive:
     shape, slice limits): they follow from the operand and output metas, so they stay
     out of its extent class and :meth:`remake` re-derives them. Such a primitive's
     :meth:`extent_facts` must give the extent pattern its rules depend on."""
+    reads_extent_coincidences: ClassVar[bool] = True
+    """Whether its rules may read which of its extents are equal (beyond which are 0 or
+    1): ``False`` lets the eager tape's extent classes ignore such coincidences (see
+    :mod:`tenferro.eager.extents`; ``test_never_seen_lanes`` checks declarations)."""
     extent_offsets: ClassVar[tuple[str, ...]] = ()
     """Parameters holding positions that :meth:`remake` keeps (a slice's starts): in a
     derivative program they must be zeros or a parameter of the node differentiated
