@@ -61,20 +61,6 @@ def _cut_points(name: str) -> list[tuple[float, float]]:
     return [(s, y) for y in beyond for s in (0.0, -0.0)]
 
 
-def _wrong_side(name: str, re: float, im: float) -> bool:
-    """The cut points where tenferro's derivative belongs to the other side of the cut
-    (found by this review; PyTorch and JAX share it except for arccosh)."""
-    negative_zero = np.signbit(im if name in REAL_AXIS_CUTS else re)
-    along = re if name in REAL_AXIS_CUTS else im
-    if name in ("arcsin", "arccos"):
-        return (along > 1 and not negative_zero) or (along < -1 and negative_zero)
-    if name == "arcsinh":
-        return (along > 1 and negative_zero) or (along < -1 and not negative_zero)
-    if name == "arccosh":
-        return along < -1 and negative_zero
-    return False
-
-
 def _along_cut(name: str, z: np.ndarray[Any, Any], step: float) -> np.ndarray[Any, Any]:
     """``z`` moved by ``step`` parallel to ``name``'s cuts (signed zeros kept)."""
     if name in REAL_AXIS_CUTS:
@@ -121,24 +107,11 @@ def test_values_on_and_near_the_branch_cuts_are_numpys_bit_for_bit(name: str, dt
 
 
 def _cut_cases() -> list[Any]:
-    cases = []
-    for name in INVERSE:
-        for re, im in _cut_points(name):
-            marks = []
-            if _wrong_side(name, re, im):
-                marks.append(
-                    pytest.mark.xfail(
-                        strict=True,
-                        reason=(
-                            f"{name} at {complex(re, im)!r} (signed zero on the cut): the "
-                            "derivative belongs to the other side of the cut, the opposite "
-                            "of numpy's value's side (the signed zero is lost in (1-z)(1+z) "
-                            "/ z-1); expected d/dz of the branch numpy's value takes"
-                        ),
-                    )
-                )
-            cases.append(pytest.param(name, re, im, marks=marks, id=f"{name}({re!r},{im!r})"))
-    return cases
+    return [
+        pytest.param(name, re, im, id=f"{name}({re!r},{im!r})")
+        for name in INVERSE
+        for re, im in _cut_points(name)
+    ]
 
 
 @pytest.mark.parametrize(("name", "re", "im"), _cut_cases())
@@ -154,27 +127,12 @@ def test_derivative_on_the_cut_is_that_of_the_branch_the_value_takes(
     np.testing.assert_allclose(np.asarray(tangent), expected, rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "d/dx imag(arcsin(complex(x))) for x > 1 is -1/sqrt(x^2-1) (sign flipped); "
-        "expected +1/sqrt(x^2-1), the derivative of acosh(x) = imag(arcsin(x + 0j))"
-    ),
-)
 def test_gradient_of_arcsin_beyond_one_through_a_complex_cast() -> None:
     x = np.array([1.5, 3.0])
     grad = np.asarray(tf.grad(lambda v: tf.sum(tf.imag(tf.arcsin(tf.astype(v, tf.complex128)))))(x))
     np.testing.assert_allclose(grad, 1 / np.sqrt(x**2 - 1), rtol=1e-12)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "arccosh's derivative at complex infinity is nan+nanj (sqrt(z-1)*sqrt(z+1) = inf*inf "
-        "gives an imaginary part inf*0); expected 0 (the limit of 1/sqrt(z^2-1); PyTorch "
-        "gives 0, and tenferro's real arccosh'(inf) is 0)"
-    ),
-)
 def test_arccosh_derivative_at_complex_infinity_is_zero() -> None:
     z = _complex(np.inf, 0.0)
     with np.errstate(all="ignore"):
