@@ -18,6 +18,7 @@ __all__ = [
     "check_square",
     "failing_batch",
     "inexact_dtype",
+    "is_real_number",
 ]
 
 
@@ -87,3 +88,10 @@ def check_finite(op: str, a: np.ndarray[Any, Any]) -> None:
             op,
             f"the input of shape {a.shape} holds NaN or Inf{failing_batch(~finite)}",
         )
+
+
+def is_real_number(value: Any) -> bool:
+    """A Python or numpy real number that is not a bool (a tolerance or a rank)."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    )
