@@ -426,7 +426,7 @@ def linalg_table(torch: Any, rng: np.random.Generator) -> dict[str, tuple[Any, A
     """The linalg calls tensor-network code makes at small sizes (issue 12: <= 1.5x
     torch): tracked forward at 4x4 and 8x8 (and a 3x4x4 batch), tracked forward +
     backward of the factorizations at 4x4. ``truncated_svd`` is compared with torch's
-    thin SVD and slicing (torch has no truncated SVD). tenferro has no ``lstsq``."""
+    thin SVD and slicing (torch has no truncated SVD); ``lstsq`` by its solution."""
     tla, ttl = tf.linalg, torch.linalg
     table: dict[str, tuple[Any, Any]] = {}
     for shape in ((4, 4), (8, 8), (3, 4, 4)):
@@ -462,6 +462,11 @@ def linalg_table(torch: Any, rng: np.random.Generator) -> dict[str, tuple[Any, A
                 ),
                 "inv": (lambda x=x: tla.inv(x), lambda xt=xt: ttl.inv(xt)),
                 "norm": (lambda x=x: tla.norm(x), lambda xt=xt: ttl.norm(xt)),
+                "pinv": (lambda x=x: tla.pinv(x), lambda xt=xt: ttl.pinv(xt)),
+                "lstsq": (
+                    lambda x=x, y=y: tla.lstsq(x, y).solution,
+                    lambda xt=xt, yt=yt: ttl.lstsq(xt, yt).solution,
+                ),
             }
         size = "x".join(map(str, shape))
         for name, pair in rows.items():
