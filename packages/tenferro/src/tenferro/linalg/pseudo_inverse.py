@@ -43,7 +43,7 @@ from tenferro.linalg.family import LinalgOp, matrix_operand
 from tenferro.linalg.spectral import eigh, hermitian_of_triangle, svd
 from tenferro.meta import Meta
 
-__all__ = ["Pinv", "PinvSolve", "pinv", "pinv_of_factors", "pinv_solve"]
+__all__ = ["Pinv", "PinvSolve", "pinv", "pinv_solve"]
 
 Ts = tuple[RuleValue | None, ...]
 Xs = tuple[RuleValue, ...]
@@ -209,12 +209,6 @@ def _pinv_differential(a: Any, p: Any, da: Any, tall: bool) -> Any:
     return lax.add(lax.sub(range_part, first), null_part)
 
 
-def pinv_of_factors(a: Any, u: Any, s: Any, vh: Any, rtol: float, hermitian: bool) -> Any:
-    """Bind ``linalg.pinv`` on ``a`` and its factorization (taken without derivative)."""
-    factors = [lax.stop_gradient(f) for f in (u, s, vh)]
-    return Pinv.bind(a, *factors, rtol=float(rtol), hermitian=hermitian)
-
-
 def pinv_solve(a: Any, b: Any, u: Any, s: Any, vh: Any, rtol: float) -> Any:
     """Bind ``linalg.pinv_solve``: ``A^+ b`` with ``a``'s thin SVD (taken without
     derivative)."""
@@ -240,10 +234,10 @@ def pinv(a: Any, rtol: float | None = None, hermitian: bool = False) -> Any:
         rtol = float(np.finfo(real).eps) * max(m, n, 1)
     elif not (is_real_number(rtol) and np.isfinite(rtol) and rtol >= 0):
         raise ParameterError(op, f"rtol must be a non-negative finite number, got {rtol!r}")
-    fixed = lax.stop_gradient(x)
+    fixed = lax.stop_gradient(x)  # the factors of it have no derivative already
     if hermitian:
         check_square(op, x.meta)
         w, v = eigh(fixed)
-        return pinv_of_factors(x, v, w, adjoint(v), rtol, hermitian=True)
+        return Pinv.bind(x, v, w, adjoint(v), rtol=float(rtol), hermitian=True)
     u, s, vh = svd(fixed, full_matrices=False)
-    return pinv_of_factors(x, u, s, vh, rtol, hermitian=False)
+    return Pinv.bind(x, u, s, vh, rtol=float(rtol), hermitian=False)
