@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from tenferro.core.params import as_real
 from tenferro.errors import DTypeError, LinAlgError, ParameterError, ShapeError
 from tenferro.meta import Meta
 
@@ -51,10 +52,7 @@ def inexact_dtype(op: str, meta: Meta) -> np.dtype[Any]:
 
 def check_eps(op: str, eps: float) -> float:
     """The Lorentzian regularisation of spectral gaps: finite and > 0."""
-    try:
-        value = float(eps)
-    except (TypeError, ValueError):
-        raise ParameterError(op, f"eps must be a positive finite number, got {eps!r}") from None
+    value = float(as_real(op, "eps", eps))
     if not math.isfinite(value) or value <= 0:
         raise ParameterError(op, f"eps must be a positive finite number, got {eps!r}")
     return value

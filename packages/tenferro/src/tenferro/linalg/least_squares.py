@@ -16,6 +16,7 @@ import numpy as np
 from tenferro import lax
 from tenferro.algebra import adjoint, matmul, scale_rows
 from tenferro.core.flags import check_flag
+from tenferro.core.params import as_real
 from tenferro.dtypes import is_complex
 from tenferro.errors import ParameterError, ShapeError
 from tenferro.linalg._common import broadcast_batch, inexact_operands
@@ -39,10 +40,7 @@ class LstsqResult(NamedTuple):
 def _tolerance(op: str, name: str, value: Any) -> float | None:
     if value is None:
         return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-        value, (int, float, np.integer, np.floating)
-    ):
-        raise ParameterError(op, f"{name} must be a real number or None, got {value!r}")
+    value = as_real(op, name, value)
     if not np.isfinite(value):
         raise ParameterError(op, f"{name} must be finite, got {value!r}")
     return float(value)
