@@ -186,31 +186,31 @@ __all__ = [
 # ---------------------------------------------------------------------- arithmetic
 
 
-@takes("x", "y")
+@takes("x", "y", elementwise=("x", "y"))
 def add(x: Any, y: Any) -> Any:
     """``x + y``; ``x`` and ``y`` share shape and dtype (integer, floating or complex)."""
     return Add.bind(x, y)
 
 
-@takes("x", "y")
+@takes("x", "y", elementwise=("x", "y"))
 def sub(x: Any, y: Any) -> Any:
     """``x - y``; ``x`` and ``y`` share shape and dtype (integer, floating or complex)."""
     return Sub.bind(x, y)
 
 
-@takes("x", "y")
+@takes("x", "y", elementwise=("x", "y"))
 def mul(x: Any, y: Any) -> Any:
     """``x * y``; ``x`` and ``y`` share shape and dtype (integer, floating or complex)."""
     return Mul.bind(x, y)
 
 
-@takes("x", "y")
+@takes("x", "y", elementwise=("x", "y"))
 def div(x: Any, y: Any) -> Any:
     """``x / y``; one shape and dtype; integers truncate toward zero, a zero divisor raises."""
     return Div.bind(x, y)
 
 
-@takes("x", "y")
+@takes("x", "y", elementwise=("x", "y"))
 def rem(x: Any, y: Any) -> Any:
     """``fmod(x, y)``: the remainder with the sign of ``x``; one integer or floating dtype."""
     return Rem.bind(x, y)
@@ -246,23 +246,24 @@ def stop_gradient(x: Any) -> Any:
     return StopGradient.bind(x)
 
 
-@takes("x", "y")
+@takes("x", "y", elementwise=("x", "y"))
 def max(x: Any, y: Any) -> Any:
     """Elementwise maximum of real ``x`` and ``y`` (one shape and dtype); ties split the
     derivative in half."""
     return Maximum.bind(x, y)
 
 
-@takes("x", "y")
+@takes("x", "y", elementwise=("x", "y"))
 def min(x: Any, y: Any) -> Any:
     """Elementwise minimum of real ``x`` and ``y`` (one shape and dtype); ties split the
     derivative in half."""
     return Minimum.bind(x, y)
 
 
-@takes("x", "lower", "upper")
-def clamp(x: Any, lower: Any, upper: Any) -> Any:
-    """``min(max(x, lower), upper)`` of three real values of one shape and dtype."""
+@takes("lower", "x", "upper", elementwise=("lower", "x", "upper"), scalars=("lower", "upper"))
+def clamp(lower: Any, x: Any, upper: Any) -> Any:
+    """``min(max(x, lower), upper)`` of real values of one dtype, in ``jax.lax.clamp``'s
+    order (bounds around the operand); a bound has ``x``'s shape or is rank-0."""
     return Clamp.bind(x, lower, upper)
 
 
@@ -335,7 +336,7 @@ def atanh(x: Any) -> Any:
     return Atanh.bind(x)
 
 
-@takes("y", "x")
+@takes("y", "x", elementwise=("y", "x"))
 def atan2(y: Any, x: Any) -> Any:
     """The angle of the point ``(x, y)``, in ``[-pi, pi]``, of real ``y`` and ``x`` (one
     shape and dtype)."""
@@ -390,25 +391,30 @@ def erfc(x: Any) -> Any:
     return Erfc.bind(x)
 
 
-@takes("x", "y")
+@takes("x", "y", elementwise=("x", "y"))
 def pow(x: Any, y: Any) -> Any:
-    """``x ** y`` of one shape and dtype; integers take non-negative exponents only."""
+    """``x ** y`` of one shape and dtype, or (as in ``jax.lax``) of a floating or complex
+    ``x`` and an integer ``y``, taken in ``x``'s dtype; integers take non-negative
+    exponents only."""
+    if y.meta.dtype.kind == "i" and x.meta.dtype.kind in "fc":
+        y = convert_element_type(y, x.meta.dtype, y.meta.weak)
     return Pow.bind(x, y)
 
 
 # ---------------------------------------------------------------------- comparison and selection
 
 
-@takes("x", "y")
+@takes("x", "y", elementwise=("x", "y"))
 def compare(x: Any, y: Any, direction: Direction) -> Any:
     """Bool ``x <direction> y`` (eq, ne, lt, le, gt, ge) of one shape and dtype; complex
     values compare only for eq and ne."""
     return Compare.bind(x, y, direction=direction)
 
 
-@takes("pred", "on_true", "on_false")
+@takes("pred", "on_true", "on_false", elementwise=("on_true", "on_false"), scalars=("pred",))
 def select(pred: Any, on_true: Any, on_false: Any) -> Any:
-    """``on_true`` where the bool ``pred`` holds, else ``on_false`` (all of one shape)."""
+    """``on_true`` where the bool ``pred`` holds, else ``on_false``: the cases share one
+    shape and dtype; ``pred`` has their shape or is rank-0 (one choice for all)."""
     return Select.bind(pred, on_true, on_false)
 
 
@@ -435,7 +441,7 @@ def imag(x: Any) -> Any:
     return Imag.bind(x)
 
 
-@takes("re", "im")
+@takes("re", "im", elementwise=("re", "im"))
 def complex(re: Any, im: Any) -> Any:
     """``re + i im`` from two floating values of one shape and dtype."""
     return Complex.bind(re, im)
@@ -917,22 +923,31 @@ def sub_tangents(a: Any, b: Any) -> Any:
     return sub(a, b)
 
 
-@takes("a", "b")
+@takes("a", "b", elementwise=("a", "b"))
 def logical_and(a: Any, b: Any) -> Any:
     """``a and b`` of bool values."""
+    _check_bool("logical_and", a, b)
     return select(a, b, zeros_like(b))
 
 
-@takes("a", "b")
+@takes("a", "b", elementwise=("a", "b"))
 def logical_or(a: Any, b: Any) -> Any:
     """``a or b`` of bool values."""
+    _check_bool("logical_or", a, b)
     return select(a, full_like(a, True), b)
 
 
 @takes("a")
 def logical_not(a: Any) -> Any:
     """``not a`` of bool values."""
+    _check_bool("logical_not", a)
     return compare(a, zeros_like(a), "eq")
+
+
+def _check_bool(op: str, *operands: Any) -> None:
+    dtypes = [o.meta.dtype for o in operands]
+    if any(d.kind != "b" for d in dtypes):
+        raise DTypeError(op, f"operands must be bool, got {', '.join(map(str, dtypes))}")
 
 
 @takes()
