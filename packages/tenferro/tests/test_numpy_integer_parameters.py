@@ -21,7 +21,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from integer_cases import Case, Int, assert_same, check_refusal, refusals, spelled
+from integer_cases import (
+    Case,
+    Int,
+    assert_same,
+    check_extremes,
+    check_refusal,
+    refusals,
+    spelled,
+)
 
 import tenferro as tf
 
@@ -38,6 +46,7 @@ INTEGER_NAMES = {
     "shape", "size", "k", "n", "m", "num", "offset", "ind", "pad_width", "decimals", "ddof",
     "indices_or_sections", "trans", "max_rank", "argnums", "static_argnums", "in_axes",
     "out_axes", "axis_size", "seed", "count", "low", "high", "shift", "reps", "repeats",
+    "memory_limit",
 }  # fmt: skip
 """Parameter names that hold integers (or sequences of them) somewhere in the surface."""
 
@@ -69,6 +78,15 @@ def _rng(method: str) -> Callable[..., Any]:
 
     draw.__name__ = method
     return draw
+
+
+def _contraction(name: str) -> Callable[..., Any]:
+    def contract(**params: Any) -> Any:
+        result = getattr(tf, name)("ij,jk,kl->il", S, S, S, **params)
+        return np.array(result[0]) if name == "einsum_path" else result  # the path
+
+    contract.__name__ = name
+    return contract
 
 
 def _transform(name: str, **fixed: Any) -> Callable[..., Any]:
@@ -283,6 +301,15 @@ def _cases() -> dict[str, Case]:
         Int("repeats", ParameterError, sequence=True, scalar_ok=True),
     )
     add("diff", tf.diff, "diff", {"a": T}, {"n": 2, "axis": 1}, count("n"), axis())
+    for name in ["einsum", "einsum_path"]:
+        add(
+            name,
+            _contraction(name),
+            "einsum",
+            {},
+            {"memory_limit": 40},
+            count("memory_limit", optional=True),
+        )
     # tf.linalg
     add("matrix_power", tf.linalg.matrix_power, "matrix_power", {"a": S}, {"n": 3}, count("n"))
     add("norm", tf.linalg.norm, "linalg.norm", {"x": T}, {"axis": (0, 2)}, axes(optional=True))
@@ -466,6 +493,32 @@ def test_every_integer_parameter_has_a_case() -> None:
 )
 def test_malformed_integer_parameters_raise_the_error_of_their_role(key: str, param: str) -> None:
     check_refusal(CASES[key], param)
+
+
+GROWS = {
+    ("diag", "k"),
+    ("diag of a matrix", "k"),
+    ("diagflat", "k"),
+    ("eye", "k"),
+    ("repeat", "repeats"),
+    ("repeat each", "repeats"),
+    ("tile", "reps"),
+    ("spawn", "count"),
+    ("integers", "high"),
+    ("integers", "low"),
+}
+"""Parameters besides extents (``ShapeError``'s role) whose value sizes the result or
+the work (``integers``' bounds: numpy draws in ``[low, high)`` of any width, fine, but
+a huge ``low`` alone is a huge range)."""
+
+
+@pytest.mark.parametrize(
+    ("key", "param"), refusals(CASES), ids=[f"{k}-{p}" for k, p in refusals(CASES)]
+)
+def test_extreme_integers_give_a_result_or_a_tenferro_error(key: str, param: str) -> None:
+    case = CASES[key]
+    role = next(p for p in case.ints if p.name == param).error
+    check_extremes(case, param, grows=role is ShapeError or (key, param) in GROWS)
 
 
 @settings(max_examples=120, deadline=None, derandomize=True)

@@ -156,15 +156,19 @@ def hessian(
     of shape ``S + S`` for an argument of shape ``S``. With ``has_aux``, ``(hessian, aux)``."""
     argnums = _check(fun, argnums, has_aux, "hessian")
     if not has_aux:
-        return jacfwd(jacrev(fun, argnums), argnums)
-    gradient = jacrev(fun, argnums, has_aux=True)
-    second = jacfwd(lambda *args, **kwargs: gradient(*args, **kwargs)[0], argnums)
+        second = jacfwd(jacrev(fun, argnums), argnums)
+    else:
+        gradient = jacrev(fun, argnums, has_aux=True)
+        second = jacfwd(lambda *args, **kwargs: gradient(*args, **kwargs)[0], argnums)
 
     @functools.wraps(fun, updated=())
-    def hessian_with_aux(*args: Any, **kwargs: Any) -> Any:
+    def hessian_of(*args: Any, **kwargs: Any) -> Any:
+        argnum_positions("hessian", argnums, len(args))  # named as the caller's transform
+        if not has_aux:
+            return second(*args, **kwargs)
         return second(*args, **kwargs), _aux_pair(fun(*args, **kwargs), "hessian")[1]
 
-    return hessian_with_aux
+    return hessian_of
 
 
 # ---------------------------------------------------------------------- helpers

@@ -17,6 +17,7 @@ function and the value, never a silent truncation.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from typing import Any
 
@@ -608,13 +609,21 @@ def embed_diag(x: Any, axis_a: int, axis_b: int) -> Any:
 @takes("x")
 def tril(x: Any, k: int = 0) -> Any:
     """The lower triangle of the last two axes (column - row <= ``k``), zeros above."""
-    return Tril.bind(x, k=as_int("tril", "k", k))
+    return Tril.bind(x, k=_diagonal("tril", x, k))
 
 
 @takes("x")
 def triu(x: Any, k: int = 0) -> Any:
     """The upper triangle of the last two axes (column - row >= ``k``), zeros below."""
-    return Triu.bind(x, k=as_int("triu", "k", k))
+    return Triu.bind(x, k=_diagonal("triu", x, k))
+
+
+def _diagonal(op: str, x: Any, k: Any) -> int:
+    """``k`` read as an integer, limited to ``[-rows, columns]`` (beyond, every diagonal
+    is on one side: the same triangle, and no integer too large for numpy's kernels)."""
+    k = as_int(op, "k", k)
+    shape = x.meta.shape
+    return k if len(shape) < 2 else builtins.min(builtins.max(k, -shape[-2]), shape[-1])
 
 
 @takes("x")
@@ -702,7 +711,8 @@ def _start_indices(op: str, starts: Any, x: Any) -> Any:
         from tenferro.surface.convert import asarray
 
         values = as_ints(op, "start indices", starts, x.meta.ndim)
-        return asarray(np.array(values, dtype=np.int64), op=op)
+        clamped = [_fit(v, n) for v, n in zip(values, x.meta.shape, strict=True)]
+        return asarray(np.array(clamped, dtype=np.int64), op=op)
     ndim = x.meta.ndim
     tensors = [s for s in starts if isinstance(s, HasMeta)]
     if len(starts) != ndim:
@@ -718,9 +728,15 @@ def _start_indices(op: str, starts: Any, x: Any) -> Any:
             scalar = convert_element_type(start, int64)
         else:
             index = as_int(op, f"start index {position}", start, ShapeError)
-            scalar = full(Meta((), int64), index, tensors[0])
+            scalar = full(Meta((), int64), _fit(index, x.meta.shape[position]), tensors[0])
         pieces.append(reshape(scalar, (1,)))
     return concatenate(pieces, 0)
+
+
+def _fit(start: int, extent: int) -> int:
+    """A Python start index limited to ``[0, extent]``: the primitive clamps starts into
+    that range anyway (``jax.lax``'s rule), and int64 then holds every one."""
+    return builtins.min(builtins.max(start, 0), extent)
 
 
 def _items(starts: Any) -> Sequence[Any]:

@@ -171,9 +171,11 @@ class Generator:
         lower, upper = (0, low) if high is None else (low, high)
         if upper - lower + int(endpoint) <= 0:
             raise ParameterError("integers", f"empty range: low={lower}, high={upper}")
-        return _wrap(
-            self._rng.integers(lower, upper, shape, dtype=dt, endpoint=endpoint), dt, False
-        )
+        try:
+            drawn = self._rng.integers(lower, upper, shape, dtype=dt, endpoint=endpoint)
+        except ValueError as error:  # a bound beyond the dtype: numpy's message names it
+            raise ParameterError("integers", f"{error} (low={lower}, high={upper})") from None
+        return _wrap(drawn, dt, False)
 
     def permutation(self, x: Any) -> Any:
         """A random permutation of ``range(x)`` (int64) for an integer ``x``; for a tensor,
