@@ -521,6 +521,41 @@ def test_extreme_integers_give_a_result_or_a_tenferro_error(key: str, param: str
     check_extremes(case, param, grows=role is ShapeError or (key, param) in GROWS)
 
 
+ROUNDED = st.sampled_from(["float64", "float32", "complex128", "complex64", "int64", "int32"])
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    ROUNDED,
+    st.one_of(st.integers(-330, 330), st.sampled_from([-(2**63), -(10**6), 10**6, 2**63])),
+    st.lists(
+        st.floats(allow_nan=True, allow_infinity=True, width=64)
+        | st.sampled_from([0.5, 2.5, -1.5, 1e22, 1e23, 123456.789, 5e-324]),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_round_gives_numpys_value_at_every_decimals(
+    dtype: str, decimals: int, entries: list[float]
+) -> None:
+    """``round`` of every dtype at any number of decimals is numpy's value bit for bit
+    (review s21: 10.0**decimals overflowed at 309 decimals; from 23 on, and for negative
+    decimals, the last bits differed from numpy's power of ten and division order)."""
+    with np.errstate(all="ignore"):
+        data = np.array(entries)
+        if dtype.startswith("complex"):
+            data = data + 1j * data[::-1]
+        elif dtype.startswith("int"):
+            data = np.nan_to_num(data, posinf=0, neginf=0).clip(-(2**31), 2**31).round()
+        data = data.astype(dtype)
+        # numpy takes a C int and multiplies out its power of ten; past 400 decimals the
+        # power is inf either way (from 309): the value at 400 is numpy's for any beyond
+        expected = np.round(data, max(min(decimals, 400), -400))
+        got = np.asarray(tf.round(data, decimals))
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
 @settings(max_examples=120, deadline=None, derandomize=True)
 @given(st.data())
 def test_valid_spellings_give_the_plain_result(data: st.DataObject) -> None:

@@ -28,6 +28,7 @@ operations. Conventions (numpy.linalg / torch.linalg):
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -46,7 +47,7 @@ from tenferro.algebra import (
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.flags import check_flag
-from tenferro.core.params import as_int
+from tenferro.core.params import as_int, as_real
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import LinAlgError, ParameterError
 from tenferro.extension import register
@@ -706,6 +707,8 @@ def svd(
 
 def svdvals(a: Any, *, eps: float = DEFAULT_EPS) -> Any:
     """The singular values of ``a``, real and descending (``[..., K]``)."""
+    if eps is not DEFAULT_EPS:
+        check_eps("linalg.svdvals", eps)
     return svd(a, full_matrices=False, eps=eps).S
 
 
@@ -720,11 +723,12 @@ def _rank_threshold(
     return np.maximum(0.0 if atol is None else atol, rtol * top)
 
 
-def _is_real_number(value: Any) -> bool:
-    """A Python or numpy real number that is not a bool (a tolerance or a rank)."""
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-        value, (bool, np.bool_)
-    )
+def _non_negative(op: str, name: str, value: Any) -> float:
+    """A tolerance: a finite real number >= 0 (numpy's scalars and 0-d arrays too)."""
+    number = as_real(op, name, value)
+    if not (math.isfinite(number) and number >= 0):
+        raise ParameterError(op, f"{name} must be a non-negative finite number, got {value!r}")
+    return float(number)
 
 
 def truncated_svd(
@@ -750,14 +754,10 @@ def truncated_svd(
         max_rank = as_int(op, "max_rank", max_rank)
     if max_rank is not None and max_rank < 0:
         raise ParameterError(op, f"max_rank must be a non-negative integer, got {max_rank!r}")
-    if rtol is not None or atol is not None:
-        for name, value in (("rtol", rtol), ("atol", atol)):
-            if value is not None and not (
-                _is_real_number(value) and np.isfinite(value) and value >= 0
-            ):
-                raise ParameterError(
-                    op, f"{name} must be a non-negative finite number, got {value!r}"
-                )
+    rtol = None if rtol is None else _non_negative(op, "rtol", rtol)
+    atol = None if atol is None else _non_negative(op, "atol", atol)
+    if eps is not DEFAULT_EPS:
+        check_eps(op, eps)
     if type(a) in REPLAYABLE and eps is DEFAULT_EPS and a.meta.dtype.kind in "fc":
         meta = a.meta
         if meta.ndim >= 2 and not meta.dynamic:
@@ -952,8 +952,8 @@ def pinv(a: Any, rtol: float | None = None, hermitian: bool = False) -> Any:
     real = _real_dtype(x.meta.dtype)
     if rtol is None:
         rtol = float(np.finfo(real).eps) * max(m, n, 1)
-    elif not (_is_real_number(rtol) and np.isfinite(rtol) and rtol >= 0):
-        raise ParameterError(op, f"rtol must be a non-negative finite number, got {rtol!r}")
+    else:
+        rtol = _non_negative(op, "rtol", rtol)
     if min(m, n) == 0:
         return lax.zeros(Meta((*batch, n, m), x.meta.dtype), x)
     if hermitian:
