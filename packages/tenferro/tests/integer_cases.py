@@ -11,6 +11,7 @@ tensor is refused in either role: its value is data.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -280,3 +281,37 @@ def _refusal(case: Case, name: str, bad: Any) -> tf.TenferroError:
 
 def _tensors(case: Case) -> dict[str, Any]:
     return {name: as_kind("Tensor", data) for name, data in case.operands.items()}
+
+
+def public_functions() -> dict[str, Any]:
+    """Every public function of ``tf``, ``tf.linalg`` and ``tf.random`` (and the
+    ``Generator`` methods) by qualified name."""
+    found: dict[str, Any] = {}
+    for prefix, module in [("tf", tf), ("tf.linalg", tf.linalg), ("tf.random", tf.random)]:
+        for name in module.__all__:
+            function = getattr(module, name)
+            if callable(function) and not isinstance(function, type):
+                found[f"{prefix}.{name}"] = function
+    for name in dir(tf.random.Generator):
+        if not name.startswith("_"):
+            found[f"tf.random.Generator.{name}"] = getattr(tf.random.Generator, name)
+    return found
+
+
+def parameters_named(names: set[str]) -> list[tuple[str, str]]:
+    """``(qualified function, parameter)`` for every public function's parameter whose
+    name is in ``names`` (the completeness gates of the parameter generators)."""
+    pairs = []
+    for qualified, function in public_functions().items():
+        try:
+            parameters = inspect.signature(function).parameters
+        except (TypeError, ValueError):
+            continue
+        pairs.extend((qualified, p) for p in parameters if p in names)
+    return pairs
+
+
+def covering(op: str) -> list[str]:
+    """The public functions a case of operation ``op`` covers (``linalg.norm``: norm)."""
+    name = op.rsplit(".", 1)[-1]
+    return [q for q in public_functions() if q.rsplit(".", 1)[-1] == name]

@@ -13,7 +13,6 @@ name (``axis``, ``shape``, ``k``, ``offset``, ``pad_width``, ``ind``, ``argnums`
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +26,8 @@ from integer_cases import (
     assert_same,
     check_extremes,
     check_refusal,
+    covering,
+    parameters_named,
     refusals,
     spelled,
 )
@@ -434,58 +435,33 @@ def _cases() -> dict[str, Case]:
 CASES = _cases()
 
 EXEMPT: dict[tuple[str, str], str] = {
-    ("tf.var", "ddof"): "a real number, as numpy's (test_ddof_is_a_real_number)",
-    ("tf.std", "ddof"): "a real number, as numpy's (test_ddof_is_a_real_number)",
+    ("tf.var", "ddof"): "a real number, as numpy's (test_numpy_real_parameters)",
+    ("tf.std", "ddof"): "a real number, as numpy's (test_numpy_real_parameters)",
     ("tf.vmap", "in_axes"): "a pytree of axes or None (tests/test_vmap.py)",
     ("tf.vmap", "out_axes"): "a pytree of axes or None (tests/test_vmap.py)",
     ("tf.vmap", "axis_size"): "checked by vmap itself (test_vmap_axis_size_is_an_integer)",
     ("tf.dynamic_truncate", "size"): "a real scalar operand, rounded (its documentation)",
-    ("tf.random.Generator.uniform", "low"): "a real bound",
-    ("tf.random.Generator.uniform", "high"): "a real bound",
+    ("tf.random.Generator.uniform", "low"): "a real bound (test_numpy_real_parameters)",
+    ("tf.random.Generator.uniform", "high"): "a real bound (test_numpy_real_parameters)",
 }
 
 
-def _public_functions() -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for prefix, module in [("tf", tf), ("tf.linalg", tf.linalg), ("tf.random", tf.random)]:
-        for name in module.__all__:
-            value = getattr(module, name)
-            if callable(value) and not isinstance(value, type):
-                found[f"{prefix}.{name}"] = value
-    for name in dir(tf.random.Generator):
-        if not name.startswith("_"):
-            found[f"tf.random.Generator.{name}"] = getattr(tf.random.Generator, name)
-    return found
-
-
-def _integer_parameters() -> list[tuple[str, str]]:
-    pairs = []
-    for qualified, function in _public_functions().items():
-        try:
-            parameters = inspect.signature(function).parameters
-        except (TypeError, ValueError):
-            continue
-        pairs.extend((qualified, p) for p in parameters if p in INTEGER_NAMES)
-    return pairs
-
-
 def _covered() -> set[tuple[str, str]]:
-    covered = set()
-    for key, case in CASES.items():
-        op = key.split(" ")[0]
-        for qualified in _public_functions():
-            if qualified.rsplit(".", 1)[-1] == op:
-                covered.update((qualified, param.name) for param in case.ints)
-    return covered
+    return {
+        (qualified, param.name)
+        for key, case in CASES.items()
+        for qualified in covering(key.split(" ")[0])
+        for param in case.ints
+    }
 
 
 def test_every_integer_parameter_has_a_case() -> None:
     """A public function with a parameter of an integer-valued name must have a case
     describing it, or an exemption with its reason."""
-    covered = _covered()
-    missing = [pair for pair in _integer_parameters() if pair not in covered and pair not in EXEMPT]
+    covered, pairs = _covered(), parameters_named(INTEGER_NAMES)
+    missing = [pair for pair in pairs if pair not in covered and pair not in EXEMPT]
     assert missing == []
-    assert sorted(set(EXEMPT) - set(_integer_parameters())) == [], "stale exemptions"
+    assert sorted(set(EXEMPT) - set(pairs)) == [], "stale exemptions"
 
 
 @pytest.mark.parametrize(

@@ -12,14 +12,13 @@ or an exemption with its reason (``test_every_real_parameter_has_a_case``).
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pytest
-from integer_cases import value
+from integer_cases import covering, parameters_named, value
 
 import tenferro as tf
 
@@ -104,33 +103,9 @@ EXEMPT: dict[tuple[str, str], str] = {
 }
 
 
-def _public_functions() -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for prefix, module in [("tf", tf), ("tf.linalg", tf.linalg), ("tf.random", tf.random)]:
-        for name in module.__all__:
-            function = getattr(module, name)
-            if callable(function) and not isinstance(function, type):
-                found[f"{prefix}.{name}"] = function
-    for name in dir(tf.random.Generator):
-        if not name.startswith("_"):
-            found[f"tf.random.Generator.{name}"] = getattr(tf.random.Generator, name)
-    return found
-
-
 def test_every_real_parameter_has_a_case() -> None:
-    pairs = []
-    for qualified, function in _public_functions().items():
-        try:
-            parameters = inspect.signature(function).parameters
-        except (TypeError, ValueError):
-            continue
-        pairs.extend((qualified, p) for p in parameters if p in REAL_NAMES)
-    covered = {
-        (qualified, case.name)
-        for case in CASES.values()
-        for qualified in _public_functions()
-        if qualified.rsplit(".", 1)[-1] == case.op.rsplit(".", 1)[-1]
-    }
+    pairs = parameters_named(REAL_NAMES)
+    covered = {(q, case.name) for case in CASES.values() for q in covering(case.op)}
     missing = [pair for pair in pairs if pair not in covered and pair not in EXEMPT]
     assert missing == []
     assert sorted(set(EXEMPT) - set(pairs)) == [], "stale exemptions"
