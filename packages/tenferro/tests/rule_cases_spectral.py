@@ -140,6 +140,35 @@ def _orthonormal(n: int, dt: np.dtype[Any], rng: np.random.Generator) -> np.ndar
     return q
 
 
+def _tied(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator, rank: int) -> Any:
+    """``[..., M, N]`` in random bases with singular values 2 (the first half of the
+    kept ones) and 1 (the rest), tied within each level, and ``min(M, N) - rank`` zeros."""
+    *batch, m, n = shape
+    k = min(m, n)
+    levels = np.array([2.0] * (rank // 2) + [1.0] * (rank - rank // 2) + [0.0] * (k - rank))
+    out = np.empty(shape, dt)
+    for index in np.ndindex(*batch):
+        left, right = _orthonormal(m, dt, rng)[:, :k], _orthonormal(n, dt, rng)[:, :k]
+        out[index] = (left * levels) @ np.conj(right.T)
+    return out
+
+
+def _pinv_tied(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+    """pinv of a full-rank matrix whose singular values repeat (smooth there: every
+    order; rank-deficient ones are test_linalg_pseudo_inverse's, first order)."""
+    return tf.linalg.pinv, [_tied(dt, shape, rng, min(shape[-2:]))]
+
+
+def _lstsq_tied(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+    """lstsq's solution and residuals for such a matrix (see _pinv_tied)."""
+
+    def f(x: Any, y: Any) -> Any:
+        result = tf.linalg.lstsq(x, y)
+        return result.solution, result.residuals
+
+    return f, [_tied(dt, shape, rng, min(shape[-2:])), sample((*shape[:-1], 2), dt, rng)]
+
+
 def _truncated(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
     """Singular values (3, 2, 0.05, 0.02) and rtol 0.05: the data decide to keep two
     triplets, with a margin wider than the finite-difference step."""
@@ -210,6 +239,8 @@ CASES: list[Case] = [
     Case("linalg_eig", _eig, shapes=SQUARE),
     Case("linalg_pinv", _pinv(False), shapes=((3, 3), (4, 2), (2, 4))),
     Case("linalg_pinv_hermitian", _pinv(True), shapes=((3, 3),)),
+    Case("linalg_pinv_tied", _pinv_tied, shapes=((3, 3), (4, 2), (2, 4), (2, 3, 3))),
+    Case("linalg_lstsq_tied", _lstsq_tied, shapes=((3, 3), (4, 2), (2, 4), (2, 3, 3))),
     Case("linalg_truncated_svd", _truncated, shapes=((),), static_output=False),
     Case("linalg_svd_truncate", _svd_truncate, shapes=((3, 3), (4, 2), (2, 3, 4))),
     Case("linalg_tie_guard", _tie_identity(TieGuard), FLOATS, shapes=((3,), (2, 4))),

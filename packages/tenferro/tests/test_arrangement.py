@@ -1,8 +1,11 @@
 """numpy's arrangement functions (diag, diagflat, roll, tile, repeat, hstack, vstack,
-dstack, column_stack, atleast_1d/2d/3d, broadcast_arrays, meshgrid, diff): random
-arguments against numpy's values, dtypes and shapes on every tensor kind, derivatives
-against finite differences and the adjoint identity (real and complex), and bad input
-raising a tenferro error that names the function."""
+dstack, column_stack, atleast_1d/2d/3d, broadcast_arrays, meshgrid, diff, and the
+joining functions concatenate and stack): random arguments, edge cases included (empty
+sequences and argument lists, one array as the sequence of its rows, 0-d values, empty
+arrays, negative and out-of-range axes), against numpy's values, dtypes, shapes and
+result containers on every tensor kind (or numpy's refusal against a tenferro error),
+derivatives against finite differences and the adjoint identity (real and complex), and
+bad input raising a tenferro error that names the function."""
 
 from __future__ import annotations
 
@@ -27,13 +30,13 @@ DTYPES = st.sampled_from(["bool", "int32", "int64", "float32", "float64", "compl
 
 def _values(x: Any) -> Any:
     if isinstance(x, (tuple, list)):
-        return [_values(v) for v in x]
+        return type(x)(_values(v) for v in x)
     return np.asarray(x.eval() if isinstance(x, tf.TracedTensor) else x)
 
 
 def _same(actual: Any, expected: Any) -> None:
     if isinstance(expected, (tuple, list)):
-        assert isinstance(actual, (tuple, list))
+        assert type(actual) is type(expected), (type(actual), type(expected))
         assert len(actual) == len(expected)
         for a, e in zip(actual, expected, strict=True):
             _same(a, e)
@@ -69,13 +72,16 @@ def _diagflat(data: Any) -> Any:
 
 
 def _roll(data: Any) -> Any:
+    """Shifts and axes as numbers or sequences, empty ones included, of lengths that
+    broadcast (equal, one of them 1) or not; axes in range or one beyond."""
     x = data.draw(arrays(0, 3))
     if x.ndim == 0 or data.draw(st.booleans()):
-        shift = data.draw(st.integers(-9, 9) | st.lists(st.integers(-9, 9), min_size=1, max_size=3))
+        shift = data.draw(st.integers(-9, 9) | st.lists(st.integers(-9, 9), max_size=3))
         return (lambda a: np.roll(a, shift)), (lambda a: tf.roll(a, shift)), [x]
-    axes = data.draw(st.lists(st.integers(-x.ndim, x.ndim - 1), min_size=1, max_size=3))
-    shifts = data.draw(st.lists(st.integers(-9, 9), min_size=len(axes), max_size=len(axes)))
-    shift: Any = shifts[0] if data.draw(st.booleans()) else shifts
+    axes = data.draw(st.lists(st.integers(-x.ndim - 1, x.ndim), max_size=3))
+    length = data.draw(st.sampled_from([len(axes), 1, 0, 2]))
+    shifts = data.draw(st.lists(st.integers(-9, 9), min_size=length, max_size=length))
+    shift: Any = shifts[0] if length == 1 and data.draw(st.booleans()) else shifts
     axis: Any = axes[0] if len(axes) == 1 and data.draw(st.booleans()) else axes
     return (lambda a: np.roll(a, shift, axis)), (lambda a: tf.roll(a, shift, axis)), [x]
 
@@ -87,13 +93,15 @@ def _tile(data: Any) -> Any:
 
 
 def _repeat(data: Any) -> Any:
+    """Along no axis, an axis in range or one beyond; a 0-d value along an axis is
+    1-d for numpy."""
     x = data.draw(arrays(0, 3))
-    axis = (
-        None
-        if x.ndim == 0 or data.draw(st.booleans())
-        else data.draw(st.integers(-x.ndim, x.ndim - 1))
-    )
-    extent = x.size if axis is None else x.shape[axis]
+    ndim = max(x.ndim, 1)
+    axis = None if data.draw(st.booleans()) else data.draw(st.integers(-ndim - 1, ndim))
+    if axis is None or not -ndim <= axis < ndim:
+        extent = x.size
+    else:
+        extent = np.atleast_1d(x).shape[axis]
     repeats: Any = data.draw(
         st.integers(0, 3)
         | st.lists(st.integers(0, 3), min_size=extent, max_size=extent)
@@ -102,8 +110,24 @@ def _repeat(data: Any) -> Any:
     return (lambda a: np.repeat(a, repeats, axis)), (lambda a: tf.repeat(a, repeats, axis)), [x]
 
 
+def _one_array_or_none(name: str, data: Any, **options: Any) -> Any:
+    """Sometimes an edge case of a function of a sequence of arrays: one array (the
+    sequence of its rows, given as a tensor of the test's kind) or an empty list."""
+    case = data.draw(st.sampled_from(["sequence", "sequence", "one array", "empty list"]))
+    numpy_function, function = getattr(np, name), getattr(tf, name)
+    if case == "one array":
+        x = data.draw(arrays(0, 4))
+        return (lambda a: numpy_function(a, **options)), (lambda a: function(a, **options)), [x]
+    if case == "empty list":
+        return (lambda: numpy_function([], **options)), (lambda: function([], **options)), []
+    return None
+
+
 def _stacking(name: str) -> Draw:
     def draw(data: Any) -> Any:
+        edge = _one_array_or_none(name, data)
+        if edge is not None:
+            return edge
         first = data.draw(arrays(0, 3))
         count = data.draw(st.integers(1, 3))
         axis = {"vstack": 0, "dstack": 2}.get(name, 1)
@@ -134,20 +158,23 @@ def _stacking(name: str) -> Draw:
 
 def _atleast(name: str) -> Draw:
     def draw(data: Any) -> Any:
-        xs = [data.draw(arrays(0, 4)) for _ in range(data.draw(st.integers(1, 3)))]
+        xs = [data.draw(arrays(0, 4)) for _ in range(data.draw(st.integers(0, 3)))]
         return (lambda *a: getattr(np, name)(*a)), (lambda *a: getattr(tf, name)(*a)), xs
 
     return draw
 
 
 def _broadcast_arrays(data: Any) -> Any:
-    shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=3, max_side=3))
+    count = data.draw(st.integers(0, 3))
+    if count == 0:
+        return np.broadcast_arrays, tf.broadcast_arrays, []
+    shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=count, max_side=3))
     xs = [np.arange(int(np.prod(s)), dtype=np.float64).reshape(s) for s in shapes.input_shapes]
     return np.broadcast_arrays, tf.broadcast_arrays, xs
 
 
 def _meshgrid(data: Any) -> Any:
-    xs = [data.draw(arrays(0, 2)) for _ in range(data.draw(st.integers(1, 3)))]
+    xs = [data.draw(arrays(0, 2)) for _ in range(data.draw(st.integers(0, 3)))]
     indexing = data.draw(st.sampled_from(["xy", "ij"]))
     sparse = data.draw(st.booleans())
     return (
@@ -177,6 +204,31 @@ def _diff(data: Any) -> Any:
     )
 
 
+def _joining(name: str) -> Draw:
+    """``concatenate``/``stack``: arrays that fit (or not) along an axis in range or one
+    beyond, one array, or an empty list."""
+
+    def draw(data: Any) -> Any:
+        axis = data.draw(st.integers(-4, 3))
+        edge = _one_array_or_none(name, data, axis=axis)
+        if edge is not None:
+            return edge
+        first = data.draw(arrays(0, 3))
+        others = []
+        for _ in range(data.draw(st.integers(0, 2))):
+            shape = list(first.shape)
+            if shape and name == "concatenate" and data.draw(st.booleans()):
+                shape[axis % len(shape)] = data.draw(st.integers(0, 3))
+            others.append(np.ones(shape, data.draw(DTYPES)))
+        return (
+            lambda *a: getattr(np, name)(list(a), axis=axis),
+            lambda *a: getattr(tf, name)(list(a), axis=axis),
+            [first, *others],
+        )
+
+    return draw
+
+
 GENERATORS: dict[str, Draw] = {
     "diag": _diag,
     "diagflat": _diagflat,
@@ -188,13 +240,15 @@ GENERATORS: dict[str, Draw] = {
     "broadcast_arrays": _broadcast_arrays,
     "meshgrid": _meshgrid,
     "diff": _diff,
+    "concatenate": _joining("concatenate"),
+    "stack": _joining("stack"),
 }
 
 
 def test_every_arrangement_function_has_a_generator() -> None:
     from tenferro.surface import arrangement
 
-    assert sorted(GENERATORS) == sorted(arrangement.__all__)
+    assert sorted(GENERATORS) == sorted([*arrangement.__all__, "concatenate", "stack"])
 
 
 @pytest.mark.parametrize("name", sorted(GENERATORS))
@@ -227,6 +281,14 @@ DERIVATIVES: dict[str, tuple[Callable[..., Any], list[tuple[int, ...]]]] = {
     "vstack": (lambda a, b: tf.vstack([a, b]), [(3,), (2, 3)]),
     "dstack": (lambda a, b: tf.dstack([a, b]), [(2, 3), (2, 3)]),
     "column_stack": (lambda a, b: tf.column_stack([a, b]), [(3,), (3, 2)]),
+    "hstack of one array": (lambda a: tf.hstack(a), [(2, 3, 2)]),
+    "vstack of one array": (lambda a: tf.vstack(a), [(3, 2)]),
+    "dstack of one array": (lambda a: tf.dstack(a), [(3, 2)]),
+    "column_stack of one array": (lambda a: tf.column_stack(a), [(2, 3)]),
+    "concatenate one array": (lambda a: tf.concatenate(a, axis=-1), [(2, 3, 2)]),
+    "stack one array": (lambda a: tf.stack(a, axis=1), [(2, 3, 2)]),
+    "repeat of a 0-d value": (lambda a: tf.repeat(a, 3, axis=-1), [()]),
+    "roll with an empty axis sequence": (lambda a: tf.roll(a * a, 2, ()), [(3,)]),
     "atleast_3d": (lambda a: tf.atleast_3d(a), [(3,)]),
     "broadcast_arrays": (lambda a, b: tf.broadcast_arrays(a, b), [(3, 1), (4,)]),
     "meshgrid": (lambda a, b: tf.meshgrid(a, b), [(3,), (2,)]),
@@ -278,7 +340,17 @@ BAD: dict[str, Callable[[], Any]] = {
     "repeat with the wrong number of counts": lambda: tf.repeat(np.ones(3), [1, 2]),
     "repeat with an axis out of range": lambda: tf.repeat(np.ones(3), 2, axis=1),
     "hstack of nothing": lambda: tf.hstack([]),
+    "hstack of a 0-d value": lambda: tf.hstack(np.float64(1.0)),
+    "hstack of an array without rows": lambda: tf.hstack(tf.Tensor(np.ones((0, 2)))),
     "vstack of a string": lambda: tf.vstack("ab"),
+    "vstack of a generator": lambda: tf.vstack(np.ones(2) for _ in range(2)),
+    "concatenate of a 0-d value": lambda: tf.concatenate(np.array(1.0)),
+    "concatenate of the rows of a vector": lambda: tf.concatenate(np.ones(3)),
+    "concatenate of a generator": lambda: tf.concatenate(np.ones(2) for _ in range(2)),
+    "stack of an array without rows": lambda: tf.stack(np.ones((0, 2))),
+    "stack of nothing": lambda: tf.stack(()),
+    "roll with shift and axis of lengths 2 and 0": lambda: tf.roll(np.ones(2), (1, 2), ()),
+    "repeat of a 0-d value along axis 1": lambda: tf.repeat(np.float64(1.0), 2, axis=1),
     "vstack of mismatched columns": lambda: tf.vstack([np.ones(2), np.ones(3)]),
     "meshgrid with indexing='zz'": lambda: tf.meshgrid(np.ones(2), indexing="zz"),
     "meshgrid with sparse='no'": lambda: tf.meshgrid(np.ones(2), sparse="no"),

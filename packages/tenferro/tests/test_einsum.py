@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from einsum_support import laid_out, networks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -94,6 +95,32 @@ def test_interleaved_matches_subscripts(problem):
     if "->" in subscripts:
         args.append([code[c] for c in subscripts.split("->")[1]])
     close(tf.einsum(*args), np.einsum(*args), dtype)
+
+
+@settings(max_examples=120)
+@given(
+    networks(),
+    st.sampled_from(DTYPES),
+    st.sampled_from(["c", "f", "reversed"]),
+    st.sampled_from(["auto", False]),
+)
+def test_networks_match_numpy_in_every_kind_and_layout(problem, dtype, layout, optimize):
+    """Chains, transfer steps, batched (outer) products at extents where products are
+    flipped or broadcast, operands in any memory order, concrete, eager and traced (one
+    lowering serves all; a cached program serves a second call)."""
+    subscripts, shapes = problem
+    rng = np.random.default_rng(7)
+    xs = [laid_out(data(s, dtype, rng), layout) for s in shapes]
+    expected = np.einsum(subscripts, *xs)
+    for _ in range(2):
+        close(
+            tf.einsum(subscripts, *[tf.asarray(x) for x in xs], optimize=optimize), expected, dtype
+        )
+    close(
+        tf.einsum(subscripts, *[tf.EagerTensor(x) for x in xs], optimize=optimize), expected, dtype
+    )
+    traced = tf.jit(lambda *a: tf.einsum(subscripts, *a, optimize=optimize))
+    close(traced(*xs), expected, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -322,6 +349,21 @@ def test_matrix_steps_use_dot_general():
     hadamard = tf.format_graph(tf.einsum("ij,ji->ij", x, tf.placeholder((4, 3))))
     assert "mul" in hadamard
     assert "dot_general" not in hadamard
+
+
+def test_the_last_contraction_writes_the_output_order():
+    """The last contraction takes its operands in the order that writes the output's axes
+    (no transpose after it), whatever order the path lists them in."""
+    for subscripts, shapes in [
+        ("bc,bsd,cse->de", [(3, 3), (3, 2, 4), (3, 2, 5)]),
+        ("bc,bsd,cse->ed", [(3, 3), (3, 2, 4), (3, 2, 5)]),
+        ("ij,jk->ki", [(2, 3), (3, 4)]),
+    ]:
+        operands = [tf.placeholder(s) for s in shapes]
+        assert "transpose" not in tf.format_graph(tf.einsum(subscripts, *operands))
+        rng = np.random.default_rng(8)
+        xs = [data(s, np.float64, rng) for s in shapes]
+        close(tf.einsum(subscripts, *xs), np.einsum(subscripts, *xs))
 
 
 @settings(max_examples=60)

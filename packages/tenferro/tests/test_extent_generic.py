@@ -27,6 +27,7 @@ from tenferro.eager import tape as tape_module
 from tenferro.eager.tape import _canonical
 from tenferro.linalg.degeneracy import TieCheck, TieGuard
 from tenferro.linalg.factorizations import QR
+from tenferro.linalg.pseudo_inverse import Pinv, PinvSolve
 from tenferro.linalg.solvers import TriangularSolve
 from tenferro.linalg.spectral import Eigh, GapInverse, Lorentzian, Svd, SvdTruncate
 from tenferro.meta import Meta
@@ -247,6 +248,31 @@ def truncations(draw: Any) -> Case:
     return {"per": per}, shapes
 
 
+@st.composite
+def pseudo_inverses(draw: Any) -> Case:
+    """A [..., M, N] with factors U [..., M, K], S [..., K], Vh [..., K, N] (K = min(M,
+    N); the class keeps whether K == N: the JVP's product order), Hermitian ones square."""
+    hermitian = draw(st.booleans())
+    params, shapes = draw(matrices(square=hermitian))
+    factored = []
+    for [(*lead, m, n)] in shapes:
+        k = min(m, n)
+        factored.append([(*lead, m, n), (*lead, m, k), (*lead, k), (*lead, k, n)])
+    return {**params, "rtol": draw(st.sampled_from([1e-15, 0.3])), "hermitian": hermitian}, (
+        factored
+    )
+
+
+@st.composite
+def pseudo_solves(draw: Any) -> Case:
+    """``pseudo_inverses``' operands with a right-hand side b [..., M, R] after a."""
+    params, shapes = draw(pseudo_inverses())
+    params.pop("hermitian")
+    columns = [draw(EXTENT) for _ in shapes]
+    solves = [[a, (*a[:-1], r), *factors] for (a, *factors), r in zip(shapes, columns, strict=True)]
+    return params, solves
+
+
 EPS = {"eps": 1e-12}
 CASES: dict[type[TensorPrimitive], Any] = {
     ops.DotGeneral: dot_generals(),
@@ -273,6 +299,8 @@ CASES: dict[type[TensorPrimitive], Any] = {
     Eigh: matrices(square=True, uplo=st.sampled_from("LU"), gauge=st.just("raw"), **EPS),
     QR: matrices(tall=True, complete=st.just(False), positive=st.booleans()),
     TriangularSolve: triangular_solves(),
+    Pinv: pseudo_inverses(),
+    PinvSolve: pseudo_solves(),
 }
 """A generator of (parameters, operand shapes at three extents) per declared class."""
 
@@ -283,8 +311,9 @@ NO_NODE_CLASS = {ops.Concatenate: ({"axis": 0}, [(2, 3), (1, 3)])}
 """Declared for re-making as an instruction only: as a node, no class (its transpose
 slices at offsets that follow from extents); an instance to check that on."""
 
-FIXED = {ops.Select: (0,), TieGuard: (0,), TieCheck: (0,)}
-"""Operand positions never tracked (a predicate; the values that only locate ties)."""
+FIXED = {ops.Select: (0,), TieGuard: (0,), TieCheck: (0,), Pinv: (1, 2, 3), PinvSolve: (2, 3, 4)}
+"""Operand positions never tracked (a predicate; the values that only locate ties; a
+factorization passed as a cache)."""
 
 
 def _primitives() -> set[type[TensorPrimitive]]:
@@ -350,6 +379,9 @@ def _dtypes(cls: type[TensorPrimitive], dtype: Any, count: int) -> list[Any]:
         return [np.dtype(bool), dtype, dtype]
     if cls is SvdTruncate:  # real singular values
         return [dtype, np.empty(0, dtype).real.dtype, dtype]
+    if cls in (Pinv, PinvSolve):  # real singular values
+        real = np.empty(0, dtype).real.dtype
+        return [dtype] * (count - 2) + [real, dtype]
     return [F64 if cls in REAL_ONLY else dtype] * count
 
 
@@ -471,7 +503,7 @@ def _data(meta: Meta, seed: int, cls: Any = None) -> Any:
 def _operands(op: Any, seed: int) -> list[Any]:
     args = [_data(m, seed + i) for i, m in enumerate(op.inputs)]
     if isinstance(op, ops.Div):
-        args[1] = 2.0 + np.abs(args[1])  # away from zero
+        args[1] = (2.0 + np.abs(args[1])).astype(args[1].dtype)  # away from zero
     if isinstance(op, TriangularSolve):
         n = op.inputs[0].shape[-1]
         args[0] = args[0] + 3.0 * np.eye(n)  # well conditioned

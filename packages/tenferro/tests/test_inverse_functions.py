@@ -7,6 +7,7 @@ against the oracle database (test_oracles)."""
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import hypothesis.extra.numpy as hnp
@@ -39,6 +40,7 @@ UNARY = {
 REAL_ONLY = {"deg2rad", "rad2deg", "radians", "degrees"}
 DTYPES = ["bool", "int32", "int64", "float32", "float64", "complex64", "complex128"]
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, np.inf, -np.inf, np.nan]
+INVERSE = ["arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh"]
 
 
 def _numpy_input(x: Any) -> Any:
@@ -153,7 +155,7 @@ def test_python_scalars_give_float64_like_numpy() -> None:
 COMPLEX_POINTS = np.array([0.3 + 0.4j, -1.2 + 0.7j, -0.5 - 2.0j, 2.0 - 0.1j])
 
 
-@pytest.mark.parametrize("name", ["arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh"])
+@pytest.mark.parametrize("name", INVERSE)
 @pytest.mark.parametrize("dt", [np.complex64, np.complex128])
 def test_complex_derivatives_match_finite_differences_in_every_quadrant(name: str, dt: Any) -> None:
     """Points in all four quadrants off the branch cuts (the rule cases sample near the
@@ -207,6 +209,22 @@ def test_out_of_domain_values_and_derivatives_are_nan_like_numpys_value() -> Non
     np.testing.assert_allclose(grad[1], 1 / np.sqrt(0.75))
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("name", INVERSE)
+def test_real_derivatives_are_nan_exactly_where_numpys_value_is(name: str, dt: Any) -> None:
+    """On the real line, including the branch points and the infinities: NaN where the
+    value is NaN (out of the domain), else a number (infinite at a branch point, 0 at
+    an infinity)."""
+    x = np.concatenate([np.linspace(-3, 3, 25), [np.inf, -np.inf, 1.0, -1.0, 0.0]]).astype(dt)
+    with np.errstate(all="ignore"):
+        value = getattr(np, name)(x)
+    _, tangent = tf.jvp(getattr(tf, name), (x,), (np.ones_like(x),))
+    slope = np.asarray(tangent)
+    np.testing.assert_array_equal(np.isnan(slope), np.isnan(value))
+    infinite = np.isinf(x) & ~np.isnan(value)
+    np.testing.assert_array_equal(slope[infinite], 0.0)
+
+
 def test_on_the_tape_under_vmap_and_through_numpy() -> None:
     x = tf.tensor([0.1, -0.4], requires_grad=True)
     y = np.arcsin(x) + np.arctan2(x, 2.0) + np.angle(x + 1j)
@@ -226,3 +244,162 @@ def test_bad_input_names_the_function() -> None:
         tf.angle(np.ones(2), deg="yes")
     with pytest.raises(tf.ShapeError):
         tf.arctan2(np.ones(2), np.ones(3))
+
+
+# ---------------------------------------------------------------------- branch cuts, infinities
+
+INVERSE_ON_IMAGINARY_CUTS = {"arctan", "arcsinh"}
+"""The functions whose branch cuts lie on the imaginary axis (the others' lie on the
+real axis)."""
+
+
+BESIDE_THE_CUT = [0.0, -0.0, 1e-300, -1e-300, 1e-9, -1e-9, 0.3, -0.7]
+"""The other part of the points tested along a cut's axis: on the cut (either signed
+zero; 1e-300 is a signed zero in complex64), next to it, off it."""
+
+
+def _on_cut_axis(name: str, along: Any, other: Any, dt: Any) -> np.ndarray[Any, Any]:
+    """The points ``along`` ``name``'s cut axis, the other parts ``other`` exactly (a
+    signed zero stays signed: ``along + 1j * other`` would lose ``-0.0``)."""
+    along, other = np.broadcast_arrays(along, other)
+    z = np.empty(along.shape, dt)
+    if name in INVERSE_ON_IMAGINARY_CUTS:
+        z.real, z.imag = other, along
+    else:
+        z.real, z.imag = along, other
+    return z
+
+
+def _slopes_along_the_cut(name: str, z: np.ndarray[Any, Any]) -> tuple[Any, Any]:
+    """numpy's ``f'(z)`` and ``f''(z)`` from central differences of its values along
+    the cut's axis: the moved points keep ``z``'s other part, so they stay on the side
+    of the cut that ``z``'s value takes."""
+    f = getattr(np, name)
+    direction = 1j if name in INVERSE_ON_IMAGINARY_CUTS else 1.0
+
+    def at(step: float) -> Any:
+        moved = z.astype(np.complex128)
+        if direction == 1j:
+            moved.imag += step
+        else:
+            moved.real += step
+        return f(moved)
+
+    h1, h2 = 1e-6, 1e-4
+    first = (at(h1) - at(-h1)) / (2 * h1 * direction)
+    second = (at(h2) - 2 * at(0.0) + at(-h2)) / (h2 * direction) ** 2
+    return first, second
+
+
+def _along(name: str, data: Any) -> list[float]:
+    """Positions along ``name``'s cut axis on its cuts, 0.05 or more away from the
+    branch points (where the derivative is infinite): both signs for the cuts beyond
+    ``+-1`` (or ``+-i``)."""
+    if name == "arccosh":  # its cut is (-inf, 1]
+        inside = st.floats(-4, 0.95).filter(lambda t: abs(t + 1) > 0.05)
+        return data.draw(st.lists(inside, min_size=4, max_size=4))
+    beyond = data.draw(st.lists(st.floats(1.05, 4), min_size=2, max_size=2))
+    return [sign * t for t in beyond for sign in (1.0, -1.0)]
+
+
+TORCH = importlib.util.find_spec("torch") is not None
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(st.sampled_from(INVERSE), st.sampled_from([np.complex64, np.complex128]), st.data())
+def test_derivatives_on_and_near_the_branch_cuts_take_the_side_of_numpys_value(
+    name: str, dt: Any, data: Any
+) -> None:
+    """JVP, VJP (the conjugate), the tape's gradient and the second derivative at
+    points on every cut with either signed zero, beside it and off it: the one-sided
+    central differences of numpy's values on the side the value takes; PyTorch's
+    gradient off the cuts where torch is installed (on them torch's derivative is the
+    other side's)."""
+    along = np.array(_along(name, data))[:, None]
+    z = _on_cut_axis(name, along, np.array(BESIDE_THE_CUT), dt).ravel()
+    f = getattr(tf, name)
+    ones = np.ones_like(z)
+    with np.errstate(all="ignore"):
+        first, second = _slopes_along_the_cut(name, z)
+    rtol, atol = (2e-5, 1e-6) if dt == np.complex64 else (1e-6, 1e-9)
+    _, tangent = tf.jvp(f, (z,), (ones,))
+    np.testing.assert_allclose(np.asarray(tangent), first, rtol=rtol, atol=atol)
+    _, pullback = tf.vjp(f, z)
+    (cotangent,) = pullback(ones)
+    np.testing.assert_allclose(np.asarray(cotangent), np.conj(first), rtol=rtol, atol=atol)
+    leaf = tf.tensor(z, requires_grad=True)
+    tf.sum(tf.real(f(leaf))).backward()
+    np.testing.assert_allclose(np.asarray(leaf.grad), np.conj(first), rtol=rtol, atol=atol)
+    _, curvature = tf.jvp(lambda v: tf.jvp(f, (v,), (ones,))[1], (z,), (ones,))
+    np.testing.assert_allclose(np.asarray(curvature), second, rtol=100 * rtol, atol=1e-5)
+    if TORCH:
+        import torch
+
+        off = (z.imag if name not in INVERSE_ON_IMAGINARY_CUTS else z.real) != 0
+        torch_leaf = torch.tensor(z[off], requires_grad=True)
+        torch_f = getattr(torch, name.replace("arc", "a"))
+        (expected,) = torch.autograd.grad(
+            torch_f(torch_leaf), torch_leaf, torch.ones_like(torch_leaf)
+        )
+        np.testing.assert_allclose(
+            np.asarray(cotangent)[off], expected.numpy(), rtol=rtol, atol=atol
+        )
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    st.sampled_from(INVERSE),
+    st.floats(-4, 4).filter(lambda t: min(abs(t - 1), abs(t + 1)) > 0.05),
+    st.sampled_from([np.float32, np.float64]),
+)
+def test_real_values_cast_to_complex_have_the_derivatives_of_numpys_complex_values(
+    name: str, x: float, dt: Any
+) -> None:
+    """``f(complex(x))`` lies at ``x + 0j``, on the upper side of a cut on the real
+    axis: the gradients of its real and imaginary parts with respect to real ``x`` are
+    the central differences of numpy's values at ``x +- h + 0j``."""
+    point = np.array([x], dt)
+    complex_dt = np.complex64 if dt == np.float32 else np.complex128
+    f = getattr(tf, name)
+    h = 1e-6
+    with np.errstate(all="ignore"):
+        plus, minus = (getattr(np, name)(np.complex128(float(point[0]) + s)) for s in (h, -h))
+    slope = (plus - minus) / (2 * h)
+    rtol, atol = (2e-5, 1e-6) if dt == np.float32 else (1e-6, 1e-9)
+    for part, expected in ((tf.real, slope.real), (tf.imag, slope.imag)):
+        grad = tf.grad(lambda v, p=part: tf.sum(p(f(tf.astype(v, complex_dt)))))(point)
+        assert np.asarray(grad).dtype == dt
+        np.testing.assert_allclose(np.asarray(grad), [expected], rtol=rtol, atol=atol)
+
+
+_SPECIAL_PARTS = [np.inf, -np.inf, 0.0, -0.0, 2.5, -2.5, np.nan]
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+@pytest.mark.parametrize("name", INVERSE)
+def test_derivatives_at_complex_infinity_are_their_limit_zero(name: str, dt: Any) -> None:
+    """Every point with an infinite part (the other part anything, NaN included, as C99
+    and numpy count it): first and second derivatives (forward over forward, reverse
+    over reverse) exactly 0, the limit of the
+    derivatives there (they decay like ``1/z``), which the derivatives at far finite
+    points approach; a NaN point without an infinite part stays NaN."""
+    parts = [(a, b) for a in _SPECIAL_PARTS for b in _SPECIAL_PARTS]
+    z = np.empty(len(parts), dt)
+    z.real, z.imag = np.array(parts).T
+    infinite = np.isinf(z.real) | np.isinf(z.imag)
+    f = getattr(tf, name)
+    ones = np.ones_like(z)
+    _, first = tf.jvp(f, (z,), (ones,))
+    _, second = tf.jvp(lambda v: tf.jvp(f, (v,), (ones,))[1], (z,), (ones,))
+    _, pullback = tf.vjp(f, z)
+    (cotangent,) = pullback(ones)
+    gradient = tf.grad(lambda u: tf.sum(tf.real(f(u))))
+    reverse_over_reverse = tf.grad(lambda v: tf.sum(tf.real(gradient(v))))(z)
+    for got in (first, second, cotangent, reverse_over_reverse):
+        np.testing.assert_array_equal(np.asarray(got)[infinite], 0)
+    nan = np.isnan(z) & ~infinite
+    assert np.isnan(np.asarray(first)[nan]).all()
+    far = 1e30 if dt == np.complex64 else 1e150
+    finite = np.nan_to_num(z[infinite], nan=1.0, posinf=far, neginf=-far)
+    _, slope = tf.jvp(f, (finite,), (np.ones_like(finite),))
+    assert np.all(np.abs(np.asarray(slope)) <= 10 / far)

@@ -192,3 +192,80 @@ def test_bad_input_names_the_operation(name: str) -> None:
     with pytest.raises(tf.TenferroError) as info:
         BAD[name]()
     assert name.split()[0] in str(info.value)
+
+
+@st.composite
+def _broadcasting(draw: Any, batch: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape that broadcasts against ``batch``: some of its trailing axes, each kept
+    or 1, or all of them after an extra leading axis (the ranks then gain it, as
+    numpy's)."""
+    extra = draw(st.booleans())
+    kept = batch if extra else batch[len(batch) - draw(st.integers(0, len(batch))) :]
+    shape = tuple(n if draw(st.booleans()) else 1 for n in kept)
+    return (draw(st.integers(1, 2)), *shape) if extra else shape
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    st.lists(st.sampled_from([0, 1, 2, 3]), max_size=2).map(tuple),
+    st.integers(0, 4),
+    st.integers(0, 4),
+    st.booleans(),
+    st.sampled_from(["tol", "rtol", None]),
+    st.booleans(),
+    st.sampled_from(sorted(KINDS)),
+    st.data(),
+)
+def test_matrix_rank_tolerances_broadcast_as_numpys(
+    batch: tuple[int, ...],
+    m: int,
+    n: int,
+    hermitian: bool,
+    name: str | None,
+    as_tensor: bool,
+    kind: str,
+    data: Any,
+) -> None:
+    """numpy 2: ``tol`` and ``rtol`` are numbers or arrays broadcasting against the batch
+    axes (the ranks take the broadcast shape); empty matrices and batches included."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    if hermitian:
+        n = m
+    rank = data.draw(st.integers(0, min(m, n)))
+    a = _matrix(rng, (*batch, m, n), rank, np.dtype(np.complex128))
+    if hermitian:
+        a = a + np.swapaxes(a.conj(), -1, -2)
+    options: dict[str, Any] = {"hermitian": hermitian}
+    if name is not None:
+        shape = data.draw(_broadcasting(batch))
+        high = 4.0 if name == "tol" else 1.0
+        value = rng.uniform(0.0, high, shape) if shape else float(rng.uniform(0.0, high))
+        options[name] = value
+    expected = np.linalg.matrix_rank(a, **options)
+    if name is not None and as_tensor:
+        options[name] = KINDS[kind](np.asarray(options[name]))
+    got = _values(tf.linalg.matrix_rank(KINDS[kind](a), **options))
+    assert got.dtype == np.int64
+    assert got.shape == np.shape(expected)
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("name", ["tol", "rtol"])
+def test_matrix_rank_tolerances_that_do_not_broadcast(name: str) -> None:
+    a, value = np.ones((2, 3, 3)), np.ones(3)
+    with pytest.raises(ValueError, match="broadcast"):
+        np.linalg.matrix_rank(a, **{name: value})
+    with pytest.raises(tf.ShapeError, match=f"matrix_rank.*{name}.*\\(3,\\).*\\(2,\\)"):
+        tf.linalg.matrix_rank(a, **{name: value})
+
+
+@pytest.mark.parametrize("size", [0, 1, 3])
+@pytest.mark.parametrize("nonzero", [False, True])
+def test_matrix_rank_of_vectors_and_scalars_is_numpys(size: int, nonzero: bool) -> None:
+    """Fewer than two axes: 1 unless all entries are 0 (none at all: 0)."""
+    for a in (np.zeros(size), np.zeros((size,)) + (np.arange(size) == size - 1) * nonzero):
+        got = tf.linalg.matrix_rank(a)
+        assert _values(got).dtype == np.int64
+        assert int(_values(got)) == np.linalg.matrix_rank(a)
+    scalar = np.float64(2.0 if nonzero else 0.0)
+    assert int(_values(tf.linalg.matrix_rank(scalar))) == np.linalg.matrix_rank(scalar)

@@ -441,6 +441,41 @@ def test_numpy_call_on_tensors_gives_numpys_values_on_each_kind(name, seed):
                 assert result == reference, (kind, result, reference)
 
 
+ROWS_CALLS: dict[str, Callable[[Any], Any]] = {
+    "concatenate": lambda a: np.concatenate(a, axis=-1),
+    "concatenate flat": lambda a: np.concatenate(a, axis=None),
+    "concatenate float32": lambda a: np.concatenate(a, dtype=np.float32),
+    "stack": lambda a: np.stack(a, axis=1),
+    "stack complex": lambda a: np.stack(a, dtype=np.complex128),
+    "hstack": np.hstack,
+    "vstack float32": lambda a: np.vstack(a, dtype=np.float32),
+    "dstack": np.dstack,
+    "column_stack": np.column_stack,
+}
+
+
+@pytest.mark.parametrize("kind", ["Tensor", "EagerTensor", "TracedTensor"])
+@pytest.mark.parametrize("name", sorted(ROWS_CALLS))
+def test_a_tensor_given_to_numpys_joining_functions_is_the_sequence_of_its_rows(
+    name: str, kind: str
+) -> None:
+    """As numpy reads an array there: the values, dtype and kind of numpy's result on the
+    rows, and the gradient through the call that of the rows joined by hand."""
+    call = ROWS_CALLS[name]
+    x = np.arange(24.0).reshape(2, 3, 4) / 7
+    tensor = _kinds(x, tracked=True)[kind]
+    result = call(tensor)
+    assert type(result) is type(tensor)
+    expected = call(x)
+    got = _value(result)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+    weights = np.cos(np.arange(expected.size)).reshape(expected.shape)
+    grad = tf.grad(lambda v: tf.sum(tf.real(call(v) * weights)))(x)
+    by_hand = tf.grad(lambda v: tf.sum(tf.real(call([v[0], v[1]]) * weights)))(x)
+    np.testing.assert_allclose(np.asarray(grad), np.asarray(by_hand), rtol=1e-15)
+
+
 def _loss(
     call: Callable[..., Any], weights: list[np.ndarray[Any, Any]], rest: tuple[Any, ...]
 ) -> Callable[[Any], Any]:

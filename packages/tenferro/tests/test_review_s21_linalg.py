@@ -6,7 +6,11 @@ constant numerical rank (the truncated pseudo-inverse's central differences equa
 constant-rank derivative: the step's component off the rank-r manifold does not move
 the kept part to first order), the closed form ``d x = -A^+ dA x`` of an invertible
 ``A``, PyTorch's ``pinv`` gradients where torch is installed, and numpy's
-``matrix_rank`` with ``tol``/``rtol``/``hermitian``. Bugs are pinned as strict xfails.
+``matrix_rank`` with ``tol``/``rtol``/``hermitian``. The bugs found were pinned as strict
+xfails and are fixed: their tests below pass, and the generators that cover their
+classes are test_linalg_pseudo_inverse (repeated singular values),
+test_linalg_empty_inputs (results kept on the tape) and test_linalg_least_squares
+(matrix_rank's tolerances and vectors).
 """
 
 from __future__ import annotations
@@ -154,19 +158,10 @@ DEGENERATE = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "lstsq's gradient with respect to a is wrong when a has repeated singular values "
-        "(the identity, an orthogonal or unitary matrix, diag(1, 1, 2)): the SVD rule's "
-        "regularised 1/(s_i^2 - s_j^2) is 0 inside a tied level, where lstsq (smooth there) "
-        "needs the finite limit; a DegenerateDerivativeWarning wrongly says the loss "
-        "splits the level. Expected the derivative of A^+ b (equal to -A^-1 dA x for an "
-        "invertible A; PyTorch's pinv gradient gives it)"
-    ),
-)
 @pytest.mark.parametrize("name", sorted(DEGENERATE))
 def test_lstsq_gradient_at_repeated_singular_values(name: str) -> None:
+    """Was wrong (through the SVD rule's regularised gaps, 0 inside a tied level, with a
+    DegenerateDerivativeWarning): the derivative of A^+ b, without a warning."""
     a = DEGENERATE[name]
     m, n = a.shape
     rng = np.random.default_rng(5)
@@ -176,41 +171,29 @@ def test_lstsq_gradient_at_repeated_singular_values(name: str) -> None:
         return tf.sum(tf.real(tf.multiply(np.conj(w), tf.linalg.lstsq(x, b, rcond=1e-8).solution)))
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", tf.DegenerateDerivativeWarning)
+        warnings.simplefilter("error", tf.DegenerateDerivativeWarning)
         got = values(tf.grad(loss)(a))
     expected = fd_gradient(lambda x: _weighted(w)(np.linalg.lstsq(x, b, rcond=1e-3)[0]), a)
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "the JVP of lstsq at a = diag(1, 1 + d) is wrong for d <= 1e-10 (0 at d = 0 instead "
-        "of -2; -0.0008 at d = 1e-14): the same regularised tie; expected -A^+ dA A^+ b"
-    ),
-)
 @pytest.mark.parametrize("gap", [0.0, 1e-14, 1e-10])
 def test_lstsq_jvp_next_to_a_tie(gap: float) -> None:
+    """Was 0 at d = 0 instead of -2, -0.0008 at d = 1e-14: now -A^+ dA A^+ b."""
     a = np.diag([1.0, 1.0 + gap])
     b, t = np.array([1.0, 2.0]), np.array([[0.0, 1.0], [0.0, 0.0]])
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", tf.DegenerateDerivativeWarning)
+        warnings.simplefilter("error", tf.DegenerateDerivativeWarning)
         _, got = tf.jvp(lambda x: tf.linalg.lstsq(x, b).solution, (a,), (t,))
     pinv = np.linalg.pinv(a)
     np.testing.assert_allclose(values(got), -pinv @ t @ pinv @ b, rtol=1e-8)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "pinv has the same wrong gradient at repeated singular values (grad of sum(pinv(I) "
-        "@ b) is diag(-b) instead of -outer(1, b))"
-    ),
-)
 def test_pinv_gradient_at_the_identity() -> None:
+    """Was diag(-b) instead of -outer(1, b)."""
     b = np.array([1.0, 2.0])
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", tf.DegenerateDerivativeWarning)
+        warnings.simplefilter("error", tf.DegenerateDerivativeWarning)
         got = values(tf.grad(lambda m: tf.sum(tf.linalg.pinv(m) @ b))(np.eye(2)))
     np.testing.assert_allclose(got, -np.outer(np.ones(2), b), rtol=1e-12)
 
@@ -248,18 +231,10 @@ DETACHED = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "these linalg results of a tracked input are detached from the tape (lstsq / pinv "
-        "of an empty matrix, lstsq's singular values there, matrix_power(x, 0)): backward() "
-        "raises 'this tensor does not require grad' and tape.grad InactiveError, while "
-        "tf.grad gives zeros and PyTorch keeps them in the graph (zero gradients). Expected "
-        "a zero gradient of the input's shape"
-    ),
-)
 @pytest.mark.parametrize("name", sorted(DETACHED))
 def test_linalg_results_of_tracked_inputs_stay_on_the_tape(name: str) -> None:
+    """Were detached (backward() refused 'this tensor does not require grad'): zeros of
+    the input's shape, as tf.grad and PyTorch give."""
     data, function = DETACHED[name]
     leaf = tf.EagerTensor(data, requires_grad=True)
     tf.sum(function(leaf)).backward()
@@ -338,26 +313,13 @@ def test_matrix_rank_of_vectors_scalars_and_empty_batches(a: Any) -> None:
     np.testing.assert_array_equal(values(tf.linalg.matrix_rank(a)), np.linalg.matrix_rank(a))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "matrix_rank of an empty 1-d array raises ShapeError naming the internal "
-        "'reduce_max' ('cannot reduce zero-size axes'); expected numpy's (and JAX's) 0"
-    ),
-)
 def test_matrix_rank_of_an_empty_vector_is_zero() -> None:
+    """Raised a ShapeError naming the internal 'reduce_max'."""
     assert int(values(tf.linalg.matrix_rank(np.zeros(0)))) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "matrix_rank refuses rtol as one value per matrix (ParameterError 'rtol must be a "
-        "real number or None') although tol may be one per matrix; numpy 2 takes an "
-        "array rtol. Expected numpy's ranks"
-    ),
-)
 def test_matrix_rank_per_matrix_rtol() -> None:
+    """Was refused ('rtol must be a real number or None')."""
     rng = np.random.default_rng(6)
     a = rng.standard_normal((3, 4, 4))
     rtol = np.array([0.5, 1e-3, 1e-10])

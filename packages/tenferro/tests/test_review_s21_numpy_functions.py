@@ -8,8 +8,10 @@ differences in the direction of the cut (the value's branch decides the derivati
 finite differences for every derivative route (``grad``, ``jit``, ``vjp``, ``vmap``,
 the eager tape with ``backward``/``grad``/``hvp``/``create_graph``, traced ``.grad``,
 ``hvp``), per-example numpy under ``vmap``/``jit``, and PyTorch's gradients (tenferro's
-convention) where torch is installed. Bugs are pinned as strict xfails naming the
-symptom and the expected behaviour.
+convention) where torch is installed. The bugs this review pinned as strict xfails
+(derivatives on the wrong side of a branch cut and NaN at complex infinity; roll with
+empty sequences, argument-less broadcast_arrays/meshgrid, stacking one array, repeating
+a 0-d value along an axis) are fixed; their tests now pass as plain tests.
 """
 
 from __future__ import annotations
@@ -61,20 +63,6 @@ def _cut_points(name: str) -> list[tuple[float, float]]:
     return [(s, y) for y in beyond for s in (0.0, -0.0)]
 
 
-def _wrong_side(name: str, re: float, im: float) -> bool:
-    """The cut points where tenferro's derivative belongs to the other side of the cut
-    (found by this review; PyTorch and JAX share it except for arccosh)."""
-    negative_zero = np.signbit(im if name in REAL_AXIS_CUTS else re)
-    along = re if name in REAL_AXIS_CUTS else im
-    if name in ("arcsin", "arccos"):
-        return (along > 1 and not negative_zero) or (along < -1 and negative_zero)
-    if name == "arcsinh":
-        return (along > 1 and negative_zero) or (along < -1 and not negative_zero)
-    if name == "arccosh":
-        return along < -1 and negative_zero
-    return False
-
-
 def _along_cut(name: str, z: np.ndarray[Any, Any], step: float) -> np.ndarray[Any, Any]:
     """``z`` moved by ``step`` parallel to ``name``'s cuts (signed zeros kept)."""
     if name in REAL_AXIS_CUTS:
@@ -121,24 +109,11 @@ def test_values_on_and_near_the_branch_cuts_are_numpys_bit_for_bit(name: str, dt
 
 
 def _cut_cases() -> list[Any]:
-    cases = []
-    for name in INVERSE:
-        for re, im in _cut_points(name):
-            marks = []
-            if _wrong_side(name, re, im):
-                marks.append(
-                    pytest.mark.xfail(
-                        strict=True,
-                        reason=(
-                            f"{name} at {complex(re, im)!r} (signed zero on the cut): the "
-                            "derivative belongs to the other side of the cut, the opposite "
-                            "of numpy's value's side (the signed zero is lost in (1-z)(1+z) "
-                            "/ z-1); expected d/dz of the branch numpy's value takes"
-                        ),
-                    )
-                )
-            cases.append(pytest.param(name, re, im, marks=marks, id=f"{name}({re!r},{im!r})"))
-    return cases
+    return [
+        pytest.param(name, re, im, id=f"{name}({re!r},{im!r})")
+        for name in INVERSE
+        for re, im in _cut_points(name)
+    ]
 
 
 @pytest.mark.parametrize(("name", "re", "im"), _cut_cases())
@@ -154,27 +129,12 @@ def test_derivative_on_the_cut_is_that_of_the_branch_the_value_takes(
     np.testing.assert_allclose(np.asarray(tangent), expected, rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "d/dx imag(arcsin(complex(x))) for x > 1 is -1/sqrt(x^2-1) (sign flipped); "
-        "expected +1/sqrt(x^2-1), the derivative of acosh(x) = imag(arcsin(x + 0j))"
-    ),
-)
 def test_gradient_of_arcsin_beyond_one_through_a_complex_cast() -> None:
     x = np.array([1.5, 3.0])
     grad = np.asarray(tf.grad(lambda v: tf.sum(tf.imag(tf.arcsin(tf.astype(v, tf.complex128)))))(x))
     np.testing.assert_allclose(grad, 1 / np.sqrt(x**2 - 1), rtol=1e-12)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "arccosh's derivative at complex infinity is nan+nanj (sqrt(z-1)*sqrt(z+1) = inf*inf "
-        "gives an imaginary part inf*0); expected 0 (the limit of 1/sqrt(z^2-1); PyTorch "
-        "gives 0, and tenferro's real arccosh'(inf) is 0)"
-    ),
-)
 def test_arccosh_derivative_at_complex_infinity_is_zero() -> None:
     z = _complex(np.inf, 0.0)
     with np.errstate(all="ignore"):
@@ -405,8 +365,8 @@ INTEGERS = [0, 1, -1, 5, -5, np.int64(1), np.int32(-2), np.array(1)]
 """Integer parameters in numpy's sense (bools and floats are refused by design)."""
 
 INTEGER = st.sampled_from(INTEGERS)
-SHIFTS = st.sampled_from([0, 1, -7, (1, 2), [1], np.array([1, 2]), np.int32(2)])
-AXES = st.sampled_from([None, 0, -1, (0, 1), (0, 0), [1], 2, -3, np.int64(0)])
+SHIFTS = st.sampled_from([0, 1, -7, (1, 2), [1], (), np.array([1, 2]), np.int32(2)])
+AXES = st.sampled_from([None, 0, -1, (0, 1), (0, 0), [1], (), 2, -3, np.int64(0)])
 REPS = st.sampled_from([0, 2, (), (2,), (2, 0), (1, 2, 3), [2, 1], np.array([2, 1]), np.int8(2)])
 REPEATS = st.sampled_from([0, 2, [2], [1, 0, 2], np.array([1, 0, 2]), np.int32(2), np.array(2)])
 
@@ -428,12 +388,12 @@ def _call(draw: Any) -> tuple[str, Callable[[Any], Any], list[Any]]:
         return f"tile({reps!r})", lambda m, x: m.tile(x, reps), [a]
     if name == "repeat":
         repeats, axis = draw(REPEATS), draw(st.sampled_from([None, 0, -1, 1, np.int64(0)]))
-        if a.ndim == 0:
-            axis = None  # a 0-d value along axis 0: pinned below
         return f"repeat({repeats!r}, {axis!r})", lambda m, x: m.repeat(x, repeats, axis), [a]
     if name == "stack":
         function = draw(st.sampled_from(["hstack", "vstack", "dstack", "column_stack"]))
         others = [ARRAYS[n] for n in draw(st.lists(st.sampled_from(sorted(ARRAYS)), max_size=2))]
+        if draw(st.booleans()):  # one array: the sequence of its rows
+            return f"{function}(one array)", lambda m, x: getattr(m, function)(x), [a]
         return function, lambda m, *xs: getattr(m, function)(list(xs)), [a, *others]
     n = draw(st.sampled_from([0, 1, 2, 5, np.int64(2)]))
     axis = draw(st.sampled_from([-1, 0, 1, -3, np.int64(0)]))
@@ -449,10 +409,8 @@ def test_arguments_numpy_accepts_give_numpys_values_and_the_others_a_tenferro_er
     case: tuple[str, Callable[..., Any], list[Any]],
 ) -> None:
     """numpy ok: the same values, dtype and shape; numpy refuses: a tenferro error (no
-    bare Python error, no silent acceptance). (Python-scalar edges, bools and floats as
-    integers, empty shift/axis sequences, argument-less calls and a 0-d value repeated
-    along an axis are left out: the first two are documented differences, the others
-    are pinned below.)"""
+    bare Python error, no silent acceptance). (Python-scalar edges and bools and floats
+    as integers are left out: they are documented differences.)"""
     what, call, arrays = case
     try:
         with np.errstate(all="ignore"):
@@ -467,52 +425,22 @@ def test_arguments_numpy_accepts_give_numpys_values_and_the_others_a_tenferro_er
     np.testing.assert_array_equal(value, expected, err_msg=what)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "roll with an empty shift or axis sequence raises a bare ZeroDivisionError "
-        "(count // len(...)); expected numpy's (and JAX's) result: nothing to roll, the "
-        "input unchanged"
-    ),
-)
 @pytest.mark.parametrize(("shift", "axis"), [(1, ()), ((), 0), ((), ())])
 def test_roll_with_an_empty_shift_or_axis_sequence_is_the_identity(shift: Any, axis: Any) -> None:
     x = np.arange(6.0).reshape(2, 3)
     np.testing.assert_array_equal(values(tf.roll(x, shift, axis)), np.roll(x, shift, axis))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "broadcast_arrays() and meshgrid() without arguments raise a bare IndexError; "
-        "expected numpy's (and JAX's) empty tuple"
-    ),
-)
 @pytest.mark.parametrize("name", ["broadcast_arrays", "meshgrid"])
 def test_argument_less_calls_give_an_empty_tuple(name: str) -> None:
     assert getattr(tf, name)() == ()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hstack/vstack/dstack/column_stack of one array (a sequence of its rows, as numpy "
-        "and JAX read it) raise ShapeError 'needs a non-empty sequence of arrays'; "
-        "expected numpy's result"
-    ),
-)
 @pytest.mark.parametrize("name", ["hstack", "vstack", "dstack", "column_stack"])
 def test_stacking_one_array_stacks_its_rows(name: str) -> None:
     x = np.arange(6.0).reshape(2, 3)
     np.testing.assert_array_equal(values(getattr(tf, name)(x)), getattr(np, name)(x))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "repeat of a 0-d value with axis=0 raises AxisError; numpy and JAX treat the value "
-        "as 1-d: repeat(3.0, 2, axis=0) is [3.0, 3.0]"
-    ),
-)
 def test_repeat_of_a_scalar_along_axis_zero() -> None:
     np.testing.assert_array_equal(values(tf.repeat(np.array(3.0), 2, axis=0)), [3.0, 3.0])

@@ -64,6 +64,7 @@ from computegraph.materialize import (
     Substitutions,
     materialize_merge,
 )
+from computegraph.memo import MEMO_ENTRIES, MEMO_KEYS, memo_put, memos
 from computegraph.program import CompiledProgram, Instruction, compile
 from computegraph.protocols import EvaluableGraphOperation, GraphOperation
 from computegraph.render import describe_key
@@ -82,6 +83,8 @@ from computegraph.walk import After, fold, rewrite
 __version__ = "0.1.0"
 
 __all__ = [
+    "MEMO_ENTRIES",
+    "MEMO_KEYS",
     "PRIMARY",
     "After",
     "BindingError",
@@ -136,6 +139,8 @@ __all__ = [
     "gc_paused",
     "interned_key_count",
     "materialize_merge",
+    "memo_put",
+    "memos",
     "register_cache",
     "registered_caches",
     "resolve",

@@ -194,9 +194,13 @@ class ValueKey:
     coincide with structural equality.
     """
 
-    __slots__ = ("__weakref__", "fingerprint")
+    __slots__ = ("__weakref__", "fingerprint", "memo")
     fingerprint: int
     """A structural hash computed once at construction (stable within a process)."""
+    memo: dict[Hashable, Any] | None
+    """A frontend's memo of this key (:mod:`computegraph.memo`): ``None`` until one is made
+    on interned keys; unset (reading raises ``AttributeError``) on keys never interned
+    (:meth:`Input.unique`). Not part of the key's identity."""
 
     def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError(f"{type(self).__name__} is immutable")
@@ -228,6 +232,7 @@ class Input(ValueKey):
         obj = object.__new__(cls)
         _set_input_key(obj, key)
         _set_fingerprint(obj, hash(("Input", key)))
+        _set_memo(obj, None)
         return _register(_INPUT_KEYS, probe, obj, _forget_input)  # type: ignore[no-any-return]
 
     @classmethod
@@ -241,7 +246,7 @@ class Input(ValueKey):
         obj = object.__new__(cls)
         _set_input_key(obj, key)
         _set_fingerprint(obj, hash(("Input", key)))
-        return obj
+        return obj  # its memo slot stays unset: a memo made for it is registered apart
 
     def __repr__(self) -> str:
         return f"Input({self.key!r})"
@@ -273,6 +278,7 @@ class Derived(ValueKey):
         _set_operation_key(obj, operation_key)
         _set_output_slot(obj, output_slot)
         _set_fingerprint(obj, hash((operation_key.fingerprint, output_slot)))
+        _set_memo(obj, None)
         with _INTERN_LOCK:
             ref = operation_key._outputs[output_slot]
             found = None if ref is None else ref()
@@ -406,6 +412,7 @@ def first_output(operation: GraphOperation, inputs: tuple[ValueKey, ...]) -> Der
 # Direct slot writers: the classes forbid attribute assignment, and descriptor
 # ``__set__`` is the cheapest way around their ``__setattr__``.
 _set_fingerprint = ValueKey.__dict__["fingerprint"].__set__
+_set_memo = ValueKey.__dict__["memo"].__set__
 _set_input_key = Input.__dict__["key"].__set__
 _set_operation_key = Derived.__dict__["operation_key"].__set__
 _set_output_slot = Derived.__dict__["output_slot"].__set__

@@ -237,6 +237,7 @@ from tenferro.surface import (
     zeros_like,
 )
 from tenferro.surface.convert import register_concrete as _register_concrete
+from tenferro.surface.dispatch import register_instance_binding as _register_instance_binding
 from tenferro.surface.dispatch import register_replayable as _register_replayable
 from tenferro.traced.program import evaluate, format_graph, graph_to_dot
 from tenferro.traced.tensor import TracedTensor, placeholder, traced
@@ -245,6 +246,7 @@ from tenferro.transforms import grad, hvp, jit, jvp, linearize, value_and_grad, 
 _register_concrete(Tensor)
 _register_replayable(Tensor)  # concrete kinds replay cached dispatch (surface.dispatch)
 _register_replayable(EagerTensor)
+_register_instance_binding(TracedTensor)  # traced values bind known instances directly
 
 from tenferro import array_api, linalg  # noqa: E402  (uses the surface registered above)
 

@@ -395,6 +395,8 @@ def _static_spec(
     """The static positions and names, each completed from ``fun``'s signature."""
     numbers = as_int_or_ints("jit", "static_argnums", argnums, ArgumentTypeError)
     names = (argnames,) if isinstance(argnames, str) else tuple(argnames)
+    if not numbers and not names:  # nothing to check or complete: no signature to read
+        return (), frozenset()
     for name in names:
         if not isinstance(name, str):
             raise ArgumentTypeError("jit", f"static_argnames must be strings, got {argnames!r}")

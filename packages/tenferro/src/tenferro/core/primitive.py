@@ -60,7 +60,7 @@ _INSTANCE_LIMIT = 1 << 16
 class TensorPrimitive:
     """Base class of the primitive catalogue (see the module documentation)."""
 
-    __slots__ = ("_hash", "_prepared", "_tape_plans", "outputs")
+    __slots__ = ("_hash", "_prepared", "_serial", "_tape_plans", "outputs")
 
     name: ClassVar[str] = "primitive"
     output_arity: ClassVar[int] = 1
@@ -81,6 +81,10 @@ class TensorPrimitive:
     shape, slice limits): they follow from the operand and output metas, so they stay
     out of its extent class and :meth:`remake` re-derives them. Such a primitive's
     :meth:`extent_facts` must give the extent pattern its rules depend on."""
+    reads_extent_coincidences: ClassVar[bool] = True
+    """Whether its rules may read which of its extents are equal (beyond which are 0 or
+    1): ``False`` lets the eager tape's extent classes ignore such coincidences (see
+    :mod:`tenferro.eager.extents`; ``test_never_seen_lanes`` checks declarations)."""
     extent_offsets: ClassVar[tuple[str, ...]] = ()
     """Parameters holding positions that :meth:`remake` keeps (a slice's starts): in a
     derivative program they must be zeros or a parameter of the node differentiated
@@ -96,6 +100,9 @@ class TensorPrimitive:
     """How a tape records this instance, by which operands are tracked (the tape's
     plans, kept here too so recording finds them without hashing the instance; built on
     first use, structure only)."""
+    _serial: int
+    """A number naming this instance in traced values' key memos (set on first use by
+    :mod:`tenferro.traced.tensor`; never reused, so it needs no hash of the instance)."""
     _field_names: ClassVar[tuple[str, ...]] = ()
     _flags: ClassVar[frozenset[str]] = frozenset()
     moves_data: ClassVar[bool] = False

@@ -119,7 +119,7 @@ def _class_of_coincidences(
     ``op``'s do (its programs map to ``op``'s extents, and are the ones derived at them),
     if one is known; otherwise ``op`` founds the class (:func:`_admit`)."""
     facts = key[-1]
-    if not facts or getattr(type(op), "reads_extent_coincidences", True):
+    if not facts or op.reads_extent_coincidences:
         return _admit(op, active, keys)
     coarse = (*key[:-1], tuple([tuple([max(n, -1) for n in shape]) for shape in facts]))
     known = _COINCIDENCES.get(coarse)

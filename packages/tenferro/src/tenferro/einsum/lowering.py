@@ -21,11 +21,14 @@ from tenferro.core.bind import bind1
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.einsum.parse import Equation
 from tenferro.einsum.planners.network import Pair
+from tenferro.errors import AllocationError
+from tenferro.ieee import quiet, restore
 from tenferro.meta import Meta
 from tenferro.ops.contraction import DotGeneral
 from tenferro.ops.elementwise import Mul
 from tenferro.ops.reduction import ReduceSum
 from tenferro.ops.structural import BroadcastInDim, EmbedDiag, ExtractDiag, Reshape, Transpose
+from tenferro.surface import convert
 
 __all__ = ["Program", "lower"]
 
@@ -36,19 +39,59 @@ Instruction = tuple[TensorPrimitive, tuple[int, ...], tuple[int, ...]]
 class Program:
     """A lowered einsum: run it on operands whose metas match those it was lowered for."""
 
-    __slots__ = ("instructions", "result")
+    __slots__ = ("_kernels", "instructions", "result")
 
     def __init__(self, instructions: tuple[Instruction, ...], result: int) -> None:
         self.instructions = instructions
         self.result = result
+        self._kernels: tuple[tuple[Any, tuple[int, ...], tuple[int, ...]], ...] | None = None
 
     def run(self, operands: Sequence[Any]) -> Any:
+        """The result for ``operands`` (tensors of one kind, as :func:`einsum` passes
+        them): each primitive bound in turn, or, for concrete tensors, which record
+        nothing, evaluated on their arrays in one loop (what binding each would do)."""
+        if type(operands[0]) is convert._concrete:
+            return self._evaluate(operands)
         values: list[Any] = list(operands)
         for op, args, free in self.instructions:
             values.append(bind1(op, [values[a] for a in args]))
             for slot in free:
                 values[slot] = None
         return values[self.result]
+
+    def _evaluate(self, operands: Sequence[Any]) -> Any:
+        """The concrete result: the primitives' evaluations on the operands' arrays,
+        floating-point warnings silenced once around all of them (as around each)."""
+        kernels = self._kernels
+        if kernels is None:
+            kernels = self._kernels = tuple(
+                (op.impl if op.direct_impl else _evaluation(op), args, free)
+                for op, args, free in self.instructions
+            )
+        values = [o._value for o in operands]
+        token = quiet()
+        try:
+            for kernel, args, free in kernels:
+                values.append(kernel(*[values[a] for a in args]))
+                for slot in free:
+                    values[slot] = None
+        except MemoryError as error:
+            op = self.instructions[len(values) - len(operands)][0]
+            raise AllocationError(op.name, str(error)) from None
+        finally:
+            restore(token)
+        return convert._concrete._wrap(
+            values[self.result], self.instructions[-1][0].outputs[0].weak
+        )
+
+
+def _evaluation(op: TensorPrimitive) -> Any:
+    """``op``'s first output as a function of its input arrays."""
+
+    def evaluate(*arrays: Any) -> Any:
+        return op.eval(arrays, None)[0]
+
+    return evaluate
 
 
 class _Builder:
@@ -95,13 +138,14 @@ def lower(equation: Equation, metas: Sequence[Meta], ssa: Sequence[Pair]) -> Pro
         slot, labels = _single(builder, i, labels, equation.broadcast[i], needed, output)
         slots.append(slot)
         terms.append(labels)
-    for a, b in ssa:
+    for step, (a, b) in enumerate(ssa):
         left, right = terms[a], terms[b]
         for label in set(left):
             needed[label] -= 1
         for label in set(right):
             needed[label] -= 1
-        slot, labels = _pair(builder, slots[a], left, slots[b], right, needed, output)
+        last = step == len(ssa) - 1
+        slot, labels = _pair(builder, slots[a], left, slots[b], right, needed, output, last)
         for label in set(labels):
             needed[label] = needed.get(label, 0) + 1
         slots.append(slot)
@@ -151,6 +195,7 @@ def _pair(
     right: str,
     needed: dict[str, int],
     output: str,
+    last: bool,
 ) -> tuple[int, str]:
     def kept(label: str) -> bool:
         return label in output or needed[label] > 0
@@ -158,6 +203,8 @@ def _pair(
     # Labels only one side has and nobody needs are summed first (rare after preprocessing).
     a, left = _sum_unneeded(builder, a, left, right, kept)
     b, right = _sum_unneeded(builder, b, right, left, kept)
+    if _swapped(left, right, kept, output, last):
+        a, left, b, right = b, right, a, left
     shared = [c for c in left if c in right]
     batch = [c for c in shared if kept(c)]
     contracted = [c for c in shared if not kept(c)]
@@ -188,6 +235,28 @@ def _pair(
         + "".join(c for c in right if c not in shared)
     )
     return slot, labels
+
+
+def _swapped(left: str, right: str, kept: Any, output: str, last: bool) -> bool:
+    """Whether the last contraction takes ``right`` as its lhs: when that writes the
+    product in the output's order and the other way does not (no transpose follows).
+    Decided on labels alone, so a program lowered at some extents serves all; the
+    product's orientation in memory is ``dot_general``'s own choice at its extents."""
+    if not last or not any(c in right and not kept(c) for c in left):
+        return False
+    unique = "".join(dict.fromkeys(output))
+    straight = _product_labels(left, right, kept) == unique
+    return not straight and _product_labels(right, left, kept) == unique
+
+
+def _product_labels(left: str, right: str, kept: Any) -> str:
+    """The labels of ``dot_general(left, right)`` (batch, lhs free, rhs free)."""
+    batch = "".join(c for c in left if c in right and kept(c))
+    return (
+        batch
+        + "".join(c for c in left if c not in right)
+        + "".join(c for c in right if c not in left)
+    )
 
 
 def _outer(builder: _Builder, a: int, left: str, b: int, right: str, labels: str) -> int | None:

@@ -9,7 +9,8 @@ transform; the families' modules are:
 
 * :mod:`tenferro.linalg.checks`: shared validation (square, finite, eps) and errors.
 * :mod:`tenferro.linalg.spectral`: svd, svdvals, truncated_svd, eigh, eigvalsh, eig,
-  eigvals, pinv (Lorentzian-regularised spectral derivatives, gauges).
+  eigvals (Lorentzian-regularised spectral derivatives, gauges).
+* :mod:`tenferro.linalg.pseudo_inverse`: pinv (the derivative of ``A^+`` itself).
 * :mod:`tenferro.linalg.norms`: norm, vector_norm, matrix_norm.
 * :mod:`tenferro.linalg.solvers`: solve, solve_triangular, inv, det, slogdet.
 * :mod:`tenferro.linalg.factorizations`: qr, cholesky, lu, lu_factor, lu_solve.
@@ -33,6 +34,7 @@ from tenferro.linalg.factorizations import (
 from tenferro.linalg.functions import matrix_exp, matrix_power, multi_dot, tensorinv, tensorsolve
 from tenferro.linalg.least_squares import LstsqResult, lstsq, matrix_rank
 from tenferro.linalg.norms import cond, matrix_norm, norm, vector_norm
+from tenferro.linalg.pseudo_inverse import pinv
 from tenferro.linalg.solvers import SlogdetResult, det, inv, slogdet, solve, solve_triangular
 from tenferro.linalg.spectral import (
     EighResult,
@@ -42,7 +44,6 @@ from tenferro.linalg.spectral import (
     eigh,
     eigvals,
     eigvalsh,
-    pinv,
     svd,
     svdvals,
     truncated_svd,

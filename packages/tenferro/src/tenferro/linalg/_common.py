@@ -20,6 +20,7 @@ __all__ = [
     "broadcast_batch",
     "inexact_operands",
     "matrix_slice",
+    "on_tape_of",
     "raise_per_matrix",
     "require_inexact",
     "same_batch",
@@ -80,6 +81,16 @@ def matrix_slice(x: Any, rows: tuple[int, int], cols: tuple[int, int]) -> Any:
     starts = (0,) * (ndim - 2) + (rows[0], cols[0])
     limits = (*x.meta.shape[:-2], rows[1], cols[1])
     return lax.slice(x, starts, limits)
+
+
+def on_tape_of(value: Any, x: Any) -> Any:
+    """``value``, of ``x``'s shape and dtype but not read from ``x``'s entries (the
+    identity of ``matrix_power(x, 0)``), as a result of ``x`` with a zero derivative: a
+    fresh constant would be detached from the tape, so ``backward()`` from it would
+    refuse a tensor that does not require grad where PyTorch (and ``tf.grad``) give
+    zeros. A ``select`` that always picks ``value``: ``x``'s entries are never read."""
+    always = lax.full(x.meta.with_(dtype=np.dtype(bool)), True, x)
+    return lax.select(always, value, x)
 
 
 def raise_per_matrix(

@@ -19,6 +19,7 @@ __all__ = [
     "check_square",
     "failing_batch",
     "inexact_dtype",
+    "non_negative",
 ]
 
 
@@ -85,3 +86,13 @@ def check_finite(op: str, a: np.ndarray[Any, Any]) -> None:
             op,
             f"the input of shape {a.shape} holds NaN or Inf{failing_batch(~finite)}",
         )
+
+
+def non_negative(op: str, name: str, value: Any) -> float:
+    """A tolerance: a finite real number >= 0 (read by
+    :func:`~tenferro.core.params.as_real`: numpy's scalars, 0-d arrays and concrete
+    tensors too, never a bool or a string)."""
+    number = as_real(op, name, value)
+    if not (math.isfinite(number) and number >= 0):
+        raise ParameterError(op, f"{name} must be a non-negative finite number, got {value!r}")
+    return float(number)

@@ -28,6 +28,7 @@ from tenferro.extension import register
 from tenferro.linalg._common import (
     inexact_operands,
     matrix_slice,
+    on_tape_of,
     require_inexact,
     same_batch,
     scipy_linalg,
@@ -145,8 +146,9 @@ def matrix_exp(a: Any) -> Any:
 def matrix_power(a: Any, n: int) -> Any:
     """``a`` raised to the integer power ``n`` (numpy.linalg.matrix_power): ``n = 0`` is
     the identity, ``n < 0`` the power of ``inv(a)``; computed by repeated squaring with
-    matrix products, so its derivative is exact. Integer matrices stay integer for
-    ``n >= 0`` (numpy's rule)."""
+    matrix products, so its derivative is exact (zero for ``n = 0``, whose identity
+    stays a result of ``a`` on a tape). Integer matrices stay integer for ``n >= 0``
+    (numpy's rule)."""
     n = as_int("matrix_power", "n", n)
     (x,) = inexact_operands("matrix_power", a) if n < 0 else (tenferro.asarray(a),)
     check_square("matrix_power", x.meta)
@@ -160,7 +162,7 @@ def matrix_power(a: Any, n: int) -> Any:
         power >>= 1
         if power:
             x = matmul(x, x)
-    return eye_like(x) if result is None else result
+    return on_tape_of(eye_like(x), x) if result is None else result
 
 
 def _chain_order(shapes: Sequence[tuple[int, int]]) -> Any:

@@ -2,9 +2,10 @@
 and conventions, leading batch axes as everywhere in ``tf.linalg``).
 
 Both read the thin SVD of ``a``: singular values at or below a cut-off are treated as
-zero. ``lstsq`` is composed of the SVD family and matrix products, so its derivative is
-the SVD's (exact for a constant numerical rank; the derivative of the kept part, as
-``pinv``'s); ``matrix_rank`` is an integer and has none.
+zero. ``lstsq``'s solution is ``A^+ b`` (the family ``linalg.pinv_solve`` on that SVD),
+so its derivative is the pseudo-inverse's (the derivative of the kept part at a constant
+numerical rank, repeated singular values included); its singular values are the
+SVD's. ``matrix_rank`` is an integer and has no derivative.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tenferro import lax
-from tenferro.algebra import adjoint, matmul, scale_rows
+from tenferro.algebra import matmul
 from tenferro.core.flags import check_flag
 from tenferro.core.params import as_real
 from tenferro.dtypes import is_complex
 from tenferro.errors import ParameterError, ShapeError
 from tenferro.linalg._common import broadcast_batch, inexact_operands
 from tenferro.linalg.checks import check_matrix, check_square
+from tenferro.linalg.pseudo_inverse import pinv_solve
 from tenferro.linalg.spectral import eigvalsh, svd, svdvals
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
@@ -58,8 +60,8 @@ def lstsq(a: Any, b: Any, rcond: float | None = None) -> LstsqResult:
     @ x`` (``[..., K]``, ``[..., 1]`` for a vector ``b``), always computed, as
     ``jax.numpy.linalg.lstsq`` does (numpy returns an empty array when the rank is
     below N or M <= N: a shape that depends on the data), ``rank`` is int64 ``[...]``.
-    Derivatives flow to ``solution``, ``residuals`` and ``singular_values`` through the
-    SVD (constant rank).
+    Derivatives flow to ``solution`` and ``residuals`` through ``A^+`` (constant rank;
+    see the module documentation) and to ``singular_values`` through the SVD.
     """
     op = "linalg.lstsq"
     cut = _tolerance(op, "rcond", rcond)
@@ -81,27 +83,9 @@ def lstsq(a: Any, b: Any, rcond: float | None = None) -> LstsqResult:
         cut = float(np.finfo(real).eps) * max(m, n, 1)
     elif cut < 0:
         cut = float(np.finfo(real).eps)
-    batch, k = x.meta.shape[:-2], y.meta.shape[-1]
-    if min(m, n) == 0:
-        solution = lax.zeros(Meta((*batch, n, k), x.meta.dtype), x)
-        s = lax.zeros(Meta((*batch, 0), real), x)
-        rank = lax.zeros(Meta(batch, np.dtype(np.int64)), x)
-    else:
-        u, s, vh = svd(x, full_matrices=False)
-        ndim = s.meta.ndim
-        largest = lax.slice(s, (0,) * ndim, (*s.meta.shape[:-1], 1))
-        threshold = lax.broadcast_in_dim(
-            lax.mul(largest, lax.full_like(largest, cut)), s.meta.shape, tuple(range(ndim))
-        )
-        keep = lax.compare(s, threshold, "gt")
-        safe = lax.select(keep, s, lax.full_like(s, 1))
-        inverse = lax.select(keep, lax.div(lax.full_like(s, 1), safe), lax.zeros_like(s))
-        if inverse.meta.dtype != x.meta.dtype:
-            inverse = lax.convert_element_type(inverse, x.meta.dtype)
-        solution = matmul(adjoint(vh), scale_rows(inverse, matmul(adjoint(u), y)))
-        rank = lax.reduce_sum(
-            lax.convert_element_type(keep, np.dtype(np.int64)), (keep.meta.ndim - 1,)
-        )
+    u, s, vh = svd(x, full_matrices=False)
+    solution = pinv_solve(x, y, u, s, vh, cut)
+    rank = _rank(s, cut)
     misfit = lax.sub(matmul(x, solution), y)
     squares = lax.mul(lax.conj(misfit), misfit) if is_complex(misfit.meta.dtype) else None
     squares = lax.mul(misfit, misfit) if squares is None else lax.real(squares)
@@ -111,57 +95,98 @@ def lstsq(a: Any, b: Any, rcond: float | None = None) -> LstsqResult:
     return LstsqResult(solution, residuals, rank, s)
 
 
+def _rank(s: Any, cut: float) -> Any:
+    """How many of the descending ``s`` exceed ``cut * s[..., 0]`` (int64 ``[...]``)."""
+    if not s.meta.shape[-1]:
+        return lax.zeros(Meta(s.meta.shape[:-1], np.dtype(np.int64)), s)
+    ndim = s.meta.ndim
+    largest = lax.slice(s, (0,) * ndim, (*s.meta.shape[:-1], 1))
+    threshold = lax.broadcast_in_dim(
+        lax.mul(largest, lax.full_like(largest, cut)), s.meta.shape, tuple(range(ndim))
+    )
+    keep = lax.convert_element_type(lax.compare(s, threshold, "gt"), np.dtype(np.int64))
+    return lax.reduce_sum(keep, (ndim - 1,))
+
+
 def matrix_rank(
     A: Any,  # noqa: N803  (numpy's name)
     tol: Any = None,
     hermitian: bool = False,
     *,
-    rtol: float | None = None,
+    rtol: Any = None,
 ) -> Any:
     """The numerical rank of ``A`` (numpy.linalg.matrix_rank): how many singular values
-    (eigenvalue magnitudes with ``hermitian=True``) exceed the tolerance, int64
-    ``[...]``. ``tol`` is absolute (a number, or one per matrix of the batch); without
-    it, ``rtol * S_max`` with ``rtol`` defaulting to ``eps(dtype) * max(M, N)``. A value
-    with fewer than two axes has rank 1 unless it is all zeros (numpy). No derivative
+    (eigenvalue magnitudes with ``hermitian=True``) exceed the tolerance, int64.
+    ``tol`` is absolute; without it, the tolerance is ``rtol * S_max`` with ``rtol``
+    defaulting to ``eps(dtype) * max(M, N)``. ``tol`` and ``rtol`` are real numbers or
+    arrays that broadcast against the batch axes (numpy 2: one per matrix, or more: the
+    result has the broadcast shape of the batch and the tolerance). A value with fewer
+    than two axes has rank 1 unless it is all zeros (an empty one: 0). No derivative
     (an integer)."""
     op = "linalg.matrix_rank"
     symmetric = check_flag(op, "hermitian", hermitian)
-    relative = _tolerance(op, "rtol", rtol)
+    if tol is not None and rtol is not None:
+        raise ParameterError(op, "give tol or rtol, not both")
     (x,) = inexact_operands(op, A)
+    int64 = np.dtype(np.int64)
     if x.meta.ndim < 2:
-        nonzero = lax.compare(lax.abs(x), lax.zeros_like(lax.abs(x)), "ne")
-        flags = lax.convert_element_type(nonzero, np.dtype(np.int64))
-        return lax.reduce_max(flags, tuple(range(x.meta.ndim))) if x.meta.ndim else flags
+        nonzero = lax.convert_element_type(
+            lax.compare(lax.abs(x), lax.zeros_like(lax.abs(x)), "ne"), int64
+        )
+        if not x.meta.ndim:
+            return nonzero
+        count = lax.reduce_sum(nonzero, tuple(range(x.meta.ndim)))
+        return lax.convert_element_type(lax.compare(count, lax.zeros_like(count), "gt"), int64)
     m, n = x.meta.shape[-2:]
+    batch = x.meta.shape[:-2]
+    name, given = ("tol", tol) if tol is not None else ("rtol", rtol)
+    level = None if given is None else _tolerance_array(op, name, given)
+    shape = batch if level is None else _broadcast(op, name, batch, level.meta.shape)
+    if min(m, n) == 0:
+        return lax.zeros(Meta(shape, int64), x)
     if symmetric:
         check_square(op, x.meta)
         magnitudes = lax.abs(eigvalsh(x))
     else:
         magnitudes = svdvals(x)
     magnitudes = lax.stop_gradient(magnitudes)
-    if min(m, n) == 0:
-        return lax.zeros(Meta(x.meta.shape[:-2], np.dtype(np.int64)), x)
-    top = lax.reduce_max(magnitudes, (magnitudes.meta.ndim - 1,))
-    if tol is None:
-        if relative is None:
-            relative = float(np.finfo(magnitudes.meta.dtype).eps) * max(m, n)
-        cutoff = lax.mul(top, lax.full_like(top, relative))
-    else:
-        if relative is not None:
-            raise ParameterError(op, "give tol or rtol, not both")
-        cutoff = asarray(tol, op=op)
-        if cutoff.meta.dtype.kind not in "if" or cutoff.meta.shape not in ((), top.meta.shape):
-            raise ParameterError(
-                op,
-                f"tol must be a real number or one per matrix (shape {top.meta.shape}), "
-                f"got {tol!r}",
-            )
-        cutoff = lax.broadcast_in_dim(
-            lax.convert_element_type(cutoff, top.meta.dtype),
-            top.meta.shape,
-            () if cutoff.meta.ndim == 0 else tuple(range(top.meta.ndim)),
+    real = magnitudes.meta.dtype
+    if level is not None:
+        level = lax.broadcast_in_dim(
+            lax.convert_element_type(level, real),
+            shape,
+            tuple(range(len(shape) - level.meta.ndim, len(shape))),
         )
-    ndim = magnitudes.meta.ndim
-    spread = lax.broadcast_in_dim(cutoff, magnitudes.meta.shape, tuple(range(ndim - 1)))
-    above = lax.compare(magnitudes, spread, "gt")
-    return lax.reduce_sum(lax.convert_element_type(above, np.dtype(np.int64)), (ndim - 1,))
+    if tol is None:
+        top = lax.reduce_max(magnitudes, (magnitudes.meta.ndim - 1,))
+        top = lax.broadcast_in_dim(top, shape, tuple(range(len(shape) - len(batch), len(shape))))
+        if level is None:
+            level = lax.full_like(top, float(np.finfo(real).eps) * max(m, n))
+        level = lax.mul(top, level)
+    k = magnitudes.meta.shape[-1]
+    spread = lax.broadcast_in_dim(
+        magnitudes, (*shape, k), tuple(range(len(shape) - len(batch), len(shape) + 1))
+    )
+    cutoff = lax.broadcast_in_dim(level, (*shape, k), tuple(range(len(shape))))
+    above = lax.convert_element_type(lax.compare(spread, cutoff, "gt"), int64)
+    return lax.reduce_sum(above, (len(shape),))
+
+
+def _tolerance_array(op: str, name: str, value: Any) -> Any:
+    """A tolerance of ``matrix_rank``: real numbers (any shape), as a tensor."""
+    if isinstance(value, (bool, np.bool_)):
+        raise ParameterError(op, f"{name} must be real numbers, got {value!r}")
+    level = asarray(value, op=op)
+    if level.meta.dtype.kind not in "if":
+        raise ParameterError(op, f"{name} must be real numbers, got {value!r}")
+    return level
+
+
+def _broadcast(op: str, name: str, batch: tuple[int, ...], shape: tuple[int, ...]) -> Any:
+    """The shape of the ranks: the batch axes broadcast with a tolerance's (numpy 2)."""
+    try:
+        return tuple(np.broadcast_shapes(batch, shape))
+    except ValueError:
+        raise ShapeError(
+            op, f"{name} of shape {shape} does not broadcast against the batch axes {batch}"
+        ) from None

@@ -19,7 +19,7 @@ from tenferro import lax
 from tenferro.batching.rules import batch_size, to_front
 from tenferro.core.flags import check_flag
 from tenferro.core.params import as_int_or_ints, as_real
-from tenferro.errors import AxisError, ParameterError, ShapeError
+from tenferro.errors import AxisError, LinAlgError, ParameterError, ShapeError
 from tenferro.extension import register
 from tenferro.linalg.checks import inexact_dtype
 from tenferro.linalg.family import LinalgOp
@@ -141,16 +141,34 @@ _add_reduce: Any = np.add.reduce
 _vdot: Any = np.vdot
 
 
-def _vector_norm(x: Any, order: float, axes: tuple[int, ...], keepdims: bool) -> Any:
+def _largest(x: Any, axes: Any, keepdims: bool) -> Any:
+    """The largest of the non-negative ``x`` over ``axes``; 0 over no values (numpy's
+    norms), as a sum of nothing: still a result of ``x`` (on its tape)."""
+    listed = (axes,) if isinstance(axes, int) else axes
+    if any(x.meta.shape[a] == 0 for a in listed):
+        return sum(x, axis=axes, keepdims=keepdims)
+    return amax(x, axis=axes, keepdims=keepdims)
+
+
+def _smallest(op: str, x: Any, axes: Any, keepdims: bool, what: str, shape: Any) -> Any:
+    """The smallest of ``x`` over ``axes``; over no values it is undefined (numpy
+    raises): :class:`ShapeError` naming ``op``, ``what`` and the operand's shape."""
+    listed = (axes,) if isinstance(axes, int) else axes
+    if any(x.meta.shape[a] == 0 for a in listed):
+        raise ShapeError(
+            op, f"{what} is undefined for an operand of shape {shape} (the smallest of no values)"
+        )
+    return amin(x, axis=axes, keepdims=keepdims)
+
+
+def _vector_norm(op: str, x: Any, order: float, axes: tuple[int, ...], keepdims: bool) -> Any:
     if order == 2:
         return Norm2.bind(x, axes=tuple(sorted(axes)), keepdims=bool(keepdims))
     magnitude = abs_(x)
     if order == math.inf:
-        if any(x.meta.shape[a] == 0 for a in axes):  # numpy: the largest of none is 0
-            return sum(magnitude, axis=axes, keepdims=keepdims)
-        return amax(magnitude, axis=axes, keepdims=keepdims)
+        return _largest(magnitude, axes, keepdims)
     if order == -math.inf:
-        return amin(magnitude, axis=axes, keepdims=keepdims)
+        return _smallest(op, magnitude, axes, keepdims, "ord=-inf", x.meta.shape)
     if order == 0:
         nonzero = lax.convert_element_type(magnitude != 0, magnitude.meta.dtype)
         return sum(nonzero, axis=axes, keepdims=keepdims)
@@ -171,7 +189,7 @@ def vector_norm(
     op = "linalg.vector_norm"
     keepdims = check_flag(op, "keepdims", keepdims)
     x = _operand(op, x)
-    return _vector_norm(x, _vector_order(op, ord), _axes(op, x, axis), keepdims)
+    return _vector_norm(op, x, _vector_order(op, ord), _axes(op, x, axis), keepdims)
 
 
 _MATRIX_ORDERS = ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf)
@@ -196,20 +214,24 @@ def matrix_norm(
         raise ShapeError(op, f"needs two axes, got {axis!r}")
     rows, cols = axes
     if ord == "fro":
-        return _vector_norm(x, 2, axes, keepdims)
+        return _vector_norm(op, x, 2, axes, keepdims)
     if ord in (1, -1, math.inf, -math.inf):
         summed, other = (rows, cols) if abs(ord) == 1 else (cols, rows)
         sums = sum(abs_(x), axis=summed, keepdims=True)
-        pick = amax if ord > 0 else amin
-        result = pick(sums, axis=other, keepdims=True)
+        if ord > 0:
+            result = _largest(sums, other, keepdims=True)
+        else:
+            result = _smallest(op, sums, other, True, f"ord={ord}", x.meta.shape)
         return result if keepdims else lax.reshape(result, _dropped(result.meta.shape, axes))
     from tenferro.linalg.spectral import svdvals
 
     s = svdvals(moveaxis(x, (rows, cols), (-2, -1)))
     if ord == "nuc":
         result = sum(s, axis=-1)
+    elif ord == 2:
+        result = _largest(s, -1, keepdims=False)
     else:
-        result = (amax if ord == 2 else amin)(s, axis=-1)
+        result = _smallest(op, s, s.meta.ndim - 1, False, "ord=-2", x.meta.shape)
     if keepdims:
         for a in sorted(axes):
             result = expand_dims(result, a)
@@ -225,6 +247,8 @@ def cond(x: Any, p: Any = None) -> Any:
     x = _operand(op, x)
     if x.meta.ndim < 2:
         raise ShapeError(op, f"needs a matrix or a batch of matrices, got shape {x.meta.shape}")
+    if not min(x.meta.shape[-2:]):
+        raise LinAlgError(op, f"is not defined for empty matrices, got shape {x.meta.shape}")
     if p is not None:
         p = _matrix_order(op, p, "p")
     if p is None or p in (2, -2):
@@ -252,7 +276,7 @@ def norm(x: Any, ord: Any = None, axis: Axis = None, keepdims: bool = False) -> 
     x = _operand(op, x)
     if axis is None:
         if ord is None:
-            return _vector_norm(x, 2, _axes(op, x, None), keepdims)
+            return _vector_norm(op, x, 2, _axes(op, x, None), keepdims)
         if x.meta.ndim == 1:
             axis = 0
         elif x.meta.ndim == 2:
@@ -263,7 +287,8 @@ def norm(x: Any, ord: Any = None, axis: Axis = None, keepdims: bool = False) -> 
             )
     axes = _axes(op, x, axis)
     if len(axes) == 1:
-        return _vector_norm(x, 2.0 if ord is None else _vector_order(op, ord), axes, keepdims)
+        order = 2.0 if ord is None else _vector_order(op, ord)
+        return _vector_norm(op, x, order, axes, keepdims)
     if len(axes) == 2:
         return matrix_norm(x, "fro" if ord is None else _matrix_order(op, ord), axes, keepdims)
     raise ShapeError(op, f"axis must name one or two axes, got {axis!r}")

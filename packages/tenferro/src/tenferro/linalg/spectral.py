@@ -1,5 +1,5 @@
 """Spectral decompositions with AD: svd, svdvals, truncated_svd, eigh, eigvalsh, eig,
-eigvals, pinv.
+eigvals (``pinv`` is :mod:`tenferro.linalg.pseudo_inverse`).
 
 Three extension families carry the kernels and the JVP rules (``linalg.svd``,
 ``linalg.eigh``, ``linalg.eig``); everything else composes them with differentiable
@@ -28,7 +28,6 @@ operations. Conventions (numpy.linalg / torch.linalg):
 from __future__ import annotations
 
 import contextlib
-import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -47,7 +46,7 @@ from tenferro.algebra import (
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.flags import check_flag
-from tenferro.core.params import as_int, as_real
+from tenferro.core.params import as_int
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import LinAlgError, ParameterError
 from tenferro.extension import register
@@ -59,6 +58,7 @@ from tenferro.linalg.checks import (
     check_square,
     failing_batch,
     inexact_dtype,
+    non_negative,
 )
 from tenferro.linalg.degeneracy import guard_ties
 from tenferro.linalg.family import LinalgOp, matrix_operand
@@ -74,7 +74,6 @@ __all__ = [
     "eigh",
     "eigvals",
     "eigvalsh",
-    "pinv",
     "svd",
     "svdvals",
     "truncated_svd",
@@ -370,8 +369,9 @@ def _diagonal_of_product(left: Any, right: Any) -> Any:
     return lax.reduce_sum(lax.mul(left, right), (left.meta.ndim - 2,))
 
 
-def _hermitian_tangent(da: Any, uplo: str) -> Any:
-    """The tangent of the Hermitian matrix an ``eigh`` reads from one triangle of ``a``."""
+def hermitian_of_triangle(da: Any, uplo: str) -> Any:
+    """The Hermitian matrix ``eigh`` reads from one triangle of ``da`` (the real part of
+    its diagonal): linear, so also the tangent of what it reads from ``a``."""
     part = lax.tril(da, -1) if uplo == "L" else lax.triu(da, 1)
     d = diagonal(da)
     if da.meta.dtype.kind == "c":
@@ -588,7 +588,7 @@ class Eigh(LinalgOp):
         assert w is not None
         assert v is not None
         dt = v.meta.dtype
-        xv = matmul(_hermitian_tangent(da, self.uplo), v)
+        xv = matmul(hermitian_of_triangle(da, self.uplo), v)
         dp = matmul(adjoint(v), xv)
         dpd = _diagonal_of_product(v, xv)  # diag(dP) without dP: a derivative of w alone
         dw = guard_ties(self.name, w, lax.real(dpd) if dt.kind == "c" else dpd, self.eps)
@@ -723,14 +723,6 @@ def _rank_threshold(
     return np.maximum(0.0 if atol is None else atol, rtol * top)
 
 
-def _non_negative(op: str, name: str, value: Any) -> float:
-    """A tolerance: a finite real number >= 0 (numpy's scalars and 0-d arrays too)."""
-    number = as_real(op, name, value)
-    if not (math.isfinite(number) and number >= 0):
-        raise ParameterError(op, f"{name} must be a non-negative finite number, got {value!r}")
-    return float(number)
-
-
 def truncated_svd(
     a: Any,
     *,
@@ -754,8 +746,8 @@ def truncated_svd(
         max_rank = as_int(op, "max_rank", max_rank)
     if max_rank is not None and max_rank < 0:
         raise ParameterError(op, f"max_rank must be a non-negative integer, got {max_rank!r}")
-    rtol = None if rtol is None else _non_negative(op, "rtol", rtol)
-    atol = None if atol is None else _non_negative(op, "atol", atol)
+    rtol = None if rtol is None else non_negative(op, "rtol", rtol)
+    atol = None if atol is None else non_negative(op, "atol", atol)
     if eps is not DEFAULT_EPS:
         check_eps(op, eps)
     if type(a) in REPLAYABLE and eps is DEFAULT_EPS and a.meta.dtype.kind in "fc":
@@ -858,6 +850,8 @@ def _traced_rank(
     threshold = lax.broadcast_in_dim(threshold, s.meta.shape, tuple(range(s.meta.ndim)))
     kept = lax.convert_element_type(lax.compare(s, threshold, "gt"), np.dtype(np.float64))
     counts = lax.reduce_sum(kept, (last,))
+    if not counts.meta.size:  # an empty batch keeps nothing (the largest of no counts)
+        return lax.full(Meta((), np.dtype(np.float64)), 0, s)
     if counts.meta.ndim:
         counts = lax.reduce_max(counts, tuple(range(counts.meta.ndim)))
     return lax.min(counts, lax.full_like(counts, cap))
@@ -932,41 +926,3 @@ def eig(a: Any, *, eps: float = DEFAULT_EPS) -> EigResult:
 def eigvals(a: Any) -> Any:
     """The (complex) eigenvalues of a general square matrix (see :func:`eig`)."""
     return eig(a).eigenvalues
-
-
-def pinv(a: Any, rtol: float | None = None, hermitian: bool = False) -> Any:
-    """Moore-Penrose pseudo-inverse ``[..., N, M]`` of ``a`` (``[..., M, N]``).
-
-    Singular values (eigenvalue magnitudes with ``hermitian=True``) at or below
-    ``rtol * S_max`` are treated as zero; ``rtol`` defaults to ``eps(dtype) * max(M,
-    N)`` (numpy 2 / torch). The derivative is that of the kept part (constant rank).
-    """
-    from tenferro.surface.math import abs as abs_
-    from tenferro.surface.math import where
-    from tenferro.surface.reductions import amax
-
-    op = "linalg.pinv"
-    hermitian = check_flag(op, "hermitian", hermitian)
-    x = _operand(op, a)
-    *batch, m, n = x.meta.shape
-    real = _real_dtype(x.meta.dtype)
-    if rtol is None:
-        rtol = float(np.finfo(real).eps) * max(m, n, 1)
-    else:
-        rtol = _non_negative(op, "rtol", rtol)
-    if min(m, n) == 0:
-        return lax.zeros(Meta((*batch, n, m), x.meta.dtype), x)
-    if hermitian:
-        check_square(op, x.meta)
-        w, v = eigh(x)
-        values, left, right = w, v, adjoint(v)
-        magnitude = abs_(w)
-    else:
-        u, s, vh = svd(x, full_matrices=False)
-        values, left, right = s, adjoint(vh), adjoint(u)
-        magnitude = s
-    cutoff = amax(magnitude, axis=-1, keepdims=True) * rtol
-    keep = magnitude > cutoff
-    safe = where(keep, values, 1)
-    inverse = where(keep, 1 / safe, 0)
-    return matmul(scale_columns(left, _to(inverse, x.meta.dtype)), right)

@@ -19,16 +19,24 @@ from tenferro import algebra, lax
 from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs, check_kind, primitive
 from tenferro.errors import AxisError, DTypeError, ShapeError
 from tenferro.meta import Meta
+from tenferro.ops import dot_plans
 
 __all__ = ["DotGeneral"]
 
 
-_MATMUL = "matmul"
-_DOT = "dot"
-_DOT_TN = "dot of the lhs transposed"
-_DOT_NT = "dot with the rhs transposed"
-_DOT_TT = "dot of both transposed"
-_GENERAL = "general"
+class _Sentinel:
+    """A named evaluation strategy (never mistaken for an outer product's plan)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+_PLANNED = _Sentinel("planned from the operands' layout")
+_GENERAL = _Sentinel("general: data-dependent extents")
+_FUNCTION = dot_plans.Function
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # numpy.einsum's
 
 _STRATEGIES: DictCache[Any, Any] = DictCache(4096, "dot_general evaluation strategies")
@@ -63,14 +71,17 @@ class DotGeneral(TensorPrimitive):
         return ()  # its derivative programs hold no extent
 
     def any_extent_kernel(self) -> Any:
-        """``impl`` itself when its evaluation plan reads no extent (a ``dot`` of two
-        matrices or of transposed views, a batched ``matmul``, an outer product), else
-        ``impl``'s batched matmul with the extents read from the arrays."""
+        """The evaluation plan itself when it reads no extent (a ``dot`` of two matrices
+        or of transposed views, a ``matmul`` of stacks: run as planned, without looking
+        at the layout), ``impl`` for an outer product, else ``impl``'s batched matmul
+        with the extents read from the arrays."""
         plan = self._prepared
         if plan is None:
             plan = self._plan()
             object.__setattr__(self, "_prepared", plan)
-        if type(plan) is not tuple:
+        if type(plan) is dot_plans.Function:
+            return plan
+        if not isinstance(plan, dot_plans.Planned):
             return self.impl
         lhs, rhs = self.inputs
         lhs_free = _free(lhs.ndim, self.lhs_contracting, self.lhs_batch)
@@ -215,38 +226,33 @@ class DotGeneral(TensorPrimitive):
         if plan is None:
             plan = self._plan()
             object.__setattr__(self, "_prepared", plan)
-        if plan is _DOT:
-            return lhs.dot(rhs)  # two matrices: ndarray.dot skips matmul's ufunc overhead
-        if plan is _MATMUL:
-            return np.matmul(lhs, rhs)
-        if plan is _DOT_TN:  # transposed views: BLAS reads them without a copy
-            return lhs.T.dot(rhs)
-        if plan is _DOT_NT:
-            return lhs.dot(rhs.T)
-        if plan is _DOT_TT:
-            return lhs.T.dot(rhs.T)
-        if plan is _GENERAL:
-            return self._general(lhs, rhs)
+        if type(plan) is _FUNCTION:  # two matrices, or two stacks of them
+            return plan(lhs, rhs)
         if type(plan) is str:  # no contracted axis, batch axes: a batched outer product
             return np.einsum(plan, lhs, rhs)
         if type(plan) is int:  # no contracted or batch axis: an outer product
             return np.multiply(lhs.reshape(lhs.shape + (1,) * plan), rhs)
-        lhs_perm, lhs_shape, rhs_perm, rhs_shape, out_shape = plan
-        a = lhs if lhs_perm is None else lhs.transpose(lhs_perm)
-        b = rhs if rhs_perm is None else rhs.transpose(rhs_perm)
-        return np.matmul(a.reshape(lhs_shape), b.reshape(rhs_shape)).reshape(out_shape)
+        if plan is _GENERAL:
+            return self._general(lhs, rhs)
+        lhs_strides, rhs_strides = lhs.strides, rhs.strides
+        if lhs_strides != plan.lhs_strides or rhs_strides != plan.rhs_strides:
+            last = plan.last  # the plan of the layout met last (most often the only other)
+            if last is not None and lhs_strides == last[0] and rhs_strides == last[1]:
+                plan = last[2]
+            else:
+                plan = plan.for_layout(lhs_strides, rhs_strides)
+        return plan(lhs, rhs)
 
     def _plan(self) -> Any:
-        """How to evaluate, from the static metas: ``_DOT`` for two matrices in matmul
-        layout (rows and contracted axis / contracted axis and columns), ``_DOT_TN`` /
-        ``_NT`` / ``_TT`` for two matrices contracted along other axes (one ``dot`` of
-        transposed views), ``_MATMUL`` for a batch of them (batch axes first), else the
-        permutations (``None``: none needed) and shapes around one batched ``matmul``;
-        ``_GENERAL`` for data-dependent extents. Without contracted axes (outer products,
-        which a matmul would run as a product over an axis of extent 1, several times
-        slower): the rhs rank (one broadcast multiply) when there are no batch axes
-        either, else ``numpy.einsum``'s subscripts (its two-operand loops are the fastest
-        numpy has for a batched outer product, and ``opt_einsum`` runs them too)."""
+        """How to evaluate, from the static metas: a :mod:`~tenferro.ops.dot_plans`
+        plan for operands in C order (the product of two matrices or stacks of them,
+        one product of views, or a broadcast product; re-planned per layout for other
+        operands), or ``_GENERAL`` for data-dependent extents. Without contracted axes
+        (outer products, which a matmul would run as a product over an axis of extent
+        1, several times slower): the rhs rank (one broadcast multiply) when there are
+        no batch axes either, else ``numpy.einsum``'s subscripts (its two-operand loops
+        are the fastest numpy has for a batched outer product, and ``opt_einsum`` runs
+        them too)."""
         lhs, rhs = self.inputs
         if lhs.dynamic or rhs.dynamic:
             return _GENERAL
@@ -255,55 +261,29 @@ class DotGeneral(TensorPrimitive):
         if strategy is None:  # decided once per dimension numbers and ranks
             strategy = self._strategy()
             _STRATEGIES.put(key, strategy)
-        if type(strategy) is not tuple:
+        if strategy is not _PLANNED:
             return strategy
-        lhs_free, rhs_free, lhs_perm, rhs_perm = strategy
-        lhs_shape, rhs_shape = lhs.shape, rhs.shape
-        batch_shape = tuple([lhs_shape[a] for a in self.lhs_batch])
-        lhs_free_shape = tuple([lhs_shape[a] for a in lhs_free])
-        rhs_free_shape = tuple([rhs_shape[a] for a in rhs_free])
-        k = math.prod([lhs_shape[a] for a in self.lhs_contracting])
-        b = math.prod(batch_shape)
-        return (
-            lhs_perm,
-            (b, math.prod(lhs_free_shape), k),
-            rhs_perm,
-            (b, k, math.prod(rhs_free_shape)),
-            batch_shape + lhs_free_shape + rhs_free_shape,
+        itemsize = lhs.dtype.itemsize
+        return dot_plans.plan(
+            dot_plans.Problem(
+                self._numbers(),
+                lhs.shape,
+                dot_plans.c_strides(lhs.shape, itemsize),
+                rhs.shape,
+                dot_plans.c_strides(rhs.shape, itemsize),
+                itemsize,
+                lhs.dtype.kind in "fc",
+            ),
+            c_order=True,
         )
 
     def _strategy(self) -> Any:
-        """The extent-free part of :meth:`_plan` (static metas): its plan when that is
-        a constant, else the free axes and the permutations (``None``: none needed)
-        around the batched ``matmul``."""
+        """The extent-free part of :meth:`_plan`: an outer product's plan, else
+        ``_PLANNED``."""
         lhs, rhs = self.inputs
         if not self.lhs_contracting and lhs.ndim + rhs.ndim <= len(_LETTERS):
             return self._outer_plan()
-        batch = tuple(range(len(self.lhs_batch)))
-        n = len(batch)
-        if (
-            lhs.ndim == rhs.ndim == n + 2
-            and self.lhs_batch == self.rhs_batch == batch
-            and self.lhs_contracting == (n + 1,)
-            and self.rhs_contracting == (n,)
-        ):
-            return _DOT if n == 0 else _MATMUL
-        if lhs.ndim == rhs.ndim == 2 and not self.lhs_batch and len(self.lhs_contracting) == 1:
-            lhs_transposed = self.lhs_contracting == (0,)
-            rhs_transposed = self.rhs_contracting == (1,)
-            if lhs_transposed:
-                return _DOT_TT if rhs_transposed else _DOT_TN
-            return _DOT_NT  # (1,) and (1,): (1,) and (0,) is _DOT
-        lhs_free = _free(lhs.ndim, self.lhs_contracting, self.lhs_batch)
-        rhs_free = _free(rhs.ndim, self.rhs_contracting, self.rhs_batch)
-        lhs_perm = (*self.lhs_batch, *lhs_free, *self.lhs_contracting)
-        rhs_perm = (*self.rhs_batch, *self.rhs_contracting, *rhs_free)
-        return (
-            lhs_free,
-            rhs_free,
-            None if lhs_perm == tuple(range(lhs.ndim)) else lhs_perm,
-            None if rhs_perm == tuple(range(rhs.ndim)) else rhs_perm,
-        )
+        return _PLANNED
 
     def _outer_plan(self) -> int | str:
         lhs, rhs = self.inputs
@@ -367,17 +347,20 @@ class DotGeneral(TensorPrimitive):
 def _transpose_rhs(
     ct: RuleValue, lhs: RuleValue, lhs_ndim: int, rhs_ndim: int, op: DotGeneral
 ) -> RuleValue:
-    """The cotangent of the rhs given the output cotangent and the (conjugated) lhs, as
-    ``dot_general(lhs, ct)``: its axes come out as the rhs's batch, contracting (in the
-    lhs's order) and free axes, so a matrix product's rhs cotangent ``lhs^H @ ct`` needs
-    no transpose after it."""
+    """The cotangent of the rhs given the output cotangent and the (conjugated) lhs:
+    ``dot_general(lhs, ct)`` (axes: the rhs's batch, contracting in the lhs's order,
+    free) or ``dot_general(ct, lhs)`` (batch, free, contracting), whichever comes out in
+    the rhs's axis order, so no transpose follows (a matrix product's ``lhs^H @ ct``, or
+    ``ct^T @ lhs^*`` for a transposed rhs); else the first, transposed."""
     lhs_kept = _free(lhs_ndim, op.lhs_contracting, op.lhs_batch)
     rhs_kept = _free(rhs_ndim, op.rhs_contracting, op.rhs_batch)
     ct_batch, ct_lhs, _ = _ranges_like(op.lhs_batch, lhs_kept, rhs_kept)
-    product = lax.dot_general(lhs, ct, lhs_kept, ct_lhs, op.lhs_batch, ct_batch)
     contracting_by_lhs = [op.rhs_contracting[i] for i in np.argsort(op.lhs_contracting)]
-    out_axes = np.argsort([*op.rhs_batch, *contracting_by_lhs, *rhs_kept])
-    return lax.transpose(product, tuple(int(a) for a in out_axes))
+    order = [*op.rhs_batch, *contracting_by_lhs, *rhs_kept]
+    if order != sorted(order) and [*op.rhs_batch, *rhs_kept, *contracting_by_lhs] == sorted(order):
+        return lax.dot_general(ct, lhs, ct_lhs, lhs_kept, ct_batch, op.lhs_batch)
+    product = lax.dot_general(lhs, ct, lhs_kept, ct_lhs, op.lhs_batch, ct_batch)
+    return lax.transpose(product, tuple(int(a) for a in np.argsort(order)))
 
 
 def _transpose_lhs(
@@ -390,12 +373,17 @@ def _transpose_lhs(
     batch: tuple[int, ...],
     other_batch: tuple[int, ...],
 ) -> RuleValue:
-    """The cotangent of the lhs given the output cotangent and the (conjugated) rhs
-    (JAX's ``_dot_general_transpose_lhs``)."""
+    """The cotangent of the lhs given the output cotangent and the (conjugated) rhs:
+    ``dot_general(ct, other)`` (axes: the lhs's batch, free, contracting in the rhs's
+    order; JAX's ``_dot_general_transpose_lhs``) or ``dot_general(other, ct)`` (batch,
+    contracting, free), whichever comes out in the lhs's axis order, so no transpose
+    follows; else the first, transposed."""
     kept = _free(ndim, contracting, batch)
     other_kept = _free(other_ndim, other_contracting, other_batch)
     ct_batch, _, ct_other = _ranges_like(batch, kept, other_kept)
-    product = lax.dot_general(ct, other, ct_other, other_kept, ct_batch, other_batch)
     contracting_by_other = [contracting[i] for i in np.argsort(other_contracting)]
-    out_axes = np.argsort([*batch, *kept, *contracting_by_other])
-    return lax.transpose(product, tuple(int(a) for a in out_axes))
+    order = [*batch, *kept, *contracting_by_other]
+    if order != sorted(order) and [*batch, *contracting_by_other, *kept] == sorted(order):
+        return lax.dot_general(other, ct, other_kept, ct_other, other_batch, ct_batch)
+    product = lax.dot_general(ct, other, ct_other, other_kept, ct_batch, other_batch)
+    return lax.transpose(product, tuple(int(a) for a in np.argsort(order)))

@@ -5,15 +5,27 @@ The unary ones are holomorphic off their branch cuts (numpy's principal branches
 on complex inputs the JVP multiplies by the derivative and the VJP by its conjugate,
 like every analytic primitive:
 
-* ``asin' = 1 / sqrt((1 - x)(1 + x))``, ``acos' = -asin'``, ``atan' = 1 / (1 + x^2)``;
-* ``asinh' = 1 / sqrt(1 + x^2)``, ``acosh' = 1 / (sqrt(x - 1) sqrt(x + 1))``,
-  ``atanh' = 1 / ((1 - x)(1 + x))``.
+* ``asin' = 1 / (sqrt(1 - x) sqrt(1 + x))``, ``acos' = -asin'``,
+  ``acosh' = 1 / (sqrt(x - 1) sqrt(x + 1))``;
+* ``asinh'(x) = asin'(ix)`` (``1 / sqrt(1 + x^2)`` on real values);
+* ``atanh' = asin'^2 = 1 / (1 - x^2)`` and ``atan' = asinh'^2 = 1 / (1 + x^2)``.
 
-``1 - x^2`` is formed as ``(1 - x)(1 + x)``, exact to rounding near ``|x| = 1``, and
-acosh's square roots are taken separately, which is the principal branch's derivative
-on the whole complex plane (``sqrt(x^2 - 1)`` has the wrong sign where ``Re x < 0``).
-Outside the real domain (``asin(2.0)``, ``acosh(0.5)``) value and derivative are NaN,
-as numpy's value is.
+These are Kahan's forms (those of C99's and numpy's kernels): the square roots are
+taken of ``1 - x`` and ``1 + x`` separately, which is exact to rounding near
+``|x| = 1`` and is the principal branch's derivative on the whole plane. On a branch
+cut the sign of the zero imaginary (asin, acos, acosh, atanh) or real (asinh, atan)
+part selects the side numpy's value takes, so the derivative must read that sign:
+``1 - x``, ``1 + x``, ``x - 1`` and ``ix`` are formed so that the zero keeps it
+(``1 - x`` as ``-(x - 1)``, ``1 + x`` as ``x - (-1)``, ``ix`` from the parts), where
+``(1 - x)(1 + x)``, ``1 + x`` or ``1j * x`` would turn ``-0.0`` into ``+0.0`` and give
+the other side's derivative. Outside the real domain (``asin(2.0)``, ``acosh(0.5)``,
+``atanh(2.0)``) value and derivative are NaN, as numpy's value is (the squares keep
+atanh's real domain).
+
+At complex infinity (either part infinite) every derivative is 0, its limit (it
+decays like ``1/x`` or ``1/x^2``); the formulas alone would give ``inf * 0 = nan``
+there. (A finite value whose modulus overflows counts as infinite; its derivative is
+then below the smallest normal number.)
 
 ``atan2(y, x)`` is the angle of the point ``(x, y)``; its derivative is
 ``(x dy - y dx) / (x^2 + y^2)``, taken as 0 at the origin, where the angle jumps (the
@@ -26,48 +38,93 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.core.primitive import RuleValue, Ts, Xs, primitive
+from tenferro.dtypes import is_complex
 from tenferro.ops.analytic import Analytic
 from tenferro.ops.elementwise import Elementwise
 
 __all__ = ["Acos", "Acosh", "Asin", "Asinh", "Atan", "Atan2", "Atanh"]
 
 
-def _one_minus_square(x: RuleValue) -> RuleValue:
-    """``(1 - x)(1 + x)``: ``1 - x^2`` without cancellation near ``|x| = 1``."""
-    one = lax.full_like(x, 1)
-    return lax.mul(lax.sub(one, x), lax.add(one, x))
+def _one_minus(x: RuleValue) -> RuleValue:
+    """``1 - x``, its imaginary part exactly ``-Im x`` (signed zeros flipped, not lost)."""
+    return lax.neg(lax.sub(x, lax.full_like(x, 1)))
 
 
-def _one_plus_square(x: RuleValue) -> RuleValue:
-    return lax.add(lax.full_like(x, 1), lax.mul(x, x))
+def _one_plus(x: RuleValue) -> RuleValue:
+    """``1 + x``, its imaginary part exactly ``Im x`` (``-0.0 + 0.0`` would be ``+0.0``)."""
+    return lax.sub(x, lax.full_like(x, -1))
+
+
+def _minus_one(x: RuleValue) -> RuleValue:
+    return lax.sub(x, lax.full_like(x, 1))
+
+
+def _times_i(x: RuleValue) -> RuleValue:
+    """``ix`` of complex ``x``, assembled from the parts (``1j * x`` loses signed zeros
+    and gives NaN for infinite parts)."""
+    return lax.complex(lax.neg(lax.imag(x)), lax.real(x))
+
+
+def _asin_slope(x: RuleValue) -> RuleValue:
+    return lax.mul(lax.rsqrt(_one_minus(x)), lax.rsqrt(_one_plus(x)))
+
+
+def _asinh_slope(x: RuleValue) -> RuleValue:
+    if is_complex(x.meta.dtype):
+        return _asin_slope(_times_i(x))
+    return lax.rsqrt(lax.add(lax.full_like(x, 1), lax.mul(x, x)))
+
+
+def _square(x: RuleValue) -> RuleValue:
+    return lax.mul(x, x)
+
+
+class _Inverse(Analytic):
+    """An inverse function: ``coefficient`` is ``slope(x)``, and 0 at complex infinity.
+
+    The infinite lanes are evaluated at 0 before being replaced by 0, so that no
+    ``inf * 0`` appears in this derivative or in the ones taken of it."""
+
+    __slots__ = ()
+
+    def slope(self, x: RuleValue) -> RuleValue:
+        raise NotImplementedError
+
+    def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
+        if not is_complex(x.meta.dtype):
+            return self.slope(x)
+        modulus = lax.abs(x)
+        infinite = lax.compare(modulus, lax.full_like(modulus, np.inf), "eq")
+        zero = lax.zeros_like(x)
+        return lax.select(infinite, zero, self.slope(lax.select(infinite, zero, x)))
 
 
 @primitive
-class Asin(Analytic):
+class Asin(_Inverse):
     """The inverse sine (numpy's ``arcsin``; branch cuts below -1 and above 1)."""
 
     name = "asin"
 
     ufunc = np.arcsin
 
-    def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
-        return lax.rsqrt(_one_minus_square(x))
+    def slope(self, x: RuleValue) -> RuleValue:
+        return _asin_slope(x)
 
 
 @primitive
-class Acos(Analytic):
+class Acos(_Inverse):
     """The inverse cosine (numpy's ``arccos``; branch cuts below -1 and above 1)."""
 
     name = "acos"
 
     ufunc = np.arccos
 
-    def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
-        return lax.neg(lax.rsqrt(_one_minus_square(x)))
+    def slope(self, x: RuleValue) -> RuleValue:
+        return lax.neg(_asin_slope(x))
 
 
 @primitive
-class Atan(Analytic):
+class Atan(_Inverse):
     """The inverse tangent (numpy's ``arctan``; branch cuts on the imaginary axis beyond
     ``+-i``)."""
 
@@ -75,39 +132,37 @@ class Atan(Analytic):
 
     ufunc = np.arctan
 
-    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        return [lax.div(ts[0], _one_plus_square(xs[0]))]
+    def slope(self, x: RuleValue) -> RuleValue:
+        return _square(_asinh_slope(x))
 
 
 @primitive
-class Asinh(Analytic):
-    """The inverse hyperbolic sine (numpy's ``arcsinh``)."""
+class Asinh(_Inverse):
+    """The inverse hyperbolic sine (numpy's ``arcsinh``; branch cuts on the imaginary
+    axis beyond ``+-i``)."""
 
     name = "asinh"
 
     ufunc = np.arcsinh
 
-    def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
-        return lax.rsqrt(_one_plus_square(x))
+    def slope(self, x: RuleValue) -> RuleValue:
+        return _asinh_slope(x)
 
 
 @primitive
-class Acosh(Analytic):
+class Acosh(_Inverse):
     """The inverse hyperbolic cosine (numpy's ``arccosh``; branch cut below 1)."""
 
     name = "acosh"
 
     ufunc = np.arccosh
 
-    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        (x,) = xs
-        one = lax.full_like(x, 1)
-        roots = lax.mul(lax.sqrt(lax.sub(x, one)), lax.sqrt(lax.add(x, one)))
-        return [lax.div(ts[0], roots)]
+    def slope(self, x: RuleValue) -> RuleValue:
+        return lax.mul(lax.rsqrt(_minus_one(x)), lax.rsqrt(_one_plus(x)))
 
 
 @primitive
-class Atanh(Analytic):
+class Atanh(_Inverse):
     """The inverse hyperbolic tangent (numpy's ``arctanh``; branch cuts below -1 and
     above 1)."""
 
@@ -115,8 +170,8 @@ class Atanh(Analytic):
 
     ufunc = np.arctanh
 
-    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        return [lax.div(ts[0], _one_minus_square(xs[0]))]
+    def slope(self, x: RuleValue) -> RuleValue:
+        return _square(_asin_slope(x))
 
 
 @primitive

@@ -4,12 +4,14 @@ minimum ranks, coordinate grids, broadcasting several arrays, finite differences
 
 Each is composed of structural primitives (reshape, broadcast, slice, concatenate,
 pad, gather, embed_diag), so it serves every tensor kind and every transform and
-needs no derivative rule of its own. numpy's semantics and argument names throughout.
+needs no derivative rule of its own. numpy's semantics and argument names throughout
+(the stacking functions read one array given for their sequence as the sequence of its
+rows, as numpy and JAX do).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,7 +25,7 @@ from tenferro.meta import MAX_ELEMENTS, broadcast_shapes, check_size, normalize_
 from tenferro.surface.convert import as_shape, asarray, broadcast_to, prepare
 from tenferro.surface.indexing import take
 from tenferro.surface.math import subtract
-from tenferro.surface.shapes import diagonal, ravel, reshape
+from tenferro.surface.shapes import diagonal, join_rows, ravel, reshape, rows_of
 from tenferro.surface.signatures import preserving, stacking
 
 __all__ = [
@@ -85,7 +87,8 @@ def _on_diagonal(op: str, a: Any, offset: int) -> Any:
 def roll(x: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = None) -> Any:
     """Elements shifted by ``shift`` along ``axis``, those pushed past the end coming back
     at the start (numpy's ``roll``); ``axis=None`` rolls the flattened array and
-    restores the shape. ``shift`` and ``axis`` may be sequences (broadcast together)."""
+    restores the shape. ``shift`` and ``axis`` may be sequences (broadcast together:
+    an empty one rolls nothing)."""
     a = asarray(x)
     shifts = as_int_or_ints("roll", "shift", shift, ParameterError)
     if axis is None:
@@ -95,13 +98,16 @@ def roll(x: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = 
         normalize_axis(n, a.meta.ndim, "roll")
         for n in as_int_or_ints("roll", "axis", axis, AxisError)
     ]
-    if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
+    if len(shifts) == 1:  # numpy broadcasts the two (an empty one: nothing to roll)
+        shifts = shifts * len(axes)
+    elif len(axes) == 1:
+        axes = axes * len(shifts)
+    elif len(shifts) != len(axes):
         raise ShapeError(
             "roll", f"shift {shift!r} and axis {axis!r} have lengths that do not broadcast"
         )
-    count = max(len(shifts), len(axes))
     net = dict.fromkeys(range(a.meta.ndim), 0)
-    for s, n in zip(shifts * (count // len(shifts)), axes * (count // len(axes)), strict=True):
+    for s, n in zip(shifts, axes, strict=True):
         net[n] += s
     for n, s in net.items():
         extent = a.meta.shape[n]
@@ -136,13 +142,13 @@ def tile(x: Any, reps: int | Sequence[int]) -> Any:
 @preserving
 def repeat(x: Any, repeats: Any, axis: int | None = None) -> Any:
     """Each element repeated ``repeats`` times along ``axis`` (numpy's ``repeat``;
-    ``axis=None`` works on the flattened array). ``repeats`` is one count or one count
-    per element; counts are data, so they must be concrete (not traced)."""
+    ``axis=None`` works on the flattened array, and so does an axis of a 0-d value).
+    ``repeats`` is one count or one count per element; counts are data, so they must be
+    concrete (not traced)."""
     a = asarray(x)
-    if axis is None:
-        a, position = ravel(a), 0
-    else:
-        position = normalize_axis(axis, a.meta.ndim, "repeat")
+    if axis is None or a.meta.ndim == 0:  # along an axis, a 0-d value is 1-d (numpy, JAX)
+        a = ravel(a)
+    position = 0 if axis is None else normalize_axis(axis, a.meta.ndim, "repeat")
     counts = _repeat_counts(repeats)
     extent = a.meta.shape[position]
     if counts.ndim == 0 or counts.size == 1:
@@ -173,20 +179,32 @@ def _repeat_counts(repeats: Any) -> np.ndarray[Any, Any]:
 # ---------------------------------------------------------------------- ranks and stacking
 
 
+def _at_least_shape(shape: tuple[int, ...], rank: int) -> tuple[int, ...]:
+    """numpy's ``atleast_{rank}d`` of a shape: ``(N,)`` is a row ``(1, N)``, and for
+    rank 3 ``(N,)`` becomes ``(1, N, 1)`` and ``(M, N)`` becomes ``(M, N, 1)``."""
+    if len(shape) >= rank:
+        return shape
+    if rank == 3 and len(shape) == 2:
+        return (*shape, 1)
+    if rank == 3 and len(shape) == 1:
+        return (1, *shape, 1)
+    return (1,) * (rank - len(shape)) + shape
+
+
+def _column_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``column_stack``'s operand shape: 0-d and 1-d values as columns."""
+    return (*_at_least_shape(shape, 1), 1) if len(shape) < 2 else shape
+
+
+def _reshaped(a: Any, shape: tuple[int, ...]) -> Any:
+    return a if a.meta.shape == shape else lax.reshape(a, shape)
+
+
 def _at_least(op: str, arrays: tuple[Any, ...], rank: int) -> tuple[Any, ...]:
     result = []
     for value in arrays:
         a = asarray(value, op=op)
-        shape = a.meta.shape
-        if len(shape) < rank:
-            if rank == 3 and len(shape) == 2:
-                shape = (*shape, 1)
-            elif rank == 3 and len(shape) == 1:
-                shape = (1, *shape, 1)
-            else:
-                shape = (1,) * (rank - len(shape)) + shape
-            a = lax.reshape(a, shape)
-        result.append(a)
+        result.append(_reshaped(a, _at_least_shape(a.meta.shape, rank)))
     return tuple(result)
 
 
@@ -210,10 +228,21 @@ def atleast_3d(*arys: Any) -> Any:
     return result[0] if len(result) == 1 else result
 
 
-def _stack_operands(op: str, tup: Sequence[Any], rank: int) -> tuple[Any, ...]:
-    if isinstance(tup, (str, bytes)) or not isinstance(tup, (list, tuple)) or not tup:
-        raise ShapeError(op, f"needs a non-empty sequence of arrays, got {tup!r}")
-    return _at_least(op, tuple(tup), rank)
+def _stack(
+    op: str,
+    tup: Any,
+    shape_of: Callable[[tuple[int, ...]], tuple[int, ...]],
+    axis_of: Callable[[int], int],
+) -> Any:
+    """The operands of ``tup``, each reshaped by ``shape_of``, joined along ``axis_of``
+    of their rank. One array or tensor is the sequence of its rows (numpy, JAX)."""
+    rows = rows_of(op, tup)
+    if rows is not None:
+        row = shape_of(rows.meta.shape[1:])
+        return join_rows(rows, row, axis_of(len(row)))
+    operands = [asarray(value, op=op) for value in tup]
+    operands = [_reshaped(a, shape_of(a.meta.shape)) for a in operands]
+    return _join(op, operands, axis_of(operands[0].meta.ndim))
 
 
 def _join(op: str, operands: Sequence[Any], axis: int) -> Any:
@@ -230,35 +259,33 @@ def _join(op: str, operands: Sequence[Any], axis: int) -> Any:
 @stacking
 def hstack(tup: Sequence[Any]) -> Any:
     """Join along the second axis (the first for 1-D inputs)."""
-    operands = _stack_operands("hstack", tup, 1)
-    return _join("hstack", operands, 0 if operands[0].meta.ndim == 1 else 1)
+    return _stack("hstack", tup, lambda s: _at_least_shape(s, 1), lambda r: 0 if r == 1 else 1)
 
 
 @stacking
 def vstack(tup: Sequence[Any]) -> Any:
     """Join along the first axis, 1-D inputs as rows."""
-    return _join("vstack", _stack_operands("vstack", tup, 2), 0)
+    return _stack("vstack", tup, lambda s: _at_least_shape(s, 2), lambda r: 0)
 
 
 @stacking
 def dstack(tup: Sequence[Any]) -> Any:
     """Join along the third axis (inputs made at least 3-D)."""
-    return _join("dstack", _stack_operands("dstack", tup, 3), 2)
+    return _stack("dstack", tup, lambda s: _at_least_shape(s, 3), lambda r: 2)
 
 
 @stacking
 def column_stack(tup: Sequence[Any]) -> Any:
     """0-D and 1-D inputs as columns, the others as they are, joined along the second
     axis."""
-    operands = [
-        lax.reshape(a, (*a.meta.shape, 1)) if a.meta.ndim == 1 else a
-        for a in _stack_operands("column_stack", tup, 1)
-    ]
-    return _join("column_stack", operands, 1)
+    return _stack("column_stack", tup, _column_shape, lambda r: 1)
 
 
 def broadcast_arrays(*args: Any) -> tuple[Any, ...]:
-    """The inputs broadcast to their common shape (numpy's ``broadcast_arrays``)."""
+    """The inputs broadcast to their common shape (numpy's ``broadcast_arrays``; none
+    give an empty tuple)."""
+    if not args:
+        return ()
     operands = lift([asarray(a, op="broadcast_arrays") for a in args])
     shape = broadcast_shapes(*(o.meta.shape for o in operands), op="broadcast_arrays")
     return tuple(broadcast_to(o, shape) for o in operands)
@@ -270,11 +297,14 @@ def meshgrid(
     """Coordinate arrays from coordinate vectors (numpy's ``meshgrid``; each input is
     flattened). ``indexing="xy"`` (Cartesian, the default) swaps the first two output
     axes, ``"ij"`` keeps matrix order; ``sparse=True`` leaves each output broadcastable
-    (extent 1 except along its own axis). ``copy`` is accepted: tensors are immutable."""
+    (extent 1 except along its own axis); no inputs give an empty tuple. ``copy`` is
+    accepted: tensors are immutable."""
     check_flag("meshgrid", "copy", copy)
     is_sparse = check_flag("meshgrid", "sparse", sparse)
     if indexing not in ("xy", "ij"):
         raise ParameterError("meshgrid", f"indexing must be 'xy' or 'ij', got {indexing!r}")
+    if not xi:
+        return ()
     vectors = [ravel(a) for a in lift([asarray(x, op="meshgrid") for x in xi])]
     ndim = len(vectors)
     positions = list(range(ndim))

@@ -34,10 +34,12 @@ from tenferro.core.primitive import TensorPrimitive
 from tenferro.meta import HasMeta, Meta
 
 __all__ = [
+    "BINDS_INSTANCES",
     "REPLAYABLE",
     "UnkeyableError",
     "dispatch_cached",
     "is_replayable",
+    "register_instance_binding",
     "register_replayable",
     "static_key",
 ]
@@ -62,14 +64,30 @@ REPLAYABLE: frozenset[type] | set[type] = _REPLAYABLE
 REPLAYABLE`` without :func:`is_replayable`'s frame (read only: register with
 :func:`register_replayable`)."""
 
+_BINDS_INSTANCES: set[type] = set()
+BINDS_INSTANCES: frozenset[type] | set[type] = _BINDS_INSTANCES
+"""Tensor kinds on which a surface function may bind a primitive instance it made for
+the same operand metas before, calling ``kind._bind(instance, operands)`` itself (what
+:func:`~tenferro.core.bind.bind` does for operands of one kind, without its frames): the
+concrete kinds and the traced kind (read only: register with
+:func:`register_instance_binding`)."""
+
 _UNCACHEABLE = "uncacheable"
 _REFUSED = "refused"
 """A call the cache does not serve (it runs uncached and leaves no entry)."""
 
 
 def register_replayable(kind: type) -> None:
-    """Let calls on operands of ``kind`` (a concrete tensor class) use the dispatch cache."""
+    """Let calls on operands of ``kind`` (a concrete tensor class) use the dispatch cache
+    (and bind known instances directly: :func:`register_instance_binding`)."""
     _REPLAYABLE.add(kind)
+    _BINDS_INSTANCES.add(kind)
+
+
+def register_instance_binding(kind: type) -> None:
+    """Let surface functions bind primitive instances they know for the operands' metas
+    directly on operands of ``kind`` (see :data:`BINDS_INSTANCES`)."""
+    _BINDS_INSTANCES.add(kind)
 
 
 def is_replayable(kind: type) -> bool:

@@ -19,7 +19,7 @@ from tenferro.ops.analytic import Cos, Exp, Log, Sin, Sqrt, Tanh
 from tenferro.ops.elementwise import Add, Mul
 from tenferro.ops.inverse import Acos, Acosh, Asin, Asinh, Atan, Atanh
 from tenferro.surface.convert import asarray, broadcast_to, check_int_fits, prepare
-from tenferro.surface.dispatch import REPLAYABLE, dispatch_cached
+from tenferro.surface.dispatch import BINDS_INSTANCES, REPLAYABLE, dispatch_cached
 from tenferro.surface.signatures import Binary, Unary, binary, preserving, select, unary
 
 __all__ = [
@@ -466,13 +466,13 @@ def reciprocal(x: Any) -> Any:
 
 def _analytic(op: str, function: Any, primitive: Any = None) -> Unary:
     """``function`` on ``x`` made inexact. With ``primitive`` (the class ``function`` binds
-    alone, without parameters), a concrete tensor whose instance exists binds it directly:
-    what ``primitive.bind`` does, without its frames."""
+    alone, without parameters), a tensor (of a kind in ``BINDS_INSTANCES``) whose instance
+    exists binds it directly: what ``primitive.bind`` does, without its frames."""
     instances = None if primitive is None else primitive._instances
 
     def apply(x: Any) -> Any:
-        kind = type(x)
-        if kind in REPLAYABLE and instances is not None:
+        kind = x.__class__  # type(x), without a builtin call
+        if kind in BINDS_INSTANCES and instances is not None:
             instance = instances.get((primitive, (x.meta,)))
             if instance is not None:  # made by an earlier call: the meta is inexact
                 return kind._bind(instance, (x,))[0]

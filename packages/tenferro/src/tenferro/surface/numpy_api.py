@@ -405,6 +405,11 @@ def _join(function: Any) -> Any:
     def apply(arrays: Any, axis: Any = 0, dtype: Any = None) -> Any:
         from tenferro.surface import convert, shapes
 
+        if convert.is_tensor(arrays):  # the sequence of its rows, joined without splitting
+            rows = arrays if dtype is None else convert.astype(arrays, dtype)
+            if axis is None and function is shapes.concatenate:
+                return shapes.ravel(rows)
+            return function(rows, axis)
         items = list(arrays)
         if dtype is not None:
             items = [convert.astype(convert.asarray(a, op="concatenate"), dtype) for a in items]
@@ -421,6 +426,8 @@ def _stacked(function: Any) -> Any:
     def apply(arrays: Any, dtype: Any = None) -> Any:
         from tenferro.surface import convert
 
+        if convert.is_tensor(arrays):  # the sequence of its rows, joined without splitting
+            return function(arrays if dtype is None else convert.astype(arrays, dtype))
         items = [convert.asarray(a, op="stack") for a in arrays]
         if dtype is not None:
             items = [convert.astype(a, dtype) for a in items]

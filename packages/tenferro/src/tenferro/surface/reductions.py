@@ -11,7 +11,7 @@ from tenferro import lax
 from tenferro.core.flags import check_flag
 from tenferro.core.params import as_int_or_ints, as_real
 from tenferro.dtypes import float64, int64, is_complex
-from tenferro.errors import AxisError, DTypeError
+from tenferro.errors import AxisError, DTypeError, ShapeError
 from tenferro.meta import normalize_axes
 from tenferro.surface.convert import asarray, astype
 from tenferro.surface.dispatch import dispatch_cached
@@ -120,6 +120,10 @@ def _extremum(op: str, reduce: Any) -> Any:
         if a.meta.dtype.kind not in "if":
             raise DTypeError(op, f"{a.meta.dtype} values have no order")
         axes = _axes(a, axis, op)
+        if builtins.any(a.meta.shape[i] == 0 for i in axes):  # numpy: no identity to start
+            raise ShapeError(
+                op, f"the {op} of no values is undefined (axes {axes} of shape {a.meta.shape})"
+            )
         return _keep(a, reduce(a, axes), axes, keepdims)
 
     apply.__name__ = op

@@ -11,9 +11,9 @@ import numpy as np
 from tenferro import lax
 from tenferro.core.bind import lift
 from tenferro.core.params import as_data, as_int, as_int_or_ints
-from tenferro.errors import AxisError, ShapeError
+from tenferro.errors import ArgumentTypeError, AxisError, ShapeError
 from tenferro.meta import normalize_axes, normalize_axis
-from tenferro.surface.convert import as_shape, asarray, broadcast_to, prepare
+from tenferro.surface.convert import as_shape, asarray, broadcast_to, is_tensor, prepare
 from tenferro.surface.dispatch import dispatch_cached
 from tenferro.surface.signatures import joining, preserving, unary
 
@@ -136,11 +136,53 @@ def ravel(x: Any) -> Any:
     return lax.reshape(a, (a.meta.size,))
 
 
+def rows_of(op: str, arrays: Any) -> Any | None:
+    """The argument of a function of a sequence of arrays (``concatenate``, ``stack``,
+    ``hstack`` ...) when it is one array or tensor, which numpy and JAX read as the
+    sequence of its rows; ``None`` for a list or tuple. Anything else, an array
+    without rows (0-d, or an extent 0 first) or an empty sequence raises a tenferro
+    error naming ``op``."""
+    if isinstance(arrays, (list, tuple)):
+        if not arrays:
+            raise ShapeError(op, "needs at least one array, got an empty sequence")
+        return None
+    if not (is_tensor(arrays) or isinstance(arrays, np.ndarray)):
+        raise ArgumentTypeError(
+            op, f"needs a sequence of arrays (a list, a tuple or an array), got {arrays!r}"
+        )
+    a = asarray(arrays, op=op)
+    if a.meta.ndim == 0 or a.meta.shape[0] == 0:
+        raise ShapeError(
+            op, f"needs at least one array, got an array of shape {a.meta.shape} (no rows)"
+        )
+    return a
+
+
+def join_rows(a: Any, row: tuple[int, ...], axis: int, *, new_axis: bool = False) -> Any:
+    """The rows of ``a`` (``a[0], a[1], ...``), each reshaped to ``row``, joined along
+    their ``axis`` (``new_axis``: stacked along a new ``axis``): one reshape and one
+    transpose, however many rows."""
+    count = a.meta.shape[0]
+    order = list(range(1, len(row) + 1))
+    order.insert(axis, 0)
+    stacked = lax.transpose(lax.reshape(a, (count, *row)), order)
+    if new_axis:
+        return stacked
+    shape = list(row)
+    shape[axis] *= count
+    return lax.reshape(stacked, shape)
+
+
 @joining
 def concatenate(arrays: Sequence[Any], axis: int = 0) -> Any:
-    """Join along ``axis`` (dtypes promoted; other extents must match)."""
-    if not arrays:
-        raise ShapeError("concatenate", "needs at least one array")
+    """Join along ``axis`` (dtypes promoted; other extents must match). One array is
+    the sequence of its rows."""
+    a = rows_of("concatenate", arrays)
+    if a is not None:
+        row = a.meta.shape[1:]
+        if not row:
+            raise AxisError("concatenate", "zero-dimensional arrays cannot be concatenated")
+        return join_rows(a, row, normalize_axis(axis, len(row), "concatenate"))
     operands = prepare("concatenate", arrays, broadcast=False)
     first = operands[0]
     if first.meta.ndim == 0:
@@ -150,9 +192,12 @@ def concatenate(arrays: Sequence[Any], axis: int = 0) -> Any:
 
 @joining
 def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
-    """Join along a new ``axis`` (shapes must be equal)."""
-    if not arrays:
-        raise ShapeError("stack", "needs at least one array")
+    """Join along a new ``axis`` (shapes must be equal). One array is the sequence of
+    its rows."""
+    a = rows_of("stack", arrays)
+    if a is not None:
+        row = a.meta.shape[1:]
+        return join_rows(a, row, normalize_axis(axis, len(row) + 1, "stack"), new_axis=True)
     operands = prepare("stack", arrays, broadcast=False)
     shapes = {o.meta.shape for o in operands}
     if len(shapes) != 1:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar, cast, overload
 
 if TYPE_CHECKING:
-    from numpy.typing import ArrayLike
+    from numpy.typing import ArrayLike, NDArray
 
     from tenferro.concrete import Tensor
     from tenferro.surface.methods import TensorMethods
@@ -92,8 +92,12 @@ class BinaryPreserving(Protocol[P]):
 
 class Joining(Protocol):
     """``f(arrays, axis) -> the kind of the tensors`` (data gives a ``Tensor``; a sequence
-    mixing kinds with data is typed ``Any``)."""
+    mixing kinds with data is typed ``Any``; one tensor is the sequence of its rows)."""
 
+    @overload
+    def __call__(self, arrays: TensorT, axis: int = 0) -> TensorT: ...
+    @overload
+    def __call__(self, arrays: NDArray[Any], axis: int = 0) -> Tensor: ...
     @overload
     def __call__(self, arrays: Sequence[TensorT], axis: int = 0) -> TensorT: ...
     @overload
@@ -104,8 +108,13 @@ class Joining(Protocol):
 
 class Stacking(Protocol):
     """``f(arrays) -> the kind of the tensors`` (``hstack``, ``vstack``, ...; data gives a
-    ``Tensor``; a sequence mixing kinds with data is typed ``Any``)."""
+    ``Tensor``; a sequence mixing kinds with data is typed ``Any``; one tensor is the
+    sequence of its rows)."""
 
+    @overload
+    def __call__(self, tup: TensorT, /) -> TensorT: ...
+    @overload
+    def __call__(self, tup: NDArray[Any], /) -> Tensor: ...
     @overload
     def __call__(self, tup: Sequence[TensorT], /) -> TensorT: ...
     @overload
@@ -133,12 +142,12 @@ def binary_preserving(function: Callable[Concatenate[Any, Any, P], Any]) -> Bina
     return cast("BinaryPreserving[P]", function)
 
 
-def joining(function: Callable[[Sequence[Any], int], Any]) -> Joining:
+def joining(function: Callable[[Any, int], Any]) -> Joining:
     """Type ``function`` as :class:`Joining` (the function itself, unchanged)."""
     return cast("Joining", function)
 
 
-def stacking(function: Callable[[Sequence[Any]], Any]) -> Stacking:
+def stacking(function: Callable[[Any], Any]) -> Stacking:
     """Type ``function`` as :class:`Stacking` (the function itself, unchanged)."""
     return cast("Stacking", function)
 

@@ -10,6 +10,8 @@ scalar becomes a structural constant).
 
 from __future__ import annotations
 
+import itertools
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -25,6 +27,7 @@ from computegraph import (
     OperationKey,
     ValueKey,
     first_output,
+    memo_put,
 )
 from tenferro import lax
 from tenferro.core.flags import check_flag
@@ -56,32 +59,93 @@ tracing is part of the structure (a literal of the program), like the program it
 
 _GENERAL = "general"
 
+# Memos (computegraph.memo) of traced values' keys. A retrace meets the keys it made
+# before, so what an operation applied to a key gave is found on the key itself:
+#   operator lanes: (lane, number type, number, weak) -> (meta, result key ref, result meta)
+#                   (lane, id(other key), weak, other weak) -> (meta, other meta,
+#                                            other key ref, result key ref, result meta)
+#   binds:          serial of the instance -> result key ref             (one operand)
+#                   (serial, id(second key)) -> (second key ref, result key ref)
+#                   (serial, ids of the others) -> (their refs, result key ref)  (3+)
+#   (single-output instances; constants, with no operand, are in _NULLARY)
+# ``meta`` is the traced operand's: a key does not fix its weak flag (a Python number and
+# a numpy scalar of one value lift to one constant key), so the flags are in the tokens and
+# the metas checked. Every key is held weakly, so a memo keeps no graph alive and an
+# entry whose key died is a miss.
+
+_SERIALS = itertools.count()
+_ref = weakref.ref
+
+
+def _serial(op: TensorPrimitive) -> int:
+    """A number naming the instance ``op`` in memos (never reused: an instance equal to a
+    dropped one gets a new number, and misses, but never meets a wrong entry)."""
+    try:
+        return op._serial
+    except AttributeError:
+        serial = next(_SERIALS)
+        object.__setattr__(op, "_serial", serial)
+        return serial
+
 
 def _operator_lane(name: str, function: Callable[[Any, Any], Any], swapped: bool) -> Any:
     """A binary operator method of :class:`TracedTensor` (``function(self, other)``, or
     ``function(other, self)`` when ``swapped``): a call whose structure was seen before
-    binds the primitive instance the surface chose then, without its frames."""
+    binds the primitive instance the surface chose then, without its frames; one met
+    on these very keys before answers from the traced operand's key memo."""
+    lane = object()  # names this operator in memo tokens (hashed by identity)
 
     def method(self: TracedTensor, other: Any) -> Any:
-        kind = type(other)
+        kind = other.__class__
+        meta = self.meta
+        try:
+            memo = self.key.memo
+        except AttributeError:  # a key made without the constructors: no memo
+            memo = None
         if kind is TracedTensor:
-            key: Any = (function, swapped, self.meta, other.meta)
+            other_key = other.key
+            token: Any = (lane, id(other_key), meta.weak, other.meta.weak)
+            entry = None if memo is None else memo.get(token)
+            if (
+                entry is not None
+                and (entry[0] is meta or entry[0] == meta)
+                and (entry[1] is other.meta or entry[1] == other.meta)
+                and entry[2]() is other_key
+            ):
+                found = entry[3]()
+                if found is not None:
+                    return TracedTensor(found, entry[4])
+            key: Any = (function, swapped, meta, other.meta)
         elif (kind is float or kind is int) and other == other and other != 0:
             # 0.0 == -0.0 and nan != nan as keys: those take the surface's path
-            key = (function, swapped, self.meta, kind, other)
+            token = (lane, kind, other, meta.weak)
+            entry = None if memo is None else memo.get(token)
+            if entry is not None and (entry[0] is meta or entry[0] == meta):
+                found = entry[1]()
+                if found is not None:
+                    return TracedTensor(found, entry[2])
+            key = (function, swapped, meta, kind, other)
         else:
             return function(other, self) if swapped else function(self, other)
-        found = _LANES.get(key)
-        if found is None:
+        recipe = _LANES.get(key)
+        if recipe is None:
             result = function(other, self) if swapped else function(self, other)
-            _LANES.put(key, _recipe(result, self, other))
-            return result
-        if found is _GENERAL:
+            recipe = _recipe(result, self, other)
+            _LANES.put(key, recipe)
+        elif recipe is _GENERAL:
             return function(other, self) if swapped else function(self, other)
-        instance, meta, constant, self_first = found
-        partner = other.key if constant is None else constant
-        inputs = (self.key, partner) if self_first else (partner, self.key)
-        return TracedTensor(first_output(instance, inputs), meta)
+        else:
+            instance, result_meta, constant, self_first = recipe
+            partner = other.key if constant is None else constant
+            inputs = (self.key, partner) if self_first else (partner, self.key)
+            result = TracedTensor(first_output(instance, inputs), result_meta)
+        if recipe is not _GENERAL:
+            if kind is TracedTensor:
+                entry = (meta, other.meta, _ref(other.key), _ref(result.key), result.meta)
+            else:
+                entry = (meta, _ref(result.key), result.meta)
+            memo_put(self.key, token, entry)
+        return result
 
     method.__name__ = method.__qualname__ = name
     return method
@@ -159,14 +223,22 @@ class TracedTensor(TensorMethods):
     def _bind(
         cls, op: TensorPrimitive, operands: Sequence[TracedTensor], like: Any = None
     ) -> tuple[TracedTensor, ...]:
-        if len(op.outputs) == 1:
+        outputs = op.outputs
+        if len(outputs) == 1:
             if len(operands) == 1:
-                return (cls(first_output(op, (operands[0].key,)), op.outputs[0]),)
-            return (cls(first_output(op, tuple([o.key for o in operands])), op.outputs[0]),)
+                key = operands[0].key
+                try:  # the key's memo (see _unary_key), inline: this is the hot path
+                    memo = key.memo
+                    found = None if memo is None else memo.get(op._serial)
+                except AttributeError:  # an instance without a serial yet
+                    found = None
+                made = None if found is None else found()
+                return (cls(_unary_key(op, key) if made is None else made, outputs[0]),)
+            if len(operands) == 2:
+                return (cls(_binary_key(op, operands[0].key, operands[1].key), outputs[0]),)
+            return (cls(_other_key(op, tuple([o.key for o in operands])), outputs[0]),)
         operation_key = OperationKey(op, tuple([o.key for o in operands]))
-        return tuple(
-            cls(k, m) for k, m in zip(operation_key.output_keys(), op.outputs, strict=True)
-        )
+        return tuple(cls(k, m) for k, m in zip(operation_key.output_keys(), outputs, strict=True))
 
     @classmethod
     def _lift(cls, value: Any) -> TracedTensor:
@@ -269,6 +341,64 @@ class TracedTensor(TensorMethods):
         if not self.meta.shape:
             raise TypeError("len() of a 0-d tensor")
         return self.meta.shape[0]
+
+
+def _unary_key(op: TensorPrimitive, key: ValueKey) -> ValueKey:
+    """``first_output(op, (key,))``, remembered in ``key``'s memo (where the caller looked
+    first)."""
+    made = first_output(op, (key,))
+    memo_put(key, _serial(op), _ref(made))
+    return made
+
+
+def _binary_key(op: TensorPrimitive, first: ValueKey, second: ValueKey) -> ValueKey:
+    """``first_output(op, (first, second))``, found in ``first``'s memo when made before."""
+    try:
+        memo = first.memo
+        token = (op._serial, id(second))
+    except AttributeError:  # an instance without a serial yet
+        memo = None
+    if memo is not None:
+        found = memo.get(token)
+        if found is not None and found[0]() is second:
+            made: ValueKey | None = found[1]()
+            if made is not None:
+                return made
+    made = first_output(op, (first, second))
+    memo_put(first, (_serial(op), id(second)), (_ref(second), _ref(made)))
+    return made
+
+
+_NULLARY: DictCache[int, Any] = DictCache(4096, "traced constants")
+"""Serial of an instance without operands (a constant) -> a weak reference to its value
+key (structure only; a dead reference is a miss)."""
+
+
+def _other_key(op: TensorPrimitive, keys: tuple[ValueKey, ...]) -> ValueKey:
+    """``first_output(op, keys)`` for no operand (found in :data:`_NULLARY`) or three and
+    more (found in the first key's memo)."""
+    serial = _serial(op)
+    if not keys:
+        found = _NULLARY.get(serial)
+        made = None if found is None else found()
+        if made is None:
+            made = first_output(op, keys)
+            _NULLARY.put(serial, _ref(made))
+        return made
+    first, others = keys[0], keys[1:]
+    token = (serial, *[id(k) for k in others])
+    try:
+        memo = first.memo
+    except AttributeError:  # a key made without the constructors: no memo
+        memo = None
+    entry = None if memo is None else memo.get(token)
+    if entry is not None and all(r() is k for r, k in zip(entry[0], others, strict=True)):
+        made = entry[1]()
+        if made is not None:
+            return made
+    made = first_output(op, keys)
+    memo_put(first, token, (tuple([_ref(k) for k in others]), _ref(made)))
+    return made
 
 
 def _constant_like(data: Any, meta: Meta) -> tuple[TracedTensor]:

@@ -1,0 +1,249 @@
+"""The Moore-Penrose pseudo-inverse with the derivative of ``A^+`` itself: ``pinv`` (the
+family ``linalg.pinv``) and ``A^+ b``, ``lstsq``'s solution (``linalg.pinv_solve``).
+
+``A^+`` is smooth wherever the numerical rank is constant, also where singular values
+repeat (the identity, an isometry, ``diag(1, 1, 2)``): going through the SVD's
+derivative would meet its regularised gaps ``1/(s_i^2 - s_j^2)``, 0 inside a tied
+level, and lose the terms that cancel there. So both families' JVPs are Golub and
+Pereyra's differential of the pseudo-inverse at constant rank (SIAM J. Numer. Anal.
+10(2), 1973; JAX's ``pinv`` JVP)::
+
+    dA^+ = -A^+ dA A^+ + A^+ A^+^H dA^H (I - A A^+) + (I - A^+ A) dA^H A^+^H A^+
+
+written with matrix products of ``A``, ``A^+`` (or ``A^+ b``: the family's output)
+and ``dA``: every mode (tape, transforms, vmap) and every order of derivative (the
+products' rules and, for ``dA^+``, these rules again) come from one definition. The values are the
+truncated pseudo-inverse of a thin SVD (or of ``eigh`` with ``hermitian=True``):
+values of magnitude at or below ``rtol * max`` count as zero, and the projectors
+``A A^+`` and ``A^+ A`` are those onto the kept singular vectors, so the derivative is
+that of the kept part (the truncation's, at a constant numerical rank).
+
+At full rank the formula is the exact derivative at every point near ``A``, so every
+order is exact (and forward-over-reverse equals reverse-over-reverse). Where values are
+cut off, the first derivative is exact for an exactly rank-deficient ``A`` (and within
+the dropped values' size otherwise), while higher orders are those of the formula
+(JAX's and PyTorch's convention): transverse to the rank-``r`` matrices they are not the
+truncation's, whose second derivative needs the dropped singular vectors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tenferro import lax
+from tenferro.algebra import adjoint, matmul
+from tenferro.core.flags import check_flag
+from tenferro.core.primitive import RuleValue
+from tenferro.errors import ParameterError
+from tenferro.extension import register
+from tenferro.linalg.checks import check_matrix, check_square, non_negative
+from tenferro.linalg.family import LinalgOp, matrix_operand
+from tenferro.linalg.spectral import eigh, hermitian_of_triangle, svd
+from tenferro.meta import Meta
+
+__all__ = ["Pinv", "PinvSolve", "pinv", "pinv_of_factors", "pinv_solve"]
+
+Ts = tuple[RuleValue | None, ...]
+Xs = tuple[RuleValue, ...]
+
+
+@register("linalg.pinv")
+class Pinv(LinalgOp):
+    """``A^+`` (``[..., N, M]``) of ``a`` (``[..., M, N]``) from a factorization of it,
+    inputs ``(a, u, s, vh)`` with ``a = u diag(s) vh``: the thin SVD, or ``eigh``'s
+    ``(v, w, v^H)`` with ``hermitian`` (then ``a`` is the Hermitian matrix of its lower
+    triangle). ``A^+ = vh^H diag(1/s) u^H`` over the values with ``|s| > rtol *
+    max|s|``, the others treated as zero.
+
+    The factors are a cache of ``a``'s factorization (the SVD or eigh family computes
+    it once; ``lstsq`` also returns its singular values), not operands of the function:
+    its value is ``pinv(a)`` whatever path computed it, so its derivative in the factors
+    is zero by contract and the JVP in ``a`` is the whole derivative. Callers pass the
+    factors of ``a`` itself, through ``stop_gradient``.
+    """
+
+    single_output = True
+    extent_generic = True  # its JVP reads ranks and whether K == N (in the extent pattern)
+    rtol: float
+    hermitian: bool
+
+    def infer(self) -> list[Meta]:
+        a, u, s, vh = self.inputs
+        _check_factors(self.name, a, u, s, vh)
+        return [Meta((*a.shape[:-2], a.shape[-1], a.shape[-2]), a.dtype)]
+
+    def impl(self, a: Any, u: Any, s: Any, vh: Any) -> Any:
+        if not s.shape[-1]:
+            return np.zeros((*a.shape[:-2], a.shape[-1], a.shape[-2]), a.dtype)
+        inverse = _kept_inverse(s, self.rtol, self.hermitian, a.dtype)
+        return np.matmul(_adjoint(vh) * inverse[..., None, :], _adjoint(u))
+
+    def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
+        (a, *_), (da, *_) = xs, ts  # the factors' tangents are zero by contract
+        if da is None:
+            return [None]
+        p = ys[0]
+        assert p is not None
+        if self.hermitian:
+            a, da = hermitian_of_triangle(a, "L"), hermitian_of_triangle(da, "L")
+        k, n = self.inputs[3].shape[-2:]
+        return [_pinv_differential(a, p, da, tall=k == n)]
+
+
+@register("linalg.pinv_solve")
+class PinvSolve(LinalgOp):
+    """``A^+ b`` (``[..., N, K]``) of ``a`` (``[..., M, N]``) and ``b`` (``[..., M,
+    K]``), inputs ``(a, b, u, s, vh)`` with ``(u, s, vh)`` the thin SVD of ``a`` (a
+    cache, as :class:`Pinv`'s: zero derivative by contract), computed as ``vh^H (S^+
+    (u^H b))`` with :class:`Pinv`'s cut-off: ``lstsq``'s solution.
+
+    Its JVP is Golub-Pereyra's applied to ``b``, with ``x = A^+ b``, ``r = b - A x``,
+    ``y = A^+^H x`` and ``z = dA^H y``::
+
+        dx = A^+ (db - dA x + A^+^H dA^H r - A z) + z
+
+    where ``A^+ c`` is this family again and ``A^+^H c`` is this family on ``A^H``
+    (factors ``(vh^H, s, u^H)``): products with ``K`` columns only, never an ``N x M``
+    matrix, and every order of derivative from this rule. Linear in ``b``: its
+    transpose is ``A^+^H``.
+    """
+
+    single_output = True
+    extent_generic = True  # its rules read ranks only
+    rtol: float
+
+    def infer(self) -> list[Meta]:
+        a, b, u, s, vh = self.inputs
+        _check_factors(self.name, a, u, s, vh)
+        *batch, m, n = a.shape
+        if b.ndim != a.ndim or b.shape[:-1] != (*batch, m) or b.dtype != a.dtype:
+            raise ParameterError(
+                self.name, f"needs b [..., {m}, K] of {a.describe()}, got {b.describe()}"
+            )
+        return [Meta((*batch, n, b.shape[-1]), a.dtype)]
+
+    def impl(self, a: Any, b: Any, u: Any, s: Any, vh: Any) -> Any:
+        if not s.shape[-1]:
+            return np.zeros((*a.shape[:-2], a.shape[-1], b.shape[-1]), a.dtype)
+        inverse = _kept_inverse(s, self.rtol, False, a.dtype)
+        return np.matmul(_adjoint(vh), inverse[..., :, None] * np.matmul(_adjoint(u), b))
+
+    def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
+        (a, b, u, s, vh), (da, db, *_) = xs, ts  # the factors' tangents: zero by contract
+        if da is None and db is None:
+            return [None]
+        if da is None:
+            return [self._apply(a, db, u, s, vh)]
+        x = ys[0]
+        assert x is not None
+        transposed = (adjoint(a), adjoint(vh), s, adjoint(u))  # A^H and its SVD
+        dah = adjoint(da)
+        z = matmul(dah, self._apply(transposed[0], x, *transposed[1:]))
+        misfit = lax.sub(b, matmul(a, x))
+        rhs = lax.sub(
+            self._apply(transposed[0], matmul(dah, misfit), *transposed[1:]),
+            lax.add(matmul(da, x), matmul(a, z)),
+        )
+        rhs = lax.add_tangents(db, rhs)
+        return [lax.add(self._apply(a, rhs, u, s, vh), z)]
+
+    def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
+        if active[0]:
+            raise lax.not_linear(self, "the matrix")
+        (ct,), (a, _, u, s, vh) = cts, xs
+        if ct is None or not active[1]:
+            return [None] * 5
+        return [None, self._apply(adjoint(a), ct, adjoint(vh), s, adjoint(u)), None, None, None]
+
+    def _apply(self, a: Any, b: Any, u: Any, s: Any, vh: Any) -> Any:
+        return PinvSolve.bind(a, b, u, s, vh, rtol=self.rtol)
+
+
+def _check_factors(op: str, a: Meta, u: Meta, s: Meta, vh: Meta) -> None:
+    """``u``, ``s``, ``vh`` have the shapes and dtypes of the thin SVD of ``a``."""
+    check_matrix(op, a)
+    *batch, m, n = a.shape
+    k = min(m, n)
+    expected = ((*batch, m, k), (*batch, k), (*batch, k, n))
+    if (u.shape, s.shape, vh.shape) != expected or not u.dtype == vh.dtype == a.dtype:
+        raise ParameterError(
+            op,
+            f"needs factors U {expected[0]}, S {expected[1]} and Vh {expected[2]} of "
+            f"{a.describe()}, got {u.describe()}, {s.describe()} and {vh.describe()}",
+        )
+
+
+def _kept_inverse(s: Any, rtol: float, signed: bool, dtype: Any) -> Any:
+    """``1/s`` where ``|s| > rtol * max|s|``, else 0, in ``dtype`` (``[..., K]``, K > 0)."""
+    magnitude = np.abs(s) if signed else s
+    keep = magnitude > np.max(magnitude, axis=-1, keepdims=True) * rtol
+    return np.where(keep, 1 / np.where(keep, s, 1), 0).astype(dtype, copy=False)
+
+
+def _adjoint(x: Any) -> Any:
+    swapped = np.swapaxes(x, -1, -2)
+    return np.conj(swapped) if x.dtype.kind == "c" else swapped
+
+
+def _pinv_differential(a: Any, p: Any, da: Any, tall: bool) -> Any:
+    """Golub-Pereyra's ``dA^+`` (module documentation), its products ordered so that
+    every intermediate is at most ``max(M, N) x min(M, N)`` (JAX's order)."""
+    dah = adjoint(da)
+    ph = adjoint(p)
+    if tall:  # M >= N: the N x N products first
+        s = matmul(matmul(p, ph), dah)
+        t = matmul(matmul(dah, ph), p)
+        pa = matmul(p, a)
+        first = matmul(matmul(p, da), p)
+        range_part = lax.sub(s, matmul(matmul(s, a), p))
+        null_part = lax.sub(t, matmul(pa, t))
+    else:  # M < N: the M x M products first
+        s = matmul(p, matmul(ph, dah))
+        t = matmul(dah, matmul(ph, p))
+        ap = matmul(a, p)
+        first = matmul(p, matmul(da, p))
+        range_part = lax.sub(s, matmul(s, ap))
+        null_part = lax.sub(t, matmul(p, matmul(a, t)))
+    return lax.add(lax.sub(range_part, first), null_part)
+
+
+def pinv_of_factors(a: Any, u: Any, s: Any, vh: Any, rtol: float, hermitian: bool) -> Any:
+    """Bind ``linalg.pinv`` on ``a`` and its factorization (taken without derivative)."""
+    factors = [lax.stop_gradient(f) for f in (u, s, vh)]
+    return Pinv.bind(a, *factors, rtol=float(rtol), hermitian=hermitian)
+
+
+def pinv_solve(a: Any, b: Any, u: Any, s: Any, vh: Any, rtol: float) -> Any:
+    """Bind ``linalg.pinv_solve``: ``A^+ b`` with ``a``'s thin SVD (taken without
+    derivative)."""
+    factors = [lax.stop_gradient(f) for f in (u, s, vh)]
+    return PinvSolve.bind(a, b, *factors, rtol=float(rtol))
+
+
+def pinv(a: Any, rtol: float | None = None, hermitian: bool = False) -> Any:
+    """Moore-Penrose pseudo-inverse ``[..., N, M]`` of ``a`` (``[..., M, N]``).
+
+    Singular values (eigenvalue magnitudes with ``hermitian=True``, which reads the
+    lower triangle) at or below ``rtol * S_max`` are treated as zero; ``rtol``
+    defaults to ``eps(dtype) * max(M, N)`` (numpy 2 / torch). Differentiable to any
+    order wherever the numerical rank is constant, repeated singular values included
+    (the derivative of the kept part; module documentation).
+    """
+    op = "linalg.pinv"
+    hermitian = check_flag(op, "hermitian", hermitian)
+    x = matrix_operand(op, a)
+    m, n = x.meta.shape[-2:]
+    real = np.empty(0, x.meta.dtype).real.dtype
+    if rtol is None:
+        rtol = float(np.finfo(real).eps) * max(m, n, 1)
+    else:
+        rtol = non_negative(op, "rtol", rtol)
+    fixed = lax.stop_gradient(x)
+    if hermitian:
+        check_square(op, x.meta)
+        w, v = eigh(fixed)
+        return pinv_of_factors(x, v, w, adjoint(v), rtol, hermitian=True)
+    u, s, vh = svd(fixed, full_matrices=False)
+    return pinv_of_factors(x, u, s, vh, rtol, hermitian=False)

@@ -1,0 +1,554 @@
+"""How ``dot_general`` runs on numpy arrays: plans chosen from the operands' memory layout.
+
+A contraction is one (batched) matrix product of the operands viewed as
+``[batch, rows, inner]`` and ``[batch, inner, columns]`` (:class:`Product`). Which views
+exist without copying depends on the strides: a group of axes (the batch, the free or
+the contracted axes of one operand) becomes one matrix axis without a copy only when
+its axes follow each other in memory. The contracted (and batch) axes may be paired in
+any order, so :func:`plan` takes the pairing order that leaves the fewest elements to
+copy. Free axes keep their order: the result is in C order, as a following
+contraction's plan expects (taking them in memory order would spare a copy of a
+transposed operand but hand its layout on, and a later contraction may pay a copy
+for it instead).
+
+When an operand's contracted axes sit between its free axes in memory (``[P, C, Q]``,
+a matrix applied to a middle leg of a tensor), every single matrix product must copy
+it; :class:`Broadcast` instead multiplies the other operand into each ``[C, Q]`` slice
+(one broadcast batched ``matmul``), writing the result in that operand's own layout
+with ``C`` replaced by the other operand's free axes, which is what a following
+contraction of the same tensor network reads without a copy.
+
+A product of two matrices is also oriented: BLAS runs a product with few rows and many
+columns faster than its transpose, and one of two transposed operands with few rows
+slower than either alternative, so it is computed as the transpose of the product of
+the transposed operands when that has fewer rows (:func:`_flipped`); the result is
+then a transposed view, which a following product of matrices reads as it reads any
+(a tensor's product keeps its C-ordered result: a transposed view of a tensor could
+cost the next contraction a copy).
+
+Plans change neither the value nor the output axis order, only the memory layout of
+the result and the order in which contracted terms are summed (rounding).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from computegraph import DictCache
+
+__all__ = ["Broadcast", "Function", "Planned", "Problem", "Product", "c_strides", "plan"]
+
+_LAYOUT_LIMIT = 8
+"""Plans kept per ``dot_general`` instance for operand layouts other than C order."""
+
+_FEW_ROWS = 8
+"""Products of two transposed operands with fewer rows are slow in BLAS."""
+
+_MIN_COLUMNS = 4
+"""A broadcast product writes rows of at least this many elements (shorter rows leave
+one matrix product over a copied operand faster)."""
+
+_MIN_MATRIX = 16
+"""... and multiplies a matrix of at least this many elements into each slice."""
+
+Numbers = tuple[tuple[int, ...], ...]
+"""``dot_general``'s dimension numbers: lhs and rhs contracting, lhs and rhs batch axes."""
+
+Tag = tuple[str, int]
+"""An axis of a product: ``("b", pair)``, ``("l", lhs axis)`` or ``("r", rhs axis)``."""
+
+
+class Problem(NamedTuple):
+    """What a plan depends on: dimension numbers, shapes, strides and dtype."""
+
+    numbers: Numbers
+    lhs_shape: tuple[int, ...]
+    lhs_strides: tuple[int, ...]
+    rhs_shape: tuple[int, ...]
+    rhs_strides: tuple[int, ...]
+    itemsize: int
+    floating: bool
+    """A BLAS dtype: products are oriented and broadcast for those only."""
+
+
+class Planned:
+    """A plan for operands of one layout; :meth:`for_layout` finds the plan of another.
+    Calling it evaluates the product of two arrays of its problem's shapes (of any
+    layout: plans differ in speed only)."""
+
+    __slots__ = ("last", "layouts", "lhs_strides", "problem", "rhs_strides")
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self.lhs_strides, self.rhs_strides = problem.lhs_strides, problem.rhs_strides
+        self.layouts: dict[tuple[Any, Any], Any] | None = None
+        self.last: tuple[Any, Any, Any] | None = None  # strides and plan of for_layout's last
+
+    def for_layout(self, lhs_strides: tuple[int, ...], rhs_strides: tuple[int, ...]) -> Any:
+        """The plan for operands of these strides (kept per layout)."""
+        key = (lhs_strides, rhs_strides)
+        layouts = self.layouts
+        if layouts is None:
+            layouts = self.layouts = {}
+        found = layouts.get(key)
+        if found is None:
+            found = plan(self.problem._replace(lhs_strides=key[0], rhs_strides=key[1]))
+            if len(layouts) >= _LAYOUT_LIMIT:
+                layouts.clear()
+            layouts[key] = found
+        self.last = (lhs_strides, rhs_strides, found)
+        return found
+
+    def __call__(self, lhs: Any, rhs: Any) -> Any:
+        raise NotImplementedError
+
+
+class Product(Planned):
+    """``[B, M, K] @ [B, K, N]`` of views (numpy copies only where the layout forces
+    it), its result split into the separate axes and transposed to ``dot_general``'s
+    order."""
+
+    __slots__ = (
+        "lhs_matrix",
+        "lhs_perm",
+        "out",
+        "rhs_matrix",
+        "rhs_perm",
+        "split",
+    )
+
+    def __init__(
+        self,
+        problem: Problem,
+        perms: tuple[tuple[int, ...] | None, tuple[int, ...] | None],
+        matrices: tuple[tuple[int, ...], tuple[int, ...]],
+        split: tuple[int, ...],
+        out: tuple[int, ...] | None,
+    ) -> None:
+        super().__init__(problem)
+        self.lhs_perm, self.rhs_perm = perms
+        self.lhs_matrix, self.rhs_matrix = matrices
+        self.split, self.out = split, out
+
+    def __call__(self, lhs: Any, rhs: Any) -> Any:
+        if self.lhs_perm is not None:
+            lhs = lhs.transpose(self.lhs_perm)
+        if self.rhs_perm is not None:
+            rhs = rhs.transpose(self.rhs_perm)
+        product = np.matmul(lhs.reshape(self.lhs_matrix), rhs.reshape(self.rhs_matrix))
+        product = product.reshape(self.split)
+        return product if self.out is None else product.transpose(self.out)
+
+
+class Broadcast(Planned):
+    """``small[M, K] @ big[P, K, Q]`` broadcast over ``P``: a ``[P, M, Q]`` result,
+    split into the separate axes and transposed to ``dot_general``'s order."""
+
+    __slots__ = (
+        "big_is_lhs",
+        "big_perm",
+        "big_shape",
+        "out",
+        "small_perm",
+        "small_shape",
+        "split",
+    )
+
+    def __init__(
+        self,
+        problem: Problem,
+        big_is_lhs: bool,
+        big: tuple[tuple[int, ...] | None, tuple[int, int, int]],
+        small: tuple[tuple[int, ...] | None, tuple[int, int]],
+        split: tuple[int, ...],
+        out: tuple[int, ...],
+    ) -> None:
+        super().__init__(problem)
+        self.big_is_lhs = big_is_lhs
+        self.big_perm, self.big_shape = big
+        self.small_perm, self.small_shape = small
+        self.split, self.out = split, out
+
+    def __call__(self, lhs: Any, rhs: Any) -> Any:
+        big, small = (lhs, rhs) if self.big_is_lhs else (rhs, lhs)
+        if self.big_perm is not None:
+            big = big.transpose(self.big_perm)
+        if self.small_perm is not None:
+            small = small.transpose(self.small_perm)
+        product = np.matmul(small.reshape(self.small_shape), big.reshape(self.big_shape))
+        return product.reshape(self.split).transpose(self.out)
+
+
+def _nn(lhs: Any, rhs: Any) -> Any:
+    return lhs.dot(rhs)
+
+
+def _tn(lhs: Any, rhs: Any) -> Any:
+    return lhs.T.dot(rhs)
+
+
+def _nt(lhs: Any, rhs: Any) -> Any:
+    return lhs.dot(rhs.T)
+
+
+def _tt(lhs: Any, rhs: Any) -> Any:
+    return lhs.T.dot(rhs.T)
+
+
+def _nn_flipped(lhs: Any, rhs: Any) -> Any:
+    return rhs.T.dot(lhs.T).T
+
+
+def _tn_flipped(lhs: Any, rhs: Any) -> Any:
+    return rhs.T.dot(lhs).T
+
+
+def _nt_flipped(lhs: Any, rhs: Any) -> Any:
+    return rhs.dot(lhs.T).T
+
+
+def _tt_flipped(lhs: Any, rhs: Any) -> Any:
+    return rhs.dot(lhs).T
+
+
+def _stacked(lhs: Any, rhs: Any) -> Any:
+    return np.matmul(lhs, rhs)
+
+
+_MATRICES = {
+    (False, False, False): _nn,
+    (True, False, False): _tn,
+    (False, True, False): _nt,
+    (True, True, False): _tt,
+    (False, False, True): _nn_flipped,
+    (True, False, True): _tn_flipped,
+    (False, True, True): _nt_flipped,
+    (True, True, True): _tt_flipped,
+}
+"""Two matrices with one contracted axis, by (lhs contracted along its rows, rhs along
+its columns, flipped): ``ndarray.dot`` of (transposed) views; flipped, the transpose of
+the product of the transposed operands."""
+
+
+Function = type(_nn)
+"""The type of the plans that are plain functions of the two arrays (two matrices, two
+stacks of matrices): right for operands of any extents and layout (numpy reads
+transposed matrices without copying), so they run without a look at the layout."""
+
+
+def c_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    """The strides of a C-ordered array of ``shape``."""
+    strides = []
+    step = itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def plan(problem: Problem, c_order: bool = False) -> Any:
+    """The plan for ``problem`` (see the module docstring): a :data:`Function` for two
+    matrices or stacks of matrices, else a :class:`Product` or :class:`Broadcast`.
+    ``c_order``: the problem's strides are those of C order (its layout's choices are
+    then kept per dimension numbers and which extents are 0 or 1)."""
+    lc, rc, lb, rb = problem.numbers
+    lhs_shape, rhs_shape = problem.lhs_shape, problem.rhs_shape
+    nb = len(lb)
+    if len(lhs_shape) == len(rhs_shape) == 2 and len(lc) == 1 and not nb:
+        return _matrices(problem)
+    if (
+        len(lhs_shape) == len(rhs_shape) == nb + 2
+        and lb == rb == tuple(range(nb))
+        and lc == (nb + 1,)
+        and rc == (nb,)
+    ):
+        return _stacked  # matmul layout: numpy's matmul reads any layout
+    if not c_order:
+        return _instantiate(_layout(problem), problem)
+    key = (problem.numbers, _pattern(lhs_shape), _pattern(rhs_shape), problem.floating)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        layout = _layout(problem)
+        _LAYOUTS.put(key, layout)
+    return _instantiate(layout, problem)
+
+
+def _matrices(problem: Problem) -> Any:
+    """The plan of two matrices with one contracted axis."""
+    (lc, rc, _, _), lhs_shape, lhs_strides, rhs_shape, rhs_strides, itemsize, floating = problem
+    lhs_t, rhs_t = lc == (0,), rc == (1,)
+    if lhs_t:  # as the (rows, contracted) matrix the product reads
+        lhs_shape, lhs_strides = lhs_shape[::-1], lhs_strides[::-1]
+    if rhs_t:  # as (contracted, columns)
+        rhs_shape, rhs_strides = rhs_shape[::-1], rhs_strides[::-1]
+    lhs_rows = _order((lhs_shape[0], lhs_strides[0]), (lhs_shape[1], lhs_strides[1]), itemsize)
+    rhs_rows = _order((rhs_shape[0], rhs_strides[0]), (rhs_shape[1], rhs_strides[1]), itemsize)
+    # neither order (None): numpy copies the operand to row order first
+    m, n = lhs_shape[0], rhs_shape[1]
+    flip = _flipped(lhs_rows is not False, rhs_rows is not False, m, n, floating)
+    return _MATRICES[lhs_t, rhs_t, flip]
+
+
+def _pattern(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple([n if n < 2 else 2 for n in shape])
+
+
+class _Candidate(NamedTuple):
+    """A product's axis groups, whether each operand is copied to view them as
+    matrices, and its result's axes."""
+
+    lhs_perm: tuple[int, ...] | None
+    rhs_perm: tuple[int, ...] | None
+    groups: tuple[tuple[int, ...], ...]  # lhs batch, lhs free, contracted (lhs), rhs free
+    copies: tuple[bool, bool]
+    split: tuple[tuple[int, int], ...]  # (operand, axis) of each result axis
+    out: tuple[int, ...] | None
+
+
+class _Side(NamedTuple):
+    """A broadcast product with one operand as ``[P, C, Q]``: its permutation and axis
+    groups, the other operand's as ``[M, C]``, whether that copies, the result's axes."""
+
+    big_is_lhs: bool
+    big_perm: tuple[int, ...] | None
+    outer: tuple[int, ...]
+    inner: tuple[int, ...]
+    rest: tuple[int, ...]
+    small_perm: tuple[int, ...] | None
+    small_free: tuple[int, ...]
+    small_copies: bool
+    split: tuple[tuple[int, int], ...]
+    out: tuple[int, ...]
+
+
+class _Layout(NamedTuple):
+    candidates: tuple[_Candidate, ...]
+    sides: tuple[_Side, ...]
+
+
+_LAYOUTS: DictCache[Any, _Layout] = DictCache(4096, "dot_general layouts")
+"""(dimension numbers, which extents are 0 or 1, BLAS dtype) -> the choices of a product
+of operands in C order: what a never-seen shape only completes with its extents."""
+
+
+def _layout(problem: Problem) -> _Layout:
+    """The extent-free choices for ``problem``'s layout: each pairing order's product,
+    and the broadcast products its operands allow."""
+    (lc, rc, lb, rb), lhs_shape, lhs_strides, rhs_shape, rhs_strides, itemsize, _ = problem
+    lf = [a for a in range(len(lhs_shape)) if a not in (*lc, *lb)]
+    rf = [a for a in range(len(rhs_shape)) if a not in (*rc, *rb)]
+    lf_order, rf_order = lf, rf  # the result in C order (see the module docstring)
+    candidates = []
+    for batch in _pair_orders(lb, rb, lhs_strides, rhs_strides):
+        for inner in _pair_orders(lc, rc, lhs_strides, rhs_strides):
+            lhs_groups = ([lb[i] for i in batch], lf_order, [lc[i] for i in inner])
+            rhs_groups = ([rb[i] for i in batch], [rc[i] for i in inner], rf_order)
+            copies = (
+                _copies(lhs_shape, lhs_strides, lhs_groups, itemsize),
+                _copies(rhs_shape, rhs_strides, rhs_groups, itemsize),
+            )
+            tags: list[Tag] = [("b", i) for i in batch]
+            tags += [("l", a) for a in lf_order] + [("r", a) for a in rf_order]
+            candidates.append(
+                _Candidate(
+                    _perm([a for g in lhs_groups for a in g]),
+                    _perm([a for g in rhs_groups for a in g]),
+                    (tuple(lhs_groups[0]), tuple(lf_order), tuple(lhs_groups[2]), tuple(rf_order)),
+                    copies,
+                    _split(problem, tags),
+                    _to_output(problem, tags),
+                )
+            )
+    sides = () if lb or not problem.floating else _sides(problem, lf, rf)
+    return _Layout(tuple(candidates), sides)
+
+
+def _sides(problem: Problem, lf: list[int], rf: list[int]) -> tuple[_Side, ...]:
+    """The broadcast products ``problem``'s layout allows: an operand whose contracted
+    axes form one block between free axes in memory, each group of it viewed as one
+    axis without a copy."""
+    (lc, rc, _, _), lhs_shape, lhs_strides, rhs_shape, rhs_strides, itemsize, _ = problem
+    found = []
+    for big_is_lhs, big, small in (
+        (True, (lhs_shape, lhs_strides, lc, lf, "l"), (rhs_shape, rhs_strides, rc, rf, "r")),
+        (False, (rhs_shape, rhs_strides, rc, rf, "r"), (lhs_shape, lhs_strides, lc, lf, "l")),
+    ):
+        shape, strides, mine, free, tag = big
+        other_shape, other_strides, theirs, other_free, other_tag = small
+        memory = [a for a in _by_memory(range(len(shape)), strides) if shape[a] > 1]
+        inner = [a for a in memory if a in mine]
+        if not inner:
+            continue
+        start = memory.index(inner[0])
+        if memory[start : start + len(inner)] != inner:
+            continue  # the contracted axes are not one block in memory
+        outer, rest = memory[:start], memory[start + len(inner) :]
+        if not outer or not rest:
+            continue  # one product views this operand without a copy
+        if any(_group(g, shape, strides) is None for g in (outer, inner, rest)):
+            continue
+        # pairs in this operand's memory order (contracted axes of extent 1 first)
+        pairs = sorted(
+            range(len(mine)), key=lambda i: inner.index(mine[i]) if mine[i] in inner else -1
+        )
+        contracted, other = [mine[i] for i in pairs], [theirs[i] for i in pairs]
+        other_order = _by_memory(other_free, other_strides)
+        ones = [a for a in free if shape[a] == 1]
+        tags: list[Tag] = [(tag, a) for a in ones + outer]
+        tags += [(other_tag, a) for a in other_order] + [(tag, a) for a in rest]
+        out = _to_output(problem, tags)
+        found.append(
+            _Side(
+                big_is_lhs,
+                _perm(ones + outer + contracted + rest),
+                tuple(outer),
+                tuple(inner),
+                tuple(rest),
+                _perm(other_order + other),
+                tuple(other_order),
+                _copies(other_shape, other_strides, (other_order, other), itemsize),
+                _split(problem, tags),
+                out if out is not None else tuple(range(len(tags))),
+            )
+        )
+    return tuple(found)
+
+
+def _instantiate(layout: _Layout, problem: Problem) -> Planned:
+    """The plan ``layout`` gives at ``problem``'s extents: the product that copies fewest
+    elements, or a broadcast product that copies fewer still."""
+    (_, _, lb, _), lhs_shape, _, rhs_shape, _, _, _ = problem
+    shapes = (lhs_shape, rhs_shape)
+    sizes = (math.prod(lhs_shape), math.prod(rhs_shape))
+    best, cost = layout.candidates[0], -1
+    for candidate in layout.candidates:
+        copies = candidate.copies
+        candidate_cost = sizes[0] * copies[0] + sizes[1] * copies[1]
+        if cost < 0 or candidate_cost < cost:
+            best, cost = candidate, candidate_cost
+    if cost:
+        sides = layout.sides if sizes[0] >= sizes[1] else layout.sides[::-1]
+        for side in sides:
+            big, small = (0, 1) if side.big_is_lhs else (1, 0)
+            big_shape = shapes[big]
+            p = math.prod([big_shape[a] for a in side.outer])
+            k = math.prod([big_shape[a] for a in side.inner])
+            q = math.prod([big_shape[a] for a in side.rest])
+            m = math.prod([shapes[small][a] for a in side.small_free])
+            if q < _MIN_COLUMNS or m * k < _MIN_MATRIX or sizes[small] * side.small_copies >= cost:
+                continue
+            return Broadcast(
+                problem,
+                side.big_is_lhs,
+                (side.big_perm, (p, k, q)),
+                (side.small_perm, (m, k)),
+                tuple([shapes[i][a] for i, a in side.split]),
+                side.out,
+            )
+    lhs_batch, lhs_free, contracted, rhs_free = best.groups
+    b = math.prod([lhs_shape[a] for a in lhs_batch])
+    m = math.prod([lhs_shape[a] for a in lhs_free])
+    k = math.prod([lhs_shape[a] for a in contracted])
+    n = math.prod([rhs_shape[a] for a in rhs_free])
+    return Product(
+        problem,
+        (best.lhs_perm, best.rhs_perm),
+        ((b, m, k), (b, k, n)) if lb else ((m, k), (k, n)),
+        tuple([shapes[i][a] for i, a in best.split]),
+        best.out,
+    )
+
+
+def _split(problem: Problem, tags: list[Tag]) -> tuple[tuple[int, int], ...]:
+    """(operand, axis) holding each of a product's axes ``tags``."""
+    lhs_batch = problem.numbers[2]
+    return tuple([(0, lhs_batch[a]) if t == "b" else (0 if t == "l" else 1, a) for t, a in tags])
+
+
+def _pair_orders(
+    left: tuple[int, ...], right: tuple[int, ...], lhs_strides: Any, rhs_strides: Any
+) -> list[list[int]]:
+    """Orders of the axis pairs ``(left[i], right[i])`` worth trying: each operand's
+    memory order."""
+    pairs = range(len(left))
+    mine = sorted(pairs, key=lambda i: -abs(lhs_strides[left[i]]))
+    theirs = sorted(pairs, key=lambda i: -abs(rhs_strides[right[i]]))
+    return [mine] if theirs == mine else [mine, theirs]
+
+
+def _by_memory(axes: Sequence[int], strides: Sequence[int]) -> list[int]:
+    """``axes`` from the largest stride to the smallest (ties keep their order)."""
+    return sorted(axes, key=lambda a: -abs(strides[a]))
+
+
+def _group(axes: Sequence[int], shape: Sequence[int], strides: Sequence[int]) -> Any:
+    """``(extent, stride)`` of ``axes`` merged into one axis in this order, or ``None``
+    when numpy must copy to merge them (axes of extent 1 go anywhere)."""
+    extent, stride = 1, None
+    for a in axes:
+        n = shape[a]
+        if n == 1:
+            continue
+        if stride is not None and stride != strides[a] * n:
+            return None
+        extent *= n
+        stride = strides[a]
+    return extent, stride
+
+
+def _copies(
+    shape: Sequence[int], strides: Sequence[int], groups: Sequence[Sequence[int]], itemsize: int
+) -> bool:
+    """Whether viewing the operand as the merged ``groups``, the last two a matrix that
+    BLAS reads, needs a copy (numpy's ``reshape`` or ``matmul`` would make one)."""
+    merged = [_group(g, shape, strides) for g in groups]
+    if any(m is None for m in merged):
+        return True
+    return _order(merged[-2], merged[-1], itemsize) is None
+
+
+def _order(rows: Any, columns: Any, itemsize: int) -> bool | None:
+    """Whether a matrix of merged ``rows`` and ``columns`` (``(extent, stride)``) is in
+    row order (``True``) or column order (``False``) for BLAS; ``None`` for neither."""
+    (m, row_stride), (n, column_stride) = rows, columns
+    if m == 1 or n == 1:
+        return True  # a vector: BLAS reads it at any stride
+    if column_stride == itemsize and row_stride >= n * itemsize:
+        return True
+    if row_stride == itemsize and column_stride >= m * itemsize:
+        return False
+    return None
+
+
+def _flipped(lhs_rows: bool, rhs_rows: bool, m: int, n: int, floating: bool) -> bool:
+    """Whether to compute ``lhs @ rhs`` (``m`` rows, ``n`` columns; each operand in row
+    order or transposed) as ``(rhs.T @ lhs.T).T``: when that has fewer rows, except
+    that a product of two transposed operands with fewer than :data:`_FEW_ROWS` rows is
+    avoided (BLAS runs it several times slower); never for a vector (BLAS dtypes only)."""
+    if not floating or m == 1 or n == 1:
+        return False
+    if not lhs_rows and not rhs_rows and m < _FEW_ROWS:
+        return True
+    if lhs_rows and rhs_rows and n < _FEW_ROWS:
+        return False
+    return n < m
+
+
+def _perm(order: list[int]) -> tuple[int, ...] | None:
+    """``order`` as a transpose, ``None`` when it keeps the axes where they are."""
+    return None if order == sorted(order) else tuple(order)
+
+
+def _to_output(problem: Problem, tags: list[Tag]) -> tuple[int, ...] | None:
+    """The transpose taking a product's axes (``tags``) to ``dot_general``'s order
+    (batch pairs, lhs free axes, rhs free axes), ``None`` when they are in it."""
+    lc, rc, lb, rb = problem.numbers
+    ordered: list[Tag] = [("b", i) for i in range(len(lb))]
+    ordered += [("l", a) for a in range(len(problem.lhs_shape)) if a not in (*lc, *lb)]
+    ordered += [("r", a) for a in range(len(problem.rhs_shape)) if a not in (*rc, *rb)]
+    out = tuple(tags.index(t) for t in ordered)
+    return None if out == tuple(range(len(out))) else out
