@@ -174,7 +174,7 @@ def matrix_rank(
 
 def _tolerance_array(op: str, name: str, value: Any) -> Any:
     """A tolerance of ``matrix_rank``: real numbers (any shape), as a tensor."""
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (bool, np.bool_, str, bytes)):
         raise ParameterError(op, f"{name} must be real numbers, got {value!r}")
     level = asarray(value, op=op)
     if level.meta.dtype.kind not in "if":
