@@ -25,8 +25,8 @@ Elementwise functions also take what ``jax.lax`` takes beside an array (``jax.la
   Of another kind (``mul(float array, 2)``) or strong (``np.float64(2.0)`` beside
   float32) it is refused by the primitive, as by ``jax.lax``: lax never promotes.
 
-The check that nothing needs doing is inlined in the wrapper (a comparison of metas);
-the broadcast and conversion happen only when it fails.
+The check that nothing needs doing is inlined in the wrapper (a comparison of shapes and
+dtypes); the broadcast and conversion happen only when it fails.
 
 :data:`DECLARED` records every declaration (function name to operand parameters), and
 :data:`ELEMENTWISE` the elementwise ones, so the tests can check that each public lax
@@ -127,7 +127,7 @@ def unify(
         len({m.shape for m in metas}) == 1
         and len({m.dtype for m, g in zip(metas, same, strict=True) if g}) <= 1
     ):
-        return values  # metas differ only in weakness or dynamic extents: nothing to do
+        return values  # nothing to do (dtypes equal but not identical objects)
     from tenferro import lax
     from tenferro.core.bind import lift
 
@@ -210,9 +210,13 @@ def _wrapper(
         for name in joined:
             if name not in signature.parameters:
                 raise TypeError(f"{op} has no parameter {name!r}")
-        grouped = [n for n in joined if n in elementwise] or [joined[0]]
-        tests = [f"{a}.meta != {b}.meta" for a, b in itertools.pairwise(grouped)]
-        tests += [f"{n}.meta.shape != {grouped[0]}.meta.shape" for n in joined if n not in grouped]
+        meta = {n: f"_meta{i}" for i, n in enumerate(joined)}
+        lines.extend(f"    {meta[n]} = {n}.meta" for n in joined)
+        grouped = [meta[n] for n in joined if n in elementwise]
+        # shapes compared by value, dtypes by identity (numpy's are singletons; a false
+        # mismatch only costs unify's exact check)
+        tests = [f"{a}[0] != {b}[0]" for a, b in itertools.pairwise(meta.values())]
+        tests += [f"{a}[1] is not {b}[1]" for a, b in itertools.pairwise(grouped)]
         names = ", ".join(joined)
         lines.append(f"    if {' or '.join(tests)}:")
         lines.append(f"        {names}, = _unify({op!r}, {joined!r}, _same, _spread, {names})")
