@@ -3,12 +3,15 @@
 malformed values generated for each parameter, and the valid spellings of a value.
 
 An integer parameter is an integer in numpy's sense (``__index__``, not bool, not
-float); a sequence of them a tuple, list or 1-d integer array, of one entry per axis
-when the parameter is per axis (see ``tenferro.core.params``).
+float: Python and numpy ints, 0-d integer arrays, concrete 0-d integer tensors); a
+sequence of them a tuple, list, 1-d integer array or concrete 1-d integer tensor, of one
+entry per axis when the parameter is per axis (see ``tenferro.core.params``). A traced
+tensor is refused in either role: its value is data.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +35,8 @@ class Int:
     per_axis: bool = False
     optional: bool = False
     scalar_ok: bool = False
+    traced_ok: bool = False
+    """A tensor is data here, traced or not (``lax.dynamic_slice``'s start indices)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,7 @@ def malformed(param: Int, valid: Any) -> Iterator[tuple[Any, Any]]:
         yield from _bad_scalars(valid, param.optional)
         yield [valid], "[" + repr(valid)
         yield np.array([valid]), "array(["
+        yield tf.traced(np.int64(valid)), "TracedTensor"
         return
     entries = list(valid)
     first = entries[0] if entries else 0
@@ -83,6 +89,10 @@ def malformed(param: Int, valid: Any) -> Iterator[tuple[Any, Any]]:
         yield None, "None"
     yield np.array(entries, dtype=np.float64) + 0.5, "array("
     yield np.array([entries or [0]]), "array([[" if np.ndim(entries) < 2 else "array([[["
+    if not param.traced_ok:  # else a tensor is data, checked by the primitive as an operand
+        yield tf.asarray(np.array(entries, dtype=np.float64) + 0.5), "Tensor("
+        if np.ndim(entries) == 1:
+            yield tf.traced(np.array(entries, dtype=np.int64)), "TracedTensor"
     if param.per_axis:
         if entries:
             yield tuple(entries[:-1]), repr(tuple(entries[:-1]))
@@ -114,18 +124,20 @@ def _bad_scalars(valid: Any, optional: bool) -> Iterator[tuple[Any, str]]:
 
 
 def int_spellings(value: int) -> st.SearchStrategy[Any]:
-    """Valid spellings of the integer ``value``: Python and numpy ints, 0-d integer
-    arrays, a 0-d integer tensor."""
-    return st.sampled_from(
-        [
-            value,
-            np.int64(value),
-            np.int32(value),
-            np.array(value),
-            np.array(value, dtype=np.int32),
-            tf.asarray(np.int64(value)),
-        ]
-    )
+    """Valid spellings of the integer ``value``: Python and numpy ints (unsigned ones
+    too), 0-d integer arrays, 0-d integer tensors (concrete and eager)."""
+    spellings = [
+        value,
+        np.int64(value),
+        np.int32(value),
+        np.array(value),
+        np.array(value, dtype=np.int32),
+        tf.asarray(np.int64(value)),
+        tf.EagerTensor(np.int32(value)),
+    ]
+    if value >= 0:
+        spellings.append(np.uint8(value))
+    return st.sampled_from(spellings)
 
 
 @st.composite
@@ -139,7 +151,12 @@ def spelling(draw: Any, param: Int, value: Any) -> Any:
         inner = tuple(draw(spelling(param, v)) for v in value)
         return inner if draw(st.booleans()) else list(inner)
     entries = [int(v) for v in value]
-    form = draw(st.sampled_from(["tuple", "list", "int64 array", "int32 array", "entries"]))
+    forms = ["tuple", "list", "int64 array", "int32 array", "entries", "Tensor", "EagerTensor"]
+    form = draw(st.sampled_from(forms))
+    if form == "Tensor":
+        return tf.asarray(np.array(entries, dtype=np.int64))
+    if form == "EagerTensor":
+        return tf.EagerTensor(np.array(entries, dtype=np.int32))
     if form == "tuple":
         return tuple(entries)
     if form == "list":
@@ -215,19 +232,86 @@ def check_refusal(case: Case, name: str) -> None:
     assert_same(case.call(_tensors(case)), before)
 
 
-def _refusal(case: Case, name: str, bad: Any) -> tf.TenferroError:
-    """The tenferro error of ``case`` called with ``name=bad``; a bare Python/numpy error
-    (the bug class) or an accepted call fails."""
+EXTREMES = (-(2**64), -(2**63), -(2**31), -400, -309, 309, 400, 2**31, 2**63 - 1, 2**64)
+"""Integers at and past the bounds of int32, int64 and float64 exponents (``round``'s
+``10.0**decimals`` overflowed at 309)."""
+
+
+def check_extremes(case: Case, name: str, grows: bool) -> None:
+    """Parameter ``name`` at each of :data:`EXTREMES` (only the negative ones when the
+    result ``grows`` with it: a huge size is a huge allocation) gives a result or a
+    tenferro error naming ``case.op``, never a bare Python or numpy error."""
+    param = next(p for p in case.ints if p.name == name)
+    entries = list(case.params[name]) if param.sequence else []
+    for extreme in EXTREMES:
+        if grows and extreme > 0:
+            continue
+        spelled: Any = extreme
+        if entries:
+            spelled = [_with_first_leaf(entries[0], extreme), *entries[1:]]
+        elif param.sequence:
+            spelled = [extreme]
+        refused = _outcome(case, name, spelled)
+        if refused is not None:
+            assert refused.op == case.op, (name, spelled, str(refused))
+
+
+def _outcome(case: Case, name: str, value: Any) -> tf.TenferroError | None:
+    """The tenferro error of ``case`` called with ``name=value``, ``None`` when it gives
+    a result; a bare Python/numpy error fails."""
     try:
-        case.call(_tensors(case), **{name: bad})
+        case.call(_tensors(case), **{name: value})
     except tf.TenferroError as error:
         return error
     except Exception as error:
         raise AssertionError(
-            f"{case.op}({name}={bad!r}) raised a bare {type(error).__name__}: {error}"
+            f"{case.op}({name}={value!r}) raised a bare {type(error).__name__}: {error}"
         ) from error
-    raise AssertionError(f"{case.op}({name}={bad!r}) was accepted")
+    return None
+
+
+def _refusal(case: Case, name: str, bad: Any) -> tf.TenferroError:
+    """The tenferro error of ``case`` called with ``name=bad``; a bare Python/numpy error
+    (the bug class) or an accepted call fails."""
+    refused = _outcome(case, name, bad)
+    if refused is None:
+        raise AssertionError(f"{case.op}({name}={bad!r}) was accepted")
+    return refused
 
 
 def _tensors(case: Case) -> dict[str, Any]:
     return {name: as_kind("Tensor", data) for name, data in case.operands.items()}
+
+
+def public_functions() -> dict[str, Any]:
+    """Every public function of ``tf``, ``tf.linalg`` and ``tf.random`` (and the
+    ``Generator`` methods) by qualified name."""
+    found: dict[str, Any] = {}
+    for prefix, module in [("tf", tf), ("tf.linalg", tf.linalg), ("tf.random", tf.random)]:
+        for name in module.__all__:
+            function = getattr(module, name)
+            if callable(function) and not isinstance(function, type):
+                found[f"{prefix}.{name}"] = function
+    for name in dir(tf.random.Generator):
+        if not name.startswith("_"):
+            found[f"tf.random.Generator.{name}"] = getattr(tf.random.Generator, name)
+    return found
+
+
+def parameters_named(names: set[str]) -> list[tuple[str, str]]:
+    """``(qualified function, parameter)`` for every public function's parameter whose
+    name is in ``names`` (the completeness gates of the parameter generators)."""
+    pairs = []
+    for qualified, function in public_functions().items():
+        try:
+            parameters = inspect.signature(function).parameters
+        except (TypeError, ValueError):
+            continue
+        pairs.extend((qualified, p) for p in parameters if p in names)
+    return pairs
+
+
+def covering(op: str) -> list[str]:
+    """The public functions a case of operation ``op`` covers (``linalg.norm``: norm)."""
+    name = op.rsplit(".", 1)[-1]
+    return [q for q in public_functions() if q.rsplit(".", 1)[-1] == name]

@@ -63,7 +63,7 @@ def _clamp(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) 
     x = rng.uniform(-2.0, 2.5, shape)
     gap = np.minimum(np.abs(x - lower), np.abs(x - upper))
     x = np.where(gap < 0.05, x + 0.1, x)
-    return lax.clamp, [x.astype(dt), lower.astype(dt), upper.astype(dt)]
+    return lax.clamp, [lower.astype(dt), x.astype(dt), upper.astype(dt)]
 
 
 def _select(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:

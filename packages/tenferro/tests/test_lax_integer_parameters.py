@@ -31,6 +31,7 @@ from integer_cases import (
     Int,
     as_kind,
     assert_same,
+    check_extremes,
     check_refusal,
     refusals,
     spelled,
@@ -135,14 +136,14 @@ def _cases() -> dict[str, Case]:
         "dynamic_slice",
         {"x": M},
         {"starts": (1, 1), "sizes": (1, 2)},
-        extents("starts", per_axis=True),
+        extents("starts", per_axis=True, traced_ok=True),
         extents("sizes", per_axis=True),
     )
     cases["dynamic_update_slice"] = _case(
         "dynamic_update_slice",
         {"x": M, "update": N[:1, :2]},
         {"starts": (1, 1)},
-        extents("starts", per_axis=True),
+        extents("starts", per_axis=True, traced_ok=True),
     )
     cases["gather"] = _case(
         "gather",
@@ -244,6 +245,15 @@ def test_the_case_lists_every_integer_parameter(name: str) -> None:
 )
 def test_malformed_integer_parameters_raise_the_error_of_their_role(name: str, param: str) -> None:
     check_refusal(CASES[name], param)
+
+
+@pytest.mark.parametrize(
+    ("name", "param"), refusals(CASES), ids=[f"{n}-{p}" for n, p in refusals(CASES)]
+)
+def test_extreme_integers_give_a_result_or_a_tenferro_error(name: str, param: str) -> None:
+    """Sizes (``ShapeError``'s role: extents, paddings, slice sizes) only below zero."""
+    role = next(p for p in CASES[name].ints if p.name == param).error
+    check_extremes(CASES[name], param, grows=role is ShapeError)
 
 
 @settings(max_examples=150, deadline=None, derandomize=True)

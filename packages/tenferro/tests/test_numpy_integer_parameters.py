@@ -13,7 +13,6 @@ name (``axis``, ``shape``, ``k``, ``offset``, ``pad_width``, ``ind``, ``argnums`
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +20,17 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from integer_cases import Case, Int, assert_same, check_refusal, refusals, spelled
+from integer_cases import (
+    Case,
+    Int,
+    assert_same,
+    check_extremes,
+    check_refusal,
+    covering,
+    parameters_named,
+    refusals,
+    spelled,
+)
 
 import tenferro as tf
 
@@ -38,6 +47,7 @@ INTEGER_NAMES = {
     "shape", "size", "k", "n", "m", "num", "offset", "ind", "pad_width", "decimals", "ddof",
     "indices_or_sections", "trans", "max_rank", "argnums", "static_argnums", "in_axes",
     "out_axes", "axis_size", "seed", "count", "low", "high", "shift", "reps", "repeats",
+    "memory_limit",
 }  # fmt: skip
 """Parameter names that hold integers (or sequences of them) somewhere in the surface."""
 
@@ -69,6 +79,15 @@ def _rng(method: str) -> Callable[..., Any]:
 
     draw.__name__ = method
     return draw
+
+
+def _contraction(name: str) -> Callable[..., Any]:
+    def contract(**params: Any) -> Any:
+        result = getattr(tf, name)("ij,jk,kl->il", S, S, S, **params)
+        return np.array(result[0]) if name == "einsum_path" else result  # the path
+
+    contract.__name__ = name
+    return contract
 
 
 def _transform(name: str, **fixed: Any) -> Callable[..., Any]:
@@ -283,6 +302,15 @@ def _cases() -> dict[str, Case]:
         Int("repeats", ParameterError, sequence=True, scalar_ok=True),
     )
     add("diff", tf.diff, "diff", {"a": T}, {"n": 2, "axis": 1}, count("n"), axis())
+    for name in ["einsum", "einsum_path"]:
+        add(
+            name,
+            _contraction(name),
+            "einsum",
+            {},
+            {"memory_limit": 40},
+            count("memory_limit", optional=True),
+        )
     # tf.linalg
     add("matrix_power", tf.linalg.matrix_power, "matrix_power", {"a": S}, {"n": 3}, count("n"))
     add("norm", tf.linalg.norm, "linalg.norm", {"x": T}, {"axis": (0, 2)}, axes(optional=True))
@@ -407,58 +435,33 @@ def _cases() -> dict[str, Case]:
 CASES = _cases()
 
 EXEMPT: dict[tuple[str, str], str] = {
-    ("tf.var", "ddof"): "a real number, as numpy's (test_ddof_is_a_real_number)",
-    ("tf.std", "ddof"): "a real number, as numpy's (test_ddof_is_a_real_number)",
+    ("tf.var", "ddof"): "a real number, as numpy's (test_numpy_real_parameters)",
+    ("tf.std", "ddof"): "a real number, as numpy's (test_numpy_real_parameters)",
     ("tf.vmap", "in_axes"): "a pytree of axes or None (tests/test_vmap.py)",
     ("tf.vmap", "out_axes"): "a pytree of axes or None (tests/test_vmap.py)",
     ("tf.vmap", "axis_size"): "checked by vmap itself (test_vmap_axis_size_is_an_integer)",
     ("tf.dynamic_truncate", "size"): "a real scalar operand, rounded (its documentation)",
-    ("tf.random.Generator.uniform", "low"): "a real bound",
-    ("tf.random.Generator.uniform", "high"): "a real bound",
+    ("tf.random.Generator.uniform", "low"): "a real bound (test_numpy_real_parameters)",
+    ("tf.random.Generator.uniform", "high"): "a real bound (test_numpy_real_parameters)",
 }
 
 
-def _public_functions() -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for prefix, module in [("tf", tf), ("tf.linalg", tf.linalg), ("tf.random", tf.random)]:
-        for name in module.__all__:
-            value = getattr(module, name)
-            if callable(value) and not isinstance(value, type):
-                found[f"{prefix}.{name}"] = value
-    for name in dir(tf.random.Generator):
-        if not name.startswith("_"):
-            found[f"tf.random.Generator.{name}"] = getattr(tf.random.Generator, name)
-    return found
-
-
-def _integer_parameters() -> list[tuple[str, str]]:
-    pairs = []
-    for qualified, function in _public_functions().items():
-        try:
-            parameters = inspect.signature(function).parameters
-        except (TypeError, ValueError):
-            continue
-        pairs.extend((qualified, p) for p in parameters if p in INTEGER_NAMES)
-    return pairs
-
-
 def _covered() -> set[tuple[str, str]]:
-    covered = set()
-    for key, case in CASES.items():
-        op = key.split(" ")[0]
-        for qualified in _public_functions():
-            if qualified.rsplit(".", 1)[-1] == op:
-                covered.update((qualified, param.name) for param in case.ints)
-    return covered
+    return {
+        (qualified, param.name)
+        for key, case in CASES.items()
+        for qualified in covering(key.split(" ")[0])
+        for param in case.ints
+    }
 
 
 def test_every_integer_parameter_has_a_case() -> None:
     """A public function with a parameter of an integer-valued name must have a case
     describing it, or an exemption with its reason."""
-    covered = _covered()
-    missing = [pair for pair in _integer_parameters() if pair not in covered and pair not in EXEMPT]
+    covered, pairs = _covered(), parameters_named(INTEGER_NAMES)
+    missing = [pair for pair in pairs if pair not in covered and pair not in EXEMPT]
     assert missing == []
-    assert sorted(set(EXEMPT) - set(_integer_parameters())) == [], "stale exemptions"
+    assert sorted(set(EXEMPT) - set(pairs)) == [], "stale exemptions"
 
 
 @pytest.mark.parametrize(
@@ -466,6 +469,67 @@ def test_every_integer_parameter_has_a_case() -> None:
 )
 def test_malformed_integer_parameters_raise_the_error_of_their_role(key: str, param: str) -> None:
     check_refusal(CASES[key], param)
+
+
+GROWS = {
+    ("diag", "k"),
+    ("diag of a matrix", "k"),
+    ("diagflat", "k"),
+    ("eye", "k"),
+    ("repeat", "repeats"),
+    ("repeat each", "repeats"),
+    ("tile", "reps"),
+    ("spawn", "count"),
+    ("integers", "high"),
+    ("integers", "low"),
+}
+"""Parameters besides extents (``ShapeError``'s role) whose value sizes the result or
+the work (``integers``' bounds: numpy draws in ``[low, high)`` of any width, fine, but
+a huge ``low`` alone is a huge range)."""
+
+
+@pytest.mark.parametrize(
+    ("key", "param"), refusals(CASES), ids=[f"{k}-{p}" for k, p in refusals(CASES)]
+)
+def test_extreme_integers_give_a_result_or_a_tenferro_error(key: str, param: str) -> None:
+    case = CASES[key]
+    role = next(p for p in case.ints if p.name == param).error
+    check_extremes(case, param, grows=role is ShapeError or (key, param) in GROWS)
+
+
+ROUNDED = st.sampled_from(["float64", "float32", "complex128", "complex64", "int64", "int32"])
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    ROUNDED,
+    st.one_of(st.integers(-330, 330), st.sampled_from([-(2**63), -(10**6), 10**6, 2**63])),
+    st.lists(
+        st.floats(allow_nan=True, allow_infinity=True, width=64)
+        | st.sampled_from([0.5, 2.5, -1.5, 1e22, 1e23, 123456.789, 5e-324]),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_round_gives_numpys_value_at_every_decimals(
+    dtype: str, decimals: int, entries: list[float]
+) -> None:
+    """``round`` of every dtype at any number of decimals is numpy's value bit for bit
+    (review s21: 10.0**decimals overflowed at 309 decimals; from 23 on, and for negative
+    decimals, the last bits differed from numpy's power of ten and division order)."""
+    with np.errstate(all="ignore"):
+        data = np.array(entries)
+        if dtype.startswith("complex"):
+            data = data + 1j * data[::-1]
+        elif dtype.startswith("int"):
+            data = np.nan_to_num(data, posinf=0, neginf=0).clip(-(2**31), 2**31).round()
+        data = data.astype(dtype)
+        # numpy takes a C int and multiplies out its power of ten; past 400 decimals the
+        # power is inf either way (from 309): the value at 400 is numpy's for any beyond
+        expected = np.round(data, max(min(decimals, 400), -400))
+        got = np.asarray(tf.round(data, decimals))
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
 
 
 @settings(max_examples=120, deadline=None, derandomize=True)

@@ -33,9 +33,9 @@ import numpy as np
 from tenferro import lax
 from tenferro.batching.vmap import vmap
 from tenferro.core.flags import check_flag
-from tenferro.core.params import as_argnums
+from tenferro.core.params import argnum_positions, as_argnums
 from tenferro.core.pytree import TreeDef, flatten, unflatten
-from tenferro.errors import ArgumentTypeError, DTypeError, ParameterError
+from tenferro.errors import ArgumentTypeError, DTypeError
 from tenferro.surface.convert import asarray
 
 __all__ = ["hessian", "jacfwd", "jacobian", "jacrev"]
@@ -156,15 +156,19 @@ def hessian(
     of shape ``S + S`` for an argument of shape ``S``. With ``has_aux``, ``(hessian, aux)``."""
     argnums = _check(fun, argnums, has_aux, "hessian")
     if not has_aux:
-        return jacfwd(jacrev(fun, argnums), argnums)
-    gradient = jacrev(fun, argnums, has_aux=True)
-    second = jacfwd(lambda *args, **kwargs: gradient(*args, **kwargs)[0], argnums)
+        second = jacfwd(jacrev(fun, argnums), argnums)
+    else:
+        gradient = jacrev(fun, argnums, has_aux=True)
+        second = jacfwd(lambda *args, **kwargs: gradient(*args, **kwargs)[0], argnums)
 
     @functools.wraps(fun, updated=())
-    def hessian_with_aux(*args: Any, **kwargs: Any) -> Any:
+    def hessian_of(*args: Any, **kwargs: Any) -> Any:
+        argnum_positions("hessian", argnums, len(args))  # named as the caller's transform
+        if not has_aux:
+            return second(*args, **kwargs)
         return second(*args, **kwargs), _aux_pair(fun(*args, **kwargs), "hessian")[1]
 
-    return hessian_with_aux
+    return hessian_of
 
 
 # ---------------------------------------------------------------------- helpers
@@ -187,23 +191,19 @@ def _check(fun: Any, argnums: Any, has_aux: Any, op: str) -> int | tuple[int, ..
 
 
 class _Selected:
-    """The arguments differentiated with respect to, flattened."""
+    """The arguments differentiated with respect to, flattened: each selected argument
+    once (a repeated argnum is differentiated once and its block given at each place it
+    is listed, see :func:`~tenferro.core.params.argnum_positions`)."""
 
-    def __init__(self, args: tuple[Any, ...], argnums: int | Sequence[int], op: str) -> None:
-        count = len(args)
+    def __init__(self, args: tuple[Any, ...], argnums: int | tuple[int, ...], op: str) -> None:
         self.single = isinstance(argnums, int)
-        listed = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-        for position in listed:
-            if not -count <= position < count:
-                raise ParameterError(
-                    op, f"argnums {argnums!r} out of range for {count} positional argument(s)"
-                )
-        self.positions = tuple(p % count for p in listed)
+        self.positions = argnum_positions(op, argnums, len(args))
+        self.distinct = tuple(dict.fromkeys(self.positions))
         self.args = list(args)
         self.leaves: list[Any] = []
         self.treedefs: list[TreeDef] = []
         self.counts: list[int] = []
-        for position in self.positions:
+        for position in self.distinct:
             leaves, treedef = flatten(args[position])
             tensors = [asarray(leaf) for leaf in leaves]
             for tensor in tensors:
@@ -225,7 +225,7 @@ class _Selected:
             full = list(self.args)
             start = 0
             for position, treedef, count in zip(
-                self.positions, self.treedefs, self.counts, strict=True
+                self.distinct, self.treedefs, self.counts, strict=True
             ):
                 full[position] = unflatten(treedef, list(leaves[start : start + count]))
                 start += count
@@ -243,12 +243,15 @@ class _Selected:
         return found
 
     def arrange(self, blocks: list[Any]) -> Any:
-        """One block per selected leaf, in the selected arguments' structure."""
-        per_argument, start = [], 0
-        for treedef, count in zip(self.treedefs, self.counts, strict=True):
-            per_argument.append(unflatten(treedef, blocks[start : start + count]))
+        """One block per selected leaf, in the selected arguments' structure (a repeated
+        argnum's at each of its places)."""
+        per_argument, start = {}, 0
+        for position, treedef, count in zip(self.distinct, self.treedefs, self.counts, strict=True):
+            per_argument[position] = unflatten(treedef, blocks[start : start + count])
             start += count
-        return per_argument[0] if self.single else tuple(per_argument)
+        if self.single:
+            return per_argument[self.positions[0]]
+        return tuple(per_argument[p] for p in self.positions)
 
 
 def _basis(metas: Sequence[Any]) -> list[Any]:

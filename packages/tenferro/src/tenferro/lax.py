@@ -17,6 +17,7 @@ function and the value, never a silent truncation.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from typing import Any
 
@@ -186,31 +187,31 @@ __all__ = [
 # ---------------------------------------------------------------------- arithmetic
 
 
-@takes("x", "y")
+@takes("x", "y", elementwise=("x", "y"))
 def add(x: Any, y: Any) -> Any:
     """``x + y``; ``x`` and ``y`` share shape and dtype (integer, floating or complex)."""
     return Add.bind(x, y)
 
 
-@takes("x", "y")
+@takes("x", "y", elementwise=("x", "y"))
 def sub(x: Any, y: Any) -> Any:
     """``x - y``; ``x`` and ``y`` share shape and dtype (integer, floating or complex)."""
     return Sub.bind(x, y)
 
 
-@takes("x", "y")
+@takes("x", "y", elementwise=("x", "y"))
 def mul(x: Any, y: Any) -> Any:
     """``x * y``; ``x`` and ``y`` share shape and dtype (integer, floating or complex)."""
     return Mul.bind(x, y)
 
 
-@takes("x", "y")
+@takes("x", "y", elementwise=("x", "y"))
 def div(x: Any, y: Any) -> Any:
     """``x / y``; one shape and dtype; integers truncate toward zero, a zero divisor raises."""
     return Div.bind(x, y)
 
 
-@takes("x", "y")
+@takes("x", "y", elementwise=("x", "y"))
 def rem(x: Any, y: Any) -> Any:
     """``fmod(x, y)``: the remainder with the sign of ``x``; one integer or floating dtype."""
     return Rem.bind(x, y)
@@ -246,23 +247,24 @@ def stop_gradient(x: Any) -> Any:
     return StopGradient.bind(x)
 
 
-@takes("x", "y")
+@takes("x", "y", elementwise=("x", "y"))
 def max(x: Any, y: Any) -> Any:
     """Elementwise maximum of real ``x`` and ``y`` (one shape and dtype); ties split the
     derivative in half."""
     return Maximum.bind(x, y)
 
 
-@takes("x", "y")
+@takes("x", "y", elementwise=("x", "y"))
 def min(x: Any, y: Any) -> Any:
     """Elementwise minimum of real ``x`` and ``y`` (one shape and dtype); ties split the
     derivative in half."""
     return Minimum.bind(x, y)
 
 
-@takes("x", "lower", "upper")
-def clamp(x: Any, lower: Any, upper: Any) -> Any:
-    """``min(max(x, lower), upper)`` of three real values of one shape and dtype."""
+@takes("lower", "x", "upper", elementwise=("lower", "x", "upper"), scalars=("lower", "upper"))
+def clamp(lower: Any, x: Any, upper: Any) -> Any:
+    """``min(max(x, lower), upper)`` of real values of one dtype, in ``jax.lax.clamp``'s
+    order (bounds around the operand); a bound has ``x``'s shape or is rank-0."""
     return Clamp.bind(x, lower, upper)
 
 
@@ -335,7 +337,7 @@ def atanh(x: Any) -> Any:
     return Atanh.bind(x)
 
 
-@takes("y", "x")
+@takes("y", "x", elementwise=("y", "x"))
 def atan2(y: Any, x: Any) -> Any:
     """The angle of the point ``(x, y)``, in ``[-pi, pi]``, of real ``y`` and ``x`` (one
     shape and dtype)."""
@@ -390,25 +392,30 @@ def erfc(x: Any) -> Any:
     return Erfc.bind(x)
 
 
-@takes("x", "y")
+@takes("x", "y", elementwise=("x", "y"))
 def pow(x: Any, y: Any) -> Any:
-    """``x ** y`` of one shape and dtype; integers take non-negative exponents only."""
+    """``x ** y`` of one shape and dtype, or (as in ``jax.lax``) of a floating or complex
+    ``x`` and an integer ``y``, taken in ``x``'s dtype; integers take non-negative
+    exponents only."""
+    if y.meta.dtype.kind == "i" and x.meta.dtype.kind in "fc":
+        y = convert_element_type(y, x.meta.dtype, y.meta.weak)
     return Pow.bind(x, y)
 
 
 # ---------------------------------------------------------------------- comparison and selection
 
 
-@takes("x", "y")
+@takes("x", "y", elementwise=("x", "y"))
 def compare(x: Any, y: Any, direction: Direction) -> Any:
     """Bool ``x <direction> y`` (eq, ne, lt, le, gt, ge) of one shape and dtype; complex
     values compare only for eq and ne."""
     return Compare.bind(x, y, direction=direction)
 
 
-@takes("pred", "on_true", "on_false")
+@takes("pred", "on_true", "on_false", elementwise=("on_true", "on_false"), scalars=("pred",))
 def select(pred: Any, on_true: Any, on_false: Any) -> Any:
-    """``on_true`` where the bool ``pred`` holds, else ``on_false`` (all of one shape)."""
+    """``on_true`` where the bool ``pred`` holds, else ``on_false``: the cases share one
+    shape and dtype; ``pred`` has their shape or is rank-0 (one choice for all)."""
     return Select.bind(pred, on_true, on_false)
 
 
@@ -435,7 +442,7 @@ def imag(x: Any) -> Any:
     return Imag.bind(x)
 
 
-@takes("re", "im")
+@takes("re", "im", elementwise=("re", "im"))
 def complex(re: Any, im: Any) -> Any:
     """``re + i im`` from two floating values of one shape and dtype."""
     return Complex.bind(re, im)
@@ -602,13 +609,21 @@ def embed_diag(x: Any, axis_a: int, axis_b: int) -> Any:
 @takes("x")
 def tril(x: Any, k: int = 0) -> Any:
     """The lower triangle of the last two axes (column - row <= ``k``), zeros above."""
-    return Tril.bind(x, k=as_int("tril", "k", k))
+    return Tril.bind(x, k=_diagonal("tril", x, k))
 
 
 @takes("x")
 def triu(x: Any, k: int = 0) -> Any:
     """The upper triangle of the last two axes (column - row >= ``k``), zeros below."""
-    return Triu.bind(x, k=as_int("triu", "k", k))
+    return Triu.bind(x, k=_diagonal("triu", x, k))
+
+
+def _diagonal(op: str, x: Any, k: Any) -> int:
+    """``k`` read as an integer, limited to ``[-rows, columns]`` (beyond, every diagonal
+    is on one side: the same triangle, and no integer too large for numpy's kernels)."""
+    k = as_int(op, "k", k)
+    shape = x.meta.shape
+    return k if len(shape) < 2 else builtins.min(builtins.max(k, -shape[-2]), shape[-1])
 
 
 @takes("x")
@@ -696,7 +711,8 @@ def _start_indices(op: str, starts: Any, x: Any) -> Any:
         from tenferro.surface.convert import asarray
 
         values = as_ints(op, "start indices", starts, x.meta.ndim)
-        return asarray(np.array(values, dtype=np.int64), op=op)
+        clamped = [_fit(v, n) for v, n in zip(values, x.meta.shape, strict=True)]
+        return asarray(np.array(clamped, dtype=np.int64), op=op)
     ndim = x.meta.ndim
     tensors = [s for s in starts if isinstance(s, HasMeta)]
     if len(starts) != ndim:
@@ -712,9 +728,15 @@ def _start_indices(op: str, starts: Any, x: Any) -> Any:
             scalar = convert_element_type(start, int64)
         else:
             index = as_int(op, f"start index {position}", start, ShapeError)
-            scalar = full(Meta((), int64), index, tensors[0])
+            scalar = full(Meta((), int64), _fit(index, x.meta.shape[position]), tensors[0])
         pieces.append(reshape(scalar, (1,)))
     return concatenate(pieces, 0)
+
+
+def _fit(start: int, extent: int) -> int:
+    """A Python start index limited to ``[0, extent]``: the primitive clamps starts into
+    that range anyway (``jax.lax``'s rule), and int64 then holds every one."""
+    return builtins.min(builtins.max(start, 0), extent)
 
 
 def _items(starts: Any) -> Sequence[Any]:
@@ -917,22 +939,31 @@ def sub_tangents(a: Any, b: Any) -> Any:
     return sub(a, b)
 
 
-@takes("a", "b")
+@takes("a", "b", elementwise=("a", "b"))
 def logical_and(a: Any, b: Any) -> Any:
     """``a and b`` of bool values."""
+    _check_bool("logical_and", a, b)
     return select(a, b, zeros_like(b))
 
 
-@takes("a", "b")
+@takes("a", "b", elementwise=("a", "b"))
 def logical_or(a: Any, b: Any) -> Any:
     """``a or b`` of bool values."""
+    _check_bool("logical_or", a, b)
     return select(a, full_like(a, True), b)
 
 
 @takes("a")
 def logical_not(a: Any) -> Any:
     """``not a`` of bool values."""
+    _check_bool("logical_not", a)
     return compare(a, zeros_like(a), "eq")
+
+
+def _check_bool(op: str, *operands: Any) -> None:
+    dtypes = [o.meta.dtype for o in operands]
+    if any(d.kind != "b" for d in dtypes):
+        raise DTypeError(op, f"operands must be bool, got {', '.join(map(str, dtypes))}")
 
 
 @takes()

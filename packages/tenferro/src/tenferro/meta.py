@@ -8,6 +8,7 @@ shapes and dtypes are reported there, at graph-build time.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
@@ -16,7 +17,19 @@ import numpy as np
 from tenferro.core.params import as_int, as_ints
 from tenferro.errors import AxisError, ShapeError
 
-__all__ = ["Meta", "broadcast_shapes", "check_permutation", "normalize_axes", "normalize_axis"]
+__all__ = [
+    "MAX_ELEMENTS",
+    "Meta",
+    "broadcast_shapes",
+    "check_permutation",
+    "check_size",
+    "normalize_axes",
+    "normalize_axis",
+]
+
+MAX_ELEMENTS = sys.maxsize // 16
+"""More elements than any array can have (16 bytes each, the widest dtype, would exceed
+the address space): a shape beyond it is refused before numpy tries to allocate it."""
 
 
 class Meta(NamedTuple):
@@ -49,6 +62,13 @@ class Meta(NamedTuple):
     def describe(self) -> str:
         dims = ",".join(f"<={n}" if i in self.dynamic else str(n) for i, n in enumerate(self.shape))
         return f"{self.dtype}[{dims}]"
+
+
+def check_size(op: str, shape: tuple[int, ...], what: str = "shape") -> None:
+    """A :class:`ShapeError` naming ``op`` when ``shape`` holds more than
+    :data:`MAX_ELEMENTS` elements."""
+    if math.prod(n for n in shape if n > 0) > MAX_ELEMENTS:
+        raise ShapeError(op, f"{what} {shape} is too large for any array")
 
 
 def normalize_axis(axis: int, ndim: int, op: str) -> int:

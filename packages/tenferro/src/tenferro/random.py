@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from tenferro.core.params import as_int, as_ints
+from tenferro.core.params import as_int, as_ints, as_real, is_listed
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64, int64, is_complex, real_dtype
 from tenferro.errors import ArgumentTypeError, DTypeError, ParameterError, ShapeError
@@ -100,6 +100,7 @@ class Generator:
         dt = _inexact(dtype, "uniform")
         shape = _shape(size, "uniform")
         real = real_dtype(dt)
+        low, high = as_real("uniform", "low", low), as_real("uniform", "high", high)
         if not high >= low:
             raise ParameterError("uniform", f"needs low <= high, got low={low}, high={high}")
 
@@ -129,10 +130,13 @@ class Generator:
         *,
         requires_grad: bool = False,
     ) -> Any:
-        """Normal values of mean ``loc`` and standard deviation ``scale`` (complex: a
-        circular normal, ``E|z - loc|^2 = scale^2``)."""
+        """Normal values of mean ``loc`` and standard deviation ``scale`` (real numbers;
+        ``loc`` may be complex for a complex dtype: a circular normal, ``E|z - loc|^2 =
+        scale^2``)."""
         dt = _inexact(dtype, "normal")
         shape = _shape(size, "normal")
+        scale = as_real("normal", "scale", scale)
+        loc = _location(loc, is_complex(dt))
         if not scale >= 0:
             raise ParameterError("normal", f"scale must be non-negative, got {scale}")
         real = real_dtype(dt)
@@ -167,9 +171,11 @@ class Generator:
         lower, upper = (0, low) if high is None else (low, high)
         if upper - lower + int(endpoint) <= 0:
             raise ParameterError("integers", f"empty range: low={lower}, high={upper}")
-        return _wrap(
-            self._rng.integers(lower, upper, shape, dtype=dt, endpoint=endpoint), dt, False
-        )
+        try:
+            drawn = self._rng.integers(lower, upper, shape, dtype=dt, endpoint=endpoint)
+        except ValueError as error:  # a bound beyond the dtype: numpy's message names it
+            raise ParameterError("integers", f"{error} (low={lower}, high={upper})") from None
+        return _wrap(drawn, dt, False)
 
     def permutation(self, x: Any) -> Any:
         """A random permutation of ``range(x)`` (int64) for an integer ``x``; for a tensor,
@@ -194,19 +200,19 @@ class Generator:
         replace: bool = True,
         p: Any = None,
     ) -> Any:
-        """Entries drawn from ``range(a)`` (integer ``a``, int64 result) or from the rows
-        of tensor ``a`` (a gather, differentiable), with or without replacement and with
+        """Entries drawn from ``range(a)`` (an integer ``a``, 0-d integer arrays and
+        tensors too, as numpy reads them; int64 result) or from the rows of a sequence
+        or tensor ``a`` (a gather, differentiable), with or without replacement and with
         optional probabilities ``p``."""
         shape = _shape(size, "choice")
         probabilities = None if p is None else np.asarray(p, dtype=np.float64)
-        if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
-            return _wrap(self._pick(int(a), shape, replace, probabilities), np.dtype(int64), False)
+        if not is_listed(a):
+            count = as_int("choice", "a", a)
+            return _wrap(self._pick(count, shape, replace, probabilities), np.dtype(int64), False)
         from tenferro.surface.convert import asarray
         from tenferro.surface.indexing import take
 
         values = asarray(a, op="choice")
-        if values.meta.ndim == 0:
-            raise ShapeError("choice", "a scalar has no entries to choose from")
         picks = self._pick(values.meta.shape[0], shape, replace, probabilities)
         return take(values, _wrap(picks, np.dtype(int64), False), axis=0)
 
@@ -217,10 +223,17 @@ class Generator:
             raise ParameterError("choice", str(error)) from None
 
 
+def _location(loc: Any, complex_ok: bool) -> int | float | complex:
+    """``normal``'s ``loc``: a real number, or a complex one for a complex dtype."""
+    if complex_ok and isinstance(loc, (complex, np.complexfloating)):
+        return complex(loc)
+    return as_real("normal", "loc", loc)
+
+
 def default_rng(seed: int | Sequence[int] | None = None) -> Generator:
     """A :class:`Generator` on numpy's PCG64 seeded with ``seed`` (fresh OS entropy when
     None: then the values are not reproducible)."""
-    if isinstance(seed, (list, tuple, np.ndarray)):
+    if is_listed(seed):
         seed = as_ints("default_rng", "seed", seed, error=ArgumentTypeError)
     elif seed is not None and not isinstance(seed, np.random.SeedSequence):
         seed = as_int("default_rng", "seed", seed, ArgumentTypeError)

@@ -24,7 +24,9 @@ from typing import Any
 import numpy as np
 
 from tenferro.concrete import Tensor
+from tenferro.core.params import as_int
 from tenferro.core.pytree import flatten, unflatten
+from tenferro.errors import ParameterError
 from tenferro.transforms import jvp, vjp
 
 __all__ = ["check_grads", "numerical_jvp"]
@@ -51,11 +53,18 @@ def check_grads(
     precision among the differentiable arguments (float32/complex64: step 1e-3,
     tolerance 2e-3; float64/complex128: step 1e-6, tolerance 1e-5).
     """
+    order = as_int("check_grads", "order", order)
     if order < 1:
-        raise ValueError(f"check_grads: order must be >= 1, got {order}")
+        raise ParameterError("check_grads", f"order must be >= 1, got {order!r}")
+    if isinstance(modes, str) or not isinstance(modes, (list, tuple, set, frozenset)):
+        raise ParameterError(
+            "check_grads", f"modes must be a sequence of 'fwd' and 'rev', got {modes!r}"
+        )
     unknown = set(modes) - {"fwd", "rev"}
     if unknown or not modes:
-        raise ValueError(f"check_grads: modes must be a subset of ('fwd', 'rev'), got {modes}")
+        raise ParameterError(
+            "check_grads", f"modes must be a subset of ('fwd', 'rev'), got {modes!r}"
+        )
     arrays = [np.asarray(a) for a in args]
     key = _precision_key(arrays)
     settings = _Settings(

@@ -37,7 +37,7 @@ from computegraph import BoundedCache, Input, gc_paused
 from tenferro import lax
 from tenferro.core.flags import check_flag
 from tenferro.core.keys import AliasKey, ArgKey
-from tenferro.core.params import as_argnums, as_int_or_ints
+from tenferro.core.params import argnum_positions, as_argnums, as_int_or_ints
 from tenferro.core.pytree import TreeDef, count_leaves, describe, flatten, unflatten
 from tenferro.errors import (
     ArgumentTypeError,
@@ -262,16 +262,6 @@ def _alias_leaves(values: Sequence[Any]) -> list[TracedTensor]:
 def _as_traced(value: Any) -> TracedTensor:
     tensor = asarray(value)
     return tensor if isinstance(tensor, TracedTensor) else TracedTensor._lift(tensor)
-
-
-def _positions(argnums: int | Sequence[int], count: int, op: str) -> tuple[int, ...]:
-    listed = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    for position in listed:
-        if not -count <= position < count:
-            raise ParameterError(
-                op, f"argnums {argnums!r} out of range for {count} positional argument(s)"
-            )
-    return tuple(p % count for p in listed)
 
 
 def _split(treedef: TreeDef, leaves: list[Any]) -> list[Any]:
@@ -535,7 +525,7 @@ def _value_and_grad_transform(
     @functools.wraps(fun, updated=())
     def transformed(*args: Any, **kwargs: Any) -> Any:
         target = _bound(fun, kwargs)
-        positions = _positions(argnums, len(args), op)
+        positions = argnum_positions(op, argnums, len(args))
         try:
             call = _Args(args)
         except DTypeError:

@@ -265,6 +265,7 @@ class _Trace:
         metas = tuple(t.meta for t in self.tensors)
         key = (shape.keys, self.treedef, self.out_treedef, tuple(out_specs), size, *self.dims)
         key += metas
+        key += (tuple(self.positions.get(id(name)) for name in shape.slots),)  # which argument
         program, out_metas = _PROGRAMS.get_or_create(
             key,
             lambda: _batched_program(

@@ -10,14 +10,34 @@ the function and the parameter. Operands that are tensors of any kind (and value
 AD rules) pass unchanged: the wrapper is generated with the function's own signature,
 so that path costs one type check per operand and no argument packing.
 
-:data:`DECLARED` records every declaration (function name to operand parameters), so
-the tests can check that each public lax function has one.
+Elementwise functions also take what ``jax.lax`` takes beside an array (``jax.lax``
+0.10.2, checked by ``tests/test_lax_scalar_operands.py``):
+
+* a rank-0 operand, broadcast to the others' shape: either operand of a binary
+  function (``mul(x, 2.0)``, ``mul(np.array(2.0), x)``), the predicate of ``select``
+  (``select(True, x, y)``; its two cases still share one shape), the bounds of
+  ``clamp`` (``clamp(0.0, x, 1.0)``; ``x`` itself never broadcasts). Operands of rank
+  1 or more still share one shape: no other broadcasting happens.
+* a weak operand (a Python scalar, or a weak tensor made from them) beside strong ones
+  of the same kind takes their dtype: ``mul(float32 array, 2.0)`` is float32, as
+  ``jax.lax`` gives in its default precision (with x64 on, ``jax.lax`` refuses it:
+  tenferro reads Python numbers as 64-bit, like x64, but weakly, like ``jax.numpy``).
+  Of another kind (``mul(float array, 2)``) or strong (``np.float64(2.0)`` beside
+  float32) it is refused by the primitive, as by ``jax.lax``: lax never promotes.
+
+The check that nothing needs doing is inlined in the wrapper (a comparison of shapes and
+dtypes); the broadcast and conversion happen only when it fails.
+
+:data:`DECLARED` records every declaration (function name to operand parameters), and
+:data:`ELEMENTWISE` the elementwise ones, so the tests can check that each public lax
+function has one.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -26,13 +46,17 @@ import numpy as np
 from tenferro.errors import ArgumentTypeError
 from tenferro.meta import HasMeta
 
-__all__ = ["DECLARED", "lift_operand", "takes"]
+__all__ = ["DECLARED", "ELEMENTWISE", "lift_operand", "takes", "unify"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 DECLARED: dict[str, tuple[str, ...]] = {}
 """Each declared function's name and its operand parameters (``name[]``: a sequence of
 operands)."""
+
+ELEMENTWISE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+"""Each elementwise function's name, the operands that share one dtype and the operands
+that may be rank-0 beside the others (see :func:`takes`)."""
 
 _DATA = (bool, int, float, complex, np.generic, np.ndarray)
 """What ``jax.lax`` takes as an operand besides its arrays."""
@@ -63,23 +87,94 @@ def lift_operands(op: str, name: str, values: Any) -> list[Any]:
     return [lift_operand(op, f"{name}[{i}]", v) for i, v in enumerate(values)]
 
 
-def takes(*operands: str) -> Callable[[F], F]:
+def takes(
+    *operands: str, elementwise: tuple[str, ...] = (), scalars: tuple[str, ...] | None = None
+) -> Callable[[F], F]:
     """Declare the operand parameters of a lax function (``name[]`` for a parameter
     holding a sequence of operands) and make it lift non-tensor operands (see the
-    module documentation). Without operands the function is only recorded."""
+    module documentation). Without operands the function is only recorded.
+
+    ``elementwise`` names the operands combined elementwise in one dtype (a weak one
+    takes the strong ones' dtype when of their kind); ``scalars`` those of them, or
+    others, that may be rank-0 beside the rest and are then broadcast (all of
+    ``elementwise`` unless given)."""
+    spread = elementwise if scalars is None else scalars
 
     def declare(function: F) -> F:
         name = function.__name__
         DECLARED[name] = operands
+        if elementwise or spread:
+            ELEMENTWISE[name] = (elementwise, spread)
         if not operands:
             return function
-        return cast(F, functools.update_wrapper(_wrapper(function, operands), function))
+        wrapper = _wrapper(function, operands, elementwise, spread)
+        return cast(F, functools.update_wrapper(wrapper, function))
 
     return declare
 
 
-def _wrapper(function: Callable[..., Any], operands: tuple[str, ...]) -> Callable[..., Any]:
-    """A function of ``function``'s signature that lifts ``operands`` and calls it."""
+def unify(
+    op: str, names: tuple[str, ...], same: tuple[bool, ...], spread: tuple[bool, ...], *values: Any
+) -> tuple[Any, ...]:
+    """The elementwise operands ``values`` (tensors, named ``names``) made to agree as
+    ``jax.lax`` makes them (see the module documentation): weak operands of the ``same``
+    group take the dtype of its strong ones when of their kind; rank-0 operands that may
+    ``spread`` are broadcast to the shape of the first operand that may not (or of the
+    first of rank 1 or more). Whatever still disagrees is left to the primitive, whose
+    error names the shapes and dtypes."""
+    metas = [v.meta for v in values]
+    if (
+        len({m.shape for m in metas}) == 1
+        and len({m.dtype for m, g in zip(metas, same, strict=True) if g}) <= 1
+    ):
+        return values  # nothing to do (dtypes equal but not identical objects)
+    from tenferro import lax
+    from tenferro.core.bind import lift
+
+    values = tuple(lift(values))
+    metas = [v.meta for v in values]
+    strong = [m.dtype for m, grouped in zip(metas, same, strict=True) if grouped and not m.weak]
+    fixed = [m for m, may in zip(metas, spread, strict=True) if not may]
+    target = fixed[0] if fixed else next((m for m in metas if m.shape != ()), None)
+    found = []
+    for name, value, meta, grouped, may in zip(names, values, metas, same, spread, strict=True):
+        if grouped and strong and meta.weak:
+            dtype = strong[0]
+            if meta.dtype != dtype and meta.dtype.kind == dtype.kind:
+                _check_fits(op, name, value, dtype)
+                value = lax.convert_element_type(value, dtype)
+        if may and meta.shape == () and target is not None and target.shape != ():
+            value = lax.broadcast_in_dim(value, target.shape, ())
+        found.append(value)
+    return tuple(found)
+
+
+def _check_fits(op: str, name: str, value: Any, dtype: np.dtype[Any]) -> None:
+    """A concrete weak integer operand fits the integer ``dtype`` it is converted to."""
+    data = getattr(value, "_value", None)
+    if dtype.kind != "i" or data is None:
+        return
+    info = np.iinfo(dtype)
+    data = np.asarray(data).ravel()
+    outside = data[(data < info.min) | (data > info.max)]
+    if outside.size:
+        from tenferro.errors import ScalarOverflowError
+
+        raise ScalarOverflowError(
+            op,
+            f"operand {name} holds {outside[0]}, out of bounds for {dtype}, the dtype of "
+            f"the other operands",
+        )
+
+
+def _wrapper(
+    function: Callable[..., Any],
+    operands: tuple[str, ...],
+    elementwise: tuple[str, ...],
+    spread: tuple[str, ...],
+) -> Callable[..., Any]:
+    """A function of ``function``'s signature that lifts ``operands``, makes the
+    elementwise ones agree (:func:`unify`) and calls it."""
     signature = inspect.signature(function)
     parameters, arguments = [], []
     defaults: dict[str, Any] = {}
@@ -110,6 +205,21 @@ def _wrapper(function: Callable[..., Any], operands: tuple[str, ...]) -> Callabl
                 raise TypeError(f"{op} has no parameter {operand!r}")
             lines.append(f"    if not isinstance({operand}, _HasMeta):")
             lines.append(f"        {operand} = _lift({op!r}, {operand!r}, {operand})")
+    joined = tuple(n for n in operands if n in elementwise or n in spread)
+    if joined:
+        for name in joined:
+            if name not in signature.parameters:
+                raise TypeError(f"{op} has no parameter {name!r}")
+        meta = {n: f"_meta{i}" for i, n in enumerate(joined)}
+        lines.extend(f"    {meta[n]} = {n}.meta" for n in joined)
+        grouped = [meta[n] for n in joined if n in elementwise]
+        # shapes compared by value, dtypes by identity (numpy's are singletons; a false
+        # mismatch only costs unify's exact check)
+        tests = [f"{a}[0] != {b}[0]" for a, b in itertools.pairwise(meta.values())]
+        tests += [f"{a}[1] is not {b}[1]" for a, b in itertools.pairwise(grouped)]
+        names = ", ".join(joined)
+        lines.append(f"    if {' or '.join(tests)}:")
+        lines.append(f"        {names}, = _unify({op!r}, {joined!r}, _same, _spread, {names})")
     lines.append(f"    return _function({', '.join(arguments)})")
     namespace: dict[str, Any] = {
         "_defaults": defaults,
@@ -117,6 +227,9 @@ def _wrapper(function: Callable[..., Any], operands: tuple[str, ...]) -> Callabl
         "_HasMeta": HasMeta,
         "_lift": lift_operand,
         "_lift_all": lift_operands,
+        "_unify": unify,
+        "_same": tuple(n in elementwise for n in joined),
+        "_spread": tuple(n in spread for n in joined),
     }
     exec("\n".join(lines), namespace)  # the source is built from the signature above
     return cast(Callable[..., Any], namespace[op])

@@ -33,7 +33,7 @@ import numpy as np
 from computegraph import PRIMARY, DictCache, External, Linearized, Local, LocalValueId, ValueKey
 from tenferro.core.bind import bind as _bind_operands
 from tenferro.errors import DTypeError, ShapeError, TenferroError
-from tenferro.meta import HasMeta, Meta
+from tenferro.meta import HasMeta, Meta, check_size
 from tidu import ADRuleError, RuleContractError
 
 __all__ = [
@@ -210,6 +210,8 @@ class TensorPrimitive:
         if len(self.inputs) != arity:
             raise TenferroError(self.name, f"expects {arity} operand(s), got {len(self.inputs)}")
         outputs = tuple(self.infer())
+        for meta in outputs:
+            check_size(self.name, meta.shape, "the result shape")
         object.__setattr__(self, "outputs", outputs)
         object.__setattr__(self, "_prepared", None)
         object.__setattr__(self, "_tape_plans", None)

@@ -18,6 +18,7 @@ from typing import Any
 
 from computegraph import DictCache
 from tenferro.core.flags import check_flag
+from tenferro.core.params import as_int
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.einsum.lowering import Program, lower
 from tenferro.einsum.parse import OP, Equation, parse, parse_interleaved
@@ -287,16 +288,17 @@ def _plan(
 def _limit(memory_limit: Any, shapes: Sequence[tuple[int, ...]], subscripts: str) -> int | None:
     if memory_limit is None:
         return None
-    if memory_limit == "max_input":
+    if isinstance(memory_limit, str) and memory_limit == "max_input":
         sizes = [Meta(s, None).size for s in shapes]  # type: ignore[arg-type]
         return max(sizes, default=1)
-    if isinstance(memory_limit, bool) or not isinstance(memory_limit, int) or memory_limit < 1:
+    limit = None if isinstance(memory_limit, str) else as_int(OP, "memory_limit", memory_limit)
+    if limit is None or limit < 1:
         raise ParameterError(
             OP,
             f"memory_limit must be a positive integer or 'max_input', got {memory_limit!r} "
             f"in subscripts {subscripts!r}",
         )
-    return memory_limit
+    return limit
 
 
 def _limit_key(memory_limit: Any) -> Hashable:

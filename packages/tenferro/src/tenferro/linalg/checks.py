@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from tenferro.core.params import as_real
 from tenferro.errors import DTypeError, LinAlgError, ParameterError, ShapeError
 from tenferro.meta import Meta
 
@@ -18,7 +19,7 @@ __all__ = [
     "check_square",
     "failing_batch",
     "inexact_dtype",
-    "is_real_number",
+    "non_negative",
 ]
 
 
@@ -52,10 +53,7 @@ def inexact_dtype(op: str, meta: Meta) -> np.dtype[Any]:
 
 def check_eps(op: str, eps: float) -> float:
     """The Lorentzian regularisation of spectral gaps: finite and > 0."""
-    try:
-        value = float(eps)
-    except (TypeError, ValueError):
-        raise ParameterError(op, f"eps must be a positive finite number, got {eps!r}") from None
+    value = float(as_real(op, "eps", eps))
     if not math.isfinite(value) or value <= 0:
         raise ParameterError(op, f"eps must be a positive finite number, got {eps!r}")
     return value
@@ -90,8 +88,11 @@ def check_finite(op: str, a: np.ndarray[Any, Any]) -> None:
         )
 
 
-def is_real_number(value: Any) -> bool:
-    """A Python or numpy real number that is not a bool (a tolerance or a rank)."""
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-        value, (bool, np.bool_)
-    )
+def non_negative(op: str, name: str, value: Any) -> float:
+    """A tolerance: a finite real number >= 0 (read by
+    :func:`~tenferro.core.params.as_real`: numpy's scalars, 0-d arrays and concrete
+    tensors too, never a bool or a string)."""
+    number = as_real(op, name, value)
+    if not (math.isfinite(number) and number >= 0):
+        raise ParameterError(op, f"{name} must be a non-negative finite number, got {value!r}")
+    return float(number)

@@ -17,6 +17,7 @@ import numpy as np
 from tenferro import lax
 from tenferro.algebra import matmul
 from tenferro.core.flags import check_flag
+from tenferro.core.params import as_real
 from tenferro.dtypes import is_complex
 from tenferro.errors import ParameterError, ShapeError
 from tenferro.linalg._common import broadcast_batch, inexact_operands
@@ -41,10 +42,7 @@ class LstsqResult(NamedTuple):
 def _tolerance(op: str, name: str, value: Any) -> float | None:
     if value is None:
         return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-        value, (int, float, np.integer, np.floating)
-    ):
-        raise ParameterError(op, f"{name} must be a real number or None, got {value!r}")
+    value = as_real(op, name, value)
     if not np.isfinite(value):
         raise ParameterError(op, f"{name} must be finite, got {value!r}")
     return float(value)
@@ -176,7 +174,7 @@ def matrix_rank(
 
 def _tolerance_array(op: str, name: str, value: Any) -> Any:
     """A tolerance of ``matrix_rank``: real numbers (any shape), as a tensor."""
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (bool, np.bool_, str, bytes)):
         raise ParameterError(op, f"{name} must be real numbers, got {value!r}")
     level = asarray(value, op=op)
     if level.meta.dtype.kind not in "if":

@@ -18,7 +18,7 @@ import numpy as np
 from tenferro import lax
 from tenferro.batching.rules import batch_size, to_front
 from tenferro.core.flags import check_flag
-from tenferro.core.params import as_int_or_ints
+from tenferro.core.params import as_int_or_ints, as_real
 from tenferro.errors import AxisError, LinAlgError, ParameterError, ShapeError
 from tenferro.extension import register
 from tenferro.linalg.checks import inexact_dtype
@@ -50,6 +50,33 @@ def _axes(op: str, x: Any, axis: Axis) -> tuple[int, ...]:
     if len(set(axes)) != len(axes):
         raise ParameterError(op, f"repeated axis in {axis!r}")
     return axes
+
+
+def _vector_order(op: str, order: Any) -> float:
+    """A vector norm's ``ord``: a real number (numpy's scalars and 0-d arrays too, never a
+    bool or a string); :class:`ParameterError` naming ``op`` and the value otherwise."""
+    if isinstance(order, str):
+        raise ParameterError(op, f"ord {order!r} is not a vector norm; it must be a number")
+    return float(as_real(op, "ord", order))
+
+
+def _matrix_order(op: str, order: Any, what: str = "ord") -> Any:
+    """A matrix norm's ``ord``: ``"fro"``, ``"nuc"`` or one of the real numbers 1, -1,
+    2, -2, inf, -inf; :class:`ParameterError` naming ``op`` and the value otherwise."""
+    if isinstance(order, str):
+        if order in ("fro", "nuc"):
+            return order
+    else:
+        try:
+            number = as_real(op, what, order)
+        except ParameterError:
+            number = None
+        if number in _MATRIX_ORDERS:
+            return number
+    raise ParameterError(
+        op,
+        f"{what} {order!r} is not a matrix norm order: matrix_norm takes one of {_MATRIX_ORDERS}",
+    )
 
 
 def _root(total: Any, order: float) -> Any:
@@ -162,9 +189,7 @@ def vector_norm(
     op = "linalg.vector_norm"
     keepdims = check_flag(op, "keepdims", keepdims)
     x = _operand(op, x)
-    if isinstance(ord, str) or ord is None:
-        raise ParameterError(op, f"ord must be a number, got {ord!r}")
-    return _vector_norm(op, x, float(ord), _axes(op, x, axis), keepdims)
+    return _vector_norm(op, x, _vector_order(op, ord), _axes(op, x, axis), keepdims)
 
 
 _MATRIX_ORDERS = ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf)
@@ -183,8 +208,7 @@ def matrix_norm(
     op = "linalg.matrix_norm"
     keepdims = check_flag(op, "keepdims", keepdims)
     x = _operand(op, x)
-    if ord not in _MATRIX_ORDERS or isinstance(ord, bool):
-        raise ParameterError(op, f"ord must be one of {_MATRIX_ORDERS}, got {ord!r}")
+    ord = _matrix_order(op, ord)
     axes = _axes(op, x, axis)
     if len(axes) != 2:
         raise ShapeError(op, f"needs two axes, got {axis!r}")
@@ -225,14 +249,14 @@ def cond(x: Any, p: Any = None) -> Any:
         raise ShapeError(op, f"needs a matrix or a batch of matrices, got shape {x.meta.shape}")
     if not min(x.meta.shape[-2:]):
         raise LinAlgError(op, f"is not defined for empty matrices, got shape {x.meta.shape}")
-    if p is None or (p in (2, -2) and not isinstance(p, bool)):
+    if p is not None:
+        p = _matrix_order(op, p, "p")
+    if p is None or p in (2, -2):
         from tenferro.linalg.spectral import svdvals
 
         s = svdvals(x)
         largest, smallest = amax(s, axis=-1), amin(s, axis=-1)
         return smallest / largest if p == -2 else largest / smallest
-    if p not in _MATRIX_ORDERS or isinstance(p, bool):
-        raise ParameterError(op, f"p must be None or one of {_MATRIX_ORDERS}, got {p!r}")
     from tenferro.linalg.solvers import inv
 
     return matrix_norm(x, p) * matrix_norm(inv(x), p)
@@ -263,9 +287,8 @@ def norm(x: Any, ord: Any = None, axis: Axis = None, keepdims: bool = False) -> 
             )
     axes = _axes(op, x, axis)
     if len(axes) == 1:
-        if isinstance(ord, str):
-            raise ParameterError(op, f"ord {ord!r} is not a vector norm")
-        return _vector_norm(op, x, 2.0 if ord is None else float(ord), axes, keepdims)
+        order = 2.0 if ord is None else _vector_order(op, ord)
+        return _vector_norm(op, x, order, axes, keepdims)
     if len(axes) == 2:
-        return matrix_norm(x, "fro" if ord is None else ord, axes, keepdims)
+        return matrix_norm(x, "fro" if ord is None else _matrix_order(op, ord), axes, keepdims)
     raise ShapeError(op, f"axis must name one or two axes, got {axis!r}")

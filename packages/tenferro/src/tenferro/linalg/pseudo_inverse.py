@@ -38,7 +38,7 @@ from tenferro.core.flags import check_flag
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import ParameterError
 from tenferro.extension import register
-from tenferro.linalg.checks import check_matrix, check_square, is_real_number
+from tenferro.linalg.checks import check_matrix, check_square, non_negative
 from tenferro.linalg.family import LinalgOp, matrix_operand
 from tenferro.linalg.spectral import eigh, hermitian_of_triangle, svd
 from tenferro.meta import Meta
@@ -232,8 +232,8 @@ def pinv(a: Any, rtol: float | None = None, hermitian: bool = False) -> Any:
     real = np.empty(0, x.meta.dtype).real.dtype
     if rtol is None:
         rtol = float(np.finfo(real).eps) * max(m, n, 1)
-    elif not (is_real_number(rtol) and np.isfinite(rtol) and rtol >= 0):
-        raise ParameterError(op, f"rtol must be a non-negative finite number, got {rtol!r}")
+    else:
+        rtol = non_negative(op, "rtol", rtol)
     fixed = lax.stop_gradient(x)  # the factors of it have no derivative already
     if hermitian:
         check_square(op, x.meta)

@@ -58,7 +58,7 @@ from tenferro.linalg.checks import (
     check_square,
     failing_batch,
     inexact_dtype,
-    is_real_number,
+    non_negative,
 )
 from tenferro.linalg.degeneracy import guard_ties
 from tenferro.linalg.family import LinalgOp, matrix_operand
@@ -707,6 +707,8 @@ def svd(
 
 def svdvals(a: Any, *, eps: float = DEFAULT_EPS) -> Any:
     """The singular values of ``a``, real and descending (``[..., K]``)."""
+    if eps is not DEFAULT_EPS:
+        check_eps("linalg.svdvals", eps)
     return svd(a, full_matrices=False, eps=eps).S
 
 
@@ -744,14 +746,10 @@ def truncated_svd(
         max_rank = as_int(op, "max_rank", max_rank)
     if max_rank is not None and max_rank < 0:
         raise ParameterError(op, f"max_rank must be a non-negative integer, got {max_rank!r}")
-    if rtol is not None or atol is not None:
-        for name, value in (("rtol", rtol), ("atol", atol)):
-            if value is not None and not (
-                is_real_number(value) and np.isfinite(value) and value >= 0
-            ):
-                raise ParameterError(
-                    op, f"{name} must be a non-negative finite number, got {value!r}"
-                )
+    rtol = None if rtol is None else non_negative(op, "rtol", rtol)
+    atol = None if atol is None else non_negative(op, "atol", atol)
+    if eps is not DEFAULT_EPS:
+        check_eps(op, eps)
     if type(a) in REPLAYABLE and eps is DEFAULT_EPS and a.meta.dtype.kind in "fc":
         meta = a.meta
         if meta.ndim >= 2 and not meta.dynamic:

@@ -24,7 +24,7 @@ from tenferro.core.primitive import (
     primitive,
 )
 from tenferro.dtypes import bool_, complex_dtype, is_complex, real_dtype
-from tenferro.errors import DTypeError, ExecutionError, ParameterError
+from tenferro.errors import DTypeError, ExecutionError, ParameterError, ShapeError
 from tenferro.meta import Meta
 
 __all__ = [
@@ -386,7 +386,12 @@ class Select(TensorPrimitive):
         if pred.dtype != bool_:
             raise DTypeError(self.name, f"the predicate must be bool, got {pred.dtype}")
         value = check_same(self.name, (on_true, on_false), "values")
-        check_same(self.name, (pred._replace(dtype=value.dtype), value), "predicate and values")
+        if pred.shape != value.shape or pred.dynamic != value.dynamic:
+            raise ShapeError(
+                self.name,
+                f"the predicate {pred.describe()} and the values {value.describe()} must have "
+                f"one shape, or the predicate none (use the numpy-style where to broadcast)",
+            )
         return (value._replace(weak=on_true.weak and on_false.weak),)
 
     def impl(self, pred: Any, on_true: Any, on_false: Any) -> Any:

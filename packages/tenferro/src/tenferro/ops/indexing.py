@@ -732,7 +732,27 @@ class Scatter(TensorPrimitive):
         _check_integer_indices(name, indices)
         if updates.dtype != operand.dtype:
             raise DTypeError(name, f"updates dtype {updates.dtype} differs from {operand.dtype}")
-        window_operand = [d for d in range(operand.ndim) if d not in self.inserted_window_dims]
+        inserted, scattered = self.inserted_window_dims, self.scatter_dims_to_operand_dims
+        if list(inserted) != sorted(set(inserted)) or any(
+            not 0 <= d < operand.ndim for d in inserted
+        ):
+            raise AxisError(
+                name, f"inserted_window_dims {inserted} invalid for operand rank {operand.ndim}"
+            )
+        if len(set(scattered)) != len(scattered) or any(
+            not 0 <= d < operand.ndim for d in scattered
+        ):
+            raise AxisError(
+                name,
+                f"scatter_dims_to_operand_dims {scattered} invalid for operand rank {operand.ndim}",
+            )
+        if not 0 <= self.index_vector_dim <= indices.ndim:
+            raise AxisError(
+                name,
+                f"index_vector_dim {self.index_vector_dim} out of range for indices of rank "
+                f"{indices.ndim}",
+            )
+        window_operand = [d for d in range(operand.ndim) if d not in inserted]
         if len(window_operand) != len(self.update_window_dims) or any(
             not 0 <= d < updates.ndim for d in self.update_window_dims
         ):

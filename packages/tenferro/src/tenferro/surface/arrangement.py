@@ -20,8 +20,8 @@ from tenferro import lax
 from tenferro.core.bind import lift
 from tenferro.core.flags import check_flag
 from tenferro.core.params import as_int, as_int_or_ints, is_listed
-from tenferro.errors import AxisError, ParameterError, ShapeError, UnsupportedError
-from tenferro.meta import broadcast_shapes, normalize_axis
+from tenferro.errors import AxisError, ParameterError, ShapeError
+from tenferro.meta import MAX_ELEMENTS, broadcast_shapes, check_size, normalize_axis
 from tenferro.surface.convert import as_shape, asarray, broadcast_to, prepare
 from tenferro.surface.indexing import take
 from tenferro.surface.math import subtract
@@ -60,17 +60,24 @@ def diag(v: Any, k: int = 0) -> Any:
         return diagonal(a, offset)
     if a.meta.ndim != 1:
         raise ShapeError("diag", f"needs a 1-D or 2-D input, got shape {a.meta.shape}")
-    square = lax.embed_diag(a, 0, 1)
-    shift = abs(offset)
-    rows = (shift, 0) if offset < 0 else (0, shift)
-    columns = (0, shift) if offset < 0 else (shift, 0)
-    return lax.pad(square, [rows[0], columns[0]], [rows[1], columns[1]], [0, 0])
+    return _on_diagonal("diag", a, offset)
 
 
 @preserving
 def diagflat(v: Any, k: int = 0) -> Any:
     """The flattened ``v`` on diagonal ``k`` of a square matrix of zeros."""
-    return diag(ravel(asarray(v)), as_int("diagflat", "k", k))
+    return _on_diagonal("diagflat", ravel(asarray(v)), as_int("diagflat", "k", k))
+
+
+def _on_diagonal(op: str, a: Any, offset: int) -> Any:
+    """The 1-D ``a`` on diagonal ``offset`` of a square matrix of zeros."""
+    shift = abs(offset)
+    extent = a.meta.shape[0] + shift
+    check_size(op, (extent, extent), "the result shape")
+    square = lax.embed_diag(a, 0, 1)
+    rows = (shift, 0) if offset < 0 else (0, shift)
+    columns = (0, shift) if offset < 0 else (shift, 0)
+    return lax.pad(square, [rows[0], columns[0]], [rows[1], columns[1]], [0, 0])
 
 
 # ---------------------------------------------------------------------- rolling, tiling, repeating
@@ -161,19 +168,12 @@ def repeat(x: Any, repeats: Any, axis: int | None = None) -> Any:
 
 
 def _repeat_counts(repeats: Any) -> np.ndarray[Any, Any]:
-    from tenferro.traced.tensor import TracedTensor
-
-    if isinstance(repeats, TracedTensor):
-        raise UnsupportedError(
-            "repeat", "repeats are data that decide the output shape: give concrete counts"
-        )
-    if hasattr(repeats, "meta"):
-        repeats = np.asarray(repeats)
     listed = as_int_or_ints("repeat", "repeats", repeats, ParameterError)
-    counts = np.array(listed if is_listed(repeats) else listed[0], dtype=np.int64)
-    if np.any(counts < 0):
+    if any(n < 0 for n in listed):
         raise ParameterError("repeat", f"repeats must be non-negative, got {repeats!r}")
-    return counts
+    if any(n > MAX_ELEMENTS for n in listed):
+        raise ShapeError("repeat", f"repeats {repeats!r} are too large for any array")
+    return np.array(listed if is_listed(repeats) else listed[0], dtype=np.int64)
 
 
 # ---------------------------------------------------------------------- ranks and stacking

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import operator
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,7 +24,7 @@ from tenferro.core.params import as_int_or_ints
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import promote_types
 from tenferro.errors import DTypeError, ScalarOverflowError, ShapeError
-from tenferro.meta import Meta, broadcast_shapes
+from tenferro.meta import MAX_ELEMENTS, Meta, broadcast_shapes, check_size
 from tenferro.surface.dispatch import REPLAYABLE
 from tenferro.surface.signatures import preserving
 
@@ -84,7 +83,7 @@ def as_shape(shape: Any, op: str, *, allow_unknown: bool = False) -> tuple[int, 
             if type(n) is not int or n < 0:
                 break
         else:
-            if math.prod(shape) <= sys.maxsize // 16:
+            if math.prod(shape) <= MAX_ELEMENTS:
                 return shape
     extents = as_int_or_ints(op, "shape", shape, ShapeError)
     if len(extents) > MAX_RANK:
@@ -92,8 +91,7 @@ def as_shape(shape: Any, op: str, *, allow_unknown: bool = False) -> tuple[int, 
     lowest = -1 if allow_unknown else 0
     if any(n < lowest for n in extents) or (allow_unknown and extents.count(-1) > 1):
         raise ShapeError(op, f"invalid shape {extents}: extents must be non-negative")
-    if math.prod(n for n in extents if n > 0) > sys.maxsize // 16:
-        raise ShapeError(op, f"shape {extents} is too large for any array")
+    check_size(op, extents)
     return extents
 
 

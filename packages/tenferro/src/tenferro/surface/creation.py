@@ -11,7 +11,7 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.core.flags import check_flag
-from tenferro.core.params import as_int
+from tenferro.core.params import as_int, as_real
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64
 from tenferro.errors import AllocationError, DTypeError, ParameterError, ShapeError
@@ -198,26 +198,25 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = float64) -> Tenso
 
 
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Tensor:
-    """``[start, stop)`` in steps of ``step`` (numpy's ``arange``; integers give int64)."""
-    bounds = (start, stop, step)
-    for value in bounds:
-        if value is not None and not isinstance(value, (int, float, np.integer, np.floating)):
-            raise ParameterError("arange", f"bounds and step must be real numbers, got {value!r}")
+    """``[start, stop)`` in steps of ``step`` (numpy's ``arange``; integers give int64).
+    Bounds and step are real numbers (numpy's scalars and 0-d arrays or concrete tensors
+    too, never bools); ``step=None`` is 1."""
+    start = as_real("arange", "start", start)
+    stop = None if stop is None else as_real("arange", "stop", stop)
+    step = 1 if step is None else as_real("arange", "step", step)
     if step == 0:
         raise ParameterError("arange", f"step must not be zero (start={start}, stop={stop})")
-    if not all(value is None or math.isfinite(value) for value in bounds):
+    low, high = (0, start) if stop is None else (start, stop)
+    if type(low) is int and type(high) is int and type(step) is int:
+        length = max(-((low - high) // step), 0)  # exact: Python ints may exceed floats
+    elif all(type(v) is int or math.isfinite(v) for v in (low, high, step)):
+        length = max(math.ceil((high - low) / step), 0)
+    else:
         raise ParameterError(
             "arange", f"bounds and step must be finite, got {start}, {stop}, {step}"
         )
-    low, high = (0, start) if stop is None else (start, stop)
-    length = max(math.ceil((high - low) / step), 0)
     as_shape((length,), "arange")
-    values = _allocate(
-        "arange",
-        (length,),
-        np.float64,
-        lambda: np.arange(start, stop, step) if stop is not None else np.arange(start),
-    )
+    values = _allocate("arange", (length,), np.float64, lambda: np.arange(low, high, step))
     if dtype is None and values.dtype.kind == "i":
         values = values.astype(np.int64)
     return _concrete_class()._convert(values, dtype, "arange")

@@ -12,7 +12,7 @@ from tenferro.core.bind import lift
 from tenferro.core.flags import check_flag
 from tenferro.core.params import as_int
 from tenferro.dtypes import float64, is_complex
-from tenferro.errors import DTypeError, ScalarOverflowError
+from tenferro.errors import DTypeError, ParameterError, ScalarOverflowError
 from tenferro.ieee import IGNORE, error_state
 from tenferro.meta import broadcast_shapes
 from tenferro.ops.analytic import Cos, Exp, Log, Sin, Sqrt, Tanh
@@ -358,15 +358,39 @@ rint = _rounding("rint", "nearest_even")
 
 @preserving
 def round(x: Any, decimals: int = 0) -> Any:
-    """Round half to even at ``decimals`` decimal places (numpy ``round``)."""
+    """Round half to even at ``decimals`` decimal places, as numpy computes it: ``x``
+    times ``10**decimals`` (divided by ``10**-decimals`` when ``decimals`` is negative),
+    rounded to an integer and scaled back, with numpy's power of ten (see
+    :func:`_power_of_ten`; past float64's range it is inf, so 309 or more decimals give
+    NaN, as in numpy). Complex values are rounded part by part; integers keep their
+    dtype (computed in float64 for negative ``decimals``). Its derivative is zero."""
     decimals = as_int("round", "decimals", decimals)
-    if decimals == 0:
-        return rint(x)
     a = asarray(x)
-    if a.meta.dtype.kind in "bi" and decimals >= 0:
+    kind = a.meta.dtype.kind
+    if kind == "c":
+        return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
+    if kind in "bi" and decimals >= 0:
         return a
-    scale = 10.0**decimals
-    return true_divide(rint(multiply(a, scale)), scale)
+    if kind == "b":
+        raise DTypeError("round", f"bool values cannot be rounded to {decimals} decimals")
+    if decimals == 0:
+        return rint(a)
+    scale = _power_of_ten(decimals if decimals > 0 else -decimals)
+    first, then = (multiply, true_divide) if decimals > 0 else (true_divide, multiply)
+    rounded = then(rint(first(a, scale)), scale)
+    return lax.convert_element_type(rounded, a.meta.dtype) if kind == "i" else rounded
+
+
+def _power_of_ten(n: int) -> float:
+    """numpy's ``10**n`` for ``round`` (``power_of_ten`` in its C source): exact up to
+    ``1e8``, then ``1e9`` multiplied by 10 in turn, which is not always the double
+    nearest to ``10**n`` (``1e23``); inf once past float64's range."""
+    if n < 9:
+        return 10.0**n
+    scale = 1e9
+    for _ in range(min(n, 400) - 9):
+        scale *= 10.0
+    return scale
 
 
 @binary
@@ -746,14 +770,14 @@ def clip(x: Any, a_min: Any = None, a_max: Any = None) -> Any:
     """``x`` limited to ``[a_min, a_max]`` (either may be None); strict-mask derivatives:
     at an exact tie with a bound nobody receives a gradient."""
     if a_min is None and a_max is None:
-        raise ValueError("clip: give a_min, a_max or both")
+        raise ParameterError("clip", "give a_min, a_max or both (both are None)")
     base = asarray(x)
     fill_low = -float("inf") if base.meta.dtype.kind in "fc" else _int_limit(base, "min")
     fill_high = float("inf") if base.meta.dtype.kind in "fc" else _int_limit(base, "max")
     low = fill_low if a_min is None else a_min
     high = fill_high if a_max is None else a_max
     a, lo, hi = prepare("clip", (base, low, high), kinds=ORDERED)
-    return lax.clamp(a, lo, hi)
+    return lax.clamp(lo, a, hi)
 
 
 def _int_limit(x: Any, which: str) -> int:

@@ -10,7 +10,7 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.core.bind import lift
-from tenferro.core.params import as_int, as_int_or_ints
+from tenferro.core.params import as_data, as_int, as_int_or_ints
 from tenferro.errors import ArgumentTypeError, AxisError, ShapeError
 from tenferro.meta import normalize_axes, normalize_axis
 from tenferro.surface.convert import as_shape, asarray, broadcast_to, is_tensor, prepare
@@ -283,9 +283,10 @@ def _pad_widths(pad_width: Any, ndim: int) -> list[list[int]]:
 
 def _width_entries(value: Any, ndim: int, depth: int) -> Any:
     """``value`` as nested lists of Python ints (at most two levels, as ``(ndim, 2)``)."""
+    value = as_data("pad", "pad_width", value, ShapeError)
     if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim):
         if depth == 2:
-            raise ValueError("nested too deeply")
+            raise ValueError("nested too deeply")  # pad reports it as a ShapeError
         if isinstance(value, np.ndarray) and value.dtype.kind not in "iu":
             raise ShapeError("pad", f"pad_width must hold integers, got {value!r}")
         return [_width_entries(v, ndim, depth + 1) for v in value]
