@@ -10,9 +10,9 @@ tensors of the same value, weak and strong dtypes, -0.0 and 0.0, nan, arguments 
 alternating dtypes and shapes, ``tf.clear_caches()`` between calls, a deep graph, and
 that no memo keeps a user's array alive. No memo bug was found.
 
-One bug of a neighbouring cache is pinned (strict xfail): ``jit``'s cache compares
-static arguments by ``==``, so ``2`` and ``2.0`` (and ``0.0`` and ``-0.0``) share a
-trace.
+A bug this review found in a neighbouring cache is fixed and tested here: ``jit``'s
+cache compared static arguments by ``==``, so ``2`` and ``2.0`` (and ``0.0`` and ``-0.0``)
+shared a trace.
 """
 
 from __future__ import annotations
@@ -172,13 +172,6 @@ def test_no_memo_keeps_user_data_alive(transform: Any) -> None:
     assert [r() is None for r in refs] == [True, True, True]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="jit's cache compares static arguments by ==: a call with n=2.0 after n=2 reuses "
-    "the int trace (x * 2.0 of an int64 array comes back int64; numpy and eager give float64) "
-    "and -0.0 reuses 0.0's trace (1/s gives +inf); expected: static arguments keyed by type "
-    "(as jax's strict-type static hashing) and floats by their bits",
-)
 def test_jit_static_arguments_of_equal_value_and_other_type_trace_anew() -> None:
     x = np.array([1, 2])
     scaled = tf.jit(lambda v, n: v * n, static_argnums=1)
@@ -187,3 +180,62 @@ def test_jit_static_arguments_of_equal_value_and_other_type_trace_anew() -> None
     inverse = tf.jit(lambda v, s: v / s, static_argnums=1)
     assert np.asarray(inverse(np.array([1.0]), 0.0))[0] == np.inf
     assert np.asarray(inverse(np.array([1.0]), -0.0))[0] == -np.inf
+
+
+# Static values equal by ``==`` that a function may treat differently: by type, by a
+# float's sign or NaN, also inside tuples.
+_LOOKALIKES = [
+    2,
+    2.0,
+    True,
+    1,
+    1.0,
+    np.float32(2.0),
+    np.float64(2.0),
+    np.int64(2),
+    2 + 0j,
+    0.0,
+    -0.0,
+    np.float64(-0.0),
+    float("nan"),
+    (0.0,),
+    (-0.0,),
+    (2,),
+    (2.0,),
+    ((2, 0.0),),
+]
+
+
+def _static_use(v: Any, s: Any) -> Any:
+    """A function whose result shows a static value's type, sign and NaN."""
+    items = s if isinstance(s, tuple) else (s,)
+    while items and isinstance(items[0], tuple):
+        items = items[0]
+    out = v
+    for item in items:
+        out = out * item + 1 / (item if item == item and item != 0 else np.copysign(1.0, item))
+    return out
+
+
+@pytest.mark.parametrize("by_name", [False, True], ids=["argnums", "argnames"])
+def test_jit_static_lookalikes_each_match_the_plain_call(by_name: bool) -> None:
+    """Every order of the lookalikes through one jit: each call equals the function
+    called directly, value (bits) and dtype, so no call reused another's trace."""
+    x = np.array([1.5, -2.0], dtype=np.float32)
+    jitted = (
+        tf.jit(lambda v, s: _static_use(v, s), static_argnames="s")
+        if by_name
+        else tf.jit(_static_use, static_argnums=1)
+    )
+    order = list(_LOOKALIKES) + list(reversed(_LOOKALIKES))
+    for value in order:
+        got = jitted(x, s=value) if by_name else jitted(x, value)
+        with np.errstate(all="ignore"):
+            expected = np.asarray(_static_use(tf.asarray(x), value))
+        got = np.asarray(got)
+        assert got.dtype == expected.dtype, value
+        for part in (np.real, np.imag):
+            np.testing.assert_array_equal(
+                np.signbit(part(got)), np.signbit(part(expected)), err_msg=repr(value)
+            )
+        np.testing.assert_array_equal(got, expected, err_msg=repr(value))

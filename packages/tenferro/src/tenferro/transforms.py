@@ -448,6 +448,22 @@ def _hashable_static(what: str, value: Any) -> None:
         ) from None
 
 
+def _static_key(value: Any) -> Any:
+    """A cache key of a static argument that tells apart what ``==`` does not but a
+    function may: the type (``2``, ``2.0``, ``True``, ``np.float32(2)``) and a float's
+    sign and NaN (``0.0`` and ``-0.0``), also inside tuples."""
+    kind = type(value)
+    if kind is float:
+        return (float, value.hex())
+    if kind is complex:
+        return (complex, value.real.hex(), value.imag.hex())
+    if isinstance(value, np.inexact):
+        return (kind, value.tobytes())
+    if kind is tuple:
+        return (tuple, tuple([_static_key(item) for item in value]))
+    return (kind, value)
+
+
 def _jit_args(packed: Any) -> _Args:
     try:
         return _Args(packed)
@@ -493,7 +509,7 @@ def _jit_static(
         traced_args, traced_kwargs = _split(call.treedef, _arg_leaves(call.metas))
         return _Plan(*_traced_outputs(_call(full, (traced_args, traced_kwargs))))
 
-    key = ("static", call.signature(), tuple(statics))
+    key = ("static", call.signature(), tuple([(at, _static_key(v)) for at, v in statics]))
     return cache.get_or_create(key, trace)(call.arrays())
 
 
