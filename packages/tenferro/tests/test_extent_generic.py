@@ -250,27 +250,26 @@ def truncations(draw: Any) -> Case:
 
 @st.composite
 def pseudo_inverses(draw: Any) -> Case:
-    """A [..., M, N] with factors U [..., M, K], S [..., K], Vh [..., K, N] (K = min(M,
-    N); the class keeps whether K == N: the JVP's product order), Hermitian ones square."""
+    """A [..., M, N] (the class keeps whether M >= N: the JVP's product order),
+    Hermitian ones square."""
     hermitian = draw(st.booleans())
     params, shapes = draw(matrices(square=hermitian))
-    factored = []
-    for [(*lead, m, n)] in shapes:
-        k = min(m, n)
-        factored.append([(*lead, m, n), (*lead, m, k), (*lead, k), (*lead, k, n)])
-    return {**params, "rtol": draw(st.sampled_from([1e-15, 0.3])), "hermitian": hermitian}, (
-        factored
-    )
+    params |= {"rtol": draw(st.sampled_from([1e-15, 0.3])), "hermitian": hermitian}
+    return params, shapes
 
 
 @st.composite
 def pseudo_solves(draw: Any) -> Case:
-    """``pseudo_inverses``' operands with a right-hand side b [..., M, R] after a."""
-    params, shapes = draw(pseudo_inverses())
-    params.pop("hermitian")
-    columns = [draw(EXTENT) for _ in shapes]
-    solves = [[a, (*a[:-1], r), *factors] for (a, *factors), r in zip(shapes, columns, strict=True)]
-    return params, solves
+    """A [..., M, N], a right-hand side b [..., M, R] and the factors U [..., M, K], S
+    [..., K], Vh [..., K, N] of A (K = min(M, N))."""
+    params, shapes = draw(matrices())
+    solves = []
+    for [a] in shapes:
+        *lead, m, n = a
+        k = min(m, n)
+        b = (*lead, m, draw(EXTENT))
+        solves.append([a, b, (*lead, m, k), (*lead, k), (*lead, k, n)])
+    return {**params, "rtol": draw(st.sampled_from([1e-15, 0.3]))}, solves
 
 
 EPS = {"eps": 1e-12}
@@ -311,7 +310,7 @@ NO_NODE_CLASS = {ops.Concatenate: ({"axis": 0}, [(2, 3), (1, 3)])}
 """Declared for re-making as an instruction only: as a node, no class (its transpose
 slices at offsets that follow from extents); an instance to check that on."""
 
-FIXED = {ops.Select: (0,), TieGuard: (0,), TieCheck: (0,), Pinv: (1, 2, 3), PinvSolve: (2, 3, 4)}
+FIXED = {ops.Select: (0,), TieGuard: (0,), TieCheck: (0,), PinvSolve: (2, 3, 4)}
 """Operand positions never tracked (a predicate; the values that only locate ties; a
 factorization passed as a cache)."""
 
@@ -379,7 +378,7 @@ def _dtypes(cls: type[TensorPrimitive], dtype: Any, count: int) -> list[Any]:
         return [np.dtype(bool), dtype, dtype]
     if cls is SvdTruncate:  # real singular values
         return [dtype, np.empty(0, dtype).real.dtype, dtype]
-    if cls in (Pinv, PinvSolve):  # real singular values
+    if cls is PinvSolve:  # real singular values
         real = np.empty(0, dtype).real.dtype
         return [dtype] * (count - 2) + [real, dtype]
     return [F64 if cls in REAL_ONLY else dtype] * count

@@ -35,12 +35,12 @@ import numpy as np
 from tenferro import lax
 from tenferro.algebra import adjoint, matmul
 from tenferro.core.flags import check_flag
-from tenferro.core.primitive import RuleValue
+from tenferro.core.primitive import RuleValue, extent_pattern
 from tenferro.errors import ParameterError
 from tenferro.extension import register
 from tenferro.linalg.checks import check_matrix, check_square, non_negative
 from tenferro.linalg.family import LinalgOp, matrix_operand
-from tenferro.linalg.spectral import eigh, hermitian_of_triangle, svd
+from tenferro.linalg.spectral import eigh_factors, hermitian_of_triangle, svd_factors
 from tenferro.meta import Meta
 
 __all__ = ["Pinv", "PinvSolve", "pinv", "pinv_solve"]
@@ -51,52 +51,57 @@ Xs = tuple[RuleValue, ...]
 
 @register("linalg.pinv")
 class Pinv(LinalgOp):
-    """``A^+`` (``[..., N, M]``) of ``a`` (``[..., M, N]``) from a factorization of it,
-    inputs ``(a, u, s, vh)`` with ``a = u diag(s) vh``: the thin SVD, or ``eigh``'s
-    ``(v, w, v^H)`` with ``hermitian`` (then ``a`` is the Hermitian matrix of its lower
-    triangle). ``A^+ = vh^H diag(1/s) u^H`` over the values with ``|s| > rtol *
-    max|s|``, the others treated as zero.
-
-    The factors are a cache of ``a``'s factorization (the SVD or eigh family computes
-    it once; ``lstsq`` also returns its singular values), not operands of the function:
-    its value is ``pinv(a)`` whatever path computed it, so its derivative in the factors
-    is zero by contract and the JVP in ``a`` is the whole derivative. Callers pass the
-    factors of ``a`` itself, through ``stop_gradient``.
-    """
+    """``A^+`` (``[..., N, M]``) of ``a`` (``[..., M, N]``), from its thin SVD, or with
+    ``hermitian`` from ``eigh`` of the Hermitian matrix of its lower triangle: ``A^+ =
+    V diag(1/s) U^H`` over the values with ``|s| > rtol * max|s|``, the others treated
+    as zero. One node: the factorization is its evaluation, not an operand."""
 
     single_output = True
-    extent_generic = True  # its JVP reads ranks and whether K == N (in the extent pattern)
+    extent_generic = True  # its JVP reads ranks and whether M >= N (in its extent facts)
     rtol: float
     hermitian: bool
 
     def infer(self) -> list[Meta]:
-        a, u, s, vh = self.inputs
-        _check_factors(self.name, a, u, s, vh)
+        (a,) = self.inputs
+        if self.hermitian:
+            check_square(self.name, a)
+        else:
+            check_matrix(self.name, a)
         return [Meta((*a.shape[:-2], a.shape[-1], a.shape[-2]), a.dtype)]
 
-    def impl(self, a: Any, u: Any, s: Any, vh: Any) -> Any:
-        if not s.shape[-1]:
+    def extent_facts(self) -> Any:
+        (a,) = self.inputs
+        return (extent_pattern((a, *self.outputs)), a.shape[-2] >= a.shape[-1])
+
+    def impl(self, a: Any) -> Any:
+        if not min(a.shape[-2:]):
             return np.zeros((*a.shape[:-2], a.shape[-1], a.shape[-2]), a.dtype)
+        if self.hermitian:
+            s, u = eigh_factors(self.name, a, lower=True)
+            vh = _adjoint(u)
+        else:
+            u, s, vh = svd_factors(self.name, a)
         inverse = _kept_inverse(s, self.rtol, self.hermitian, a.dtype)
         return np.matmul(_adjoint(vh) * inverse[..., None, :], _adjoint(u))
 
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
-        (a, *_), (da, *_) = xs, ts  # the factors' tangents are zero by contract
+        (a,), (da,) = xs, ts
         if da is None:
             return [None]
         p = ys[0]
         assert p is not None
         if self.hermitian:
             a, da = hermitian_of_triangle(a, "L"), hermitian_of_triangle(da, "L")
-        k, n = self.inputs[3].shape[-2:]
-        return [_pinv_differential(a, p, da, tall=k == n)]
+        m, n = self.inputs[0].shape[-2:]
+        return [_pinv_differential(a, p, da, tall=m >= n)]
 
 
 @register("linalg.pinv_solve")
 class PinvSolve(LinalgOp):
     """``A^+ b`` (``[..., N, K]``) of ``a`` (``[..., M, N]``) and ``b`` (``[..., M,
     K]``), inputs ``(a, b, u, s, vh)`` with ``(u, s, vh)`` the thin SVD of ``a`` (a
-    cache, as :class:`Pinv`'s: zero derivative by contract), computed as ``vh^H (S^+
+    cache of ``lstsq``'s factorization, whose singular values it also returns: zero
+    derivative by contract), computed as ``vh^H (S^+
     (u^H b))`` with :class:`Pinv`'s cut-off: ``lstsq``'s solution.
 
     Its JVP is Golub-Pereyra's applied to ``b``, with ``x = A^+ b``, ``r = b - A x``,
@@ -234,10 +239,4 @@ def pinv(a: Any, rtol: float | None = None, hermitian: bool = False) -> Any:
         rtol = float(np.finfo(real).eps) * max(m, n, 1)
     else:
         rtol = non_negative(op, "rtol", rtol)
-    fixed = lax.stop_gradient(x)  # the factors of it have no derivative already
-    if hermitian:
-        check_square(op, x.meta)
-        w, v = eigh(fixed)
-        return Pinv.bind(x, v, w, adjoint(v), rtol=float(rtol), hermitian=True)
-    u, s, vh = svd(fixed, full_matrices=False)
-    return Pinv.bind(x, u, s, vh, rtol=float(rtol), hermitian=False)
+    return Pinv.bind(x, rtol=float(rtol), hermitian=hermitian)

@@ -117,6 +117,39 @@ def _numpy_svd(a: np.ndarray[Any, Any]) -> Any:
     return np.linalg.svd(a, full_matrices=False)
 
 
+def svd_factors(op: str, a: Any) -> tuple[Any, Any, Any]:
+    """The thin SVD ``(U, S, Vh)`` of the (batch of) finite matrices ``a``; errors name
+    ``op``."""
+    check_finite(op, a)
+    try:
+        return lapack.apply(lapack.svd, _numpy_svd, a)
+    except np.linalg.LinAlgError:
+        where = _first_failure(op, a, np.linalg.svd)
+        raise LinAlgError(
+            op, f"the SVD did not converge for the input of shape {a.shape}{where}"
+        ) from None
+
+
+def eigh_factors(op: str, a: Any, lower: bool) -> tuple[Any, Any]:
+    """Eigenvalues (ascending) and eigenvectors of the (batch of) finite Hermitian
+    matrices read from one triangle of ``a``; errors name ``op``."""
+    check_finite(op, a)
+    try:
+        if a.ndim == 2 and a.size:
+            return lapack.eigh(a, lower)
+        return lapack.apply(
+            lambda m: lapack.eigh(m, lower),
+            lambda m: np.linalg.eigh(m, UPLO="L" if lower else "U"),
+            a,
+            batched=lambda m: lapack.eigh_batch(m, lower),
+        )
+    except np.linalg.LinAlgError:
+        where = _first_failure(op, a, np.linalg.eigh)
+        raise LinAlgError(
+            op, f"the eigensolver did not converge for the input of shape {a.shape}{where}"
+        ) from None
+
+
 def _first_failure(op: str, a: np.ndarray[Any, Any], kernel: Any) -> str:
     """Where a batched LAPACK call failed: re-run matrix by matrix (error path only)."""
     batch = a.shape[:-2]
@@ -404,14 +437,7 @@ class Svd(LinalgOp):
         return outs
 
     def impl(self, a: Any) -> Any:
-        check_finite(self.name, a)
-        try:
-            u, s, vh = lapack.apply(lapack.svd, _numpy_svd, a)
-        except np.linalg.LinAlgError:
-            where = _first_failure(self.name, a, np.linalg.svd)
-            raise LinAlgError(
-                self.name, f"the SVD did not converge for the input of shape {a.shape}{where}"
-            ) from None
+        u, s, vh = svd_factors(self.name, a)
         if self.gauge != "canonical":
             return u, s, vh
         u, partner, mask = _canonicalize(u, vh)
@@ -556,24 +582,7 @@ class Eigh(LinalgOp):
         return outs
 
     def impl(self, a: Any) -> Any:
-        check_finite(self.name, a)
-        try:
-            lower = self.uplo == "L"
-            if a.ndim == 2 and a.size:
-                w, v = lapack.eigh(a, lower)
-            else:
-                w, v = lapack.apply(
-                    lambda m: lapack.eigh(m, lower),
-                    lambda m: np.linalg.eigh(m, UPLO=self.uplo),  # type: ignore[call-overload]
-                    a,
-                    batched=lambda m: lapack.eigh_batch(m, lower),
-                )
-        except np.linalg.LinAlgError:
-            where = _first_failure(self.name, a, np.linalg.eigh)
-            raise LinAlgError(
-                self.name,
-                f"the eigensolver did not converge for the input of shape {a.shape}{where}",
-            ) from None
+        w, v = eigh_factors(self.name, a, self.uplo == "L")
         if self.gauge != "canonical":
             return w, v
         v, _, mask = _canonicalize(v, None)
