@@ -27,7 +27,7 @@ from tenferro.eager import tape as tape_module
 from tenferro.eager.tape import _canonical
 from tenferro.linalg.degeneracy import TieCheck, TieGuard
 from tenferro.linalg.factorizations import QR
-from tenferro.linalg.pseudo_inverse import Pinv, PinvSolve
+from tenferro.linalg.pseudo_inverse import Lstsq, Pinv, PinvSolve
 from tenferro.linalg.solvers import TriangularSolve
 from tenferro.linalg.spectral import Eigh, GapInverse, Lorentzian, Svd, SvdTruncate
 from tenferro.meta import Meta
@@ -272,6 +272,14 @@ def pseudo_solves(draw: Any) -> Case:
     return {**params, "rtol": draw(st.sampled_from([1e-15, 0.3]))}, solves
 
 
+@st.composite
+def least_squares(draw: Any) -> Case:
+    """A [..., M, N] and a right-hand side b [..., M, R]."""
+    params, shapes = draw(matrices())
+    problems = [[a, (*a[:-1], draw(EXTENT))] for [a] in shapes]
+    return {**params, "rtol": draw(st.sampled_from([1e-15, 0.3]))}, problems
+
+
 EPS = {"eps": 1e-12}
 CASES: dict[type[TensorPrimitive], Any] = {
     ops.DotGeneral: dot_generals(),
@@ -300,6 +308,7 @@ CASES: dict[type[TensorPrimitive], Any] = {
     TriangularSolve: triangular_solves(),
     Pinv: pseudo_inverses(),
     PinvSolve: pseudo_solves(),
+    Lstsq: least_squares(),
 }
 """A generator of (parameters, operand shapes at three extents) per declared class."""
 

@@ -2,10 +2,11 @@
 and conventions, leading batch axes as everywhere in ``tf.linalg``).
 
 Both read the thin SVD of ``a``: singular values at or below a cut-off are treated as
-zero. ``lstsq``'s solution is ``A^+ b`` (the family ``linalg.pinv_solve`` on that SVD),
-so its derivative is the pseudo-inverse's (the derivative of the kept part at a constant
-numerical rank, repeated singular values included); its singular values are the
-SVD's. ``matrix_rank`` is an integer and has no derivative.
+zero. ``lstsq``'s solution, residuals and rank are one node (the family
+``linalg.lstsq``); the solution is ``A^+ b``, so its derivative is the
+pseudo-inverse's (the derivative of the kept part at a constant numerical rank,
+repeated singular values included); its singular values' is the SVD's.
+``matrix_rank`` is an integer and has no derivative.
 """
 
 from __future__ import annotations
@@ -15,15 +16,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tenferro import lax
-from tenferro.algebra import matmul
 from tenferro.core.flags import check_flag
 from tenferro.core.params import as_real
-from tenferro.dtypes import is_complex
 from tenferro.errors import ParameterError, ShapeError
 from tenferro.linalg._common import broadcast_batch, inexact_operands
 from tenferro.linalg.checks import check_matrix, check_square
-from tenferro.linalg.pseudo_inverse import pinv_solve
-from tenferro.linalg.spectral import eigvalsh, svd, svdvals
+from tenferro.linalg.pseudo_inverse import Lstsq
+from tenferro.linalg.spectral import eigvalsh, svdvals
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
 
@@ -83,29 +82,10 @@ def lstsq(a: Any, b: Any, rcond: float | None = None) -> LstsqResult:
         cut = float(np.finfo(real).eps) * max(m, n, 1)
     elif cut < 0:
         cut = float(np.finfo(real).eps)
-    u, s, vh = svd(x, full_matrices=False)
-    solution = pinv_solve(x, y, u, s, vh, cut)
-    rank = _rank(s, cut)
-    misfit = lax.sub(matmul(x, solution), y)
-    squares = lax.mul(lax.conj(misfit), misfit) if is_complex(misfit.meta.dtype) else None
-    squares = lax.mul(misfit, misfit) if squares is None else lax.real(squares)
-    residuals = lax.reduce_sum(squares, (misfit.meta.ndim - 2,))
+    solution, residuals, rank, s = Lstsq.bind(x, y, rtol=float(cut))
     if vector:
         solution = lax.reshape(solution, solution.meta.shape[:-1])
     return LstsqResult(solution, residuals, rank, s)
-
-
-def _rank(s: Any, cut: float) -> Any:
-    """How many of the descending ``s`` exceed ``cut * s[..., 0]`` (int64 ``[...]``)."""
-    if not s.meta.shape[-1]:
-        return lax.zeros(Meta(s.meta.shape[:-1], np.dtype(np.int64)), s)
-    ndim = s.meta.ndim
-    largest = lax.slice(s, (0,) * ndim, (*s.meta.shape[:-1], 1))
-    threshold = lax.broadcast_in_dim(
-        lax.mul(largest, lax.full_like(largest, cut)), s.meta.shape, tuple(range(ndim))
-    )
-    keep = lax.convert_element_type(lax.compare(s, threshold, "gt"), np.dtype(np.int64))
-    return lax.reduce_sum(keep, (ndim - 1,))
 
 
 def matrix_rank(

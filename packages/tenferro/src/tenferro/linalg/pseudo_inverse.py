@@ -36,14 +36,22 @@ from tenferro import lax
 from tenferro.algebra import adjoint, matmul
 from tenferro.core.flags import check_flag
 from tenferro.core.primitive import RuleValue, extent_pattern
+from tenferro.dtypes import is_complex
 from tenferro.errors import ParameterError
 from tenferro.extension import register
 from tenferro.linalg.checks import check_matrix, check_square, non_negative
 from tenferro.linalg.family import LinalgOp, matrix_operand
-from tenferro.linalg.spectral import eigh_factors, hermitian_of_triangle, svd_factors
+from tenferro.linalg.spectral import (
+    DEFAULT_EPS,
+    eigh_factors,
+    hermitian_of_triangle,
+    singular_value_tangent,
+    svd,
+    svd_factors,
+)
 from tenferro.meta import Meta
 
-__all__ = ["Pinv", "PinvSolve", "pinv", "pinv_solve"]
+__all__ = ["Lstsq", "Pinv", "PinvSolve", "pinv", "pinv_solve"]
 
 Ts = tuple[RuleValue | None, ...]
 Xs = tuple[RuleValue, ...]
@@ -137,22 +145,9 @@ class PinvSolve(LinalgOp):
 
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         (a, b, u, s, vh), (da, db, *_) = xs, ts  # the factors' tangents: zero by contract
-        if da is None and db is None:
-            return [None]
-        if da is None:
-            return [self._apply(a, db, u, s, vh)]
         x = ys[0]
         assert x is not None
-        transposed = (adjoint(a), adjoint(vh), s, adjoint(u))  # A^H and its SVD
-        dah = adjoint(da)
-        z = matmul(dah, self._apply(transposed[0], x, *transposed[1:]))
-        misfit = lax.sub(b, matmul(a, x))
-        rhs = lax.sub(
-            self._apply(transposed[0], matmul(dah, misfit), *transposed[1:]),
-            lax.add(matmul(da, x), matmul(a, z)),
-        )
-        rhs = lax.add_tangents(db, rhs)
-        return [lax.add(self._apply(a, rhs, u, s, vh), z)]
+        return [_solution_tangent(a, b, x, (u, s, vh), da, db, self.rtol)]
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         if active[0]:
@@ -164,6 +159,111 @@ class PinvSolve(LinalgOp):
 
     def _apply(self, a: Any, b: Any, u: Any, s: Any, vh: Any) -> Any:
         return PinvSolve.bind(a, b, u, s, vh, rtol=self.rtol)
+
+
+def _solution_tangent(
+    a: Any, b: Any, x: Any, factors: tuple[Any, Any, Any], da: Any, db: Any, rtol: float
+) -> Any:
+    """The tangent of ``x = A^+ b`` (:class:`PinvSolve`'s JVP; ``factors``: the thin SVD
+    of ``a``, without derivative), ``None`` when both tangents are."""
+    u, s, vh = factors
+
+    def apply(a: Any, b: Any, u: Any, s: Any, vh: Any) -> Any:
+        return PinvSolve.bind(a, b, u, s, vh, rtol=rtol)
+
+    if da is None and db is None:
+        return None
+    if da is None:
+        return apply(a, db, u, s, vh)
+    transposed = (adjoint(a), adjoint(vh), s, adjoint(u))  # A^H and its SVD
+    dah = adjoint(da)
+    z = matmul(dah, apply(transposed[0], x, *transposed[1:]))
+    misfit = lax.sub(b, matmul(a, x))
+    rhs = lax.sub(
+        apply(transposed[0], matmul(dah, misfit), *transposed[1:]),
+        lax.add(matmul(da, x), matmul(a, z)),
+    )
+    rhs = lax.add_tangents(db, rhs)
+    return lax.add(apply(a, rhs, u, s, vh), z)
+
+
+@register("linalg.lstsq")
+class Lstsq(LinalgOp):
+    """``lstsq``'s solution ``x = A^+ b`` (``[..., N, K]``), residuals ``sum_rows |A x -
+    b|^2`` (``[..., K]``, real), numerical rank (int64 ``[...]``) and singular values
+    (``[..., min(M, N)]``, real, descending) of ``a`` (``[..., M, N]``) and ``b``
+    (``[..., M, K]``), from one thin SVD of ``a`` with :class:`Pinv`'s cut-off: one node
+    for a call's whole result.
+
+    JVP: ``dx`` is :class:`PinvSolve`'s (the SVD factors it needs are recomputed from
+    ``a``, only when differentiating); the residuals' tangent is
+    ``2 Re sum_rows(conj(m) (dA x + A dx - db))`` with ``m = A x - b``; the singular
+    values' is the SVD's ``Re diag(U^H dA V)`` (ties guarded as there); the rank has
+    none (an integer).
+    """
+
+    extent_generic = True  # its rules read ranks only
+    rtol: float
+
+    def infer(self) -> list[Meta]:
+        a, b = self.inputs
+        check_matrix(self.name, a)
+        *batch, m, n = a.shape
+        if b.ndim != a.ndim or b.shape[:-1] != (*batch, m) or b.dtype != a.dtype:
+            raise ParameterError(
+                self.name, f"needs b [..., {m}, K] of {a.describe()}, got {b.describe()}"
+            )
+        real = np.empty(0, a.dtype).real.dtype
+        k = b.shape[-1]
+        return [
+            Meta((*batch, n, k), a.dtype),
+            Meta((*batch, k), real),
+            Meta(tuple(batch), np.dtype(np.int64)),
+            Meta((*batch, min(m, n)), real),
+        ]
+
+    def impl(self, a: Any, b: Any) -> tuple[Any, Any, Any, Any]:
+        *batch, m, n = a.shape
+        if not min(m, n):
+            x = np.zeros((*batch, n, b.shape[-1]), a.dtype)
+            rank = np.zeros(tuple(batch), np.int64)
+            s = np.zeros((*batch, 0), np.empty(0, a.dtype).real.dtype)
+        else:
+            u, s, vh = svd_factors(self.name, a)
+            keep = s > s[..., :1] * self.rtol  # s descends: its first value is its largest
+            inverse = np.divide(1, s, out=np.zeros_like(s), where=keep).astype(a.dtype, copy=False)
+            x = np.matmul(_adjoint(vh), inverse[..., :, None] * np.matmul(_adjoint(u), b))
+            rank = keep.sum(axis=-1, dtype=np.int64)
+        misfit = np.matmul(a, x) - b
+        squares = misfit.real**2 + misfit.imag**2 if misfit.dtype.kind == "c" else misfit**2
+        return x, np.sum(squares, axis=-2), np.asarray(rank, np.int64), s
+
+    def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
+        (a, b), (da, db) = xs, ts
+        if da is None and db is None:
+            return [None, None, None, None]
+        x = ys[0]
+        assert x is not None
+        # Differentiable factors: ds reads U and V, so its own derivative needs theirs;
+        # PinvSolve ignores its factors' tangents (its value is a function of a and b).
+        u, s, vh = svd(a, full_matrices=False)
+        ds = None
+        if da is not None and s.meta.shape[-1]:
+            ds = singular_value_tangent(self.name, u, s, vh, da, DEFAULT_EPS)
+        dx = _solution_tangent(a, b, x, (u, s, vh), da, db, self.rtol)
+        change = matmul(a, dx)  # d(A x - b) = dA x + A dx - db
+        if da is not None:
+            change = lax.add(change, matmul(da, x))
+        if db is not None:
+            change = lax.sub(change, db)
+        misfit = lax.sub(matmul(a, x), b)
+        if is_complex(misfit.meta.dtype):
+            product = lax.real(lax.mul(lax.conj(misfit), change))
+        else:
+            product = lax.mul(misfit, change)
+        axis = misfit.meta.ndim - 2
+        dres = lax.reduce_sum(lax.add(product, product), (axis,))
+        return [dx, dres, None, ds]
 
 
 def _check_factors(op: str, a: Meta, u: Meta, s: Meta, vh: Meta) -> None:

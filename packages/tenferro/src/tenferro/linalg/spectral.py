@@ -310,6 +310,16 @@ def _phase_correction(mask: Any, vectors: Any, tangent: Any) -> Any:
     return lax.complex(lax.zeros_like(rate), rate)
 
 
+def singular_value_tangent(op: str, u: Any, s: Any, vh: Any, da: Any, eps: float) -> Any:
+    """``dS = Re diag(U^H dA V)`` alone (of the thin SVD ``u, s, vh``; :func:`_svd_tangents`
+    computes it beside ``dU`` and ``dVh``), ties guarded as there, warnings naming ``op``."""
+    if da.meta.shape[-1] > s.meta.shape[-1]:  # wide
+        dpd = _row_diagonal(_adjoint_times(u, da), vh)
+    else:
+        dpd = _diagonal_of_product(u, _times_adjoint(da, vh))
+    return guard_ties(op, s, lax.real(dpd) if u.meta.dtype.kind == "c" else dpd, eps)
+
+
 def _svd_tangents(u: Any, s: Any, vh: Any, da: Any, eps: float, mask: Any) -> tuple[Any, Any, Any]:
     """JVP of the thin SVD (spec section 4.5), in the gauge ``diag(V^H dV) = 0`` with the
     phase in ``U`` (complex), or the canonical gauge when ``mask`` marks the pivots.
