@@ -269,3 +269,30 @@ def test_matrix_rank_of_vectors_and_scalars_is_numpys(size: int, nonzero: bool) 
         assert int(_values(got)) == np.linalg.matrix_rank(a)
     scalar = np.float64(2.0 if nonzero else 0.0)
     assert int(_values(tf.linalg.matrix_rank(scalar))) == np.linalg.matrix_rank(scalar)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    st.sampled_from(DTYPES),
+    st.integers(1, 6),
+    st.integers(1, 6),
+    st.integers(0, 6),
+    st.integers(0, 3),
+    st.integers(0, 2**32 - 1),
+)
+def test_lstsq_of_one_matrix_equals_a_batch_of_one(
+    dtype: str, m: int, n: int, rank: int, k: int, seed: int
+) -> None:
+    """One matrix runs LAPACK's least-squares driver, a batch the SVD's formula: the
+    same solution, residuals, rank and singular values (to rounding), full or deficient
+    rank (a cut-off between the kept values, in [1, 3], and the zero ones)."""
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    a = _matrix(rng, (m, n), min(rank, m, n), dt)
+    b = _random(rng, (m, k), dt)
+    one = tf.linalg.lstsq(a, b, rcond=1e-3)
+    batch = tf.linalg.lstsq(a[None], b[None], rcond=1e-3)
+    tol = 1e-4 if dt in (np.float32, np.complex64) else 1e-10
+    for got, expected in zip(one, batch, strict=True):
+        np.testing.assert_allclose(_values(got), _values(expected)[0], rtol=tol, atol=tol * 10)
+    assert int(_values(one.rank)) == min(rank, m, n)

@@ -123,6 +123,34 @@ def _failed(info: int, what: str) -> None:
         raise ValueError(f"LAPACK: illegal value in argument {-info} ({what})")
 
 
+_GELSD_SIZES: DictCache[tuple[Any, ...], tuple[int, ...]] = DictCache(
+    256, "linalg lstsq workspace sizes"
+)
+
+
+def lstsq(a: Array, b: Array, cond: float) -> tuple[Array, Array, int]:
+    """The minimum-norm least-squares solution ``x`` (``N x K``), singular values and
+    rank of one non-empty finite matrix ``a`` (``M x N``) and ``b`` (``M x K``), singular
+    values at or below ``cond * s_max`` treated as zero (``gelsd``, numpy's driver; the
+    workspace sizes kept per shape and dtype)."""
+    m, n = a.shape
+    k = b.shape[1]
+    key = (a.dtype, m, n, k)
+    sizes = _GELSD_SIZES.get(key)
+    if sizes is None:
+        *query, info = routine("gelsd_lwork", a.dtype)(m, n, k, cond)
+        _failed(info, "least-squares workspace query failed")
+        sizes = tuple(int(np.real(size)) for size in query)
+        _GELSD_SIZES.put(key, sizes)
+    if m < n:  # gelsd writes x over b: b needs max(M, N) rows
+        padded = np.zeros((n, k), b.dtype)
+        padded[:m] = b
+        b = padded
+    x, s, rank, info = routine("gelsd", a.dtype)(a, b, *sizes, cond)
+    _failed(info, "SVD did not converge in least squares")
+    return x[:n], s, int(rank)
+
+
 def qr(a: Array, complete: bool) -> tuple[Array, Array]:
     """numpy.linalg.qr's ``reduced`` (or ``complete``) factors of one matrix."""
     m, n = a.shape

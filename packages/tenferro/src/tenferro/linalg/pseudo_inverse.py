@@ -37,9 +37,10 @@ from tenferro.algebra import adjoint, matmul
 from tenferro.core.flags import check_flag
 from tenferro.core.primitive import RuleValue, extent_pattern
 from tenferro.dtypes import is_complex
-from tenferro.errors import ParameterError
+from tenferro.errors import LinAlgError, ParameterError
 from tenferro.extension import register
-from tenferro.linalg.checks import check_matrix, check_square, non_negative
+from tenferro.linalg import lapack
+from tenferro.linalg.checks import check_finite, check_matrix, check_square, non_negative
 from tenferro.linalg.family import LinalgOp, matrix_operand
 from tenferro.linalg.spectral import (
     DEFAULT_EPS,
@@ -228,6 +229,15 @@ class Lstsq(LinalgOp):
             x = np.zeros((*batch, n, b.shape[-1]), a.dtype)
             rank = np.zeros(tuple(batch), np.int64)
             s = np.zeros((*batch, 0), np.empty(0, a.dtype).real.dtype)
+        elif not batch and b.shape[-1]:  # one matrix and right-hand side: LAPACK's driver
+            check_finite(self.name, a)  # (b may hold NaN: NaN solutions, as batches give)
+            try:
+                x, s, found = lapack.lstsq(a, b, self.rtol)
+            except np.linalg.LinAlgError:
+                raise LinAlgError(
+                    self.name, f"the SVD did not converge for the input of shape {a.shape}"
+                ) from None
+            rank = np.asarray(found, np.int64)
         else:
             u, s, vh = svd_factors(self.name, a)
             keep = s > s[..., :1] * self.rtol  # s descends: its first value is its largest
