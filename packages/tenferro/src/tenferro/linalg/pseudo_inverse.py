@@ -52,7 +52,7 @@ from tenferro.linalg.spectral import (
 )
 from tenferro.meta import Meta
 
-__all__ = ["Lstsq", "Pinv", "PinvSolve", "pinv", "pinv_solve"]
+__all__ = ["Lstsq", "Pinv", "PinvSolve", "pinv"]
 
 Ts = tuple[RuleValue | None, ...]
 Xs = tuple[RuleValue, ...]
@@ -240,8 +240,8 @@ class Lstsq(LinalgOp):
             rank = np.asarray(found, np.int64)
         else:
             u, s, vh = svd_factors(self.name, a)
-            keep = s > s[..., :1] * self.rtol  # s descends: its first value is its largest
-            inverse = np.divide(1, s, out=np.zeros_like(s), where=keep).astype(a.dtype, copy=False)
+            keep = _kept(s, self.rtol, False)
+            inverse = _inverse_where(s, keep, a.dtype)
             x = np.matmul(_adjoint(vh), inverse[..., :, None] * np.matmul(_adjoint(u), b))
             rank = keep.sum(axis=-1, dtype=np.int64)
         misfit = np.matmul(a, x) - b
@@ -290,11 +290,20 @@ def _check_factors(op: str, a: Meta, u: Meta, s: Meta, vh: Meta) -> None:
         )
 
 
+def _kept(s: Any, rtol: float, signed: bool) -> Any:
+    """Where ``|s| > rtol * max|s|`` (``[..., K]``, K > 0): the values kept."""
+    magnitude = np.abs(s) if signed else s
+    return magnitude > np.max(magnitude, axis=-1, keepdims=True) * rtol
+
+
+def _inverse_where(s: Any, keep: Any, dtype: Any) -> Any:
+    """``1/s`` where ``keep``, else 0, in ``dtype``."""
+    return np.divide(1, s, out=np.zeros_like(s), where=keep).astype(dtype, copy=False)
+
+
 def _kept_inverse(s: Any, rtol: float, signed: bool, dtype: Any) -> Any:
     """``1/s`` where ``|s| > rtol * max|s|``, else 0, in ``dtype`` (``[..., K]``, K > 0)."""
-    magnitude = np.abs(s) if signed else s
-    keep = magnitude > np.max(magnitude, axis=-1, keepdims=True) * rtol
-    return np.where(keep, 1 / np.where(keep, s, 1), 0).astype(dtype, copy=False)
+    return _inverse_where(s, _kept(s, rtol, signed), dtype)
 
 
 def _adjoint(x: Any) -> Any:
@@ -322,13 +331,6 @@ def _pinv_differential(a: Any, p: Any, da: Any, tall: bool) -> Any:
         range_part = lax.sub(s, matmul(s, ap))
         null_part = lax.sub(t, matmul(p, matmul(a, t)))
     return lax.add(lax.sub(range_part, first), null_part)
-
-
-def pinv_solve(a: Any, b: Any, u: Any, s: Any, vh: Any, rtol: float) -> Any:
-    """Bind ``linalg.pinv_solve``: ``A^+ b`` with ``a``'s thin SVD (taken without
-    derivative)."""
-    factors = [lax.stop_gradient(f) for f in (u, s, vh)]
-    return PinvSolve.bind(a, b, *factors, rtol=float(rtol))
 
 
 def pinv(a: Any, rtol: float | None = None, hermitian: bool = False) -> Any:
