@@ -7,7 +7,7 @@ Every error names the operation, the phase in which the problem was found
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import computegraph
 
@@ -38,12 +38,31 @@ Phase = Literal["build", "bind", "execution"]
 
 
 class TenferroError(Exception):
-    """Base class of tenferro's errors; ``op`` and ``phase`` say where it happened."""
+    """Base class of tenferro's errors; ``op`` and ``phase`` say where it happened and
+    ``message`` what happened. Every error pickles (it crosses process boundaries)."""
 
     def __init__(self, op: str, message: str, phase: Phase = "build") -> None:
         self.op = op
+        self.message = message
         self.phase = phase
         super().__init__(f"{op}: {message} [{phase}]")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Every tenferro error takes ``(op, message)`` first (subclasses fix or default
+        # the phase); the formatted arguments and attributes are restored after, so an
+        # error raised in a worker process (``multiprocessing``, ``concurrent.futures``)
+        # reaches the parent intact instead of failing to unpickle there.
+        return (_rebuild, (type(self), self.op, self.message, self.args), self.__dict__)
+
+
+def _rebuild(
+    cls: type[TenferroError], op: str, message: str, args: tuple[Any, ...]
+) -> TenferroError:
+    """A pickled tenferro error, made again by its constructor; pickle then restores its
+    attributes."""
+    error = cls(op, message)
+    error.args = args
+    return error
 
 
 class ShapeError(TenferroError, ValueError):
