@@ -103,7 +103,7 @@ class ExtensionOp(TensorPrimitive):
         outputs = tuple(_as_meta(self.name, m) for m in raw)
         if not outputs:
             raise TenferroError(self.name, "infer() returned no output metas")
-        object.__setattr__(self, "outputs", outputs)
+        self._set_outputs(outputs)
         object.__setattr__(
             self, "_hash", hash((type(self), *(getattr(self, f) for f in self._field_names)))
         )

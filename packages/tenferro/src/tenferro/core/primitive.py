@@ -60,7 +60,7 @@ _INSTANCE_LIMIT = 1 << 16
 class TensorPrimitive:
     """Base class of the primitive catalogue (see the module documentation)."""
 
-    __slots__ = ("_hash", "_prepared", "_serial", "_tape_plans", "outputs")
+    __slots__ = ("_hash", "_prepared", "_serial", "_tape_plans", "outputs", "tracks_outputs")
 
     name: ClassVar[str] = "primitive"
     output_arity: ClassVar[int] = 1
@@ -96,6 +96,10 @@ class TensorPrimitive:
     _prepared: Any
     """What a primitive precomputes for its evaluation, built on first use (structure
     only: it depends on the instance's parameters and input metas, never on data)."""
+    tracks_outputs: bool
+    """Some output is floating or complex (can carry a derivative): a tape records the
+    instance only then, so comparisons, ``argmax`` and other integer or bool results of
+    tracked operands are untracked, as in PyTorch."""
     _tape_plans: dict[Any, Any] | None
     """How a tape records this instance, by which operands are tracked (the tape's
     plans, kept here too so recording finds them without hashing the instance; built on
@@ -212,12 +216,17 @@ class TensorPrimitive:
         outputs = tuple(self.infer())
         for meta in outputs:
             check_size(self.name, meta.shape, "the result shape")
-        object.__setattr__(self, "outputs", outputs)
+        self._set_outputs(outputs)
         object.__setattr__(self, "_prepared", None)
         object.__setattr__(self, "_tape_plans", None)
         object.__setattr__(
             self, "_hash", hash((type(self), *(getattr(self, f) for f in self._field_names)))
         )
+
+    def _set_outputs(self, outputs: tuple[Meta, ...]) -> None:
+        """Fix the output metas (and :attr:`tracks_outputs`, which follows from them)."""
+        object.__setattr__(self, "outputs", outputs)
+        object.__setattr__(self, "tracks_outputs", any(meta.dtype.kind in "fc" for meta in outputs))
 
     def infer(self) -> Sequence[Meta]:
         """Validate the operands and parameters; return the output metas."""
@@ -561,6 +570,7 @@ class AddAny(TensorPrimitive):
 
     def __init__(self) -> None:
         object.__setattr__(self, "outputs", ())
+        object.__setattr__(self, "tracks_outputs", True)  # sums cotangents of any dtype
         object.__setattr__(self, "_prepared", None)
         object.__setattr__(self, "_tape_plans", None)
         object.__setattr__(self, "_hash", hash(AddAny))

@@ -215,7 +215,11 @@ class EagerTensor(Tensor):
                             "operands belong to different tapes; detach() one of them or "
                             "track both on one tape",
                         )
-        if tape is not None and (not no_grad_open[0] or getattr(grad_state, "enabled", True)):
+        if (
+            tape is not None
+            and op.tracks_outputs
+            and (not no_grad_open[0] or getattr(grad_state, "enabled", True))
+        ):
             # Record on the tape (inlined here: no Python frame of its own per call).
             # ``code``: the tracked positions as a bit mask (plans are per instance,
             # whose operand count is fixed, so the mask tells the tracked operands apart).
