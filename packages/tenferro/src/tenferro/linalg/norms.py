@@ -4,7 +4,8 @@ The 2-norm and the Frobenius norm (the defaults) are one primitive, ``linalg.nor
 the other norms are compositions of differentiable operations (the spectral ones of
 :func:`tenferro.linalg.svdvals`). At a zero vector or matrix a norm is not
 differentiable; like torch we return the subgradient 0 there, not NaN (the root is
-taken on a guarded value, so its derivative never divides by zero).
+taken on a guarded value, so its derivative never divides by zero), and so for the zero
+entries of an ``ord < 1`` norm, whose ``|x|**ord`` has no derivative at 0.
 """
 
 from __future__ import annotations
@@ -169,12 +170,20 @@ def _vector_norm(op: str, x: Any, order: float, axes: tuple[int, ...], keepdims:
         return _largest(magnitude, axes, keepdims)
     if order == -math.inf:
         return _smallest(op, magnitude, axes, keepdims, "ord=-inf", x.meta.shape)
-    if order == 0:
-        nonzero = lax.convert_element_type(magnitude != 0, magnitude.meta.dtype)
+    if order == 0:  # the count of non-zero entries (NaN counts, as numpy's), derivative 0:
+        # sign(|x|) keeps the result on the tape and in the graph, as a norm of x
+        nonzero = lax.select(
+            magnitude == magnitude, lax.sign(magnitude), lax.full_like(magnitude, 1)
+        )
         return sum(nonzero, axis=axes, keepdims=keepdims)
     if order == 1:
         return sum(magnitude, axis=axes, keepdims=keepdims)
-    return _root(sum(magnitude**order, axis=axes, keepdims=keepdims), order)
+    if order < 1:  # |x|**order is not differentiable at a zero entry: subgradient 0 there
+        zero = magnitude == 0
+        powered = where(zero, 0 if order > 0 else math.inf, where(zero, 1, magnitude) ** order)
+    else:
+        powered = magnitude**order
+    return _root(sum(powered, axis=axes, keepdims=keepdims), order)
 
 
 def vector_norm(

@@ -109,8 +109,13 @@ def _var(op: str, x: Any, axis: Axis, keepdims: bool, ddof: Any) -> Any:
 
 @preserving
 def std(x: Any, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Any:
-    """Standard deviation: ``sqrt(var)``."""
-    return lax.sqrt(_var("std", x, axis, keepdims, ddof))
+    """Standard deviation: ``sqrt(var)``. Where the variance is 0 (constant values, a
+    length-1 axis) the derivative is the subgradient 0, as PyTorch's (the root is taken
+    on a guarded value, so its derivative never divides by zero)."""
+    variance = _var("std", x, axis, keepdims, ddof)
+    zero = lax.compare(variance, lax.zeros_like(variance), "eq")
+    guarded = lax.select(zero, lax.full_like(variance, 1), variance)
+    return lax.select(zero, lax.zeros_like(variance), lax.sqrt(guarded))
 
 
 def _extremum(op: str, reduce: Any) -> Any:
