@@ -8,6 +8,17 @@ LAPACK kernel and JVP side by side, so it works on every tensor kind and in ever
 transform; the families' modules are:
 
 * :mod:`tenferro.linalg.checks`: shared validation (square, finite, eps) and errors.
+
+Non-finite input has one policy: every function that factorizes a matrix (the
+decompositions, and what is computed from one: ``det``, ``slogdet``, ``inv``,
+``solve``, ``pinv``, ``lstsq``, ``matrix_rank``, ``cond``, the spectral norms
+``ord=2``/``-2``/``"nuc"``, ``matrix_power`` with a negative exponent, ``matrix_exp``)
+raises :class:`~tenferro.LinAlgError` when that matrix holds NaN or Inf, naming the
+first failing batch index; right-hand sides (``b`` of ``solve``, ``lu_solve``,
+``lstsq``) and the arithmetic functions (``multi_dot``, ``matrix_power`` with a
+non-negative exponent, ``cross``, ``vecdot``, ``trace``, ``diagonal``, ``outer``, the
+vector norms and the Frobenius, 1 and inf matrix norms) carry NaN and Inf through as
+data, as numpy does.
 * :mod:`tenferro.linalg.spectral`: svd, svdvals, truncated_svd, eigh, eigvalsh, eig,
   eigvals (Lorentzian-regularised spectral derivatives, gauges).
 * :mod:`tenferro.linalg.pseudo_inverse`: pinv (the derivative of ``A^+`` itself).

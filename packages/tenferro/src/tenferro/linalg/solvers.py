@@ -85,6 +85,7 @@ class TriangularSolve(LinalgOp):
     def impl(self, a: Any, b: Any) -> Any:
         if a.size == 0 or b.size == 0:
             return np.zeros(b.shape, b.dtype)
+        check_finite(self.caller, np.triu(a) if self.upper else np.tril(a))  # the triangle read
         try:
             return self._solve_one(a, b) if a.ndim == 2 else lapack.looped(self._solve_one, a, b)
         except np.linalg.LinAlgError:
@@ -482,6 +483,7 @@ class Det(LinalgOp):
         return [a.with_(shape=a.shape[:-2])]
 
     def impl(self, a: Any) -> Any:
+        check_finite("det", a)
         return np.asarray(np.linalg.det(a), dtype=a.dtype)
 
     def jvp(
@@ -515,6 +517,7 @@ class Slogdet(LinalgOp):
         return [batch, batch.with_(dtype=real)]
 
     def impl(self, a: Any) -> Any:
+        check_finite("slogdet", a)
         sign, logabsdet = np.linalg.slogdet(a)
         real = np.finfo(a.dtype).dtype
         return np.asarray(sign, dtype=a.dtype), np.asarray(logabsdet, dtype=real)
