@@ -130,9 +130,13 @@ _LINEARIZED_ROLES: dict[tuple[bool, ...], Linearized] = {}
 # structural parts) to a weak reference whose callback removes the entry when
 # the key dies. Derived keys need no table: each operation key keeps one weak
 # reference per output slot. Inserts use ``dict.setdefault`` (atomic); the lock
-# only guards replacing an entry whose key has died.
+# guards replacing an entry whose key has died and the callbacks' check-then-delete
+# (unguarded, a callback could delete the live entry that replaced its own between the
+# two steps, and a key equal to a live one could then be made: two keys of one
+# structure). It is reentrant: a callback may run in the thread that holds it, when
+# garbage collection triggers inside the guarded code.
 
-_INTERN_LOCK = threading.Lock()
+_INTERN_LOCK = threading.RLock()
 
 
 class _InternRef(weakref.ref):  # type: ignore[type-arg]
@@ -148,14 +152,16 @@ _OPERATION_KEYS: dict[Any, _InternRef] = {}
 
 def _forget_input(ref: _InternRef) -> None:
     """Weak-reference callback: drop a dead input key's entry unless already replaced."""
-    if _INPUT_KEYS.get(ref.probe) is ref:
-        del _INPUT_KEYS[ref.probe]
+    with _INTERN_LOCK:
+        if _INPUT_KEYS.get(ref.probe) is ref:
+            del _INPUT_KEYS[ref.probe]
 
 
 def _forget_operation(ref: _InternRef) -> None:
     """Weak-reference callback: drop a dead operation key's entry unless already replaced."""
-    if _OPERATION_KEYS.get(ref.probe) is ref:
-        del _OPERATION_KEYS[ref.probe]
+    with _INTERN_LOCK:
+        if _OPERATION_KEYS.get(ref.probe) is ref:
+            del _OPERATION_KEYS[ref.probe]
 
 
 def _register(
