@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from tenferro_support import plain
 
 import tenferro as tf
 
@@ -20,7 +21,7 @@ def values(x: Any) -> Any:
     """numpy values of a tensor of any kind (or of a tuple of them)."""
     if isinstance(x, (tuple, list)):
         return [values(v) for v in x]
-    return np.asarray(x.eval() if isinstance(x, tf.TracedTensor) else x)
+    return plain(x.eval() if isinstance(x, tf.TracedTensor) else x)
 
 
 def loss_of(f: Function, weights: Any) -> Function:

@@ -67,3 +67,14 @@ def output_weights(f: Any, args: list[Any], rng: np.random.Generator) -> list[np
     out = f(*args)
     outs = out if isinstance(out, (tuple, list)) else (out,)
     return [sample(o.shape, o.dtype, rng) for o in outs if o.dtype.kind in "fc"]
+
+
+def plain(x: Any, *args: Any, **kwargs: Any) -> np.ndarray[Any, Any]:
+    """The data of ``x`` as a numpy array (``np.asarray(x, *args, **kwargs)``): a traced
+    value evaluated, a tracked one detached (tenferro refuses ``np.asarray`` of those),
+    anything else as numpy reads it."""
+    if isinstance(x, tf.TracedTensor):
+        x = x.eval()
+    elif isinstance(x, tf.EagerTensor):
+        x = x.detach()
+    return np.asarray(x, *args, **kwargs)

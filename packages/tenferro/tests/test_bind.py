@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from tenferro_support import plain
 
 import tenferro as tf
 from tenferro import lax
@@ -46,9 +47,7 @@ def _kinds() -> dict[str, Callable[[np.ndarray[Any, Any]], Any]]:
 
 
 def _value(result: Any) -> np.ndarray[Any, Any]:
-    if isinstance(result, tf.TracedTensor):
-        return np.asarray(result.eval())
-    return np.asarray(result)
+    return plain(result)
 
 
 @pytest.mark.parametrize("kind", ["Tensor", "EagerTensor", "TracedTensor"])

@@ -24,6 +24,7 @@ import hypothesis.strategies as st
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from tenferro_support import plain
 
 import tenferro as tf
 
@@ -247,14 +248,14 @@ def _run(xp: Any, start: Any, steps: list[Step]) -> Any:
     for step in steps:
         v = step(xp, v, None)
         if xp is np:  # numpy scalars promote by their own rules (a 0-d array does not)
-            v = np.asarray(v)
+            v = plain(v)
     return v
 
 
 def _agree(got: Any, expected: np.ndarray[Any, Any], what: str, single: bool = False) -> None:
     """``got`` has ``expected``'s shape and dtype and its values (NaN where it has NaN);
     ``single``: the values went through single precision somewhere."""
-    array = np.asarray(got)
+    array = plain(got)
     assert array.shape == expected.shape, f"{what}: shape {array.shape} != {expected.shape}"
     assert array.dtype == expected.dtype, f"{what}: dtype {array.dtype} != {expected.dtype}"
     if hasattr(got, "meta"):
@@ -271,7 +272,7 @@ def _lookalikes(x: Any) -> None:
     """Calls of the cached functions on ``x``'s meta with static arguments that equal
     common ones in value but not in type, checked against numpy: they must never be served
     another call's cached primitive."""
-    a = np.asarray(x)
+    a = plain(x)
     if a.ndim >= 1 and a.shape[0] > 1:
         _agree(x[1], a[1], "x[1]")
         _agree(x[np.int64(1)], a[np.int64(1)], "x[np.int64(1)]")
@@ -316,7 +317,7 @@ def _lookalikes(x: Any) -> None:
 def _values(start: np.ndarray[Any, Any], steps: list[Step]) -> None:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        expected = np.asarray(_run(np, start, steps))
+        expected = plain(_run(np, start, steps))
         names = " -> ".join(s.__name__ for s in steps) or "identity"
         single = start.dtype in (np.float32, np.complex64)
         for round_ in range(3):
@@ -357,7 +358,7 @@ _OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
 
 def _outcome(call: Callable[[], Any]) -> tuple[str, Any]:
     try:
-        return "value", np.asarray(call())
+        return "value", plain(call())
     except tf.TenferroError as error:
         return "tenferro error", error
     except (TypeError, ValueError, OverflowError) as error:  # numpy's refusals
@@ -523,22 +524,22 @@ def test_eager_gradients_agree_across_entry_points_traced_and_finite_differences
     xd = rng.uniform(-1, 1, (2, 3))
     wd = rng.uniform(-1, 1, (3,))
     gx_ref, gw_ref = tf.grad(loss, argnums=(0, 1))(xd, wd)
-    gx_ref, gw_ref = np.asarray(gx_ref), np.asarray(gw_ref)
+    gx_ref, gw_ref = plain(gx_ref), plain(gw_ref)
     np.testing.assert_allclose(
         gx_ref,
-        _finite_difference(lambda v: float(np.asarray(loss(tf.EagerTensor(v), wd))), xd),
+        _finite_difference(lambda v: float(plain(loss(tf.EagerTensor(v), wd))), xd),
         rtol=1e-5,
         atol=1e-6,
     )
     np.testing.assert_allclose(
         gw_ref,
-        _finite_difference(lambda v: float(np.asarray(loss(xd, tf.EagerTensor(v)))), wd),
+        _finite_difference(lambda v: float(plain(loss(xd, tf.EagerTensor(v)))), wd),
         rtol=1e-5,
         atol=1e-6,
     )
 
     def close(got: Any, expected: Any, what: str) -> None:
-        np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-12, atol=1e-12, err_msg=what)
+        np.testing.assert_allclose(plain(got), expected, rtol=1e-12, atol=1e-12, err_msg=what)
 
     for round_ in range(2):
         if clear and round_:
@@ -580,11 +581,11 @@ def test_eager_gradients_agree_across_entry_points_traced_and_finite_differences
         hx_ref, hw_ref = tf.grad(lambda a, b, u=u: tf.sum(tf.grad(loss)(a, b) * u), argnums=(0, 1))(
             xd, wd
         )
-        np.testing.assert_allclose(np.asarray(hx), np.asarray(hx_ref), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(plain(hx), plain(hx_ref), rtol=1e-10, atol=1e-12)
         if hw is not None:
-            np.testing.assert_allclose(np.asarray(hw), np.asarray(hw_ref), rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(plain(hw), plain(hw_ref), rtol=1e-10, atol=1e-12)
         else:
-            np.testing.assert_array_equal(np.asarray(hw_ref), 0.0)
+            np.testing.assert_array_equal(plain(hw_ref), 0.0)
 
 
 @settings(max_examples=12)
@@ -612,18 +613,18 @@ def test_eager_gradients_of_single_precision_and_complex_programs_equal_traced_o
     if np.dtype(dtype).kind == "c":
         xd = xd + 1j * rng.uniform(-1, 1, (2, 3)).astype(dtype)
         wd = wd - 0.5j
-    refs = [np.asarray(g) for g in tf.grad(loss, argnums=(0, 1))(xd, wd)]
+    refs = [plain(g) for g in tf.grad(loss, argnums=(0, 1))(xd, wd)]
     tol = 1e-4 if dtype in (np.float32, np.complex64) else 1e-10
     for _ in range(2):
         tape = tf.Tape()
         x, w = tape.track(xd), tape.track(wd)
         out = loss(x, w)
         for got, ref in zip(tape.grad(out, [x, w], retain_graph=True), refs, strict=True):
-            assert np.asarray(got).dtype == ref.dtype
-            np.testing.assert_allclose(np.asarray(got), ref, rtol=tol, atol=tol)
+            assert plain(got).dtype == ref.dtype
+            np.testing.assert_allclose(plain(got), ref, rtol=tol, atol=tol)
         tape.backward(out, inputs=[x])
         assert w.grad is None
-        np.testing.assert_allclose(np.asarray(x.grad), refs[0], rtol=tol, atol=tol)
+        np.testing.assert_allclose(plain(x.grad), refs[0], rtol=tol, atol=tol)
 
 
 @settings(max_examples=10)
@@ -638,8 +639,8 @@ def test_clearing_caches_while_recording_and_between_passes_changes_no_gradient(
     loss = _loss(steps)
     rng = np.random.default_rng(seed % 1000)
     xd, wd = rng.uniform(-1, 1, (2, 3)), rng.uniform(-1, 1, (3,))
-    refs = [np.asarray(g) for g in tf.grad(loss, argnums=(0, 1))(xd, wd)]
-    second = np.asarray(tf.grad(lambda a: tf.sum(tf.grad(loss)(a, wd) ** 2))(xd))
+    refs = [plain(g) for g in tf.grad(loss, argnums=(0, 1))(xd, wd)]
+    second = plain(tf.grad(lambda a: tf.sum(tf.grad(loss)(a, wd) ** 2))(xd))
     tape = tf.Tape()
     x, w = tape.track(xd), tape.track(wd)
     v = x
@@ -649,14 +650,12 @@ def test_clearing_caches_while_recording_and_between_passes_changes_no_gradient(
             tf.clear_caches()
     out = tf.sum(tf.sin(v) * v) + tf.sum(w * w) * 0.5
     for got, ref in zip(tape.grad(out, [x, w], retain_graph=True), refs, strict=True):
-        np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(plain(got), ref, rtol=1e-12, atol=1e-12)
     tf.clear_caches()
     g = tape.grad(out, x, create_graph=True)
-    np.testing.assert_allclose(np.asarray(g), refs[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(plain(g), refs[0], rtol=1e-12, atol=1e-12)
     tf.clear_caches()
-    np.testing.assert_allclose(
-        np.asarray(tape.grad(tf.sum(g * g), x)), second, rtol=1e-9, atol=1e-10
-    )
+    np.testing.assert_allclose(plain(tape.grad(tf.sum(g * g), x)), second, rtol=1e-9, atol=1e-10)
 
 
 # ---------------------------------------------------------------------- bad input
@@ -707,10 +706,10 @@ def test_bad_arguments_raise_a_named_tenferro_error_at_every_call(tracked: bool)
             message = str(info.value).lower()
             assert name in message or name[:3] in message, (name, round_, str(info.value))
             # good calls of the same metas between the bad ones stay right
-            np.testing.assert_array_equal(np.asarray(tf.reshape(x, (3, 2))), data.reshape(3, 2))
-            np.testing.assert_array_equal(np.asarray(tf.sum(x, 1)), data.sum(1))
-            np.testing.assert_array_equal(np.asarray(x[1]), data[1])
-            np.testing.assert_array_equal(np.asarray(tf.transpose(x, (1, 0))), data.T)
+            np.testing.assert_array_equal(plain(tf.reshape(x, (3, 2))), data.reshape(3, 2))
+            np.testing.assert_array_equal(plain(tf.sum(x, 1)), data.sum(1))
+            np.testing.assert_array_equal(plain(x[1]), data[1])
+            np.testing.assert_array_equal(plain(tf.transpose(x, (1, 0))), data.T)
 
 
 def test_wrong_dtypes_raise_at_every_call() -> None:
@@ -727,7 +726,7 @@ def test_wrong_dtypes_raise_at_every_call() -> None:
             tf.reshape(x, "6")
         with pytest.raises(tf.TenferroError):
             x["a"]
-        np.testing.assert_array_equal(np.asarray(n + 2), np.arange(6).reshape(2, 3) + 2)
+        np.testing.assert_array_equal(plain(n + 2), np.arange(6).reshape(2, 3) + 2)
 
 
 # ---------------------------------------------------------------------- found by this campaign
@@ -759,7 +758,7 @@ def test_backward_with_a_leaf_listed_twice_accumulates_it_once() -> None:
     tape = tf.Tape()
     x = tape.track(np.array([1.0, 2.0]))
     tape.backward(tf.sum(x * x), inputs=[x, x])
-    np.testing.assert_array_equal(np.asarray(x.grad), [2.0, 4.0])
+    np.testing.assert_array_equal(plain(x.grad), [2.0, 4.0])
 
 
 def test_a_refused_backward_leaves_the_graph_runnable_and_gives_applicable_advice() -> None:
@@ -777,7 +776,7 @@ def test_a_refused_backward_leaves_the_graph_runnable_and_gives_applicable_advic
         tape.backward(out, inputs=[x, unused])
     assert x.grad is None
     tape.backward(out, inputs=[x])
-    np.testing.assert_allclose(np.asarray(x.grad), np.sin(data) + data * np.cos(data), rtol=1e-12)
+    np.testing.assert_allclose(plain(x.grad), np.sin(data) + data * np.cos(data), rtol=1e-12)
     assert "allow_unused" not in str(info.value), str(info.value)
 
 

@@ -20,6 +20,7 @@ import hypothesis.strategies as st
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from tenferro_support import plain
 
 import computegraph
 import tenferro as tf
@@ -63,7 +64,7 @@ def _uncached(function: Any) -> Any:
 def _same(cached: Any, reference: Any) -> None:
     assert type(cached) is type(reference)
     assert cached.meta == reference.meta
-    np.testing.assert_array_equal(np.asarray(cached), np.asarray(reference))
+    np.testing.assert_array_equal(plain(cached), plain(reference))
 
 
 # ---------------------------------------------------------------------- strategies
@@ -115,7 +116,7 @@ def test_cached_basic_indexing_agrees_with_the_uncached_function(
     for _ in range(2):  # the miss records, the hit replays
         got = x[index]
         _same(got, _uncached(getitem)(x, index))
-        np.testing.assert_array_equal(np.asarray(got), expected)
+        np.testing.assert_array_equal(plain(got), expected)
 
 
 def _operand(data: np.ndarray[Any, Any], kind: str) -> Any:
@@ -154,7 +155,7 @@ def test_cached_matmul_agrees_with_numpy_and_the_uncached_function(
     for _ in range(2):
         got = x @ y
         _same(got, _uncached(matmul)(x, y))
-        np.testing.assert_allclose(np.asarray(got), a @ b, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(plain(got), a @ b, rtol=1e-5, atol=1e-5)
 
 
 @settings(max_examples=40)
@@ -178,7 +179,7 @@ def test_cached_reductions_reshapes_and_transposes_agree(
         _same(tf.reshape(x, (-1,)), _uncached(reshape)(x, (-1,)))
         _same(tf.transpose(x, perm), _uncached(transpose)(x, perm))
         np.testing.assert_allclose(
-            np.asarray(tf.sum(x, axis, keepdims)), array.sum(axis, keepdims=keepdims), rtol=1e-5
+            plain(tf.sum(x, axis, keepdims)), array.sum(axis, keepdims=keepdims), rtol=1e-5
         )
 
 
@@ -200,7 +201,7 @@ def test_gradients_through_cached_calls_equal_those_of_the_general_path() -> Non
     ):
         tape = tf.Tape()
         x = tape.track(data)
-        grads.append(np.asarray(tape.grad(loss(*functions, x), x)))
+        grads.append(plain(tape.grad(loss(*functions, x), x)))
     np.testing.assert_array_equal(grads[0], grads[1])
     np.testing.assert_array_equal(grads[0], grads[2])
     expected = tf.grad(lambda v: loss(matmul, getitem, sum, reshape, v))(data)
@@ -216,7 +217,7 @@ def test_no_grad_and_composites_see_cached_calls_like_uncached_ones() -> None:
     assert x[0].requires_grad
     s = tf.composite(lambda v: tf.sum(v[1:] @ v.T))(x)
     expected = tf.grad(lambda v: tf.sum(v[1:] @ v.T))(np.arange(6.0).reshape(2, 3))
-    np.testing.assert_allclose(np.asarray(tape.grad(s, x)), expected)
+    np.testing.assert_allclose(plain(tape.grad(s, x)), expected)
 
 
 # ---------------------------------------------------------------------- errors and contents
@@ -289,7 +290,7 @@ def test_static_keys_are_equal_exactly_for_identical_arguments(
 def test_calls_that_read_data_are_not_cached_and_still_work() -> None:
     x = tf.EagerTensor(np.arange(12.0).reshape(3, 4))
     for _ in range(2):  # an index list is data (a gather of constant indices)
-        np.testing.assert_array_equal(np.asarray(x[[0, 2]]), np.arange(12.0).reshape(3, 4)[[0, 2]])
+        np.testing.assert_array_equal(plain(x[[0, 2]]), np.arange(12.0).reshape(3, 4)[[0, 2]])
     programs = list(dispatch._PROGRAMS.values())
     assert all(p is dispatch._UNCACHEABLE or isinstance(p, dispatch._Program) for p in programs)
 
@@ -376,8 +377,8 @@ def test_dot_general_planned_evaluation_equals_the_general_one(case: Any, dtype:
     )
     general = op._general(a, b)
     # the plan may pair contracted axes in another order (rounding only)
-    _agree(np.asarray(out), general)
-    assert np.asarray(out).shape == op.outputs[0].shape
+    _agree(plain(out), general)
+    assert plain(out).shape == op.outputs[0].shape
     lhs_c, rhs_c, lhs_b, rhs_b = numbers
     letters = iter("abcdefghijkl")
     lhs_labels = [next(letters) for _ in left]
@@ -388,7 +389,7 @@ def test_dot_general_planned_evaluation_equals_the_general_one(case: Any, dtype:
     rhs_free = [rhs_labels[i] for i in range(len(right)) if i not in rhs_c + rhs_b]
     output = [lhs_labels[i] for i in lhs_b] + lhs_free + rhs_free
     spec = f"{''.join(lhs_labels)},{''.join(rhs_labels)}->{''.join(output)}"
-    np.testing.assert_allclose(np.asarray(out), np.einsum(spec, a, b), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(plain(out), np.einsum(spec, a, b), rtol=1e-5, atol=1e-5)
 
 
 # ---------------------------------------------------------------------- tape plans and backward
@@ -434,7 +435,7 @@ def test_eager_gradients_of_random_chains_equal_traced_ones(steps: list[str]) ->
     data = np.linspace(0.1, 0.7, 4)
     tape = tf.Tape()
     x = tape.track(data)
-    got = np.asarray(tape.grad(program(x), x))
+    got = plain(tape.grad(program(x), x))
     np.testing.assert_allclose(got, tf.grad(program)(data), rtol=1e-12)
 
 
@@ -477,16 +478,16 @@ def test_shape_generic_derivatives_agree_at_every_shape(
         data = _array(shape, dtype, 8) * 0.3
         tape = tf.Tape()
         x = tape.track(data)
-        got = np.asarray(tape.grad(program(x), x))
+        got = plain(tape.grad(program(x), x))
         np.testing.assert_allclose(got, tf.grad(program)(data), rtol=1e-10, atol=1e-12)
         direction = _array(shape, dtype, 9)
         _, tangent = tf.Tape().jvp(program, [data], [direction])
         _, expected_tangent = tf.jvp(program, (data,), (direction,))
-        np.testing.assert_allclose(np.asarray(tangent), expected_tangent, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(plain(tangent), expected_tangent, rtol=1e-10, atol=1e-12)
         if dtype == np.float64:
             hvp = tf.Tape().hvp(program, [data], [direction])
             expected = tf.hvp(program, (data,), (direction,))
-            np.testing.assert_allclose(np.asarray(hvp), expected, rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(plain(hvp), expected, rtol=1e-9, atol=1e-12)
 
 
 def test_elementwise_nodes_of_new_shapes_reuse_one_derivative() -> None:
@@ -570,9 +571,9 @@ def test_cached_tensor_scalar_arithmetic_agrees_with_preparing(
         got = call(scalar)
         assert type(got) is type(expected)
         assert got.meta == expected.meta
-        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
-        assert np.asarray(got).shape == np.asarray(expected).shape
-        assert np.asarray(got).dtype == np.asarray(expected).dtype
+        np.testing.assert_array_equal(plain(got), plain(expected))
+        assert plain(got).shape == plain(expected).shape
+        assert plain(got).dtype == plain(expected).dtype
         assert getattr(got, "requires_grad", False) == getattr(x, "requires_grad", False)
 
 
@@ -608,7 +609,7 @@ def test_gradients_through_tensor_scalar_calls_use_each_calls_number() -> None:
         for f in factors:
             y = y * f + f
         seed = np.ones(5, dtype)
-        got = np.asarray(tape.vjp(y, x, tf.EagerTensor(seed)))
+        got = plain(tape.vjp(y, x, tf.EagerTensor(seed)))
         expected = np.full(5, np.prod(factors), dtype)
         np.testing.assert_allclose(got, expected, rtol=1e-6)
         assert got.dtype == np.dtype(dtype)
@@ -620,7 +621,7 @@ def test_gradients_through_cached_tensor_scalar_calls() -> None:
         tape = tf.Tape()
         x = tape.track(data)
         y = 0.5 * (x * 3.0 + 2.0) * x + 1.5
-        np.testing.assert_allclose(np.asarray(tape.grad(tf.sum(y), x)), 3.0 * data + 1.0)
+        np.testing.assert_allclose(plain(tape.grad(tf.sum(y), x)), 3.0 * data + 1.0)
         with tf.no_grad():
             assert not (x * 3.0).requires_grad
 
@@ -656,7 +657,7 @@ def test_two_tensors_of_one_meta_agree_with_preparing(dtype: Any, name: str, kin
         got = getattr(tf, name)(x, y)
         assert type(got) is type(expected)
         assert got.meta == expected.meta
-        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+        np.testing.assert_array_equal(plain(got), plain(expected))
         assert getattr(got, "requires_grad", False) == getattr(expected, "requires_grad", False)
 
 
@@ -725,7 +726,7 @@ def _outcome(function: Any, *args: Any) -> Any:
         result = function(*args)
     except Exception as error:  # the error kind is the outcome compared
         return type(error)
-    return (np.asarray(result).shape, np.asarray(result).tolist())
+    return (plain(result).shape, plain(result).tolist())
 
 
 @settings(max_examples=40)
@@ -818,12 +819,12 @@ def test_analytic_functions_on_concrete_tensors_agree_with_lax(
         got = getattr(tf, name)(x)
         assert type(got) is type(expected)
         assert got.meta == expected.meta
-        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+        np.testing.assert_array_equal(plain(got), plain(expected))
         assert getattr(got, "requires_grad", False) == getattr(x, "requires_grad", False)
     if kind == "tracked" and data.dtype.kind == "f":
         first = x.tape.grad(tf.sum(getattr(tf, name)(x)), x)
         second = x.tape.grad(tf.sum(getattr(lax, name)(x)), x)
-        np.testing.assert_array_equal(np.asarray(first), np.asarray(second))
+        np.testing.assert_array_equal(plain(first), plain(second))
 
 
 # ---------------------------------------------------------------------- direct evaluations
@@ -872,7 +873,7 @@ def test_two_matrix_dot_general_equals_matmul_in_every_layout(
     else:
         np.testing.assert_array_equal(got, expected)
     traced = lax.dot_general(tf.Tensor(a), tf.Tensor(b), (1,), (0,), (), ())
-    _agree(np.asarray(traced), got)  # a copy may be laid out otherwise (rounding only)
+    _agree(plain(traced), got)  # a copy may be laid out otherwise (rounding only)
 
 
 def test_data_moving_primitives_need_no_silencing_and_agree_with_numpy() -> None:
@@ -904,7 +905,7 @@ def test_data_moving_primitives_need_no_silencing_and_agree_with_numpy() -> None
                 "flip": (tf.flip(x, 1), data[:, ::-1]),
             }
         for name, (got, expected) in results.items():
-            np.testing.assert_array_equal(np.asarray(got), expected, err_msg=name)
+            np.testing.assert_array_equal(plain(got), expected, err_msg=name)
             assert getattr(got, "requires_grad", False) == (kind == "tracked")
 
 
@@ -930,7 +931,7 @@ def test_reduce_sum_evaluation_equals_numpys_sum(
     meta = tf.Tensor(array).meta
     op = tf.ops.ReduceSum.make((meta,), axes=axes)
     for _ in range(2):  # planning, then the prepared plan
-        got = np.asarray(op.impl(array))
+        got = plain(op.impl(array))
         expected = np.sum(array, axis=axes, dtype=array.dtype)
         assert got.dtype == expected.dtype
         np.testing.assert_array_equal(got, expected)
@@ -965,7 +966,7 @@ def _lane_outcome(function: Any, *args: Any, **kwargs: Any) -> Any:
     except (TypeError, IndexError) as error:
         return type(error)
     tracked = getattr(result, "requires_grad", False)
-    return (type(result), result.meta, np.asarray(result).tolist(), tracked)
+    return (type(result), result.meta, plain(result).tolist(), tracked)
 
 
 @settings(max_examples=60, deadline=None)
@@ -1014,7 +1015,7 @@ def test_the_direct_lane_records_what_the_general_lane_records() -> None:
                 axis=0,
             )
         structures.append((y.node.recorded, y.node.active, len(y.node.edges)))
-        grads.append(np.asarray(tape.grad(y * tf.sum(tf.sin(tf.reshape(x, (12,)))), x)))
+        grads.append(plain(tape.grad(y * tf.sum(tf.sin(tf.reshape(x, (12,)))), x)))
     assert structures[0] == structures[1] == structures[2]
     np.testing.assert_array_equal(grads[0], grads[1])
     np.testing.assert_array_equal(grads[0], grads[2])
@@ -1034,7 +1035,7 @@ def test_uncacheable_calls_through_the_direct_lane_run_once_per_call() -> None:
     x = tf.EagerTensor(np.arange(3.0))
     for call in range(3):
         calls.clear()
-        np.testing.assert_array_equal(np.asarray(doubled_unless_probed(x, 2)), [0.0, 2.0, 4.0])
+        np.testing.assert_array_equal(plain(doubled_unless_probed(x, 2)), [0.0, 2.0, 4.0])
         assert calls == ([2, 2] if call == 0 else [2])  # the probe once, the function once
     (outcome,) = dispatch._DIRECT.values()
     assert type(outcome) is dispatch._Slow
@@ -1093,7 +1094,7 @@ def test_floats_taken_as_they_are_differentiate_like_prepared_operands(
         first = tape.grad(value, x, create_graph=True)
         second = tape.grad(tf.sum(first), x)
         through_composite = tape.grad(tf.composite(lambda v, b=bind: loss(v, b))(x), x)
-        results.append([np.asarray(r) for r in (value, first, second, through_composite)])
+        results.append([plain(r) for r in (value, first, second, through_composite)])
     for got, expected in zip(*results, strict=True):
         np.testing.assert_array_equal(got, expected)
 
@@ -1113,8 +1114,8 @@ def test_functions_with_their_own_key_take_only_the_general_lane() -> None:
     tf.clear_caches()
     x = tf.EagerTensor(np.arange(4.0).reshape(2, 2))
     for _ in range(2):
-        np.testing.assert_array_equal(np.asarray(scaled(x, 3)), np.arange(4.0))
-        np.testing.assert_array_equal(np.asarray(scaled(x, -2)), -2 * np.arange(4.0).reshape(2, 2))
+        np.testing.assert_array_equal(plain(scaled(x, 3)), np.arange(4.0))
+        np.testing.assert_array_equal(plain(scaled(x, -2)), -2 * np.arange(4.0).reshape(2, 2))
     assert len(dispatch._DIRECT) == 0
     assert len([k for k in dispatch._PROGRAMS if k[0] is scaled]) == 1  # only times=3's
 
@@ -1172,7 +1173,7 @@ def test_one_seed_runners_give_the_general_runners_gradients(
                 middle = v
         wrt = [x, other] + ([middle] if of_intermediate and middle is not None else [])
         grads = tape.grad(tf.sum(tf.sin(v)), wrt, allow_unused=True, retain_graph=retain)
-        return [np.asarray(g) if g is not None else np.zeros(0) for g in grads]
+        return [plain(g) if g is not None else np.zeros(0) for g in grads]
 
     general = run(_ListsOnly(ADD_ANY, specialize=specialize))
     for got, expected in zip(run(None), general, strict=True):

@@ -17,6 +17,7 @@ import hypothesis.strategies as st
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from tenferro_support import plain
 
 import tenferro as tf
 from tenferro.eager.tape import default_tape
@@ -57,7 +58,7 @@ def test_leaf_fast_path_equals_general_path(dtype: Any, shape: Any, seed: int) -
         return
     assert fast.meta == general.meta
     assert fast.meta.weak is False
-    np.testing.assert_array_equal(np.asarray(fast), data)
+    np.testing.assert_array_equal(plain(fast), data)
     assert not fast._value.flags.writeable
     assert fast._value is not data  # a copy, as the general path makes
     assert fast.requires_grad
@@ -66,7 +67,7 @@ def test_leaf_fast_path_equals_general_path(dtype: Any, shape: Any, seed: int) -
     assert type(fast.key) is type(general.key)
     assert fast.key != general.key
     tf.real(fast * 2).sum().backward()
-    np.testing.assert_array_equal(np.asarray(fast.grad), np.full(shape, 2, data.dtype))
+    np.testing.assert_array_equal(plain(fast.grad), np.full(shape, 2, data.dtype))
 
 
 _SLICE_BOUND = st.one_of(st.none(), st.integers(-4, 4))
@@ -93,21 +94,21 @@ def test_basic_index_tuples_equal_numpy_at_every_call(index: Any, seed: int) -> 
             continue
         assert not isinstance(got, Exception), f"{index!r} raised {got!r}"
         assert got.shape == expected.shape
-        np.testing.assert_array_equal(np.asarray(got), expected)
+        np.testing.assert_array_equal(plain(got), expected)
     if isinstance(expected, Exception) or not expected.size:
         return
     weights = np.random.default_rng(seed + 1).standard_normal(expected.shape)
     (x[index] * weights).sum().backward()
     traced = tf.grad(lambda v: tf.sum(v[index] * weights))(data)
-    np.testing.assert_array_equal(np.asarray(x.grad), np.asarray(traced))
+    np.testing.assert_array_equal(plain(x.grad), plain(traced))
 
 
 def test_index_lookalikes_keep_their_own_entries() -> None:
     x = tf.EagerTensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
     for _ in range(2):
-        a = np.asarray(x)
+        a = plain(x)
         for index in [(slice(None), None), (True, 1), (1, True), (1, 1), (Ellipsis, None)]:
-            np.testing.assert_array_equal(np.asarray(x[index]), a[index])
+            np.testing.assert_array_equal(plain(x[index]), a[index])
             assert x[index].shape == a[index].shape
         with pytest.raises(tf.errors.IndexingError):
             x[1.0, None]
@@ -135,7 +136,7 @@ def test_backward_memo_gives_the_first_pass_gradients(seed: int, chi: int) -> No
     def grads() -> list[Any]:
         leaves = [tf.EagerTensor(c, requires_grad=True) for c in cores]
         _sweep(leaves).backward()
-        return [None if t.grad is None else np.asarray(t.grad) for t in leaves]
+        return [None if t.grad is None else plain(t.grad) for t in leaves]
 
     tf.clear_caches()
     first = grads()
@@ -148,7 +149,7 @@ def test_backward_memo_gives_the_first_pass_gradients(seed: int, chi: int) -> No
     fresh = [tape.track(c) for c in cores[:3]] + [tf.EagerTensor(cores[3])]
     reference = tape.grad(_sweep(fresh), fresh[:3])
     for a, b in zip(first, reference, strict=False):
-        np.testing.assert_allclose(a, np.asarray(b), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(a, plain(b), rtol=1e-12, atol=1e-12)
     assert default_tape()._plain.backward_memo  # the memo was used
     tf.clear_caches()
     assert not default_tape()._plain.backward_memo  # registered: emptied with the caches

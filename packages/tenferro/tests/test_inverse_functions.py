@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tenferro_support import plain
 
 import tenferro as tf
 
@@ -46,16 +47,16 @@ INVERSE = ["arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh"]
 def _numpy_input(x: Any) -> Any:
     """numpy computes booleans in float16, a dtype tenferro does not have: tenferro
     computes them in float64 (as integers), so numpy is asked for that."""
-    return x.astype(np.float64) if np.asarray(x).dtype == bool else x
+    return x.astype(np.float64) if plain(x).dtype == bool else x
 
 
 def _values(x: Any) -> np.ndarray[Any, Any]:
-    return np.asarray(x.eval() if isinstance(x, tf.TracedTensor) else x)
+    return plain(x.eval() if isinstance(x, tf.TracedTensor) else x)
 
 
 def _same(actual: Any, expected: Any) -> None:
     got = _values(actual)
-    expected = np.asarray(expected)
+    expected = plain(expected)
     assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
     assert got.shape == expected.shape, (got.shape, expected.shape)
     tol = 1e-6 if expected.dtype in (np.float32, np.complex64) else 1e-14
@@ -176,15 +177,15 @@ def test_angle_derivative_is_the_closed_form() -> None:
     (grad,) = tf.grad(lambda v: tf.sum(tf.angle(v)), argnums=(0,))(z)
     # d/dx = -y / |z|^2, d/dy = x / |z|^2
     r2 = np.abs(z) ** 2
-    np.testing.assert_allclose(np.asarray(grad), (-z.imag + 1j * z.real) / r2, rtol=1e-13)
+    np.testing.assert_allclose(plain(grad), (-z.imag + 1j * z.real) / r2, rtol=1e-13)
 
 
 def test_real_angle_has_zero_derivative_and_degrees_scale() -> None:
     x = np.array([-2.0, 3.0])
     grad = tf.grad(lambda v: tf.sum(tf.angle(v)))(x)
-    np.testing.assert_array_equal(np.asarray(grad), [0.0, 0.0])
+    np.testing.assert_array_equal(plain(grad), [0.0, 0.0])
     grad = tf.grad(lambda v: tf.sum(tf.rad2deg(v) + tf.radians(v)))(x)
-    np.testing.assert_allclose(np.asarray(grad), np.full(2, 180 / np.pi + np.pi / 180))
+    np.testing.assert_allclose(plain(grad), np.full(2, 180 / np.pi + np.pi / 180))
 
 
 def test_arctan2_derivatives_with_broadcasting_and_the_origin_convention() -> None:
@@ -192,19 +193,19 @@ def test_arctan2_derivatives_with_broadcasting_and_the_origin_convention() -> No
     tf.testing.check_grads(tf.arctan2, [y, x], order=2)
     origin = np.zeros(1)
     gy, gx = tf.grad(lambda a, b: tf.sum(tf.arctan2(a, b)), argnums=(0, 1))(origin, origin)
-    assert np.asarray(gy).tolist() == [0.0]
-    assert np.asarray(gx).tolist() == [0.0]
+    assert plain(gy).tolist() == [0.0]
+    assert plain(gx).tolist() == [0.0]
     hessian = tf.hessian(lambda a: tf.sum(tf.arctan2(a, origin)))(origin)
-    assert np.isfinite(np.asarray(hessian)).all()
+    assert np.isfinite(plain(hessian)).all()
 
 
 def test_out_of_domain_values_and_derivatives_are_nan_like_numpys_value() -> None:
     x = tf.tensor([2.0, 0.5], requires_grad=True)
     y = tf.arcsin(x)
-    assert np.isnan(np.asarray(y)[0])
-    assert not np.isnan(np.asarray(y)[1])
+    assert np.isnan(plain(y)[0])
+    assert not np.isnan(plain(y)[1])
     tf.sum(y).backward()
-    grad = np.asarray(x.grad)
+    grad = plain(x.grad)
     assert np.isnan(grad[0])
     np.testing.assert_allclose(grad[1], 1 / np.sqrt(0.75))
 
@@ -219,7 +220,7 @@ def test_real_derivatives_are_nan_exactly_where_numpys_value_is(name: str, dt: A
     with np.errstate(all="ignore"):
         value = getattr(np, name)(x)
     _, tangent = tf.jvp(getattr(tf, name), (x,), (np.ones_like(x),))
-    slope = np.asarray(tangent)
+    slope = plain(tangent)
     np.testing.assert_array_equal(np.isnan(slope), np.isnan(value))
     infinite = np.isinf(x) & ~np.isnan(value)
     np.testing.assert_array_equal(slope[infinite], 0.0)
@@ -232,9 +233,9 @@ def test_on_the_tape_under_vmap_and_through_numpy() -> None:
     tf.sum(y).backward()
     v = np.array([0.1, -0.4])
     expected = 1 / np.sqrt(1 - v**2) + 2 / (4 + v**2) - 1 / (1 + v**2)
-    np.testing.assert_allclose(np.asarray(x.grad), expected, rtol=1e-13)
+    np.testing.assert_allclose(plain(x.grad), expected, rtol=1e-13)
     batched = tf.vmap(tf.arctan2, in_axes=(0, None))(np.ones((3, 2)), np.array([1.0, -1.0]))
-    np.testing.assert_allclose(np.asarray(batched), np.arctan2(np.ones((3, 2)), [1.0, -1.0]))
+    np.testing.assert_allclose(plain(batched), np.arctan2(np.ones((3, 2)), [1.0, -1.0]))
 
 
 def test_bad_input_names_the_function() -> None:
@@ -323,15 +324,15 @@ def test_derivatives_on_and_near_the_branch_cuts_take_the_side_of_numpys_value(
         first, second = _slopes_along_the_cut(name, z)
     rtol, atol = (2e-5, 1e-6) if dt == np.complex64 else (1e-6, 1e-9)
     _, tangent = tf.jvp(f, (z,), (ones,))
-    np.testing.assert_allclose(np.asarray(tangent), first, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(plain(tangent), first, rtol=rtol, atol=atol)
     _, pullback = tf.vjp(f, z)
     (cotangent,) = pullback(ones)
-    np.testing.assert_allclose(np.asarray(cotangent), np.conj(first), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(plain(cotangent), np.conj(first), rtol=rtol, atol=atol)
     leaf = tf.tensor(z, requires_grad=True)
     tf.sum(tf.real(f(leaf))).backward()
-    np.testing.assert_allclose(np.asarray(leaf.grad), np.conj(first), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(plain(leaf.grad), np.conj(first), rtol=rtol, atol=atol)
     _, curvature = tf.jvp(lambda v: tf.jvp(f, (v,), (ones,))[1], (z,), (ones,))
-    np.testing.assert_allclose(np.asarray(curvature), second, rtol=100 * rtol, atol=1e-5)
+    np.testing.assert_allclose(plain(curvature), second, rtol=100 * rtol, atol=1e-5)
     if TORCH:
         import torch
 
@@ -341,9 +342,7 @@ def test_derivatives_on_and_near_the_branch_cuts_take_the_side_of_numpys_value(
         (expected,) = torch.autograd.grad(
             torch_f(torch_leaf), torch_leaf, torch.ones_like(torch_leaf)
         )
-        np.testing.assert_allclose(
-            np.asarray(cotangent)[off], expected.numpy(), rtol=rtol, atol=atol
-        )
+        np.testing.assert_allclose(plain(cotangent)[off], expected.numpy(), rtol=rtol, atol=atol)
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)
@@ -368,8 +367,8 @@ def test_real_values_cast_to_complex_have_the_derivatives_of_numpys_complex_valu
     rtol, atol = (2e-5, 1e-6) if dt == np.float32 else (1e-6, 1e-9)
     for part, expected in ((tf.real, slope.real), (tf.imag, slope.imag)):
         grad = tf.grad(lambda v, p=part: tf.sum(p(f(tf.astype(v, complex_dt)))))(point)
-        assert np.asarray(grad).dtype == dt
-        np.testing.assert_allclose(np.asarray(grad), [expected], rtol=rtol, atol=atol)
+        assert plain(grad).dtype == dt
+        np.testing.assert_allclose(plain(grad), [expected], rtol=rtol, atol=atol)
 
 
 _SPECIAL_PARTS = [np.inf, -np.inf, 0.0, -0.0, 2.5, -2.5, np.nan]
@@ -396,10 +395,10 @@ def test_derivatives_at_complex_infinity_are_their_limit_zero(name: str, dt: Any
     gradient = tf.grad(lambda u: tf.sum(tf.real(f(u))))
     reverse_over_reverse = tf.grad(lambda v: tf.sum(tf.real(gradient(v))))(z)
     for got in (first, second, cotangent, reverse_over_reverse):
-        np.testing.assert_array_equal(np.asarray(got)[infinite], 0)
+        np.testing.assert_array_equal(plain(got)[infinite], 0)
     nan = np.isnan(z) & ~infinite
-    assert np.isnan(np.asarray(first)[nan]).all()
+    assert np.isnan(plain(first)[nan]).all()
     far = 1e30 if dt == np.complex64 else 1e150
     finite = np.nan_to_num(z[infinite], nan=1.0, posinf=far, neginf=-far)
     _, slope = tf.jvp(f, (finite,), (np.ones_like(finite),))
-    assert np.all(np.abs(np.asarray(slope)) <= 10 / far)
+    assert np.all(np.abs(plain(slope)) <= 10 / far)

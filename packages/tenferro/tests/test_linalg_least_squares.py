@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tenferro_support import plain
 
 import tenferro as tf
 
@@ -23,7 +24,7 @@ DTYPES = ["float32", "float64", "complex64", "complex128"]
 
 
 def _values(x: Any) -> np.ndarray[Any, Any]:
-    return np.asarray(x.eval() if isinstance(x, tf.TracedTensor) else x)
+    return plain(x.eval() if isinstance(x, tf.TracedTensor) else x)
 
 
 def _random(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype[Any]) -> Any:

@@ -26,6 +26,7 @@ from fuzz_support import fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
 from review_s21_support import fd_gradient
+from tenferro_support import plain
 
 import tenferro as tf
 
@@ -147,11 +148,11 @@ def test_pinv_and_lstsq_gradients_where_singular_values_repeat(
     lstsq_loss = _loss(w_x, lambda x, y: tf.linalg.lstsq(x, y, rcond=rtol).solution)
     with warnings.catch_warnings():
         warnings.simplefilter("error", tf.DegenerateDerivativeWarning)
-        g_pinv = np.asarray(tf.grad(pinv_loss)(a))
-        g_a, g_b = (np.asarray(g) for g in tf.grad(lstsq_loss, argnums=(0, 1))(a, b))
+        g_pinv = plain(tf.grad(pinv_loss)(a))
+        g_a, g_b = (plain(g) for g in tf.grad(lstsq_loss, argnums=(0, 1))(a, b))
         tape = tf.Tape()
         x, y = tape.track(a), tape.track(b)
-        tape_a, tape_b = (np.asarray(g) for g in tape.grad(lstsq_loss(x, y), [x, y]))
+        tape_a, tape_b = (plain(g) for g in tape.grad(lstsq_loss(x, y), [x, y]))
     np.testing.assert_allclose(tape_a, g_a, rtol=1e-5 if single else 1e-12, atol=1e-6)
     np.testing.assert_allclose(tape_b, g_b, rtol=1e-5 if single else 1e-12, atol=1e-6)
 
@@ -222,9 +223,9 @@ def test_pinv_and_lstsq_jvp_next_to_a_tie_is_the_closed_form(gap: float, dtype: 
         a = a.real
     inverse = np.linalg.inv(a)
     _, dp = tf.jvp(tf.linalg.pinv, (a,), (t,))
-    np.testing.assert_allclose(np.asarray(dp), -inverse @ t @ inverse, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(plain(dp), -inverse @ t @ inverse, rtol=1e-9, atol=1e-12)
     _, dx = tf.jvp(lambda x: tf.linalg.lstsq(x, b).solution, (a,), (t,))
-    np.testing.assert_allclose(np.asarray(dx), -inverse @ t @ inverse @ b, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(plain(dx), -inverse @ t @ inverse @ b, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "complex128"])
@@ -240,7 +241,7 @@ def test_hermitian_pinv_gradient_at_tied_eigenvalues(dtype: str) -> None:
     w = _random(rng, (4, 4), complex_)
     with warnings.catch_warnings():
         warnings.simplefilter("error", tf.DegenerateDerivativeWarning)
-        got = np.asarray(tf.grad(_loss(w, lambda x: tf.linalg.pinv(x, hermitian=True)))(h))
+        got = plain(tf.grad(_loss(w, lambda x: tf.linalg.pinv(x, hermitian=True)))(h))
     expected = fd_gradient(_numpy_loss(w, lambda x: np.linalg.pinv(x, hermitian=True)), h)
     np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-8)
 
@@ -252,11 +253,11 @@ def test_pinv_and_lstsq_values_and_ranks_through_every_kind() -> None:
     b = rng.standard_normal((3, 4, 2))
     for kind in (tf.Tensor, tf.traced, lambda v: tf.EagerTensor(v, requires_grad=True)):
         got = tf.linalg.pinv(kind(a), rtol=CUT)
-        got = np.asarray(got.eval() if isinstance(got, tf.TracedTensor) else got)
+        got = plain(got.eval() if isinstance(got, tf.TracedTensor) else got)
         np.testing.assert_allclose(got, np.linalg.pinv(a, rtol=CUT), rtol=1e-12, atol=1e-12)
         result = tf.linalg.lstsq(kind(a), kind(b), rcond=CUT)
         solution, rank = (
-            np.asarray(v.eval() if isinstance(v, tf.TracedTensor) else v)
+            plain(v.eval() if isinstance(v, tf.TracedTensor) else v)
             for v in (result.solution, result.rank)
         )
         for i in range(3):

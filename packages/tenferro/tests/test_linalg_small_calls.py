@@ -20,7 +20,7 @@ import pytest
 import scipy.linalg
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tenferro_support import sample
+from tenferro_support import plain, sample
 
 import tenferro as tf
 from tenferro import linalg
@@ -171,7 +171,7 @@ def _tol(dt: np.dtype[Any]) -> float:
 
 def _close(actual: Any, expected: Any, dt: np.dtype[Any]) -> None:
     tol = _tol(dt)
-    got = np.asarray(actual)
+    got = plain(actual)
     assert got.shape == np.shape(expected)
     np.testing.assert_allclose(got, expected, rtol=tol, atol=tol)
 

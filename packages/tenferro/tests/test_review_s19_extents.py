@@ -21,6 +21,7 @@ import hypothesis.strategies as st
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from tenferro_support import plain
 
 import tenferro as tf
 from tenferro import lax
@@ -338,7 +339,7 @@ def test_second_derivative_through_an_empty_factorization_on_the_tape(name: str)
         t = tape.track(np.zeros(shape))
         g = tape.grad(f(t), t, create_graph=True)
         second = tape.grad(tf.sum(g), t)
-        assert np.asarray(g).shape == shape
+        assert plain(g).shape == shape
         assert np.asarray(second).shape == shape
         assert not np.asarray(second).any()
 

@@ -14,9 +14,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tenferro_support import plain
 
 import tenferro as tf
 from tenferro.surface.methods import TensorMethods
+from tenferro.surface.torch_habits import IN_PLACE
 
 A = np.array([[1.5, -2.0, 0.5], [3.0, 0.25, -1.0], [2.0, 1.0, 4.0]])
 B = np.array([[0.5, 1.0, -1.5], [2.0, -0.75, 1.0], [1.0, 3.0, 0.5]])
@@ -107,6 +109,31 @@ CALLS: dict[str, Call] = {
     "sort": lambda x, y, m: x.sort(),
     "cumsum": lambda x, y, m: x.cumsum(axis=1),
     "cumprod": lambda x, y, m: x.cumprod(),
+    "__ilshift__": lambda x, y, m: _in_place(m.astype("int64"), "<<=", 2),
+    "__irshift__": lambda x, y, m: _in_place(m.astype("int64") * 12, ">>=", 2),
+    "__lshift__": lambda x, y, m: m.astype("int32") << 3,
+    "__rlshift__": lambda x, y, m: 5 << m.astype("int64"),
+    "__rshift__": lambda x, y, m: (m.astype("int64") * -12) >> 1,
+    "__rrshift__": lambda x, y, m: 40 >> m.astype("int64"),
+    # JAX habits
+    "at": lambda x, y, m: x.at[1:, [2, 0, 2]].add(y[0]).at[m].set(-1.0).at[0].max(y[1]),
+    "block_until_ready": lambda x, y, m: x.block_until_ready() * 1,
+    # PyTorch names
+    "bool": lambda x, y, m: x.bool(),
+    "int": lambda x, y, m: (x * 4).int(),
+    "long": lambda x, y, m: (x * 4).long(),
+    "float": lambda x, y, m: x.float(),
+    "double": lambda x, y, m: x.float().double(),
+    "cfloat": lambda x, y, m: x.cfloat(),
+    "cdouble": lambda x, y, m: x.cdouble(),
+    "clone": lambda x, y, m: x.clone() * 1,
+    "contiguous": lambda x, y, m: x.contiguous() * 1,
+    "expand": lambda x, y, m: x[:, :1].expand(2, -1, 3),
+    "permute": lambda x, y, m: x.reshape(3, 3, 1).permute(2, 0, 1),
+    "t": lambda x, y, m: x.t(),
+    "to": lambda x, y, m: x.to("cpu", tf.complex64),
+    "unsqueeze": lambda x, y, m: x.unsqueeze(1),
+    "view": lambda x, y, m: x.view(-1),
 }
 
 
@@ -121,10 +148,16 @@ def _in_place(x: Any, operator: str, y: Any) -> Any:
     return namespace["z"]
 
 
-METADATA = ("shape", "dtype", "ndim", "size")
+METADATA = ("shape", "dtype", "ndim", "size", "dim", "numel")
 """Members that describe a tensor rather than compute one (compared directly)."""
 
 NOT_OPERATIONS = {
+    **dict.fromkeys(
+        IN_PLACE,
+        "PyTorch's in-place method: raises InPlaceError naming the functional form "
+        "(tests/test_torch_habits.py)",
+    ),
+    "half": "float16 is not a tenferro dtype: raises DTypeError (tests/test_torch_habits.py)",
     "__array_ufunc__": "numpy's protocol (tests/test_surface.py checks the ufunc dispatch)",
     "__array_function__": "numpy's protocol (tested with the numpy functions it dispatches)",
     "__setitem__": "tensors are immutable: raises (tests/test_errors.py)",
@@ -178,9 +211,7 @@ def _kinds() -> dict[str, Callable[[np.ndarray[Any, Any]], Any]]:
 
 
 def _value(result: Any) -> np.ndarray[Any, Any]:
-    if isinstance(result, tf.TracedTensor):
-        return np.asarray(result.eval())
-    return np.asarray(result)
+    return plain(result)
 
 
 @pytest.mark.parametrize("name", sorted(CALLS))
@@ -203,8 +234,13 @@ def test_member_agrees_across_tensor_kinds(name):
 def test_metadata_agrees_across_tensor_kinds():
     for kind, make in _kinds().items():
         x = make(A)
-        described = tuple(getattr(x, name) for name in METADATA)
-        assert described == (A.shape, A.dtype, A.ndim, A.size), kind
+        described = tuple(
+            getattr(x, name)() if name in ("dim", "numel") else getattr(x, name)
+            for name in METADATA
+        )
+        assert described == (A.shape, A.dtype, A.ndim, A.size, A.ndim, A.size), kind
+        assert x.size() == A.shape, kind
+        assert x.size(-1) == A.shape[-1], kind
 
 
 def test_python_values_agree_across_concrete_kinds():

@@ -68,9 +68,17 @@ class Tensor(TensorMethods):
         self.meta = Meta(array.shape, array.dtype, weak)
 
     @classmethod
-    def _convert(cls, data: Any, dtype: Any, op: str) -> Tensor:
-        """``Tensor(data, dtype)``, with conversion errors naming ``op``."""
-        array, weak = to_array(data, dtype, op)
+    def _convert(cls, data: Any, dtype: Any, op: str) -> Any:
+        """``Tensor(data, dtype)``, with conversion errors naming ``op``. A (nested) list
+        or tuple holding traced or tracked tensors is stacked into a tensor of their kind
+        (``tf.array([x[0], x[1]])`` inside a transform; a numpy array of them would drop
+        them from the graph or tape)."""
+        try:
+            array, weak = to_array(data, dtype, op)
+        except DTypeError:
+            if type(data) in (list, tuple) and _holds_tensor(data):
+                return _stacked(data, dtype, op)
+            raise
         return cls._wrap(array, weak)
 
     @classmethod
@@ -120,6 +128,10 @@ class Tensor(TensorMethods):
 
     def numpy(self) -> np.ndarray[Any, Any]:
         """The data as a (read-only) numpy array."""
+        return self._export("numpy")
+
+    def _export(self, op: str) -> np.ndarray[Any, Any]:
+        """The data as a read-only array, for a conversion ``op`` to other libraries."""
         return _read_only(self._value)
 
     def item(self) -> Any:
@@ -127,12 +139,41 @@ class Tensor(TensorMethods):
         return np.asarray(self._value).item()
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
-        array = _read_only(self._value)
+        array = self._export("np.asarray")
         if dtype is not None and np.dtype(dtype) != array.dtype:
             return array.astype(dtype)
         if copy:
             return array.copy()
         return array
+
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: Any = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """The data as a DLPack capsule (``np.from_dlpack(t)``, ``torch.from_dlpack(t)``):
+        shared and marked read-only for consumers of DLPack 1.0; a copy for older ones,
+        which cannot mark memory read-only (``copy=False`` then raises ``BufferError``)."""
+        array = self._export("__dlpack__")
+        if copy:
+            array = array.copy()
+        try:
+            return array.__dlpack__(
+                stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+            )
+        except BufferError:
+            if copy is False or array.flags.writeable:
+                raise
+            return array.copy().__dlpack__(
+                stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+            )
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(1, 0)``: the CPU (DLPack's device type 1)."""
+        return (1, 0)
 
     def __bool__(self) -> bool:
         return bool(np.asarray(self._value))
@@ -166,6 +207,58 @@ class Tensor(TensorMethods):
 
     def __reduce__(self) -> Any:
         return (Tensor, (np.asarray(self._value), self.meta.dtype))
+
+
+def _holds_tensor(data: Any) -> bool:
+    """Whether the nested lists and tuples ``data`` hold a tensor of some kind."""
+    pending = [data]
+    while pending:
+        item = pending.pop()
+        if type(item) in (list, tuple):
+            pending.extend(item)
+        elif getattr(type(item), "_priority", None) is not None:
+            return True
+    return False
+
+
+def _stacked(data: Any, dtype: Any, op: str) -> Any:
+    """The nested lists and tuples ``data`` (tensors, numbers, arrays) as one tensor of
+    the highest kind among its tensors: each level stacked along a new leading axis, the
+    elements promoted together (Python numbers weakly) and converted to ``dtype`` when
+    given."""
+    from tenferro import lax
+    from tenferro.core.bind import lift
+    from tenferro.dtypes import promote_types
+
+    def build(item: Any) -> Any:
+        if getattr(type(item), "_priority", None) is not None:
+            return item
+        if type(item) not in (list, tuple) or not _holds_tensor(item):
+            return Tensor._convert(item, None, op)
+        parts = lift([build(element) for element in item])
+        shapes = sorted({part.meta.shape for part in parts})
+        if len(shapes) > 1:
+            from tenferro.errors import ShapeError
+
+            raise ShapeError(
+                op,
+                f"the elements of one level have different shapes {shapes}: no tensor holds them",
+            )
+        target = promote_types(*((p.meta.dtype, p.meta.weak) for p in parts), op=op)
+        weak = all(p.meta.weak for p in parts)
+        rows = [
+            lax.reshape(
+                p if p.meta.dtype == target else lax.convert_element_type(p, target, weak),
+                (1, *shapes[0]),
+            )
+            for p in parts
+        ]
+        return lax.concatenate(rows, 0)
+
+    result = build(data)
+    if dtype is not None:
+        result = lax.convert_element_type(result, as_dtype(dtype, op))
+    return result
 
 
 def filled(meta: Meta, value: Any) -> np.ndarray[Any, Any]:

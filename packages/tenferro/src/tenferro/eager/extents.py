@@ -461,6 +461,13 @@ def _shape(value: Any) -> tuple[int, ...]:
     return tuple(shape) if shape is not None else np.shape(value)
 
 
+def _dtype(value: Any) -> Any:
+    """The dtype of an array, a number or a tensor (read from its meta: a tracked tensor
+    refuses numpy conversion)."""
+    meta = getattr(value, "meta", None)
+    return meta.dtype if meta is not None else np.asarray(value).dtype
+
+
 def reinstantiate(
     program: CompiledProgram,
     inputs: Sequence[Any],
@@ -480,7 +487,7 @@ def reinstantiate(
     for slot, meta, value in zip(program.input_slots, given, inputs, strict=True):
         shape = value.shape if type(value) is np.ndarray else _shape(value)
         metas[slot] = (
-            Meta(shape, np.asarray(value).dtype)
+            Meta(shape, _dtype(value))
             if meta is None
             else Meta(shape, meta.dtype, meta.weak, meta.dynamic)
         )

@@ -452,6 +452,25 @@ class EagerTensor(Tensor):
         retain_graph = check_flag("backward", "retain_graph", retain_graph)
         self.tape.backward(self, seed, retain_graph=retain_graph, inputs=inputs)
 
+    def _export(self, op: str) -> np.ndarray[Any, Any]:
+        """The data for ``np.asarray``, ``.numpy()`` and DLPack; a tracked tensor raises
+        (as PyTorch's ``.numpy()`` on a tensor that requires grad): ``x.detach()`` first."""
+        if self.tape is not None:
+            self._refuse_conversion(op)
+        return super()._export(op)
+
+    def _refuse_conversion(self, op: str) -> None:
+        from tenferro.errors import ArgumentTypeError
+
+        raise ArgumentTypeError(
+            op,
+            f"this EagerTensor ({self.meta.describe()}) requires grad: a numpy array of it "
+            f"would silently leave the tape, so no gradient would flow through what is "
+            f"computed from it; use x.detach() for its value (np.asarray(x.detach()), "
+            f"x.detach().numpy()), or keep computing with tensors (numpy functions such as "
+            f"np.exp(x) run as tenferro functions and stay on the tape)",
+        )
+
     def __repr__(self) -> str:
         body = np.array2string(np.asarray(self._value), separator=", ", prefix="EagerTensor(")
         tracked = ", requires_grad=True" if self.tape is not None else ""

@@ -337,6 +337,47 @@ class TracedTensor(TensorMethods):
             "or use tf.where for data-dependent choices"
         )
 
+    def _no_value(self, op: str, fix: str) -> ArgumentTypeError:
+        return ArgumentTypeError(
+            op,
+            f"a TracedTensor ({self.meta.describe()}) has no concrete value while it is "
+            f"traced (inside tf.grad, tf.jit, tf.vmap ..., its value is only known when the "
+            f"program runs); {fix}",
+        )
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
+        raise self._no_value(
+            "np.asarray",
+            "compute with tensors instead (tf functions and methods; numpy functions such as "
+            "np.exp(x) run as tenferro functions on traced values), and convert results "
+            "outside the transform, or .eval() a traced value built outside one",
+        )
+
+    def __dlpack__(self, **options: Any) -> Any:
+        raise self._no_value(
+            "__dlpack__", "exchange concrete tensors: convert results outside the transform"
+        )
+
+    def _scalar(self, name: str) -> Any:
+        return self._no_value(
+            name,
+            f"keep it a tensor (tf.where for data-dependent choices), use it as a static "
+            f"argument (tf.jit(f, static_argnums=...)) if it must be a Python {name}, or "
+            f"convert the result outside the transform",
+        )
+
+    def __float__(self) -> float:
+        raise self._scalar("float")
+
+    def __int__(self) -> int:
+        raise self._scalar("int")
+
+    def __complex__(self) -> complex:
+        raise self._scalar("complex")
+
+    def __index__(self) -> int:
+        raise self._scalar("int")
+
     def __len__(self) -> int:
         if not self.meta.shape:
             raise TypeError("len() of a 0-d tensor")
