@@ -5,8 +5,9 @@ custom nodes of leaves (like ``jax.tree_util``; the public face is
 A tree's structure (its *treedef*) is a hashable nested tuple, one node per container:
 ``("*",)`` a leaf, ``("none",)`` ``None`` (a node without children, as in JAX),
 ``("tuple", children)``, ``("list", children)``, ``("namedtuple", children, type)``,
-``("dict", keys, children)`` (keys sorted), ``("odict", keys, children)`` (keys in
-order) and ``("custom", children, (type, aux))`` for registered node types.
+``("dict", keys, children)`` (keys sorted, by type name first when their types
+differ), ``("odict", keys, children)`` (keys in order) and ``("custom", children,
+(type, aux))`` for registered node types.
 """
 
 from __future__ import annotations
@@ -62,7 +63,23 @@ def register_node(
 
 
 def _custom(node: Any, rules: NodeRules) -> Any:
-    children, aux = rules.flatten(node)
+    flattened = rules.flatten(node)
+    name = type(node).__qualname__
+    if not (isinstance(flattened, (tuple, list)) and len(flattened) == 2):
+        raise ArgumentTypeError(
+            "tree_flatten",
+            f"the flatten function of {name} must return a pair (children, aux_data), "
+            f"got {_short(flattened)}",
+        )
+    children, aux = flattened
+    try:
+        children = tuple(children)
+    except TypeError:
+        raise ArgumentTypeError(
+            "tree_flatten",
+            f"the flatten function of {name} returned children {_short(children)}, which "
+            f"is not an iterable of subtrees; it must return (children, aux_data)",
+        ) from None
     try:
         hash(aux)
     except TypeError:
@@ -71,7 +88,29 @@ def _custom(node: Any, rules: NodeRules) -> Any:
             f"the flatten function of {type(node).__qualname__} returned unhashable auxiliary "
             f"data {aux!r}; it must be hashable (it is part of the tree structure)",
         ) from None
-    return tuple(children), (type(node), aux)
+    return children, (type(node), aux)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _sorted_keys(node: dict[Any, Any]) -> tuple[Any, ...]:
+    """A dict's keys in the order its leaves take: sorted (as JAX), keys of different
+    types grouped by type name first (``{1: a, "b": c}`` is a pytree too)."""
+    try:
+        return tuple(sorted(node))
+    except TypeError:
+        pass
+    try:
+        return tuple(sorted(node, key=lambda k: (type(k).__module__, type(k).__qualname__, k)))
+    except TypeError:
+        raise ArgumentTypeError(
+            "tree_flatten",
+            f"the keys of a dict in a pytree must be sortable within each type (their order "
+            f"is the order of its leaves), got {_short(list(node))}",
+        ) from None
 
 
 def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list[Any], TreeDef]:
@@ -101,7 +140,7 @@ def _walk(node: Any, leaves: list[Any], is_leaf: Callable[[Any], bool] | None) -
     if kind is list:
         return ("list", tuple([_walk(child, leaves, is_leaf) for child in node]))
     if kind is dict:
-        keys = tuple(sorted(node))
+        keys = _sorted_keys(node)
         return ("dict", keys, tuple([_walk(node[k], leaves, is_leaf) for k in keys]))
     rules = _REGISTRY.get(kind)
     if rules is not None:
