@@ -300,6 +300,9 @@ CASES = [
     Case("sin", unary(lax.sin)),
     Case("cos", unary(lax.cos)),
     Case("tanh", unary(lax.tanh)),
+    Case("tan", unary(lax.tan)),
+    Case("sinh", unary(lax.sinh)),
+    Case("cosh", unary(lax.cosh)),
     Case("sqrt", unary(lax.sqrt, positive=True)),
     Case("rsqrt", unary(lax.rsqrt, positive=True)),
     Case("expm1", unary(lax.expm1)),
@@ -313,6 +316,7 @@ CASES = [
     Case("acosh", _inverse(lax.acosh, _within(1.2, 3.0, (0.3, 1.5)))),
     Case("acosh_left_half_plane", _inverse(lax.acosh, _within(-3.0, -0.5, (0.3, 1.5))), COMPLEX),
     Case("atan2", _atan2, FLOATS),
+    Case("nextafter", binary(lax.nextafter, {}, {}), FLOATS),
     Case("pow", binary(lax.pow, {"positive": True}, {}), FLOATS),
     Case("pow_complex", _pow_complex_safe, COMPLEX),
     # ---- contraction
@@ -421,6 +425,21 @@ EXEMPT: dict[str, str] = {
     "linalg.pinv_solve": "bound only by linalg.lstsq's JVP (A^+ times a tangent): its JVP "
     "and transpose run in linalg_lstsq_tied's second-order and reverse-mode checks",
     "shape_of": "returns an integer extent: no tangent to test",
+    **dict.fromkeys(
+        (
+            "bitwise_and",
+            "bitwise_or",
+            "bitwise_xor",
+            "bitwise_not",
+            "shift_left",
+            "shift_right_arithmetic",
+        ),
+        "integer and bool values only: no tangent to test (test_numpy_additions checks "
+        "the values against numpy)",
+    ),
+    "signbit": "returns bool: no tangent to test",
+    "searchsorted": "returns int64 positions: no tangent to test (test_numpy_additions checks "
+    "the values against numpy)",
     "constant": "has no operands: nothing to differentiate",
     "add_any": "tidu's internal cotangent accumulation; every reverse-mode case runs it",
     "no_derivative": "stands for an absent derivative; test_no_derivative checks it raises",

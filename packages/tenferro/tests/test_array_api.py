@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tenferro_support import plain
 
 import tenferro as tf
 
@@ -22,6 +23,8 @@ S = rng.uniform(-1.0, 1.0, (3, 3)) + 3 * np.eye(3)
 H = S @ S.T + np.eye(3)
 C = X[:, :3] + 1j * Y[:, :3]
 X32 = X.astype(np.float32)
+INTS = np.array([[5, 3, -8, 0], [1, 0, 7, -2], [-4, 6, 2, 9]], dtype=np.int32)
+SPECIAL = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan])
 
 Call = Callable[[Any, Callable[[np.ndarray[Any, Any]], Any]], Any]
 """``call(xp, asarray)``: a program over namespace ``xp`` whose inputs ``asarray`` makes."""
@@ -164,6 +167,29 @@ CALLS.update(
         "linalg.matmul": lambda xp, a: xp.linalg.matmul(a(S), a(S)),
         "linalg.tensordot": lambda xp, a: xp.linalg.tensordot(a(X), a(Y), axes=2),
         "linalg.vecdot": lambda xp, a: xp.linalg.vecdot(a(X), a(Y)),
+        "linalg.cross": lambda xp, a: xp.linalg.cross(a(X[:, :3]), a(Y[0, 1:])),
+        "linalg.trace-int": lambda xp, a: xp.linalg.trace(a(INTS[:, :3])),
+        "bitwise_and": lambda xp, a: xp.bitwise_and(a(INTS), a(INTS[::-1])),
+        "bitwise_or": lambda xp, a: xp.bitwise_or(a(INTS), 6),
+        "bitwise_xor": lambda xp, a: xp.bitwise_xor(a(INTS), a(INTS * 3)),
+        "bitwise_invert": lambda xp, a: xp.bitwise_invert(a(INTS)),
+        "bitwise_left_shift": lambda xp, a: xp.bitwise_left_shift(a(INTS), a(np.abs(INTS) % 5)),
+        "bitwise_right_shift": lambda xp, a: xp.bitwise_right_shift(a(INTS), 2),
+        "operators-shift": lambda xp, a: (a(INTS) << 2) >> 1,
+        "operators-bitwise": lambda xp, a: (a(INTS) & 6) | (a(INTS) ^ -1),
+        "copysign": lambda xp, a: xp.copysign(a(SPECIAL), a(SPECIAL[::-1])),
+        "signbit": lambda xp, a: xp.signbit(a(SPECIAL)),
+        "nextafter": lambda xp, a: xp.nextafter(a(SPECIAL), a(SPECIAL[::-1])),
+        "count_nonzero": lambda xp, a: xp.count_nonzero(a(INTS), axis=1, keepdims=True),
+        "searchsorted": lambda xp, a: xp.searchsorted(a(np.sort(X[0])), a(Y), side="right"),
+        "clip-unbounded": lambda xp, a: xp.clip(a(X)),
+        "meshgrid": lambda xp, a: xp.meshgrid(a(X[0]), a(Y[1]), indexing="ij"),
+        "cumulative_sum-initial": lambda xp, a: xp.cumulative_sum(
+            a(INTS), axis=1, include_initial=True
+        ),
+        "cumulative_prod-initial": lambda xp, a: xp.cumulative_prod(
+            a(X), axis=0, include_initial=True
+        ),
     }
 )
 
@@ -185,7 +211,7 @@ def _tenferro_values(result: Any) -> list[tuple[np.ndarray[Any, Any], str]]:
     items = list(result) if isinstance(result, tuple | list) else [result]
     values = []
     for item in items:
-        array = np.asarray(item.eval() if isinstance(item, tf.TracedTensor) else item)
+        array = plain(item)
         values.append((array, str(array.dtype).replace("bool", "bool")))
     return values
 
@@ -266,3 +292,110 @@ def test_not_covered_names_are_absent_and_the_rest_of_the_standard_is_present():
     for name in missing:
         assert not hasattr(xp, name), name
     assert missing <= standard
+
+
+CONCRETE_ONLY: dict[str, Call] = {
+    "linalg.pinv-rtol-array": lambda xp, a: xp.linalg.pinv(
+        a(np.stack([X, 2 * X])), rtol=a(np.array([1e-3, 0.5]))
+    ),
+    "nonzero": lambda xp, a: xp.nonzero(a(INTS)),
+    "unique_all": lambda xp, a: xp.unique_all(a(INTS % 3)),
+    "unique_counts": lambda xp, a: xp.unique_counts(a(X.round(1))),
+    "unique_inverse": lambda xp, a: xp.unique_inverse(a(INTS % 2)),
+    "unique_values": lambda xp, a: xp.sort(xp.unique_values(a(INTS % 4))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONCRETE_ONLY))
+@pytest.mark.parametrize("kind", ["Tensor", "EagerTensor"])
+def test_data_dependent_functions_agree_with_array_api_strict(name: str, kind: str) -> None:
+    """Results whose shape (or whose loop) depends on data: concrete tensors only."""
+    call = CONCRETE_ONLY[name]
+    expected = _strict_values(call(xp_strict, xp_strict.asarray))
+    got = _tenferro_values(call(tf.array_api, _tenferro_kinds()[kind]))
+    assert len(got) == len(expected)
+    for (g, gd), (e, ed) in zip(got, expected, strict=True):
+        assert gd == ed, (name, gd, ed)
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
+
+
+def test_namespace_info_describes_the_namespace() -> None:
+    info = tf.array_api.__array_namespace_info__()
+    strict = xp_strict.__array_namespace_info__()
+    assert info.default_device() in info.devices()
+    assert set(info.capabilities()) >= {"boolean indexing", "data-dependent shapes"}
+    defaults = info.default_dtypes(device="cpu")
+    assert defaults == {
+        "real floating": tf.float64,
+        "complex floating": tf.complex128,
+        "integral": tf.int64,
+        "indexing": tf.int64,
+    }
+    kinds = [
+        "bool",
+        "signed integer",
+        "unsigned integer",
+        "integral",
+        "real floating",
+        "complex floating",
+        "numeric",
+        ("bool", "complex floating"),
+    ]
+    for kind in kinds:
+        ours = {name: np.dtype(d) for name, d in info.dtypes(kind=kind).items()}
+        theirs = {
+            name: np.dtype(str(d).rsplit(".", 1)[-1])
+            for name, d in strict.dtypes(kind=kind).items()
+            if name not in ("int8", "int16", "uint8", "uint16", "uint32", "uint64")
+        }
+        assert ours == theirs, kind
+    with pytest.raises(tf.ParameterError, match="cuda"):
+        info.dtypes(device="cuda")
+
+
+def test_dlpack_exchange_with_numpy_and_back() -> None:
+    for data in (X, X32, C, INTS, np.array(True)):
+        for kind in (tf.Tensor, tf.tensor):
+            t = kind(data)
+            assert t.__dlpack_device__() == (1, 0)
+            exported = np.from_dlpack(t)
+            np.testing.assert_array_equal(exported, data)
+            assert not exported.flags.writeable  # tensors are immutable
+            back = tf.from_dlpack(exported)
+            assert type(back) is tf.Tensor
+            np.testing.assert_array_equal(back, data)
+            assert back.dtype == data.dtype
+    shared = tf.from_dlpack(X, copy=False)
+    np.testing.assert_array_equal(shared, X)
+    assert not np.asarray(shared).flags.writeable
+    with pytest.raises(tf.ArgumentTypeError, match="requires grad"):
+        np.from_dlpack(tf.tensor(X, requires_grad=True))
+    with pytest.raises(tf.ArgumentTypeError, match="traced"):
+        tf.jit(lambda v: np.from_dlpack(v))(X)
+    with pytest.raises(tf.DTypeError, match="DLPack"):
+        tf.from_dlpack([1.0, 2.0])
+    with pytest.raises(tf.ParameterError, match="cuda"):
+        tf.from_dlpack(X, device="cuda")
+
+
+def test_dlpack_exchange_with_torch_and_jax_where_installed() -> None:
+    torch = pytest.importorskip("torch")
+    t = tf.Tensor(X)
+    np.testing.assert_array_equal(torch.from_dlpack(t).numpy(), X)
+    np.testing.assert_array_equal(tf.from_dlpack(torch.ones(3)), np.ones(3, np.float32))
+    jnp = pytest.importorskip("jax.numpy")
+    np.testing.assert_array_equal(np.asarray(jnp.from_dlpack(t)), X)
+    np.testing.assert_array_equal(tf.from_dlpack(jnp.arange(3.0)), np.arange(3.0))
+
+
+def test_isdtype_refuses_unknown_kinds_and_non_dtypes() -> None:
+    isdtype = tf.array_api.isdtype
+    assert isdtype(tf.int32, "integral")
+    assert not isdtype(tf.int32, "unsigned integer")
+    assert isdtype(tf.complex64, ("bool", "complex floating"))
+    with pytest.raises(tf.ParameterError, match="unknown dtype kind 'banana'"):
+        isdtype(tf.float64, "banana")
+    with pytest.raises(tf.DTypeError, match=r"use x\.dtype"):
+        isdtype(tf.ones(2), "numeric")
+    with pytest.raises(tf.DTypeError, match="float16"):
+        isdtype("float16", "numeric")

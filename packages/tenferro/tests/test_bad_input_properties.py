@@ -199,11 +199,24 @@ def dtype_cases(draw: Any) -> Case:
             )
 
         return Case("dtype", (name,), ordered, ("complex",))
-    operator = draw(st.sampled_from(["&", "|", "^"]))
-    functions = {"&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b}
+    operator = draw(st.sampled_from(["&", "|", "^", "<<", ">>"]))
+    functions = {
+        "&": lambda a, b: a & b,
+        "|": lambda a, b: a | b,
+        "^": lambda a, b: a ^ b,
+        "<<": lambda a, b: a << b,
+        ">>": lambda a, b: a >> b,
+    }
+    names = {
+        "&": "bitwise_and",
+        "|": "bitwise_or",
+        "^": "bitwise_xor",
+        "<<": "bitwise_left_shift",
+        ">>": "bitwise_right_shift",
+    }
     return Case(
         "dtype",
-        (operator,),
+        (names[operator],),  # bitwise functions of integers and bools: floats refused
         lambda make: functions[operator](make(ones(shape)), make(ones(shape))),
         ("float64",),
     )
@@ -229,7 +242,16 @@ ARITY = {
 @st.composite
 def arity_cases(draw: Any) -> Case:
     name = draw(st.sampled_from(sorted(ARITY)))
-    count = draw(st.sampled_from([n for n in range(6) if n != ARITY[name]]))
+    valid = {ARITY[name], 1} if name == "where" else {ARITY[name]}  # where(c) is nonzero(c)
+    count = draw(st.sampled_from([n for n in range(6) if n not in valid]))
+    if name == "where" and count == 2:  # x without y: a tenferro error saying so
+        return Case(
+            "arity",
+            (name,),
+            lambda make: tf.where(*[make(ones((2,)))] * 2),
+            ("both x and y",),
+            tf.ParameterError,
+        )
     return Case(
         "arity",
         (name,),

@@ -51,6 +51,7 @@ V = np.array([3.0, 1.0, 2.0])
 Z = M + 1j * N
 PERM = np.array([[2, 0, 1], [0, 2, 1]])
 MASK = np.array([[True, False, True], [False, True, True]])
+INTS = np.array([[5, -3, 8], [0, 7, -2]])
 F64 = np.dtype(np.float64)
 
 
@@ -205,6 +206,21 @@ def _cases() -> dict[str, Case]:
     for name in ["logical_and", "logical_or"]:
         cases[name] = _case(name, {"a": MASK, "b": MASK[::-1]}, {})
     cases["logical_not"] = _case("logical_not", {"a": MASK}, {})
+    for name in ["tan", "sinh", "cosh", "signbit"]:
+        cases[name] = _case(name, {"x": M}, {})
+    cases["nextafter"] = _case("nextafter", {"x": M, "y": N}, {})
+    for name in [
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+        "shift_left",
+        "shift_right_arithmetic",
+    ]:
+        cases[name] = _case(name, {"x": INTS, "y": INTS[::-1] % 3}, {})
+    cases["bitwise_not"] = _case("bitwise_not", {"x": INTS}, {})
+    cases["searchsorted"] = _case(
+        "searchsorted", {"sorted_values": V[[1, 2, 0]], "values": M}, {"side": "right"}
+    )
     return cases
 
 

@@ -174,6 +174,9 @@ UNARY_ORACLES: dict[str, tuple[Callable[..., Any], tuple[np.dtype[Any], ...], st
     "sin": (np.sin, INEXACT, "sin"),
     "cos": (np.cos, INEXACT, "cos"),
     "tanh": (np.tanh, INEXACT, "tanh"),
+    "tan": (np.tan, INEXACT, "tan"),
+    "sinh": (np.sinh, INEXACT, "sinh"),
+    "cosh": (np.cosh, INEXACT, "cosh"),
     "asin": (np.arcsin, INEXACT, "asin"),
     "acos": (np.arccos, INEXACT, "acos"),
     "atan": (np.arctan, INEXACT, "atan"),
@@ -279,6 +282,26 @@ def _rows() -> dict[str, Row]:
             BINARY,
             not_jax=_not_all_bool,
         )
+    for name, oracle in [
+        ("bitwise_and", np.bitwise_and),
+        ("bitwise_or", np.bitwise_or),
+        ("bitwise_xor", np.bitwise_xor),
+    ]:
+        rows[name] = Row(
+            getattr(lax, name), _jax(name), oracle, "bi", (I64, I32, BOOL), BINARY, BINARY
+        )
+    for name, oracle in [
+        ("shift_left", np.left_shift),
+        ("shift_right_arithmetic", np.right_shift),
+    ]:
+        rows[name] = Row(getattr(lax, name), _jax(name), oracle, "i", (I64, I32), BINARY, BINARY)
+    rows["bitwise_not"] = Row(
+        lax.bitwise_not, _jax("bitwise_not"), np.invert, "bi", (I64, I32, BOOL), (True,), (False,)
+    )
+    rows["signbit"] = Row(lax.signbit, None, np.signbit, "f", REAL, (True,), (False,))
+    rows["nextafter"] = Row(
+        lax.nextafter, _jax("nextafter"), np.nextafter, "f", REAL, BINARY, BINARY
+    )
     rows["select"] = Row(
         lax.select,
         _jax("select"),
@@ -304,6 +327,7 @@ def _rows() -> dict[str, Row]:
 ROWS = _rows()
 
 NOT_ELEMENTWISE = {
+    "searchsorted": "the sorted operand is a 1-D table, not an elementwise partner",
     "round": "a row (its method is a parameter)",
     "compare": "rows per direction",
     "add_tangents": "a rule helper over add/sub (its operands are tangents or None)",

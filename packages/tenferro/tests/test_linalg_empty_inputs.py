@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tenferro_support import plain
 
 import tenferro as tf
 from tenferro.algebra import adjoint
@@ -85,6 +86,7 @@ TABLE: dict[str, tuple[Function, Callable[[tuple[int, ...]], bool]]] = {
     },
     "cond": (L.cond, lambda s: True),
     "cond 1": (lambda x: L.cond(x, 1), _square),
+    "cross": (lambda x: L.cross(x, np.ones(3)), lambda s: s[-1] == 3),
 }
 """Each function, as a map from the tracked input to its differentiable outputs (``lu``
 without its permutation, ``lu_factor`` without pivots, ``slogdet``'s log), and which
@@ -109,6 +111,7 @@ NUMPY: dict[str, Callable[[Any], Any]] = {
     },
     "cond": np.linalg.cond,
     "cond 1": lambda a: np.linalg.cond(a, 1),
+    "cross": lambda a: np.linalg.cross(a, np.ones(3)),
 }
 """numpy's value (or its refusal) for the functions where numpy has one on empties."""
 
@@ -125,7 +128,7 @@ def _truncated_reconstruction(x: Any) -> Any:
 
 
 def _values(x: Any) -> Any:
-    return np.asarray(x.eval() if isinstance(x, tf.TracedTensor) else x)
+    return plain(x)
 
 
 def _loss(function: Function) -> Function:

@@ -14,6 +14,7 @@ import pytest
 import scipy.special
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tenferro_support import plain
 
 import tenferro as tf
 
@@ -25,7 +26,7 @@ KINDS = [
 
 
 def _values(x: Any) -> np.ndarray[Any, Any]:
-    return np.asarray(x.eval() if isinstance(x, tf.TracedTensor) else x)
+    return plain(x.eval() if isinstance(x, tf.TracedTensor) else x)
 
 
 def _close(actual: Any, expected: Any, dt: Any = np.float64) -> None:
@@ -353,7 +354,6 @@ def test_eager_backward_equals_traced_grad(name: str) -> None:
         (lambda: tf.softmax(np.ones((2, 3)), axis=2), tf.AxisError),
         (lambda: tf.logsumexp(np.ones(3), axis=(0, 0)), tf.AxisError),
         (lambda: tf.argmax(np.ones((2, 0)), axis=1), tf.ShapeError),
-        (lambda: tf.argmax(np.ones(3) + 1j), tf.DTypeError),
         (lambda: tf.argmin(np.ones(3), axis=1), tf.AxisError),
         (lambda: tf.sort(np.ones(()), axis=0), tf.AxisError),
         (lambda: tf.argsort(np.ones((2, 2)), axis=-3), tf.AxisError),

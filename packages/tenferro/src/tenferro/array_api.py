@@ -20,6 +20,7 @@ import numpy as _np
 import tenferro as _tf
 from tenferro.core.flags import check_flag as _check_flag
 from tenferro.core.flags import check_optional_flag as _check_optional_flag
+from tenferro.core.names import public_dir as _public_dir
 from tenferro.errors import ParameterError as _ParameterError
 
 __array_api_version__ = "2023.12"
@@ -145,7 +146,15 @@ def var(
 
 
 def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    """The standard's ``clip``: without bounds, ``x`` itself (numpy's needs one)."""
+    if min is None and max is None:
+        return _tf.asarray(x)
     return _tf.clip(x, min, max)
+
+
+def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Any]:
+    """Coordinate grids, as a list (the standard's 2023.12 return type)."""
+    return list(_tf.meshgrid(*arrays, indexing=indexing))
 
 
 def astype(x: Any, dtype: Any, /, *, copy: _builtins.bool = True, device: Any = None) -> Any:
@@ -242,20 +251,38 @@ def can_cast(from_: Any, to: Any, /) -> _builtins.bool:
 _KINDS = {
     "bool": "b",
     "signed integer": "i",
-    "integral": "i",
+    "unsigned integer": "u",
+    "integral": "iu",
     "real floating": "f",
     "complex floating": "c",
-    "numeric": "ifc",
+    "numeric": "iufc",
 }
 
 
 def isdtype(dtype: Any, kind: Any) -> _builtins.bool:
-    """The standard's dtype-kind test (``"real floating"``, a dtype, or a tuple of them)."""
+    """The standard's dtype-kind test: ``kind`` is a dtype, one of the kind names
+    (``"bool"``, ``"signed integer"``, ``"unsigned integer"``, ``"integral"``, ``"real
+    floating"``, ``"complex floating"``, ``"numeric"``) or a tuple of them."""
+    resolved = _as_dtype(dtype, "isdtype")
     if isinstance(kind, tuple):
-        return _builtins.any(isdtype(dtype, k) for k in kind)
+        return _builtins.any(isdtype(resolved, k) for k in kind)
     if isinstance(kind, str):
-        return _np.dtype(dtype).kind in _KINDS[kind]
-    return _np.dtype(dtype) == _np.dtype(kind)
+        if kind not in _KINDS:
+            raise _ParameterError(
+                "isdtype", f"unknown dtype kind {kind!r}; the kinds are {sorted(_KINDS)}"
+            )
+        return resolved.kind in _KINDS[kind]
+    return resolved == _as_dtype(kind, "isdtype")
+
+
+def _as_dtype(value: Any, op: str) -> Any:
+    from tenferro.dtypes import dtype as _dtype
+
+    if not isinstance(value, _np.dtype) and hasattr(value, "meta"):
+        from tenferro.errors import DTypeError
+
+        raise DTypeError(op, f"expected a dtype, got a {type(value).__name__} (use x.dtype)")
+    return _dtype(value, op)
 
 
 def cumulative_sum(
@@ -266,8 +293,7 @@ def cumulative_sum(
     dtype: Any = None,
     include_initial: _builtins.bool = False,
 ) -> Any:
-    _no_initial("cumulative_sum", include_initial)
-    return _tf.cumsum(x, axis, dtype)
+    return _with_initial("cumulative_sum", _tf.cumsum(x, axis, dtype), axis, include_initial, 0)
 
 
 def cumulative_prod(
@@ -278,15 +304,20 @@ def cumulative_prod(
     dtype: Any = None,
     include_initial: _builtins.bool = False,
 ) -> Any:
-    _no_initial("cumulative_prod", include_initial)
-    return _tf.cumprod(x, axis, dtype)
+    return _with_initial("cumulative_prod", _tf.cumprod(x, axis, dtype), axis, include_initial, 1)
 
 
-def _no_initial(op: str, include_initial: _builtins.bool) -> None:
-    if _check_flag(op, "include_initial", include_initial):
-        from tenferro.errors import UnsupportedError
-
-        raise UnsupportedError(op, "include_initial=True is not supported")
+def _with_initial(
+    op: str, result: Any, axis: Any, include_initial: _builtins.bool, identity: int
+) -> Any:
+    """``result`` with the scan's identity first along ``axis`` when ``include_initial``
+    (its extent grows by one), as the standard asks."""
+    if not _check_flag(op, "include_initial", include_initial):
+        return result
+    position = 0 if axis is None else axis
+    widths = [(0, 0)] * result.ndim
+    widths[position] = (1, 0)
+    return _tf.pad(result, widths, constant_values=identity)
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -306,13 +337,112 @@ def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
 
 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: _builtins.bool | None = None) -> Any:
-    _cpu("from_dlpack", device)
-    _check_optional_flag("from_dlpack", "copy", copy)
-    return _tf.asarray(_np.from_dlpack(x))
+    return _tf.from_dlpack(x, device=device, copy=copy)
 
 
-finfo = _np.finfo
-iinfo = _np.iinfo
+def count_nonzero(x: Any, /, *, axis: Any = None, keepdims: _builtins.bool = False) -> Any:
+    return _tf.count_nonzero(x, axis, keepdims)
+
+
+def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None) -> Any:
+    return _tf.searchsorted(x1, x2, side=side, sorter=sorter)
+
+
+class _NamespaceInfo:
+    """What ``__array_namespace_info__()`` returns: the namespace's devices, dtypes and
+    capabilities (the standard's inspection API)."""
+
+    __slots__ = ()
+
+    def capabilities(self) -> dict[str, Any]:
+        """Boolean indexing and data-dependent shapes work (on concrete tensors; traced
+        values need static shapes). At most 64 dimensions (numpy's)."""
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
+
+    def default_device(self) -> str:
+        return "cpu"
+
+    def devices(self) -> list[str]:
+        return ["cpu"]
+
+    def default_dtypes(self, *, device: Any = None) -> dict[str, Any]:
+        _cpu("default_dtypes", device)
+        return {
+            "real floating": float64,
+            "complex floating": complex128,
+            "integral": int64,
+            "indexing": int64,
+        }
+
+    def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, Any]:
+        """The supported dtypes by name, of ``kind`` (a kind name of :func:`isdtype`, or a
+        tuple of them) when given."""
+        _cpu("dtypes", device)
+        every = {
+            "bool": bool,
+            "int32": int32,
+            "int64": int64,
+            "float32": float32,
+            "float64": float64,
+            "complex64": complex64,
+            "complex128": complex128,
+        }
+        if kind is None:
+            return every
+        return {name: dt for name, dt in every.items() if isdtype(dt, kind)}
+
+
+_INFO = _NamespaceInfo()
+
+
+def __array_namespace_info__() -> _NamespaceInfo:  # noqa: N807  (the standard's name)
+    """The standard's inspection API: ``capabilities()``, ``default_device()``,
+    ``devices()``, ``default_dtypes()``, ``dtypes(kind=...)``."""
+    return _INFO
+
+
+class _FloatInfo:
+    """``finfo``'s fields as the standard types them: Python floats, and the dtype."""
+
+    __slots__ = ("bits", "dtype", "eps", "max", "min", "smallest_normal")
+
+    def __init__(self, info: Any) -> None:
+        self.bits = int(info.bits)
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.smallest_normal = float(info.smallest_normal)
+        self.dtype = info.dtype
+
+    def __repr__(self) -> str:
+        return f"finfo(bits={self.bits}, eps={self.eps}, dtype={self.dtype})"
+
+
+class _IntInfo:
+    """``iinfo``'s fields as the standard types them: Python ints, and the dtype."""
+
+    __slots__ = ("bits", "dtype", "max", "min")
+
+    def __init__(self, info: Any) -> None:
+        self.bits = int(info.bits)
+        self.max = int(info.max)
+        self.min = int(info.min)
+        self.dtype = info.dtype
+
+    def __repr__(self) -> str:
+        return f"iinfo(bits={self.bits}, min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+def finfo(type: Any, /) -> _FloatInfo:  # noqa: A002  (the standard's name)
+    """Machine limits of a floating or complex dtype (of a tensor's dtype too)."""
+    dtype = type.dtype if hasattr(type, "meta") else type
+    return _FloatInfo(_np.finfo(_as_dtype(dtype, "finfo")))
+
+
+def iinfo(type: Any, /) -> _IntInfo:  # noqa: A002  (the standard's name)
+    """Machine limits of an integer dtype (of a tensor's dtype too)."""
+    dtype = type.dtype if hasattr(type, "meta") else type
+    return _IntInfo(_np.iinfo(_as_dtype(dtype, "iinfo")))
 
 
 class _Linalg:
@@ -334,12 +464,36 @@ class _Linalg:
 
     @staticmethod
     def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
-        result = _tf.trace(x, offset, -2, -1)
-        return result if dtype is None else _tf.astype(result, dtype)
+        return _tf.trace(x, offset, -2, -1, dtype)
 
     @staticmethod
     def diagonal(x: Any, /, *, offset: int = 0) -> Any:
         return _tf.diagonal(x, offset, -2, -1)
+
+    @staticmethod
+    def pinv(x: Any, /, *, rtol: Any = None) -> Any:
+        """The pseudo-inverse; ``rtol`` may also be an array of one tolerance per matrix
+        (broadcast against the batch shape), as the standard allows."""
+        if rtol is None or (_np.ndim(rtol) == 0 and not hasattr(rtol, "meta")):
+            return _tf.linalg.pinv(x, rtol)
+        if hasattr(rtol, "meta") and not hasattr(rtol, "_value"):
+            raise _ParameterError(
+                "linalg.pinv",
+                "an array of tolerances must be concrete (a traced rtol has no values to "
+                "pick each matrix's tolerance with); give a number, or the values",
+            )
+        tolerances = _np.asarray(rtol.detach() if hasattr(rtol, "detach") else rtol)
+        if tolerances.ndim == 0:
+            return _tf.linalg.pinv(x, float(tolerances))
+        a = _tf.asarray(x)
+        batch = a.shape[:-2]
+        spread = _np.broadcast_to(tolerances, batch)
+        if spread.size == 0:
+            return _tf.linalg.pinv(a)
+        flat = _tf.reshape(a, (-1, *a.shape[-2:]))
+        pieces = [_tf.linalg.pinv(flat[i], float(r)) for i, r in enumerate(spread.reshape(-1))]
+        result = _tf.stack(pieces)
+        return _tf.reshape(result, (*batch, *result.shape[-2:]))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(_tf.linalg, name)
@@ -348,154 +502,157 @@ class _Linalg:
 linalg = _Linalg()
 
 
+_STANDARD = [
+    "abs",
+    "acos",
+    "acosh",
+    "add",
+    "all",
+    "any",
+    "arange",
+    "argmax",
+    "argmin",
+    "argsort",
+    "asarray",
+    "asin",
+    "asinh",
+    "astype",
+    "atan",
+    "atan2",
+    "atanh",
+    "bitwise_and",
+    "bitwise_invert",
+    "bitwise_left_shift",
+    "bitwise_or",
+    "bitwise_right_shift",
+    "bitwise_xor",
+    "broadcast_arrays",
+    "broadcast_shapes",
+    "broadcast_to",
+    "can_cast",
+    "ceil",
+    "clip",
+    "concat",
+    "conj",
+    "copysign",
+    "cos",
+    "cosh",
+    "count_nonzero",
+    "cumulative_prod",
+    "cumulative_sum",
+    "diff",
+    "divide",
+    "e",
+    "empty",
+    "empty_like",
+    "equal",
+    "exp",
+    "expand_dims",
+    "expm1",
+    "eye",
+    "fft",
+    "finfo",
+    "flip",
+    "floor",
+    "floor_divide",
+    "from_dlpack",
+    "full",
+    "full_like",
+    "greater",
+    "greater_equal",
+    "hypot",
+    "iinfo",
+    "imag",
+    "inf",
+    "isdtype",
+    "isfinite",
+    "isin",
+    "isinf",
+    "isnan",
+    "less",
+    "less_equal",
+    "linalg",
+    "linspace",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "logaddexp",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "matmul",
+    "matrix_transpose",
+    "max",
+    "maximum",
+    "mean",
+    "meshgrid",
+    "min",
+    "minimum",
+    "moveaxis",
+    "multiply",
+    "nan",
+    "negative",
+    "newaxis",
+    "nextafter",
+    "nonzero",
+    "not_equal",
+    "ones",
+    "ones_like",
+    "permute_dims",
+    "pi",
+    "positive",
+    "pow",
+    "prod",
+    "real",
+    "reciprocal",
+    "remainder",
+    "repeat",
+    "reshape",
+    "result_type",
+    "roll",
+    "round",
+    "searchsorted",
+    "sign",
+    "signbit",
+    "sin",
+    "sinh",
+    "sort",
+    "sqrt",
+    "square",
+    "squeeze",
+    "stack",
+    "std",
+    "subtract",
+    "sum",
+    "take",
+    "take_along_axis",
+    "tan",
+    "tanh",
+    "tensordot",
+    "tile",
+    "tril",
+    "triu",
+    "trunc",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
+    "unstack",
+    "var",
+    "vecdot",
+    "where",
+    "zeros",
+    "zeros_like",
+]
+"""The standard's (2023.12) function, constant and extension names."""
+
+
 def _not_covered() -> list[str]:
     """The standard's function and constant names this namespace does not provide."""
-    standard = [
-        "abs",
-        "acos",
-        "acosh",
-        "add",
-        "all",
-        "any",
-        "arange",
-        "argmax",
-        "argmin",
-        "argsort",
-        "asarray",
-        "asin",
-        "asinh",
-        "astype",
-        "atan",
-        "atan2",
-        "atanh",
-        "bitwise_and",
-        "bitwise_invert",
-        "bitwise_left_shift",
-        "bitwise_or",
-        "bitwise_right_shift",
-        "bitwise_xor",
-        "broadcast_arrays",
-        "broadcast_shapes",
-        "broadcast_to",
-        "can_cast",
-        "ceil",
-        "clip",
-        "concat",
-        "conj",
-        "copysign",
-        "cos",
-        "cosh",
-        "count_nonzero",
-        "cumulative_prod",
-        "cumulative_sum",
-        "diff",
-        "divide",
-        "e",
-        "empty",
-        "empty_like",
-        "equal",
-        "exp",
-        "expand_dims",
-        "expm1",
-        "eye",
-        "fft",
-        "finfo",
-        "flip",
-        "floor",
-        "floor_divide",
-        "from_dlpack",
-        "full",
-        "full_like",
-        "greater",
-        "greater_equal",
-        "hypot",
-        "iinfo",
-        "imag",
-        "inf",
-        "isdtype",
-        "isfinite",
-        "isin",
-        "isinf",
-        "isnan",
-        "less",
-        "less_equal",
-        "linalg",
-        "linspace",
-        "log",
-        "log10",
-        "log1p",
-        "log2",
-        "logaddexp",
-        "logical_and",
-        "logical_not",
-        "logical_or",
-        "logical_xor",
-        "matmul",
-        "matrix_transpose",
-        "max",
-        "maximum",
-        "mean",
-        "meshgrid",
-        "min",
-        "minimum",
-        "moveaxis",
-        "multiply",
-        "nan",
-        "negative",
-        "newaxis",
-        "nextafter",
-        "nonzero",
-        "not_equal",
-        "ones",
-        "ones_like",
-        "permute_dims",
-        "pi",
-        "positive",
-        "pow",
-        "prod",
-        "real",
-        "reciprocal",
-        "remainder",
-        "repeat",
-        "reshape",
-        "result_type",
-        "roll",
-        "round",
-        "searchsorted",
-        "sign",
-        "signbit",
-        "sin",
-        "sinh",
-        "sort",
-        "sqrt",
-        "square",
-        "squeeze",
-        "stack",
-        "std",
-        "subtract",
-        "sum",
-        "take",
-        "take_along_axis",
-        "tan",
-        "tanh",
-        "tensordot",
-        "tile",
-        "tril",
-        "triu",
-        "trunc",
-        "unique_all",
-        "unique_counts",
-        "unique_inverse",
-        "unique_values",
-        "unstack",
-        "var",
-        "vecdot",
-        "where",
-        "zeros",
-        "zeros_like",
-    ]
     namespace = globals()
-    return [name for name in standard if name not in namespace]
+    return [name for name in _STANDARD if name not in namespace]
 
 
 def __getattr__(name: str) -> Any:
@@ -521,3 +678,13 @@ def _has(name: str) -> _builtins.bool:
     except AttributeError:
         return False
     return True
+
+
+__all__ = sorted(
+    {name for name in _STANDARD if name in globals() or _has(name)}
+    | {"bool", "int32", "int64", "float32", "float64", "complex64", "complex128", "not_covered"}
+)
+"""The standard's names this namespace provides (``dtype`` constants included), and
+:func:`not_covered`."""
+
+__dir__ = _public_dir([*__all__, "__array_api_version__", "__array_namespace_info__"])

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from tenferro.core.flags import check_flag
+from tenferro.core.names import public_dir as _public_dir
 from tenferro.core.operands import takes
 from tenferro.core.params import as_int, as_ints
 from tenferro.dtypes import dtype as as_dtype
@@ -32,6 +33,7 @@ from tenferro.errors import ArgumentTypeError, AxisError, DTypeError, ParameterE
 from tenferro.meta import HasMeta, Meta, normalize_axes, normalize_axis
 from tenferro.ops.analytic import (
     Cos,
+    Cosh,
     Exp,
     Expm1,
     Log,
@@ -41,8 +43,20 @@ from tenferro.ops.analytic import (
     Pow,
     Rsqrt,
     Sin,
+    Sinh,
     Sqrt,
+    Tan,
     Tanh,
+)
+from tenferro.ops.bits import (
+    BitwiseAnd,
+    BitwiseNot,
+    BitwiseOr,
+    BitwiseXor,
+    NextAfter,
+    ShiftLeft,
+    ShiftRightArithmetic,
+    SignBit,
 )
 from tenferro.ops.contraction import DotGeneral
 from tenferro.ops.dynamic import Constant, DynamicTruncate, PadToMatch, ShapeOf
@@ -79,7 +93,7 @@ from tenferro.ops.indexing import (
 from tenferro.ops.inverse import Acos, Acosh, Asin, Asinh, Atan, Atan2, Atanh
 from tenferro.ops.reduction import ReduceMax, ReduceMin, ReduceProd, ReduceSum, ReduceSumSquares
 from tenferro.ops.scan import Cumprod, Cumsum
-from tenferro.ops.sorting import ApplyPermutation, ArgMax, ArgMin, Argsort, Sort
+from tenferro.ops.sorting import ApplyPermutation, ArgMax, ArgMin, Argsort, SearchSorted, Sort
 from tenferro.ops.special import Erf, Erfc
 from tenferro.ops.stop_gradient import StopGradient
 from tenferro.ops.structural import (
@@ -111,6 +125,10 @@ __all__ = [
     "atan",
     "atan2",
     "atanh",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
     "broadcast_in_dim",
     "clamp",
     "compare",
@@ -120,6 +138,7 @@ __all__ = [
     "constant",
     "convert_element_type",
     "cos",
+    "cosh",
     "cumprod",
     "cumsum",
     "div",
@@ -148,6 +167,7 @@ __all__ = [
     "min",
     "mul",
     "neg",
+    "nextafter",
     "no_derivative",
     "not_linear",
     "pad",
@@ -165,16 +185,22 @@ __all__ = [
     "round",
     "rsqrt",
     "scatter_add",
+    "searchsorted",
     "select",
     "shape_of",
+    "shift_left",
+    "shift_right_arithmetic",
     "sign",
+    "signbit",
     "sin",
+    "sinh",
     "slice",
     "sort",
     "sqrt",
     "stop_gradient",
     "sub",
     "sub_tangents",
+    "tan",
     "tanh",
     "transpose",
     "tril",
@@ -299,6 +325,24 @@ def cos(x: Any) -> Any:
 def tanh(x: Any) -> Any:
     """``tanh(x)`` of floating or complex ``x``."""
     return Tanh.bind(x)
+
+
+@takes("x")
+def tan(x: Any) -> Any:
+    """``tan(x)`` of floating or complex ``x``."""
+    return Tan.bind(x)
+
+
+@takes("x")
+def sinh(x: Any) -> Any:
+    """``sinh(x)`` of floating or complex ``x``."""
+    return Sinh.bind(x)
+
+
+@takes("x")
+def cosh(x: Any) -> Any:
+    """``cosh(x)`` of floating or complex ``x``."""
+    return Cosh.bind(x)
 
 
 @takes("x")
@@ -939,6 +983,61 @@ def sub_tangents(a: Any, b: Any) -> Any:
     return sub(a, b)
 
 
+@takes("sorted_values", "values")
+def searchsorted(sorted_values: Any, values: Any, side: str = "left") -> Any:
+    """Where ``values`` go into the sorted 1-D ``sorted_values`` (int64, ``values``'
+    shape): before equal entries for ``side="left"``, after them for ``"right"``."""
+    return SearchSorted.bind(sorted_values, values, side=side)
+
+
+@takes("x", "y", elementwise=("x", "y"))
+def bitwise_and(x: Any, y: Any) -> Any:
+    """``x & y`` of integers or bools (one dtype)."""
+    return BitwiseAnd.bind(x, y)
+
+
+@takes("x", "y", elementwise=("x", "y"))
+def bitwise_or(x: Any, y: Any) -> Any:
+    """``x | y`` of integers or bools (one dtype)."""
+    return BitwiseOr.bind(x, y)
+
+
+@takes("x", "y", elementwise=("x", "y"))
+def bitwise_xor(x: Any, y: Any) -> Any:
+    """``x ^ y`` of integers or bools (one dtype)."""
+    return BitwiseXor.bind(x, y)
+
+
+@takes("x")
+def bitwise_not(x: Any) -> Any:
+    """``~x`` of integers (two's complement) or bools."""
+    return BitwiseNot.bind(x)
+
+
+@takes("x", "y", elementwise=("x", "y"))
+def shift_left(x: Any, y: Any) -> Any:
+    """``x << y`` of integers (one dtype)."""
+    return ShiftLeft.bind(x, y)
+
+
+@takes("x", "y", elementwise=("x", "y"))
+def shift_right_arithmetic(x: Any, y: Any) -> Any:
+    """``x >> y`` of integers, the sign bit copied in (one dtype)."""
+    return ShiftRightArithmetic.bind(x, y)
+
+
+@takes("x", "y", elementwise=("x", "y"))
+def nextafter(x: Any, y: Any) -> Any:
+    """The representable value after ``x`` toward ``y`` (real floating, one dtype)."""
+    return NextAfter.bind(x, y)
+
+
+@takes("x")
+def signbit(x: Any) -> Any:
+    """Whether the sign bit of real floating ``x`` is set (bool)."""
+    return SignBit.bind(x)
+
+
 @takes("a", "b", elementwise=("a", "b"))
 def logical_and(a: Any, b: Any) -> Any:
     """``a and b`` of bool values."""
@@ -972,3 +1071,6 @@ def not_linear(primitive: Any, what: str) -> RuleContractError:
     return RuleContractError(
         f"{primitive.name} is not linear in {what}; it cannot be transposed so"
     )
+
+
+__dir__ = _public_dir(__all__)

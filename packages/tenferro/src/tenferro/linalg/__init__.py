@@ -27,11 +27,12 @@ data, as numpy does.
 * :mod:`tenferro.linalg.factorizations`: qr, cholesky, lu, lu_factor, lu_solve.
 * :mod:`tenferro.linalg.least_squares`: lstsq, matrix_rank.
 * :mod:`tenferro.linalg.functions`: matrix_exp, matrix_power, multi_dot, tensorinv,
-  tensorsolve.
+  tensorsolve, cross.
 """
 
 from __future__ import annotations
 
+from tenferro.core.names import public_dir as _public_dir
 from tenferro.linalg.factorizations import (
     LUFactorResult,
     LUResult,
@@ -42,7 +43,14 @@ from tenferro.linalg.factorizations import (
     lu_solve,
     qr,
 )
-from tenferro.linalg.functions import matrix_exp, matrix_power, multi_dot, tensorinv, tensorsolve
+from tenferro.linalg.functions import (
+    cross,
+    matrix_exp,
+    matrix_power,
+    multi_dot,
+    tensorinv,
+    tensorsolve,
+)
 from tenferro.linalg.least_squares import LstsqResult, lstsq, matrix_rank
 from tenferro.linalg.norms import cond, matrix_norm, norm, vector_norm
 from tenferro.linalg.pseudo_inverse import pinv
@@ -65,6 +73,7 @@ __all__: list[str] = [
     "EighResult",
     "SVDResult",
     "cond",
+    "cross",
     "eig",
     "eigh",
     "eigvals",
@@ -101,3 +110,5 @@ __all__ += [  # solvers
     "tensorinv",
     "tensorsolve",
 ]
+
+__dir__ = _public_dir(__all__)

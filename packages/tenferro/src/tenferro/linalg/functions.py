@@ -1,5 +1,5 @@
 """Matrix functions: ``matrix_exp``, ``matrix_power``, ``multi_dot``, ``tensorinv``,
-``tensorsolve``.
+``tensorsolve``; and the vector function ``cross``.
 
 ``linalg.matrix_exp`` has the JVP ``L_A(dA)``, the Fréchet derivative of the
 exponential, which is its own family ``linalg.expm_frechet`` (A, E) -> L_A(E): linear
@@ -38,7 +38,33 @@ from tenferro.linalg.family import LinalgOp
 from tenferro.linalg.solvers import inv, solve
 from tenferro.meta import Meta, normalize_axes
 
-__all__ = ["matrix_exp", "matrix_power", "multi_dot", "tensorinv", "tensorsolve"]
+__all__ = ["cross", "matrix_exp", "matrix_power", "multi_dot", "tensorinv", "tensorsolve"]
+
+
+def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    """The cross product of 3-vectors along ``axis`` (the Array API's and
+    ``torch.linalg.cross``'s): the operands broadcast against each other, ``axis`` is an
+    axis of the broadcast shape, and both operands must have 3 components along it (no
+    broadcasting there, no 2-vectors: ``tf.cross`` is numpy's, which takes them)."""
+    from tenferro.meta import broadcast_shapes, normalize_axis
+    from tenferro.surface.convert import broadcast_to, prepare
+    from tenferro.surface.numerics import cross as numpy_cross
+
+    op = "linalg.cross"
+    a, b = prepare(op, (x1, x2), kinds="ifc", broadcast=False)
+    shape = broadcast_shapes(a.meta.shape, b.meta.shape, op=op)
+    if not shape:
+        raise ShapeError(op, "needs vectors: both operands are scalars")
+    position = normalize_axis(as_int(op, "axis", axis), len(shape), op)
+    offset = position - len(shape)
+    extents = [value.meta.shape[offset] if value.meta.ndim >= -offset else 1 for value in (a, b)]
+    if extents != [3, 3]:
+        raise ShapeError(
+            op,
+            f"needs 3 components along axis {axis} of both operands, got shapes "
+            f"{a.meta.shape} and {b.meta.shape}",
+        )
+    return numpy_cross(broadcast_to(a, shape), broadcast_to(b, shape), axis=position)
 
 
 def _blocks(a: Any, e: Any, zeros: Any) -> Any:

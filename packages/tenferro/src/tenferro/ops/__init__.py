@@ -5,9 +5,11 @@ with its shape/dtype rule (``infer``), numpy evaluation (``impl``), JVP and
 transpose rules. See :mod:`tenferro.lax` for the functions that apply them.
 """
 
+from tenferro.core.names import public_dir as _public_dir
 from tenferro.core.primitive import AddAny, TensorPrimitive
 from tenferro.ops.analytic import (
     Cos,
+    Cosh,
     Exp,
     Expm1,
     Log,
@@ -17,8 +19,20 @@ from tenferro.ops.analytic import (
     Pow,
     Rsqrt,
     Sin,
+    Sinh,
     Sqrt,
+    Tan,
     Tanh,
+)
+from tenferro.ops.bits import (
+    BitwiseAnd,
+    BitwiseNot,
+    BitwiseOr,
+    BitwiseXor,
+    NextAfter,
+    ShiftLeft,
+    ShiftRightArithmetic,
+    SignBit,
 )
 from tenferro.ops.contraction import DotGeneral
 from tenferro.ops.dynamic import Constant, DynamicTruncate, PadToMatch, ShapeOf
@@ -54,7 +68,7 @@ from tenferro.ops.indexing import (
 from tenferro.ops.inverse import Acos, Acosh, Asin, Asinh, Atan, Atan2, Atanh
 from tenferro.ops.reduction import ReduceMax, ReduceMin, ReduceProd, ReduceSum, ReduceSumSquares
 from tenferro.ops.scan import Cumprod, Cumsum
-from tenferro.ops.sorting import ApplyPermutation, ArgMax, ArgMin, Argsort, Sort
+from tenferro.ops.sorting import ApplyPermutation, ArgMax, ArgMin, Argsort, SearchSorted, Sort
 from tenferro.ops.special import Erf, Erfc
 from tenferro.ops.stop_gradient import StopGradient
 from tenferro.ops.structural import (
@@ -85,6 +99,10 @@ __all__ = [
     "Atan",
     "Atan2",
     "Atanh",
+    "BitwiseAnd",
+    "BitwiseNot",
+    "BitwiseOr",
+    "BitwiseXor",
     "BroadcastInDim",
     "Clamp",
     "Compare",
@@ -94,6 +112,7 @@ __all__ = [
     "Constant",
     "Convert",
     "Cos",
+    "Cosh",
     "Cumprod",
     "Cumsum",
     "Div",
@@ -117,6 +136,7 @@ __all__ = [
     "Minimum",
     "Mul",
     "Neg",
+    "NextAfter",
     "NoDerivative",
     "Pad",
     "PadToMatch",
@@ -133,18 +153,26 @@ __all__ = [
     "Round",
     "Rsqrt",
     "Scatter",
+    "SearchSorted",
     "Select",
     "ShapeOf",
+    "ShiftLeft",
+    "ShiftRightArithmetic",
     "Sign",
+    "SignBit",
     "Sin",
+    "Sinh",
     "Slice",
     "Sort",
     "Sqrt",
     "StopGradient",
     "Sub",
+    "Tan",
     "Tanh",
     "TensorPrimitive",
     "Transpose",
     "Tril",
     "Triu",
 ]
+
+__dir__ = _public_dir(__all__)

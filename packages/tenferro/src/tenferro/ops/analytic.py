@@ -1,5 +1,5 @@
-"""Analytic primitives: exp, log, log2, log10, sin, cos, tanh, sqrt, rsqrt, expm1, log1p,
-pow.
+"""Analytic primitives: exp, log, log2, log10, sin, cos, tan, sinh, cosh, tanh, sqrt,
+rsqrt, expm1, log1p, pow.
 
 Holomorphic on complex inputs: the JVP multiplies by f'(x) and, through the
 transpose of that multiplication, the VJP by conj(f'(x)). Coefficients are
@@ -20,6 +20,7 @@ from tenferro.ops.elementwise import Elementwise
 
 __all__ = [
     "Cos",
+    "Cosh",
     "Exp",
     "Expm1",
     "Log",
@@ -29,7 +30,9 @@ __all__ = [
     "Pow",
     "Rsqrt",
     "Sin",
+    "Sinh",
     "Sqrt",
+    "Tan",
     "Tanh",
 ]
 
@@ -118,6 +121,44 @@ class Cos(Analytic):
 
 
 @primitive
+class Tan(Analytic):
+    """``tan`` with numpy's kernel (finite at large imaginary parts, where ``sin / cos``
+    overflows); derivative ``1 + tan(x)**2``."""
+
+    name = "tan"
+
+    ufunc = np.tan
+
+    def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
+        return lax.add(lax.full_like(y, 1), lax.mul(y, y))
+
+
+@primitive
+class Sinh(Analytic):
+    """``sinh`` with numpy's kernel (accurate near 0, finite up to the overflow of the
+    result, C99's special values for complex input); derivative ``cosh``."""
+
+    name = "sinh"
+
+    ufunc = np.sinh
+
+    def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
+        return lax.cosh(x)
+
+
+@primitive
+class Cosh(Analytic):
+    """``cosh`` with numpy's kernel; derivative ``sinh``."""
+
+    name = "cosh"
+
+    ufunc = np.cosh
+
+    def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
+        return lax.sinh(x)
+
+
+@primitive
 class Tanh(Analytic):
     name = "tanh"
 
@@ -153,9 +194,26 @@ class Rsqrt(Analytic):
 
 @primitive
 class Expm1(Analytic):
+    """``exp(x) - 1``, accurate near 0. numpy's complex kernel misses the standard's special
+    values, which are set here: ``expm1(±0 + 0j) = +0 ± 0j`` and, where the input is not
+    finite, ``exp(x) - 1`` (``expm1(inf + 0j) = inf + 0j``, ``expm1(-inf + i y) = -1 + 0j``)."""
+
     name = "expm1"
 
-    ufunc = np.expm1
+    def impl(self, x: Any) -> Any:
+        out = np.expm1(x)
+        if x.dtype.kind != "c":
+            return out
+        zero = x == 0
+        infinite = ~np.isfinite(x)
+        if not (zero.any() or infinite.any()):
+            return out
+        out = np.array(out, copy=True)
+        out.real[zero] = 0.0
+        out.imag[zero] = x.imag[zero]
+        with np.errstate(all="ignore"):
+            out[infinite] = np.exp(x[infinite]) - 1
+        return out
 
     def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
         return lax.add(y, lax.full_like(y, 1))

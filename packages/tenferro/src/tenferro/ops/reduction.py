@@ -150,8 +150,11 @@ def _shifted(x: RuleValue, distance: int) -> RuleValue:
 
 
 class _Extremum(Reduction):
+    """The largest or smallest value; complex values in numpy's (lexicographic) order,
+    real part first. Ties split the derivative equally."""
+
     __slots__ = ()
-    kinds = "if"
+    kinds = "bifc"
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs

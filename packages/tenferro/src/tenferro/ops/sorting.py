@@ -27,10 +27,10 @@ from tenferro.core.primitive import (
     primitive,
 )
 from tenferro.dtypes import int64
-from tenferro.errors import AxisError, DTypeError, ShapeError
+from tenferro.errors import AxisError, DTypeError, ParameterError, ShapeError
 from tenferro.meta import Meta, normalize_axis
 
-__all__ = ["ApplyPermutation", "ArgMax", "ArgMin", "Argsort", "Sort"]
+__all__ = ["ApplyPermutation", "ArgMax", "ArgMin", "Argsort", "SearchSorted", "Sort"]
 
 
 class _AlongAxis(TensorPrimitive):
@@ -111,10 +111,9 @@ class Argsort(_Sorting):
 class _ArgExtremum(_AlongAxis):
     __slots__ = ()
 
+    kinds = "bifc"  # complex values in numpy's (lexicographic) order
+
     def infer(self) -> tuple[Meta]:
-        x = self.inputs[0]
-        if x.dtype.kind == "c":
-            raise DTypeError(self.name, f"{x.dtype} values have no order")
         x = self.operand()
         if x.shape[self.axis] == 0:
             raise ShapeError(self.name, f"axis {self.axis} of {x.describe()} is empty")
@@ -192,3 +191,45 @@ class ApplyPermutation(TensorPrimitive):
             return [None, None]
         inverse = lax.argsort(xs[1], self.axis)
         return [lax.apply_permutation(ct, inverse, self.axis), None]
+
+
+@primitive
+class SearchSorted(TensorPrimitive):
+    """The int64 positions at which ``values`` would be inserted into the sorted 1-D
+    ``sorted_values`` to keep it sorted: before equal entries (``side="left"``) or after
+    them (``"right"``); NaNs sort last, as in numpy. Integer output: no derivative."""
+
+    name = "searchsorted"
+    side: str
+
+    def infer(self) -> tuple[Meta]:
+        sorted_values, values = self.inputs
+        for meta, what in ((sorted_values, "sorted operand"), (values, "values")):
+            check_static(self.name, meta)
+            check_kind(self.name, meta, "bif", what)
+        if self.side not in ("left", "right"):
+            raise ParameterError(self.name, f"side must be 'left' or 'right', got {self.side!r}")
+        if sorted_values.ndim != 1:
+            raise ShapeError(
+                self.name, f"the sorted operand must be 1-D, got shape {sorted_values.shape}"
+            )
+        if sorted_values.dtype != values.dtype:
+            raise DTypeError(
+                self.name,
+                f"operands must share a dtype, got {sorted_values.dtype} and {values.dtype}",
+            )
+        return (Meta(values.shape, int64),)
+
+    def impl(self, sorted_values: Any, values: Any) -> Any:
+        positions = np.searchsorted(sorted_values, values, side=self.side)  # type: ignore[call-overload]
+        return np.asarray(positions, dtype=np.int64)
+
+    def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
+        return [None]
+
+    def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
+        from tenferro.batching.rules import loop, rebind
+
+        if dims[0] is None:  # one sorted operand: the batch is more values
+            return rebind(self, list(xs)), [dims[1]]
+        return loop(self, xs, dims)

@@ -125,8 +125,21 @@ def vdot(x: Any, y: Any) -> Any:
 
 @binary_preserving
 def vecdot(x: Any, y: Any, axis: int = -1) -> Any:
-    """numpy 2 ``vecdot``: ``sum(conj(x) * y, axis)`` with broadcasting of the other axes."""
-    a, b = prepare("vecdot", (x, y), kinds=NUMERIC)
+    """numpy 2 ``vecdot``: ``sum(conj(x) * y, axis)`` with broadcasting of the other axes
+    (the vectors must have one length: that axis does not broadcast)."""
+    first, second = prepare("vecdot", (x, y), kinds=NUMERIC, broadcast=False)
+    rank = max(first.meta.ndim, second.meta.ndim)
+    if min(first.meta.ndim, second.meta.ndim) == 0:
+        raise ShapeError("vecdot", "operands must be at least 1-D")
+    position = normalize_axis(axis, rank, "vecdot") - rank
+    lengths = [v.meta.shape[position] if v.meta.ndim >= -position else 1 for v in (first, second)]
+    if lengths[0] != lengths[1]:
+        raise ShapeError(
+            "vecdot",
+            f"the vectors along axis {axis} have lengths {lengths[0]} and {lengths[1]} "
+            f"(shapes {first.meta.shape} and {second.meta.shape}); they must be equal",
+        )
+    a, b = prepare("vecdot", (first, second), kinds=NUMERIC)
     ndim = a.meta.ndim
     if ndim == 0:
         raise ShapeError("vecdot", "operands must be at least 1-D")

@@ -30,6 +30,7 @@ __all__ = [
     "array",
     "asarray",
     "eye",
+    "from_dlpack",
     "full",
     "full_like",
     "linspace",
@@ -44,6 +45,34 @@ __all__ = [
 def array(data: Any, dtype: Any = None) -> Tensor:
     """A concrete tensor holding a copy of ``data``."""
     return _concrete_class()._convert(data, dtype, "array")
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Tensor:
+    """A ``Tensor`` of the data of any DLPack producer on the CPU (numpy arrays, torch
+    tensors, JAX arrays ...). The data is copied (tensors are immutable, and the producer
+    could write into shared memory) unless ``copy=False``, which shares it read-only:
+    the producer must then not write into it while the tensor lives."""
+    if device not in (None, "cpu"):
+        raise ParameterError("from_dlpack", f"tenferro tensors live on the cpu, not {device!r}")
+    if copy is not None:
+        check_flag("from_dlpack", "copy", copy)
+    if not hasattr(x, "__dlpack__"):
+        raise DTypeError(
+            "from_dlpack", f"a {type(x).__name__} does not implement the DLPack protocol"
+        )
+    try:
+        data = np.from_dlpack(x, copy=copy)
+    except (BufferError, RuntimeError, TypeError, ValueError) as error:
+        raise DTypeError(
+            "from_dlpack",
+            f"cannot take the data of a {type(x).__name__} on the cpu ({error}); move it to "
+            f"the cpu first",
+        ) from None
+    if copy is False:
+        view = data.view()
+        view.flags.writeable = False
+        return _concrete_class()._wrap(view, False)
+    return _concrete_class()._convert(data, None, "from_dlpack")
 
 
 def tensor(data: Any, dtype: Any = None, *, requires_grad: bool = False) -> EagerTensor:

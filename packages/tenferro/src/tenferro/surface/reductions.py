@@ -9,17 +9,40 @@ from typing import Any
 
 from tenferro import lax
 from tenferro.core.flags import check_flag
-from tenferro.core.params import as_int_or_ints, as_real
+from tenferro.core.params import as_int_or_ints, as_real, torch_alias
 from tenferro.dtypes import float64, int64, is_complex
-from tenferro.errors import AxisError, DTypeError, ShapeError
+from tenferro.errors import AxisError, ParameterError, ShapeError
 from tenferro.meta import normalize_axes
 from tenferro.surface.convert import asarray, astype
 from tenferro.surface.dispatch import dispatch_cached
 from tenferro.surface.signatures import preserving
 
-__all__ = ["all", "amax", "amin", "any", "max", "mean", "min", "prod", "std", "sum", "var"]
+__all__ = [
+    "all",
+    "amax",
+    "amin",
+    "any",
+    "count_nonzero",
+    "max",
+    "mean",
+    "min",
+    "prod",
+    "std",
+    "sum",
+    "var",
+]
 
 Axis = int | Sequence[int] | None
+
+
+def torch_names(op: str, axis: Any, keepdims: Any, dim: Any, keepdim: Any) -> tuple[Any, Any]:
+    """``(axis, keepdims)`` from numpy's names or PyTorch's (``dim``, ``keepdim``)."""
+    if dim is None and keepdim is None:
+        return axis, keepdims
+    return (
+        torch_alias(op, "axis", axis, None, "dim", dim),
+        torch_alias(op, "keepdims", keepdims, False, "keepdim", keepdim),
+    )
 
 
 def _axes(x: Any, axis: Axis, op: str) -> tuple[int, ...]:
@@ -47,8 +70,17 @@ def _accumulator(x: Any, dtype: Any, op: str) -> Any:
 
 @preserving
 @dispatch_cached()
-def sum(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Any:
+def sum(
+    x: Any,
+    axis: Axis = None,
+    keepdims: bool = False,
+    dtype: Any = None,
+    *,
+    dim: Axis = None,
+    keepdim: bool | None = None,
+) -> Any:
     """Sum over ``axis`` (all axes when None)."""
+    axis, keepdims = torch_names("sum", axis, keepdims, dim, keepdim)
     keepdims = check_flag("sum", "keepdims", keepdims)
     a = _accumulator(asarray(x), dtype, "sum")
     axes = _axes(a, axis, "sum")
@@ -57,8 +89,17 @@ def sum(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) ->
 
 @preserving
 @dispatch_cached()
-def prod(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Any:
+def prod(
+    x: Any,
+    axis: Axis = None,
+    keepdims: bool = False,
+    dtype: Any = None,
+    *,
+    dim: Axis = None,
+    keepdim: bool | None = None,
+) -> Any:
     """Product over ``axis``; its derivative is safe at zeros."""
+    axis, keepdims = torch_names("prod", axis, keepdims, dim, keepdim)
     keepdims = check_flag("prod", "keepdims", keepdims)
     a = _accumulator(asarray(x), dtype, "prod")
     axes = _axes(a, axis, "prod")
@@ -67,8 +108,16 @@ def prod(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -
 
 @preserving
 @dispatch_cached()
-def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+def mean(
+    x: Any,
+    axis: Axis = None,
+    keepdims: bool = False,
+    *,
+    dim: Axis = None,
+    keepdim: bool | None = None,
+) -> Any:
     """Arithmetic mean (integers average in float64)."""
+    axis, keepdims = torch_names("mean", axis, keepdims, dim, keepdim)
     keepdims = check_flag("mean", "keepdims", keepdims)
     a = asarray(x)
     if a.meta.dtype.kind in "bi":
@@ -81,10 +130,22 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
 
 
 @preserving
-def var(x: Any, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Any:
+def var(
+    x: Any,
+    axis: Axis = None,
+    keepdims: bool = False,
+    ddof: int = 0,
+    *,
+    dim: Axis = None,
+    keepdim: bool | None = None,
+    correction: Any = None,
+) -> Any:
     """Variance ``sum(|x - mean(x)|**2) / (n - ddof)`` over ``axis`` (real for complex input;
     ``ddof`` a real number, as numpy's)."""
-    return _var("var", x, axis, keepdims, ddof)
+    axis, keepdims = torch_names("var", axis, keepdims, dim, keepdim)
+    return _var(
+        "var", x, axis, keepdims, torch_alias("var", "ddof", ddof, 0, "correction", correction)
+    )
 
 
 def _var(op: str, x: Any, axis: Axis, keepdims: bool, ddof: Any) -> Any:
@@ -108,10 +169,21 @@ def _var(op: str, x: Any, axis: Axis, keepdims: bool, ddof: Any) -> Any:
 
 
 @preserving
-def std(x: Any, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Any:
+def std(
+    x: Any,
+    axis: Axis = None,
+    keepdims: bool = False,
+    ddof: int = 0,
+    *,
+    dim: Axis = None,
+    keepdim: bool | None = None,
+    correction: Any = None,
+) -> Any:
     """Standard deviation: ``sqrt(var)``. Where the variance is 0 (constant values, a
     length-1 axis) the derivative is the subgradient 0, as PyTorch's (the root is taken
     on a guarded value, so its derivative never divides by zero)."""
+    axis, keepdims = torch_names("std", axis, keepdims, dim, keepdim)
+    ddof = torch_alias("std", "ddof", ddof, 0, "correction", correction)
     variance = _var("std", x, axis, keepdims, ddof)
     zero = lax.compare(variance, lax.zeros_like(variance), "eq")
     guarded = lax.select(zero, lax.full_like(variance, 1), variance)
@@ -122,8 +194,6 @@ def _extremum(op: str, reduce: Any) -> Any:
     def apply(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
         keepdims = check_flag(op, "keepdims", keepdims)
         a = asarray(x)
-        if a.meta.dtype.kind not in "if":
-            raise DTypeError(op, f"{a.meta.dtype} values have no order")
         axes = _axes(a, axis, op)
         if builtins.any(a.meta.shape[i] == 0 for i in axes):  # numpy: no identity to start
             raise ShapeError(
@@ -141,14 +211,36 @@ _min = _extremum("min", lax.reduce_min)
 
 
 @preserving
-def max(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
-    """The largest element along ``axis`` (all axes by default)."""
+def max(
+    x: Any,
+    axis: Axis = None,
+    keepdims: bool = False,
+    *,
+    dim: Axis = None,
+    keepdim: bool | None = None,
+) -> Any:
+    """The largest element along ``axis`` (all axes by default); complex values compare
+    as numpy compares them (real parts, then imaginary parts); NaN propagates."""
+    if dim is not None:
+        raise _values_and_indices("max", "argmax")
+    axis, keepdims = torch_names("max", axis, keepdims, None, keepdim)
     return _max(x, axis, keepdims)
 
 
 @preserving
-def min(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
-    """The smallest element along ``axis`` (all axes by default)."""
+def min(
+    x: Any,
+    axis: Axis = None,
+    keepdims: bool = False,
+    *,
+    dim: Axis = None,
+    keepdim: bool | None = None,
+) -> Any:
+    """The smallest element along ``axis`` (all axes by default); complex values compare
+    as numpy compares them (real parts, then imaginary parts); NaN propagates."""
+    if dim is not None:
+        raise _values_and_indices("min", "argmin")
+    axis, keepdims = torch_names("min", axis, keepdims, None, keepdim)
     return _min(x, axis, keepdims)
 
 
@@ -156,9 +248,28 @@ amax = max
 amin = min
 
 
+def _values_and_indices(op: str, indices: str) -> ParameterError:
+    """``torch.max(x, dim=...)`` returns values and indices; refusing ``dim=`` keeps such a
+    call from unpacking the values along axis 0 silently."""
+    return ParameterError(
+        op,
+        f"dim= is PyTorch's {op} along an axis, which returns (values, indices); "
+        f"tenferro's {op} returns the values: use axis= for them and tf.{indices}(x, axis) "
+        f"for the indices",
+    )
+
+
 @preserving
-def any(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+def any(
+    x: Any,
+    axis: Axis = None,
+    keepdims: bool = False,
+    *,
+    dim: Axis = None,
+    keepdim: bool | None = None,
+) -> Any:
     """Whether any element along ``axis`` is true (non-zero)."""
+    axis, keepdims = torch_names("any", axis, keepdims, dim, keepdim)
     keepdims = check_flag("any", "keepdims", keepdims)
     a = asarray(x)
     counts = sum(lax.compare(a, lax.zeros_like(a), "ne"), _axes(a, axis, "any"), keepdims)
@@ -166,9 +277,34 @@ def any(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
 
 
 @preserving
-def all(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+def all(
+    x: Any,
+    axis: Axis = None,
+    keepdims: bool = False,
+    *,
+    dim: Axis = None,
+    keepdim: bool | None = None,
+) -> Any:
     """Whether every element along ``axis`` is true (non-zero)."""
+    axis, keepdims = torch_names("all", axis, keepdims, dim, keepdim)
     keepdims = check_flag("all", "keepdims", keepdims)
     a = asarray(x)
     counts = sum(lax.compare(a, lax.zeros_like(a), "eq"), _axes(a, axis, "all"), keepdims)
     return lax.compare(counts, lax.zeros_like(counts), "eq")
+
+
+@preserving
+def count_nonzero(
+    x: Any,
+    axis: Axis = None,
+    keepdims: bool = False,
+    *,
+    dim: Axis = None,
+    keepdim: bool | None = None,
+) -> Any:
+    """How many elements along ``axis`` are non-zero (true; NaN counts), as int64."""
+    axis, keepdims = torch_names("count_nonzero", axis, keepdims, dim, keepdim)
+    keepdims = check_flag("count_nonzero", "keepdims", keepdims)
+    a = asarray(x)
+    nonzero = lax.compare(a, lax.zeros_like(a), "ne")
+    return sum(nonzero, _axes(a, axis, "count_nonzero"), keepdims)
