@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tenferro_support import plain
 
 import tenferro as tf
 
@@ -31,7 +32,7 @@ DTYPES = st.sampled_from(["bool", "int32", "int64", "float32", "float64", "compl
 def _values(x: Any) -> Any:
     if isinstance(x, (tuple, list)):
         return type(x)(_values(v) for v in x)
-    return np.asarray(x.eval() if isinstance(x, tf.TracedTensor) else x)
+    return plain(x)
 
 
 def _same(actual: Any, expected: Any) -> None:
@@ -41,7 +42,7 @@ def _same(actual: Any, expected: Any) -> None:
         for a, e in zip(actual, expected, strict=True):
             _same(a, e)
         return
-    got = np.asarray(actual)
+    got = plain(actual)
     expected = np.asarray(expected)
     assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
     np.testing.assert_array_equal(got, expected)
@@ -229,7 +230,48 @@ def _joining(name: str) -> Draw:
     return draw
 
 
+def _flip_updown(data: Any) -> Any:
+    """numpy's own refusals (rank too low) included."""
+    x = data.draw(arrays(0, 3))
+    return np.flipud, tf.flipud, [x]
+
+
+def _flip_leftright(data: Any) -> Any:
+    x = data.draw(arrays(0, 3))
+    return np.fliplr, tf.fliplr, [x]
+
+
+def _rot90(data: Any) -> Any:
+    """Any number of turns (negative too), axes in range, repeated or one beyond."""
+    x = data.draw(arrays(0, 3))
+    k = data.draw(st.integers(-5, 5))
+    ndim = max(x.ndim, 1)
+    axes = tuple(data.draw(st.lists(st.integers(-ndim - 1, ndim), min_size=2, max_size=2)))
+    return (lambda a: np.rot90(a, k, axes)), (lambda a: tf.rot90(a, k, axes)), [x]
+
+
+def _append(data: Any) -> Any:
+    """Flattened (no axis) or along an axis, shapes that join or not."""
+    x = data.draw(arrays(0, 3))
+    axis = (
+        None
+        if x.ndim == 0 or data.draw(st.booleans())
+        else data.draw(st.integers(-x.ndim, x.ndim - 1))
+    )
+    shape = list(x.shape)
+    if axis is not None:
+        shape[axis] = data.draw(st.integers(0, 3))
+        if data.draw(st.booleans()):  # sometimes a shape that does not join
+            shape = shape[1:]
+    values = data.draw(arrays(0, 3)) if axis is None else np.ones(shape, x.dtype)
+    return (lambda a, b: np.append(a, b, axis)), (lambda a, b: tf.append(a, b, axis)), [x, values]
+
+
 GENERATORS: dict[str, Draw] = {
+    "append": _append,
+    "flipud": _flip_updown,
+    "fliplr": _flip_leftright,
+    "rot90": _rot90,
     "diag": _diag,
     "diagflat": _diagflat,
     "roll": _roll,
@@ -293,6 +335,11 @@ DERIVATIVES: dict[str, tuple[Callable[..., Any], list[tuple[int, ...]]]] = {
     "broadcast_arrays": (lambda a, b: tf.broadcast_arrays(a, b), [(3, 1), (4,)]),
     "meshgrid": (lambda a, b: tf.meshgrid(a, b), [(3,), (2,)]),
     "diff": (lambda m: tf.diff(m, 2, axis=0, prepend=m[:1] * 2, append=0.5), [(4, 3)]),
+    "append": (lambda a, b: tf.append(a, b, 0), [(2, 3), (1, 3)]),
+    "append flat": (lambda a, b: tf.append(a, b), [(2, 3), (2,)]),
+    "flipud": (lambda m: tf.flipud(m), [(3, 2)]),
+    "fliplr": (lambda m: tf.fliplr(m), [(3, 2)]),
+    "rot90": (lambda m: tf.rot90(m, -1, (2, 0)), [(2, 3, 2)]),
 }
 
 

@@ -429,6 +429,46 @@ def _cases() -> dict[str, Case]:
         {"static_argnums": (1,)},
         Int("static_argnums", ArgumentTypeError, sequence=True, scalar_ok=True),
     )
+    add(
+        "make_jaxpr",
+        lambda **p: str(tf.make_jaxpr(lambda v, k: v * k, **p)(V, 3)),
+        "make_jaxpr",
+        {},
+        {"static_argnums": (1,)},
+        Int("static_argnums", ArgumentTypeError, sequence=True, scalar_ok=True),
+    )
+    # numpy's additions
+    add("append", tf.append, "append", {"arr": M, "values": M}, {"axis": 1}, axis(optional=True))
+    add(
+        "count_nonzero",
+        tf.count_nonzero,
+        "count_nonzero",
+        {"x": M},
+        {"axis": (1,)},
+        axes(optional=True),
+    )
+    add("gradient", tf.gradient, "gradient", {"f": M}, {"axis": (1,)}, axes(optional=True))
+    add(
+        "rot90",
+        tf.rot90,
+        "rot90",
+        {"m": T},
+        {"k": 3, "axes": (2, 0)},
+        count("k"),
+        Int("axes", AxisError, sequence=True),
+    )
+    sections = Int("indices_or_sections", ParameterError, sequence=True, scalar_ok=True)
+    add(
+        "array_split",
+        tf.array_split,
+        "array_split",
+        {"x": M},
+        {"indices_or_sections": (1, 2), "axis": 1},
+        sections,
+        axis(),
+    )
+    for name, pieces in [("hsplit", (1, 2)), ("vsplit", (1,)), ("dsplit", (2,))]:  # equal pieces
+        add(name, getattr(tf, name), name, {"x": T}, {"indices_or_sections": pieces}, sections)
     return cases
 
 
@@ -443,6 +483,9 @@ EXEMPT: dict[tuple[str, str], str] = {
     ("tf.dynamic_truncate", "size"): "a real scalar operand, rounded (its documentation)",
     ("tf.random.Generator.uniform", "low"): "a real bound (test_numpy_real_parameters)",
     ("tf.random.Generator.uniform", "high"): "a real bound (test_numpy_real_parameters)",
+    ("tf.fliplr", "m"): "the array operand (numpy's name for it), not an integer",
+    ("tf.flipud", "m"): "the array operand (numpy's name for it), not an integer",
+    ("tf.rot90", "m"): "the array operand (numpy's name for it), not an integer",
 }
 
 

@@ -28,7 +28,7 @@ operations. Conventions (numpy.linalg / torch.linalg):
 from __future__ import annotations
 
 import contextlib
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, overload
 
 import numpy as np
 
@@ -691,10 +691,43 @@ def _check_gauge(op: str, gauge: str) -> str:
     return gauge
 
 
+@overload
 def svd(
-    a: Any, full_matrices: bool = True, *, eps: float = DEFAULT_EPS, gauge: str = "raw"
-) -> SVDResult:
-    """Singular value decomposition ``a = U @ diag(S) @ Vh`` (numpy.linalg.svd).
+    a: Any,
+    full_matrices: bool = True,
+    compute_uv: Literal[True] = True,
+    *,
+    eps: float = DEFAULT_EPS,
+    gauge: str = "raw",
+) -> SVDResult: ...
+@overload
+def svd(
+    a: Any,
+    full_matrices: bool,
+    compute_uv: Literal[False],
+    *,
+    eps: float = DEFAULT_EPS,
+    gauge: str = "raw",
+) -> Any: ...
+@overload
+def svd(
+    a: Any,
+    full_matrices: bool = True,
+    *,
+    compute_uv: Literal[False],
+    eps: float = DEFAULT_EPS,
+    gauge: str = "raw",
+) -> Any: ...
+def svd(
+    a: Any,
+    full_matrices: bool = True,
+    compute_uv: bool = True,
+    *,
+    eps: float = DEFAULT_EPS,
+    gauge: str = "raw",
+) -> Any:
+    """Singular value decomposition ``a = U @ diag(S) @ Vh`` (numpy.linalg.svd); with
+    ``compute_uv=False`` the singular values alone (numpy's, ``svdvals``).
 
     ``full_matrices=True`` (numpy's default) gives square ``U`` (``[..., M, M]``) and
     ``Vh`` (``[..., N, N]``); ``False`` the thin factors with ``K = min(M, N)``
@@ -706,6 +739,8 @@ def svd(
     ``"raw"`` or ``"canonical"``.
     """
     full_matrices = check_flag("linalg.svd", "full_matrices", full_matrices)
+    if not check_flag("linalg.svd", "compute_uv", compute_uv):
+        return svdvals(a, eps=eps)
     x = matrix_operand("linalg.svd", a)
     if eps is not DEFAULT_EPS:
         eps = check_eps("linalg.svd", eps)

@@ -25,10 +25,19 @@ from tenferro.meta import MAX_ELEMENTS, broadcast_shapes, check_size, normalize_
 from tenferro.surface.convert import as_shape, asarray, broadcast_to, prepare
 from tenferro.surface.indexing import take
 from tenferro.surface.math import subtract
-from tenferro.surface.shapes import diagonal, join_rows, ravel, reshape, rows_of
+from tenferro.surface.shapes import (
+    diagonal,
+    flip,
+    join_rows,
+    permute_dims,
+    ravel,
+    reshape,
+    rows_of,
+)
 from tenferro.surface.signatures import preserving, stacking
 
 __all__ = [
+    "append",
     "atleast_1d",
     "atleast_2d",
     "atleast_3d",
@@ -38,10 +47,13 @@ __all__ = [
     "diagflat",
     "diff",
     "dstack",
+    "fliplr",
+    "flipud",
     "hstack",
     "meshgrid",
     "repeat",
     "roll",
+    "rot90",
     "tile",
     "vstack",
 ]
@@ -174,6 +186,50 @@ def _repeat_counts(repeats: Any) -> np.ndarray[Any, Any]:
     if any(n > MAX_ELEMENTS for n in listed):
         raise ShapeError("repeat", f"repeats {repeats!r} are too large for any array")
     return np.array(listed if is_listed(repeats) else listed[0], dtype=np.int64)
+
+
+# ---------------------------------------------------------------------- flips and rotations
+
+
+@preserving
+def flipud(m: Any) -> Any:
+    """The rows in reverse order (axis 0; numpy's ``flipud``, rank >= 1)."""
+    a = asarray(m, op="flipud")
+    if a.meta.ndim < 1:
+        raise ShapeError("flipud", f"needs rank >= 1, got shape {a.meta.shape}")
+    return flip(a, 0)
+
+
+@preserving
+def fliplr(m: Any) -> Any:
+    """The columns in reverse order (axis 1; numpy's ``fliplr``, rank >= 2)."""
+    a = asarray(m, op="fliplr")
+    if a.meta.ndim < 2:
+        raise ShapeError("fliplr", f"needs rank >= 2, got shape {a.meta.shape}")
+    return flip(a, 1)
+
+
+@preserving
+def rot90(m: Any, k: int = 1, axes: Sequence[int] = (0, 1)) -> Any:
+    """``m`` rotated by 90 degrees ``k`` times in the plane of ``axes``, from the first
+    axis toward the second (numpy's ``rot90``; negative ``k`` rotates back)."""
+    a = asarray(m, op="rot90")
+    turns = as_int("rot90", "k", k) % 4
+    pair = as_int_or_ints("rot90", "axes", axes, AxisError)
+    if len(pair) != 2:
+        raise AxisError("rot90", f"axes must name two axes, got {axes!r}")
+    first, second = (normalize_axis(n, a.meta.ndim, "rot90") for n in pair)
+    if first == second:
+        raise AxisError("rot90", f"axes must be different, got {axes!r}")
+    if turns == 0:
+        return a
+    if turns == 2:
+        return flip(flip(a, first), second)
+    order = list(range(a.meta.ndim))
+    order[first], order[second] = order[second], order[first]
+    if turns == 1:
+        return permute_dims(flip(a, second), order)
+    return flip(permute_dims(a, order), second)
 
 
 # ---------------------------------------------------------------------- ranks and stacking
@@ -381,3 +437,18 @@ def _edge(name: str, value: Any, x: Any, axis: int) -> Any:
             f"{x.meta.shape} along axes other than {axis} (or give a scalar)",
         )
     return edge
+
+
+def append(arr: Any, values: Any, axis: int | None = None) -> Any:
+    """``values`` joined after ``arr`` (numpy's ``append``): both flattened when ``axis``
+    is None, else joined along ``axis`` (same rank, other extents equal)."""
+    a, b = asarray(arr, op="append"), asarray(values, op="append")
+    if axis is None:
+        return _join("append", [ravel(a), ravel(b)], 0)
+    if a.meta.ndim != b.meta.ndim:
+        raise ShapeError(
+            "append",
+            f"arr and values must have one rank to join along an axis, got shapes "
+            f"{a.meta.shape} and {b.meta.shape}",
+        )
+    return _join("append", [a, b], normalize_axis(axis, a.meta.ndim, "append"))

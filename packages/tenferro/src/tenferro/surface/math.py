@@ -15,12 +15,13 @@ from tenferro.dtypes import float64, is_complex
 from tenferro.errors import DTypeError, ParameterError, ScalarOverflowError
 from tenferro.ieee import IGNORE, error_state
 from tenferro.meta import broadcast_shapes
-from tenferro.ops.analytic import Cos, Exp, Log, Sin, Sqrt, Tanh
+from tenferro.ops.analytic import Cos, Cosh, Exp, Log, Sin, Sinh, Sqrt, Tan, Tanh
 from tenferro.ops.elementwise import Add, Mul
 from tenferro.ops.inverse import Acos, Acosh, Asin, Asinh, Atan, Atanh
 from tenferro.surface.convert import asarray, broadcast_to, check_int_fits, prepare
 from tenferro.surface.dispatch import BINDS_INSTANCES, REPLAYABLE, dispatch_cached
-from tenferro.surface.signatures import Binary, Unary, binary, preserving, select, unary
+from tenferro.surface.signatures import Binary, Unary, binary, preserving, unary
+from tenferro.surface.signatures import select as selecting
 
 __all__ = [
     "abs",
@@ -57,6 +58,8 @@ __all__ = [
     "expm1",
     "floor",
     "floor_divide",
+    "fmax",
+    "fmin",
     "fmod",
     "greater",
     "greater_equal",
@@ -77,6 +80,7 @@ __all__ = [
     "minimum",
     "mod",
     "multiply",
+    "nan_to_num",
     "negative",
     "not_equal",
     "positive",
@@ -89,9 +93,11 @@ __all__ = [
     "rint",
     "round",
     "rsqrt",
+    "select",
     "sigmoid",
     "sign",
     "sin",
+    "sinc",
     "sinh",
     "sqrt",
     "square",
@@ -448,6 +454,29 @@ minimum = _boolean_aware("minimum", ORDERED, lax.min, lax.logical_and)
 minimum.__doc__ = "Elementwise minimum (ties share the derivative equally)."
 
 
+def _nan_ignoring(op: str, extremum: Binary) -> Binary:
+    def apply(x: Any, y: Any) -> Any:
+        a, b = prepare(op, (x, y), kinds="b" + ORDERED)
+        if a.meta.dtype.kind != "f":
+            return extremum(a, b)
+        a_nan, b_nan = lax.compare(a, a, "ne"), lax.compare(b, b, "ne")
+        # A NaN operand is replaced by the other one: the extremum of a value with itself
+        # is that value, whose derivative reaches it whole (never the 0/0 of a NaN tie).
+        return extremum(lax.select(a_nan, b, a), lax.select(b_nan, a, b))
+
+    apply.__name__ = apply.__qualname__ = op
+    which = "maximum" if op == "fmax" else "minimum"
+    apply.__doc__ = (
+        f"Elementwise {which} ignoring NaNs (numpy's ``{op}``): where one operand is NaN "
+        f"the other is the result (and takes the derivative); NaN only where both are."
+    )
+    return binary(apply)
+
+
+fmax = _nan_ignoring("fmax", maximum)
+fmin = _nan_ignoring("fmin", minimum)
+
+
 @unary
 def square(x: Any) -> Any:
     (a,) = prepare("square", (x,), kinds=NUMERIC)
@@ -496,57 +525,11 @@ sqrt = _analytic("sqrt", lax.sqrt, Sqrt)
 rsqrt = _analytic("rsqrt", lax.rsqrt)
 expm1 = _analytic("expm1", lax.expm1)
 log1p = _analytic("log1p", lax.log1p)
-tan = _analytic("tan", lambda a: lax.div(lax.sin(a), lax.cos(a)))
+tan = _analytic("tan", lax.tan, Tan)
 
 
-def _sinh(a: Any) -> Any:
-    if is_complex(a.meta.dtype):
-        return lax.mul(lax.sub(lax.expm1(a), lax.expm1(lax.neg(a))), lax.full_like(a, 0.5))
-    small, large = _split_magnitude(a)
-    # expm1 keeps the relative accuracy near 0 that exp(a) - exp(-a) loses.
-    near = lax.mul(lax.sub(lax.expm1(small), lax.expm1(lax.neg(small))), lax.full_like(a, 0.5))
-    positive = lax.compare(a, lax.zeros_like(a), "gt")
-    half = _half_exp(large)
-    far = lax.select(positive, half, lax.neg(_half_exp(lax.neg(large))))
-    return lax.select(_is_large(a), far, near)
-
-
-def _cosh(a: Any) -> Any:
-    if is_complex(a.meta.dtype):
-        return lax.mul(lax.add(lax.exp(a), lax.exp(lax.neg(a))), lax.full_like(a, 0.5))
-    small, large = _split_magnitude(a)
-    near = lax.mul(lax.add(lax.exp(small), lax.exp(lax.neg(small))), lax.full_like(a, 0.5))
-    positive = lax.compare(a, lax.zeros_like(a), "gt")
-    far = lax.select(positive, _half_exp(large), _half_exp(lax.neg(large)))
-    return lax.select(_is_large(a), far, near)
-
-
-_HYPERBOLIC_SPLIT = 20.0  # beyond it exp(-|x|) is below the rounding of exp(|x|) / 2
-
-
-def _is_large(a: Any) -> Any:
-    return lax.compare(lax.abs(a), lax.full_like(a, _HYPERBOLIC_SPLIT), "gt")
-
-
-def _split_magnitude(a: Any) -> tuple[Any, Any]:
-    """``a`` where ``|a|`` is at most the split (else 0), and where it exceeds it (else the
-    split): each branch only ever sees values it computes finitely, so no 0 * inf reaches
-    a derivative through the branch a select drops."""
-    large = _is_large(a)
-    small = lax.select(large, lax.zeros_like(a), a)
-    big = lax.select(large, a, lax.full_like(a, _HYPERBOLIC_SPLIT))
-    return small, big
-
-
-def _half_exp(a: Any) -> Any:
-    """``exp(a) / 2`` without overflow below ``a`` = 2 log(max float): exp(a/2) * exp(a/2) / 2
-    (a/2 is exact in binary)."""
-    root = lax.exp(lax.mul(a, lax.full_like(a, 0.5)))
-    return lax.mul(root, lax.mul(root, lax.full_like(a, 0.5)))
-
-
-sinh = _analytic("sinh", _sinh)
-cosh = _analytic("cosh", _cosh)
+sinh = _analytic("sinh", lax.sinh, Sinh)
+cosh = _analytic("cosh", lax.cosh, Cosh)
 exp2 = _analytic("exp2", lambda a: lax.pow(lax.full_like(a, 2), a))
 log2 = _analytic("log2", lax.log2)
 log10 = _analytic("log10", lax.log10)
@@ -755,14 +738,99 @@ def logical_not(x: Any) -> Any:
     return lax.logical_not(_boolean("logical_not", x))
 
 
-@select
-def where(condition: Any, x: Any, y: Any) -> Any:
-    """``x`` where ``condition`` holds, else ``y`` (all three broadcast; x and y promoted)."""
+_NOT_GIVEN: Any = object()
+
+
+@selecting
+def where(condition: Any, x: Any = _NOT_GIVEN, y: Any = _NOT_GIVEN) -> Any:
+    """``x`` where ``condition`` holds, else ``y`` (all three broadcast; x and y promoted).
+    With the condition alone, numpy's one-argument form: ``nonzero(condition)``, the
+    indices of its true entries (concrete tensors only: the count is data)."""
+    if x is _NOT_GIVEN and y is _NOT_GIVEN:
+        from tenferro.surface.sets import nonzero
+
+        return nonzero(condition)
+    if x is _NOT_GIVEN or y is _NOT_GIVEN:
+        raise ParameterError("where", "give both x and y, or neither (for nonzero(condition))")
     pred = _boolean("where", condition)
     a, b = prepare("where", (x, y))
     pred, a, b = lift([pred, a, b])
     shape = broadcast_shapes(pred.meta.shape, a.meta.shape, op="where")
     return lax.select(broadcast_to(pred, shape), broadcast_to(a, shape), broadcast_to(b, shape))
+
+
+def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
+    """numpy's ``select``: for each element the entry of the first choice whose condition
+    holds, else ``default`` (conditions, choices and default broadcast together)."""
+    conditions, choices = list(condlist), list(choicelist)
+    if len(conditions) != len(choices):
+        raise ParameterError(
+            "select",
+            f"condlist and choicelist must have one entry each, got {len(conditions)} "
+            f"conditions and {len(choices)} choices",
+        )
+    if not conditions:
+        raise ParameterError("select", "condlist is empty: there is nothing to select from")
+    for position, condition in enumerate(conditions):
+        kind = asarray(condition, op="select").meta.dtype.kind
+        if kind != "b":
+            raise DTypeError(
+                "select", f"condition {position} must be bool, got a {kind!r}-kind dtype"
+            )
+    result = default
+    for condition, choice in zip(reversed(conditions), reversed(choices), strict=True):
+        result = where(condition, choice, result)
+    return asarray(result, op="select")
+
+
+@preserving
+def nan_to_num(
+    x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None, neginf: Any = None
+) -> Any:
+    """numpy's ``nan_to_num``: NaN becomes ``nan``, +inf ``posinf`` and -inf ``neginf``
+    (the largest and smallest finite values of the dtype by default), in both parts of
+    complex values; integers and bools are returned unchanged. Replaced entries have
+    derivative 0, the others 1. ``copy`` is accepted (tensors are immutable)."""
+    check_flag("nan_to_num", "copy", copy)
+    a = asarray(x, op="nan_to_num")
+    if a.meta.dtype.kind in "bi":
+        return a
+    if is_complex(a.meta.dtype):
+        parts = [nan_to_num(part, True, nan, posinf, neginf) for part in (lax.real(a), lax.imag(a))]
+        return lax.complex(*parts)
+    info = np.finfo(a.meta.dtype)
+    replacements = [
+        (lax.compare(a, a, "ne"), nan),
+        (lax.compare(a, lax.full_like(a, np.inf), "eq"), info.max if posinf is None else posinf),
+        (lax.compare(a, lax.full_like(a, -np.inf), "eq"), info.min if neginf is None else neginf),
+    ]
+    result = a
+    for mask, value in replacements:
+        (filler,) = prepare("nan_to_num", (value,), dtype=a.meta.dtype)
+        result = lax.select(mask, broadcast_to(lift([filler, a])[0], a.meta.shape), result)
+    return result
+
+
+_SINC_SERIES = (1.0, -1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880)
+"""Taylor coefficients of ``sin(t)/t`` in ``t**2`` (enough for |t| < 0.1 in float64)."""
+
+
+@unary
+def sinc(x: Any) -> Any:
+    """numpy's normalised ``sinc``: ``sin(pi x) / (pi x)``, 1 at 0. Near 0 it is its
+    Taylor polynomial, so every derivative there is exact (the first is 0, the second
+    ``-pi**2 / 3``)."""
+    (a,) = _inexact("sinc", x)
+    t = lax.mul(a, lax.full_like(a, np.pi))
+    small = lax.compare(lax.abs(t), lax.full_like(lax.abs(t), 0.1), "lt")
+    safe = lax.select(small, lax.full_like(t, 1), t)
+    quotient = lax.div(lax.sin(safe), safe)
+    near = lax.select(small, t, lax.zeros_like(t))
+    squared = lax.mul(near, near)
+    series = lax.full_like(t, _SINC_SERIES[-1])
+    for coefficient in reversed(_SINC_SERIES[:-1]):
+        series = lax.add(lax.mul(series, squared), lax.full_like(t, coefficient))
+    return lax.select(small, series, quotient)
 
 
 @preserving

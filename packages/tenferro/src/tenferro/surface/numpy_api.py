@@ -105,17 +105,37 @@ def supported_ufuncs() -> list[str]:
 _BY_NAME = {
     name: name
     for name in [
+        "append",
         "argmax",
         "argmin",
+        "array_split",
+        "count_nonzero",
         "cross",
         "cumprod",
         "cumsum",
         "diff",
+        "dsplit",
+        "fliplr",
+        "flipud",
+        "gradient",
+        "hsplit",
+        "iscomplex",
+        "isreal",
         "kron",
+        "nan_to_num",
         "nanmean",
         "nansum",
+        "rot90",
+        "searchsorted",
+        "select",
+        "sinc",
         "sort",
         "split",
+        "unique_all",
+        "unique_counts",
+        "unique_inverse",
+        "unique_values",
+        "vsplit",
     ]
 }
 """numpy functions run as the tenferro function of the same name when tenferro has one
@@ -448,12 +468,10 @@ def _spread_args(function: Any) -> Any:
 def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
     from tenferro.surface import math
 
+    if x is None and y is None:
+        return math.where(condition)
     if x is None or y is None:
-        raise UnsupportedError(
-            "numpy.where",
-            "the one-argument form (indices of non-zero elements) has a data-dependent "
-            "shape; give both x and y",
-        )
+        raise UnsupportedError("numpy.where", "give both x and y, or neither")
     return math.where(condition, x, y)
 
 
@@ -465,14 +483,10 @@ def _clip(x: Any, a_min: Any = None, a_max: Any = None, low: Any = None, high: A
     return math.clip(x, lower, upper)
 
 
-def _pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
-    from tenferro.surface import shapes
+def _pad(x: Any, pad_width: Any, mode: Any = "constant", **options: Any) -> Any:
+    from tenferro.surface import padding
 
-    if mode != "constant" or not _equal(constant_values, 0):
-        raise UnsupportedError(
-            "numpy.pad", f"only zero constant padding is supported (mode={mode!r})"
-        )
-    return shapes.pad(x, pad_width)
+    return padding.pad(x, pad_width, mode, **options)
 
 
 def _size(x: Any, axis: Any = None) -> int:
@@ -572,7 +586,9 @@ def _table() -> dict[Any, _Entry]:
         np.trace: _spec(_trace, "a->x offset axis1 axis2 dtype"),
         np.tril: _spec(shapes.tril, "m->x k"),
         np.triu: _spec(shapes.triu, "m->x k"),
-        np.pad: _spec(_pad, "array->x pad_width mode constant_values"),
+        np.pad: _spec(
+            _pad, "array->x pad_width mode constant_values end_values reflect_type stat_length"
+        ),
         np.where: _spec(_where, "condition x y"),
         np.clip: _spec(_clip, "a->x a_min a_max min->low max->high"),
         np.broadcast_to: _spec(convert.broadcast_to, "array->x shape"),
@@ -613,8 +629,7 @@ def _data_only() -> set[Any]:
     if not _DATA_ONLY:
         names = (
             "allclose isclose array_equal array_equiv argmax argmin argsort argwhere nonzero "
-            "flatnonzero count_nonzero searchsorted array2string array_repr array_str save "
-            "savez savetxt"
+            "flatnonzero array2string array_repr array_str save savez savetxt"
         )
         _DATA_ONLY.update(getattr(np, n) for n in names.split() if hasattr(np, n))
         _DATA_ONLY.add(np.result_type)
@@ -622,11 +637,12 @@ def _data_only() -> set[Any]:
 
 
 def _ufuncs() -> dict[str, Callable[..., Any]]:
-    from tenferro.surface import contraction, predicates
+    from tenferro.surface import bits, contraction, predicates
     from tenferro.surface import math as _math
 
     if not _UFUNCS:
         _UFUNCS.update({name: getattr(_math, name) for name in _UFUNC_NAMES})
+        _UFUNCS.update({name: getattr(bits, name) for name in _BIT_UFUNC_NAMES})
         _UFUNCS.update(
             conjugate=_math.conj,
             matmul=contraction.matmul,
@@ -657,6 +673,17 @@ _REDUCTIONS = {
 }
 
 _UFUNCS: dict[str, Callable[..., Any]] = {}
+_BIT_UFUNC_NAMES = [
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "invert",
+    "left_shift",
+    "right_shift",
+    "copysign",
+    "nextafter",
+    "signbit",
+]
 _UFUNC_NAMES = [
     "add",
     "subtract",
@@ -702,6 +729,8 @@ _UFUNC_NAMES = [
     "logaddexp",
     "maximum",
     "minimum",
+    "fmax",
+    "fmin",
     "equal",
     "not_equal",
     "less",

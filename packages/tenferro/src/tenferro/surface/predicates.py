@@ -1,4 +1,6 @@
-"""Elementwise tests of IEEE special values: ``isnan``, ``isinf``, ``isfinite`` (numpy's).
+"""Elementwise tests of IEEE special values: ``isnan``, ``isinf``, ``isfinite``, and of
+complex values: ``iscomplex``, ``isreal`` (numpy's); ``iscomplexobj`` and ``isrealobj``
+test the dtype (a Python bool).
 
 They give bool tensors of the operand's kind (so they work on traced values too);
 integers and bools are never NaN or infinite. A complex value is NaN when either
@@ -13,7 +15,7 @@ from tenferro import lax
 from tenferro.surface.convert import asarray
 from tenferro.surface.signatures import unary
 
-__all__ = ["isfinite", "isinf", "isnan"]
+__all__ = ["iscomplex", "iscomplexobj", "isfinite", "isinf", "isnan", "isreal", "isrealobj"]
 
 
 @unary
@@ -52,3 +54,31 @@ def _infinite(a: Any) -> Any:
 def _finite(a: Any) -> Any:
     # |a| < inf is false for NaN and for both infinities.
     return lax.compare(lax.abs(a), lax.full_like(a, float("inf")), "lt")
+
+
+@unary
+def iscomplex(x: Any) -> Any:
+    """Where the imaginary part is non-zero (false everywhere for real dtypes)."""
+    a = asarray(x, op="iscomplex")
+    if a.meta.dtype.kind != "c":
+        zeros = lax.zeros_like(a)
+        return lax.compare(zeros, zeros, "ne")
+    imaginary = lax.imag(a)
+    return lax.compare(imaginary, lax.zeros_like(imaginary), "ne")
+
+
+@unary
+def isreal(x: Any) -> Any:
+    """Where the imaginary part is zero (true everywhere for real dtypes)."""
+    return lax.logical_not(iscomplex(x))
+
+
+def iscomplexobj(x: Any) -> bool:
+    """Whether ``x`` has a complex dtype (numpy's ``iscomplexobj``: the dtype, not the
+    values)."""
+    return bool(asarray(x, op="iscomplexobj").meta.dtype.kind == "c")
+
+
+def isrealobj(x: Any) -> bool:
+    """Whether ``x`` does not have a complex dtype."""
+    return not iscomplexobj(x)

@@ -10,7 +10,7 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.core.bind import lift
-from tenferro.core.params import as_data, as_int, as_int_or_ints
+from tenferro.core.params import as_data, as_int, as_int_or_ints, torch_alias
 from tenferro.errors import ArgumentTypeError, AxisError, ShapeError
 from tenferro.meta import normalize_axes, normalize_axis
 from tenferro.surface.convert import as_shape, asarray, broadcast_to, is_tensor, prepare
@@ -19,13 +19,13 @@ from tenferro.surface.signatures import joining, preserving, unary
 
 __all__ = [
     "broadcast_to",
+    "cat",
     "concatenate",
     "diagonal",
     "dynamic_truncate",
     "expand_dims",
     "flip",
     "moveaxis",
-    "pad",
     "pad_to_match",
     "permute_dims",
     "ravel",
@@ -104,7 +104,10 @@ def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[in
 
 @preserving
 @dispatch_cached()
-def expand_dims(x: Any, axis: int | Sequence[int]) -> Any:
+def expand_dims(x: Any, axis: int | Sequence[int] = 0, *, dim: int | None = None) -> Any:
+    """``x`` with extent-1 axes inserted at ``axis`` (positions in the result; 0 by
+    default, as the Array API's; ``dim`` is PyTorch's name, as in ``unsqueeze``)."""
+    axis = torch_alias("expand_dims", "axis", axis, 0, "dim", dim)
     a = asarray(x, op="expand_dims")
     axes = _listed(axis, "expand_dims")
     ndim = a.meta.ndim + len(axes)
@@ -116,7 +119,10 @@ def expand_dims(x: Any, axis: int | Sequence[int]) -> Any:
 
 @preserving
 @dispatch_cached()
-def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
+def squeeze(x: Any, axis: int | Sequence[int] | None = None, *, dim: Any = None) -> Any:
+    """``x`` without the extent-1 axes ``axis`` (all of them when None; ``dim`` is
+    PyTorch's name)."""
+    axis = torch_alias("squeeze", "axis", axis, None, "dim", dim)
     a = asarray(x)
     shape = a.meta.shape
     if axis is None:
@@ -174,9 +180,10 @@ def join_rows(a: Any, row: tuple[int, ...], axis: int, *, new_axis: bool = False
 
 
 @joining
-def concatenate(arrays: Sequence[Any], axis: int = 0) -> Any:
+def concatenate(arrays: Sequence[Any], axis: int = 0, *, dim: int | None = None) -> Any:
     """Join along ``axis`` (dtypes promoted; other extents must match). One array is
-    the sequence of its rows."""
+    the sequence of its rows. ``dim`` is PyTorch's name for ``axis``."""
+    axis = torch_alias("concatenate", "axis", axis, 0, "dim", dim)
     a = rows_of("concatenate", arrays)
     if a is not None:
         row = a.meta.shape[1:]
@@ -191,9 +198,10 @@ def concatenate(arrays: Sequence[Any], axis: int = 0) -> Any:
 
 
 @joining
-def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
+def stack(arrays: Sequence[Any], axis: int = 0, *, dim: int | None = None) -> Any:
     """Join along a new ``axis`` (shapes must be equal). One array is the sequence of
-    its rows."""
+    its rows. ``dim`` is PyTorch's name for ``axis``."""
+    axis = torch_alias("stack", "axis", axis, 0, "dim", dim)
     a = rows_of("stack", arrays)
     if a is not None:
         row = a.meta.shape[1:]
@@ -206,8 +214,17 @@ def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
     return lax.concatenate([expand_dims(o, position) for o in operands], position)
 
 
+@joining
+def cat(tensors: Sequence[Any], dim: int = 0) -> Any:
+    """PyTorch's ``torch.cat``: ``concatenate(tensors, axis=dim)``."""
+    return concatenate(tensors, dim)
+
+
 @preserving
-def flip(x: Any, axis: int | Sequence[int] | None = None) -> Any:
+def flip(x: Any, axis: int | Sequence[int] | None = None, *, dims: Any = None) -> Any:
+    """The order of the elements reversed along ``axis`` (every axis when None;
+    ``dims`` is PyTorch's name for it)."""
+    axis = torch_alias("flip", "axis", axis, None, "dims", dims)
     a = asarray(x)
     axes = range(a.meta.ndim) if axis is None else _listed(axis, "flip")
     return lax.rev(a, normalize_axes(axes, a.meta.ndim, "flip"))
@@ -241,9 +258,16 @@ def _diagonal(op: str, x: Any, offset: Any, axis1: Any, axis2: Any) -> Any:
 
 
 @preserving
-def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
-    """Sum of the diagonal."""
+def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None) -> Any:
+    """Sum of the diagonal; bool and integers sum as int64 (numpy's, and the Array API's
+    default integer) unless ``dtype`` says otherwise."""
     diag = _diagonal("trace", x, offset, axis1, axis2)
+    if dtype is not None:
+        from tenferro.dtypes import dtype as as_dtype
+
+        diag = lax.convert_element_type(diag, as_dtype(dtype, "trace"))
+    elif diag.meta.dtype.kind in "bi":
+        diag = lax.convert_element_type(diag, np.dtype(np.int64))
     return lax.reduce_sum(diag, (diag.meta.ndim - 1,))
 
 
@@ -259,18 +283,10 @@ def triu(x: Any, k: int = 0) -> Any:
     return lax.triu(asarray(x), k)
 
 
-@preserving
-def pad(x: Any, pad_width: Any) -> Any:
-    """Zero padding: ``pad_width`` is numpy's: integers broadcastable to ``(ndim, 2)``
-    (``((before, after), ...)``, one pair, or one int), non-negative."""
-    a = asarray(x)
-    widths = _pad_widths(pad_width, a.meta.ndim)
-    return lax.pad(a, [w[0] for w in widths], [w[1] for w in widths], [0] * a.meta.ndim)
-
-
 def _pad_widths(pad_width: Any, ndim: int) -> list[list[int]]:
-    """numpy.pad's reading of ``pad_width``: integers (never bools or floats) broadcast
-    to ``(ndim, 2)``, without negative widths."""
+    """numpy.pad's reading of ``pad_width`` (see :mod:`tenferro.surface.padding`):
+    integers (never bools or floats) broadcast to ``(ndim, 2)``, without negative
+    widths."""
     try:
         widths = np.array(_width_entries(pad_width, ndim, 0), dtype=np.int64)
         pairs = np.broadcast_to(widths, (ndim, 2))

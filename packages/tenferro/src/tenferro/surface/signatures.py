@@ -95,15 +95,21 @@ class Joining(Protocol):
     mixing kinds with data is typed ``Any``; one tensor is the sequence of its rows)."""
 
     @overload
-    def __call__(self, arrays: TensorT, axis: int = 0) -> TensorT: ...
+    def __call__(self, arrays: TensorT, axis: int = 0, *, dim: int | None = None) -> TensorT: ...
     @overload
-    def __call__(self, arrays: NDArray[Any], axis: int = 0) -> Tensor: ...
+    def __call__(
+        self, arrays: NDArray[Any], axis: int = 0, *, dim: int | None = None
+    ) -> Tensor: ...
     @overload
-    def __call__(self, arrays: Sequence[TensorT], axis: int = 0) -> TensorT: ...
+    def __call__(
+        self, arrays: Sequence[TensorT], axis: int = 0, *, dim: int | None = None
+    ) -> TensorT: ...
     @overload
-    def __call__(self, arrays: Sequence[ArrayLike], axis: int = 0) -> Tensor: ...
+    def __call__(
+        self, arrays: Sequence[ArrayLike], axis: int = 0, *, dim: int | None = None
+    ) -> Tensor: ...
     @overload
-    def __call__(self, arrays: Sequence[Any], axis: int = 0) -> Any: ...
+    def __call__(self, arrays: Sequence[Any], axis: int = 0, *, dim: int | None = None) -> Any: ...
 
 
 class Stacking(Protocol):
@@ -125,7 +131,7 @@ class Stacking(Protocol):
 
 class Select(Protocol):
     """``where(condition, x, y) -> the kind of the tensor operands`` (plain operands give
-    a ``Tensor``)."""
+    a ``Tensor``); ``where(condition)`` is ``nonzero(condition)``, a tuple."""
 
     @overload
     def __call__(self, condition: Any, x: TensorT, y: TensorT | ArrayLike, /) -> TensorT: ...
@@ -135,6 +141,8 @@ class Select(Protocol):
     def __call__(self, condition: TensorT, x: ArrayLike, y: ArrayLike, /) -> TensorT: ...
     @overload
     def __call__(self, condition: ArrayLike, x: ArrayLike, y: ArrayLike, /) -> Tensor: ...
+    @overload
+    def __call__(self, condition: Any, /) -> tuple[Any, ...]: ...
 
 
 def binary_preserving(function: Callable[Concatenate[Any, Any, P], Any]) -> BinaryPreserving[P]:
@@ -142,7 +150,7 @@ def binary_preserving(function: Callable[Concatenate[Any, Any, P], Any]) -> Bina
     return cast("BinaryPreserving[P]", function)
 
 
-def joining(function: Callable[[Any, int], Any]) -> Joining:
+def joining(function: Callable[..., Any]) -> Joining:
     """Type ``function`` as :class:`Joining` (the function itself, unchanged)."""
     return cast("Joining", function)
 
