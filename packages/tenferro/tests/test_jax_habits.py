@@ -468,3 +468,52 @@ def test_jit_static_argnums_beyond_a_variadic_signature_are_accepted() -> None:
 
     compiled = tf.jit(f, static_argnums=2)
     np.testing.assert_allclose(np.asarray(compiled(np.ones(2), 0, "x")), 2 * np.ones(2))
+
+
+# ---------------------------------------------------------------------- make_jaxpr
+
+
+PROGRAMS = {
+    "elementwise": (lambda x: tf.sum(tf.sin(x) ** 2), (np.ones(3),), ["sin", "reduce_sum"]),
+    "pytree": (
+        lambda p, x: tf.tanh(p["w"] @ x + p["b"]),
+        ({"w": np.ones((2, 3)), "b": np.zeros(2)}, np.ones(3)),
+        ["dot_general", "tanh", "a0:float64[2]", "a1:float64[2,3]", "a2:float64[3]"],
+    ),
+    "grad": (tf.grad(lambda x: tf.sum(tf.exp(x))), (np.ones(2),), ["exp", "linear(active"]),
+    "complex": (lambda z: tf.real(z * tf.conj(z)), (np.ones(2) + 1j,), ["conj", "real"]),
+    "tuple output": (lambda x: (x * 2, tf.sum(x)), (np.ones(2, np.float32),), ["float32[2]"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_make_jaxpr_prints_the_program_of_a_function(name: str) -> None:
+    function, args, fragments = PROGRAMS[name]
+    program = tf.make_jaxpr(function)(*args)
+    text = str(program)
+    assert text == repr(program)
+    for fragment in fragments:
+        assert fragment in text, (fragment, text)
+    assert "digraph" in program.to_dot()
+    # the program computes the function: bind its placeholders to the arguments
+    leaves = tf.tree_util.tree_leaves(args)
+    bindings = dict(zip(program.inputs, leaves, strict=True))
+    outputs = tf.tree_util.tree_leaves(program.outputs)
+    expected = tf.tree_util.tree_leaves(function(*args))
+    for output, value in zip(outputs, expected, strict=True):
+        np.testing.assert_allclose(output.eval(bindings), value)
+
+
+def test_make_jaxpr_static_arguments_and_bad_input() -> None:
+    program = tf.make_jaxpr(lambda x, n: x**n, static_argnums=1)(np.ones(2), 3)
+    assert "pow" in str(program) or "mul" in str(program)
+    assert len(program.inputs) == 1
+    with pytest.raises(tf.ArgumentTypeError, match="callable"):
+        tf.make_jaxpr(3)
+    with pytest.raises(tf.ArgumentTypeError, match=r"not a TracedTensor.*make_jaxpr"):
+        tf.format_graph(np.ones(2))
+
+
+def test_block_until_ready_returns_the_tensor_on_every_kind() -> None:
+    for tensor in (tf.Tensor([1.0]), tf.tensor([1.0], requires_grad=True), tf.traced([1.0])):
+        assert tensor.block_until_ready() is tensor

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from tenferro_support import plain
 
 import tenferro as tf
 
@@ -145,16 +146,29 @@ def test_requires_grad_():
             other.requires_grad_()
 
 
-def test_retain_grad_is_a_no_op_on_leaves_and_refused_on_intermediates():
+def test_retain_grad_fills_the_grad_of_intermediates_as_in_pytorch():
     x = tf.tensor([1.0, 2.0], requires_grad=True)
-    x.retain_grad()
+    x.retain_grad()  # a leaf keeps its .grad already
     y = x * 2
-    with pytest.raises(tf.UnsupportedError, match=r"tape\.grad"):
-        y.retain_grad()
-    with pytest.raises(tf.UnsupportedError):
-        tf.Tensor([1.0]).retain_grad()
+    z = tf.sin(y)
+    y.retain_grad()
+    z.retain_grad()
+    assert y.grad is None
+    (z * z).sum().backward(retain_graph=True)
+    np.testing.assert_allclose(
+        x.grad, 4 * np.sin(2 * x.detach().numpy()) * np.cos(2 * x.detach().numpy())
+    )
+    np.testing.assert_allclose(z.grad, 2 * np.sin([2.0, 4.0]))
+    np.testing.assert_allclose(y.grad, 2 * np.sin([2.0, 4.0]) * np.cos([2.0, 4.0]))
+    (z * z).sum().backward(retain_graph=True)  # accumulates, as leaves' gradients do
+    np.testing.assert_allclose(y.grad, 4 * np.sin([2.0, 4.0]) * np.cos([2.0, 4.0]))
+    unused = x * 3
+    unused.retain_grad()
     (y * y).sum().backward()
-    np.testing.assert_allclose(x.grad, [8.0, 16.0])
+    assert unused.grad is None
+    for untracked in (tf.Tensor([1.0]), tf.tensor([1.0]), tf.traced(np.ones(1))):
+        with pytest.raises(tf.UnsupportedError, match="does not require grad"):
+            untracked.retain_grad()
 
 
 def test_data_is_a_detached_view():
@@ -221,7 +235,7 @@ def test_setitem_raises_on_every_tensor_tracked_or_not():
         with pytest.raises(TypeError, match="immutable"):
             immutable[0] = 3.0
     assert x.is_leaf
-    np.testing.assert_array_equal(x, [1.0, 2.0])
+    np.testing.assert_array_equal(x.detach(), [1.0, 2.0])
 
 
 @pytest.mark.parametrize("operator", IN_PLACE)
@@ -235,9 +249,9 @@ def test_in_place_elsewhere_is_out_of_place_and_keeps_the_gradient(operator):
     result = namespace["z"]
     assert result is not original
     assert not result.is_leaf
-    np.testing.assert_array_equal(original, (np.eye(2) + 1) * 1.5)  # unchanged
+    np.testing.assert_array_equal(original.detach(), (np.eye(2) + 1) * 1.5)  # unchanged
     expected = eval(f"z {operator[:-1]} y", {"z": (np.eye(2) + 1) * 1.5, "y": y})
-    np.testing.assert_allclose(result, expected)
+    np.testing.assert_allclose(result.detach(), expected)
     result.sum().backward()
     reference = tf.tensor(np.eye(2) + 1, requires_grad=True)
     eval(f"z {operator[:-1]} y", {"z": reference * 1.5, "y": y}).sum().backward()
@@ -253,3 +267,167 @@ def test_format_spec_on_a_non_scalar_and_unknown_array_api_versions_raise_named_
     with pytest.raises(tf.ParameterError, match=r"__array_namespace__: api_version '1999\.12'"):
         x.__array_namespace__(api_version="1999.12")
     assert x.__array_namespace__(api_version="2022.12") is tf.array_api
+
+
+# ---------------------------------------------------------------------- PyTorch names
+
+TORCH_AXIS = {"dim": "axis", "keepdim": "keepdims", "dims": "axis", "correction": "ddof"}
+"""PyTorch's parameter names and the numpy names they stand for."""
+
+AXIS_ALIAS_EXEMPT = {
+    "max": "torch.max(x, dim=...) returns (values, indices): dim= refused with guidance",
+    "min": "torch.min(x, dim=...) returns (values, indices): dim= refused with guidance",
+    "amax": "the same function as max",
+    "amin": "the same function as min",
+    "sort": "torch.sort returns (values, indices): dim= refused with guidance",
+    "split": "torch.split takes chunk sizes, numpy's split section counts: no alias",
+    "array_split": "numpy's section counts (torch.tensor_split is another function)",
+    "cross": "numpy's axisa/axisb/axisc (tf.linalg.cross takes torch.linalg.cross's axis)",
+    "diff": "numpy's n and prepend/append semantics",
+    "dynamic_truncate": "tenferro's own",
+    "pad_to_match": "tenferro's own",
+    "permute_dims": "an axes permutation (x.permute(*dims) is the PyTorch method)",
+    "transpose": "an axes permutation (torch.transpose swaps two: tf.swapaxes)",
+    "tensordot": "numpy's axes (torch's dims argument has another meaning)",
+    "vecdot": "the Array API's axis",
+    "repeat": "numpy's repeat (torch.repeat_interleave)",
+    "roll": "numpy's shift/axis pairs",
+    "take": "numpy's take along an axis (torch.take flattens; torch.index_select)",
+    "gradient": "numpy's gradient (torch.gradient's spacing/dim differ)",
+    "append": "numpy's append (torch has no append)",
+}
+
+
+def _axis_functions() -> list[str]:
+    import inspect
+
+    found = []
+    for name in tf.__all__:
+        function = getattr(tf, name)
+        if not callable(function) or isinstance(function, type):
+            continue
+        try:
+            parameters = inspect.signature(function).parameters
+        except (TypeError, ValueError):
+            continue
+        if "axis" in parameters:
+            found.append(name)
+    return sorted(found)
+
+
+@pytest.mark.parametrize("name", _axis_functions())
+def test_functions_with_an_axis_take_pytorchs_dim_or_say_why_not(name: str) -> None:
+    import inspect
+
+    parameters = inspect.signature(getattr(tf, name)).parameters
+    aliases = {"dim", "dims"} & set(parameters)
+    if name in AXIS_ALIAS_EXEMPT:
+        return
+    assert aliases, f"tf.{name} takes axis= but not PyTorch's dim= (nor says why not)"
+    (alias,) = aliases
+    function = getattr(tf, name)
+    x = np.arange(24.0).reshape(2, 3, 4) / 7 + 0.5
+    if name == "squeeze":
+        x = x.reshape(1, 24, 1)
+    joins = name in ("concatenate", "stack", "cat")
+    args = ([x[0], x[0]],) if joins else (x,)
+    for axis in (0, -1):
+        by_numpy = function(*args, axis=axis)
+        by_torch = function(*args, **{alias: axis})
+        np.testing.assert_array_equal(plain(by_torch), plain(by_numpy))
+    default = parameters["axis"].default
+    with pytest.raises(tf.ParameterError, match="not both"):
+        function(*args, axis=-1 if default != -1 else 0, **{alias: 0})
+
+
+@pytest.mark.parametrize("name", ["max", "min", "sort"])
+def test_dim_on_functions_returning_values_and_indices_in_pytorch_is_refused(name: str) -> None:
+    with pytest.raises(tf.ParameterError, match=r"\(values, indices\).*argmax|argsort|argmin"):
+        getattr(tf, name)(np.ones((2, 3)), dim=1)
+    with pytest.raises(tf.ParameterError, match=r"\(values, indices\)"):
+        getattr(tf.ones((2, 3)), name)(dim=1)
+
+
+def test_keepdim_and_correction_are_pytorchs_names_for_keepdims_and_ddof() -> None:
+    x = np.arange(12.0).reshape(3, 4) ** 1.5
+    t = tf.tensor(x, requires_grad=True)
+    for name in ("sum", "prod", "mean", "any", "all", "count_nonzero", "logsumexp", "nansum"):
+        function = getattr(tf, name)
+        np.testing.assert_array_equal(
+            plain(function(t, dim=1, keepdim=True)), plain(function(t, axis=1, keepdims=True))
+        )
+    for name in ("var", "std"):
+        np.testing.assert_allclose(
+            plain(getattr(t, name)(dim=0, correction=1)), getattr(np, name)(x, axis=0, ddof=1)
+        )
+    np.testing.assert_array_equal(plain(t.max(axis=1, keepdim=True)), x.max(1, keepdims=True))
+
+
+def test_tensor_methods_with_pytorchs_names() -> None:
+    x = tf.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    assert x.size == 6
+    assert isinstance(x.size, int)
+    assert x.size() == (2, 3)
+    assert x.size(-1) == 3
+    assert x.dim() == 2
+    assert x.numel() == 6
+    assert x.view(3, 2).shape == x.view((3, 2)).shape == x.view(-1, 2).shape == (3, 2)
+    assert x.permute(1, 0).shape == x.permute((1, 0)).shape == (3, 2)
+    assert x.unsqueeze(0).shape == (1, 2, 3)
+    assert x[:, :1].expand(4, -1, 5).shape == (4, 2, 5)
+    assert x.t().shape == (3, 2)
+    assert x.flatten().shape == (6,)
+    assert x.reshape(2, 3, 1).flatten(1).shape == (2, 3)
+    conversions = {
+        "double": "float64",
+        "float": "float32",
+        "long": "int64",
+        "int": "int32",
+        "bool": "bool",
+        "cfloat": "complex64",
+        "cdouble": "complex128",
+    }
+    for method, dtype in conversions.items():
+        assert getattr(x, method)().dtype == np.dtype(dtype), method
+    assert x.to(tf.float32).dtype == np.float32
+    assert x.to(tf.tensor([1], dtype=tf.complex64)).dtype == np.complex64
+    assert x.to("cpu") is x
+    assert x.to("cpu", tf.float32).dtype == np.float32
+    assert x.clone() is x
+    assert x.contiguous() is x
+    assert x.block_until_ready() is x
+    (x.view(-1) * x.permute(1, 0).flatten()).sum().backward()
+    by_numpy_names = tf.grad(lambda v: tf.sum(tf.reshape(v, -1) * tf.ravel(tf.transpose(v))))
+    np.testing.assert_allclose(x.grad, by_numpy_names(plain(x)))
+    for refused, error in (
+        (lambda: x.to("cuda"), tf.ParameterError),
+        (lambda: x.half(), tf.DTypeError),
+        (lambda: x.view(tf.float32), tf.DTypeError),
+        (lambda: x.t() if False else tf.ones((2, 2, 2)).t(), tf.ShapeError),
+        (lambda: x.size(5), tf.AxisError),
+        (lambda: x.flatten(1, 0), tf.AxisError),
+        (lambda: x.expand(3), tf.ShapeError),
+    ):
+        with pytest.raises(error):
+            refused()
+
+
+@pytest.mark.parametrize(
+    "name", sorted(__import__("tenferro.surface.torch_habits", fromlist=["IN_PLACE"]).IN_PLACE)
+)
+@pytest.mark.parametrize("kind", ["Tensor", "EagerTensor", "TracedTensor"])
+def test_pytorchs_in_place_methods_raise_naming_the_functional_form(name: str, kind: str) -> None:
+    from tenferro.surface.torch_habits import IN_PLACE
+
+    x = {"Tensor": tf.Tensor, "EagerTensor": tf.tensor, "TracedTensor": tf.traced}[kind](np.ones(2))
+    with pytest.raises(tf.InPlaceError, match=rf"{name}: .*immutable.*{IN_PLACE[name].split()[0]}"):
+        getattr(x, name)(1.0)
+    np.testing.assert_array_equal(plain(x), np.ones(2))
+
+
+def test_cat_is_pytorchs_concatenate() -> None:
+    a, b = tf.tensor([[1.0, 2.0]], requires_grad=True), np.array([[3.0, 4.0]])
+    np.testing.assert_array_equal(plain(tf.cat([a, b])), [[1, 2], [3, 4]])
+    np.testing.assert_array_equal(plain(tf.cat([a, b], dim=1)), [[1, 2, 3, 4]])
+    tf.sum(tf.cat([a, a], 1) ** 2).backward()
+    np.testing.assert_allclose(a.grad, [[4.0, 8.0]])

@@ -36,6 +36,7 @@ __all__ = [
     "as_ints",
     "as_real",
     "is_listed",
+    "torch_alias",
 ]
 
 _ONLY_INT = frozenset({int}).issuperset
@@ -229,3 +230,15 @@ def _show(value: Any) -> str:
     if kind in (int, float, str, list, tuple) or value is None:
         return text
     return f"{text} of type {kind.__name__}"
+
+
+def torch_alias(op: str, name: str, value: Any, default: Any, alias: str, given: Any) -> Any:
+    """Parameter ``name``'s ``value``, or the value ``given`` under PyTorch's name for it
+    (``dim`` for ``axis``, ``keepdim`` for ``keepdims``) when that is not None: PyTorch
+    accepts numpy's names, tenferro accepts PyTorch's. Both given is a
+    :class:`ParameterError` naming ``op``."""
+    if given is None:
+        return value
+    if value is not default:
+        raise ParameterError(op, f"give {name}= or {alias}= (PyTorch's name for it), not both")
+    return given

@@ -306,6 +306,11 @@ class Tape:
         )
         self._leaves_lock = threading.Lock()
         """Guards ``_leaves``: threads may track leaves while another zeroes gradients."""
+        self._retained: weakref.WeakValueDictionary[ValueKey, EagerTensor] = (
+            weakref.WeakValueDictionary()
+        )
+        """Computed tensors whose ``.grad`` ``backward`` fills too (``retain_grad()``);
+        guarded by ``_leaves_lock``."""
         self._derivatives = default_derivative_cache
         self._plain = ProgramExecutor(ADD_ANY, specialize=specialize_evaluation)
         self._recording = _RecordingExecutor(self)
@@ -340,6 +345,12 @@ class Tape:
             self._leaves.pop(tensor.key, None)
         tensor.key = None
         tensor.tape = None
+
+    def retain(self, tensor: EagerTensor) -> None:
+        """Let :meth:`backward` fill the ``.grad`` of ``tensor``, a computed (non-leaf)
+        tensor of this tape, as leaves' (PyTorch's ``retain_grad``)."""
+        with self._leaves_lock:
+            self._retained[tensor.key] = tensor
 
     def zero_grad(self) -> None:
         """Forget the accumulated gradients of every live leaf of this tape."""
@@ -447,9 +458,19 @@ class Tape:
         """
         retain_graph = check_flag("backward", "retain_graph", retain_graph)
         reached: set[Any] = set()
+        retained: list[EagerTensor] = []
         if inputs is None:
+            with self._leaves_lock:
+                retained = list(self._retained.values())
             cotangents = self._reverse(
-                "backward", output, seed, False, reached, (), retain_graph, None
+                "backward",
+                output,
+                seed,
+                False,
+                reached,
+                {t.key for t in retained},
+                retain_graph,
+                None,
             )
             # Keys of recorded outputs are never leaves: only the others are looked up
             # (the registry's lookup is Python code, and the pass reaches every key);
@@ -495,6 +516,10 @@ class Tape:
         for leaf in leaves:
             value = self._result(cotangents.get(leaf.key), leaf, False)
             leaf._grad = value if leaf._grad is None else lax.add(leaf._grad, value)
+        for tensor in retained:
+            if tensor.key in cotangents or tensor.key in reached:
+                value = self._result(cotangents.get(tensor.key), tensor, False)
+                tensor._grad = value if tensor._grad is None else lax.add(tensor._grad, value)
 
     def _reverse(
         self,
@@ -734,6 +759,9 @@ class _RecordingExecutor(ProgramExecutor):
 
 
 def _meta(value: Any) -> Meta:
+    meta = getattr(value, "meta", None)
+    if meta is not None:  # a tensor (a tracked one refuses numpy conversion)
+        return Meta(meta.shape, meta.dtype)
     return Meta(np.shape(value), np.asarray(value).dtype)
 
 

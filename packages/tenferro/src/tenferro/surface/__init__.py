@@ -4,6 +4,8 @@ import inspect as _inspect
 
 from tenferro.surface.arrangement import *  # noqa: F403
 from tenferro.surface.arrangement import __all__ as _arrangement_names
+from tenferro.surface.bits import *  # noqa: F403
+from tenferro.surface.bits import __all__ as _bits_names
 from tenferro.surface.contraction import dot, inner, matmul, outer, tensordot, vdot, vecdot
 from tenferro.surface.convert import astype, broadcast_to
 from tenferro.surface.creation import (
@@ -11,6 +13,7 @@ from tenferro.surface.creation import (
     array,
     asarray,
     eye,
+    from_dlpack,
     full,
     full_like,
     linspace,
@@ -20,21 +23,46 @@ from tenferro.surface.creation import (
     zeros,
     zeros_like,
 )
+from tenferro.surface.index_tricks import c_, r_
 from tenferro.surface.indexing import getitem, take
 from tenferro.surface.math import *  # noqa: F403
 from tenferro.surface.math import __all__ as _math_names
 from tenferro.surface.numerics import *  # noqa: F403
 from tenferro.surface.numerics import __all__ as _numerics_names
-from tenferro.surface.predicates import isfinite, isinf, isnan
-from tenferro.surface.reductions import all, amax, amin, any, max, mean, min, prod, std, sum, var
+from tenferro.surface.padding import pad
+from tenferro.surface.predicates import (
+    iscomplex,
+    iscomplexobj,
+    isfinite,
+    isinf,
+    isnan,
+    isreal,
+    isrealobj,
+)
+from tenferro.surface.reductions import (
+    all,
+    amax,
+    amin,
+    any,
+    count_nonzero,
+    max,
+    mean,
+    min,
+    prod,
+    std,
+    sum,
+    var,
+)
+from tenferro.surface.sets import *  # noqa: F403
+from tenferro.surface.sets import __all__ as _sets_names
 from tenferro.surface.shapes import (
+    cat,
     concatenate,
     diagonal,
     dynamic_truncate,
     expand_dims,
     flip,
     moveaxis,
-    pad,
     pad_to_match,
     permute_dims,
     ravel,
@@ -50,8 +78,10 @@ from tenferro.surface.shapes import (
 
 __all__ = [
     *_arrangement_names,
+    *_bits_names,
     *_math_names,
     *_numerics_names,
+    *_sets_names,
     "all",
     "amax",
     "amin",
@@ -61,20 +91,29 @@ __all__ = [
     "asarray",
     "astype",
     "broadcast_to",
+    "cat",
     "concatenate",
+    "count_nonzero",
     "diagonal",
     "dot",
     "dynamic_truncate",
     "expand_dims",
     "eye",
     "flip",
+    "from_dlpack",
     "full",
     "full_like",
     "getitem",
     "inner",
+    "c_",
+    "iscomplex",
+    "iscomplexobj",
     "isfinite",
     "isinf",
     "isnan",
+    "isreal",
+    "isrealobj",
+    "r_",
     "linspace",
     "matmul",
     "max",

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, Self, cast
 
 from tenferro.errors import ArgumentTypeError, ParameterError
 from tenferro.meta import HasMeta, Meta
+from tenferro.surface import at as _at
+from tenferro.surface import bits as _bits
 from tenferro.surface import contraction as _contraction
 from tenferro.surface import convert as _convert
 from tenferro.surface import indexing as _indexing
@@ -21,6 +23,7 @@ from tenferro.surface import numerics as _numerics
 from tenferro.surface import numpy_api as _numpy_api
 from tenferro.surface import reductions as _reductions
 from tenferro.surface import shapes as _shapes
+from tenferro.surface import torch_habits as _torch
 
 __all__ = ["TensorMethods"]
 
@@ -195,34 +198,37 @@ class TensorMethods(HasMeta):
         return _math.abs(self)
 
     def __invert__(self) -> Self:
-        return _math.logical_not(self._boolean("~"))
+        return _bits.bitwise_invert(self)
 
     def __and__(self, other: Any) -> Self:
-        return _math.logical_and(self._boolean("&"), other)
+        return _bits.bitwise_and(self, other)
 
     def __rand__(self, other: Any) -> Self:
-        return _math.logical_and(other, self._boolean("&"))
+        return _bits.bitwise_and(other, self)
 
     def __or__(self, other: Any) -> Self:
-        return _math.logical_or(self._boolean("|"), other)
+        return _bits.bitwise_or(self, other)
 
     def __ror__(self, other: Any) -> Self:
-        return _math.logical_or(other, self._boolean("|"))
+        return _bits.bitwise_or(other, self)
 
     def __xor__(self, other: Any) -> Self:
-        return _math.logical_xor(self._boolean("^"), other)
+        return _bits.bitwise_xor(self, other)
 
     def __rxor__(self, other: Any) -> Self:
-        return _math.logical_xor(other, self._boolean("^"))
+        return _bits.bitwise_xor(other, self)
 
-    def _boolean(self, operator: str) -> Any:
-        if self.meta.dtype.kind != "b":
-            from tenferro.errors import DTypeError
+    def __lshift__(self, other: Any) -> Self:
+        return _bits.bitwise_left_shift(self, other)
 
-            raise DTypeError(
-                operator, f"bitwise operators need bool tensors, got {self.meta.dtype}"
-            )
-        return self
+    def __rlshift__(self, other: Any) -> Self:
+        return _bits.bitwise_left_shift(other, self)
+
+    def __rshift__(self, other: Any) -> Self:
+        return _bits.bitwise_right_shift(self, other)
+
+    def __rrshift__(self, other: Any) -> Self:
+        return _bits.bitwise_right_shift(other, self)
 
     # ------------------------------------------------------------------ comparison
 
@@ -255,8 +261,8 @@ class TensorMethods(HasMeta):
 
     def __setitem__(self, index: Any, value: Any) -> NoReturn:
         raise TypeError(
-            f"{type(self).__name__} is immutable; build a new tensor instead (e.g. tf.where, "
-            f"tf.concatenate, or lax.dynamic_update_slice / lax.scatter_add)"
+            f"{type(self).__name__} is immutable; build a new tensor instead: "
+            f"x = x.at[index].set(value) (or .add, .multiply, .min, .max), or tf.where"
         )
 
     # ------------------------------------------------------------------ methods
@@ -284,10 +290,13 @@ class TensorMethods(HasMeta):
     def ravel(self) -> Self:
         return _shapes.ravel(self)
 
-    flatten = ravel
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Self:
+        """numpy's ``flatten()`` (every axis into one); with PyTorch's ``start_dim`` and
+        ``end_dim``, only the axes from ``start_dim`` to ``end_dim`` (inclusive) merge."""
+        return _torch.flatten(self, start_dim, end_dim)
 
-    def squeeze(self, axis: int | Sequence[int] | None = None) -> Self:
-        return _shapes.squeeze(self, axis)
+    def squeeze(self, axis: int | Sequence[int] | None = None, *, dim: Any = None) -> Self:
+        return _shapes.squeeze(self, axis, dim=dim)
 
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Self:
         return _shapes.diagonal(self, offset, axis1, axis2)
@@ -295,32 +304,80 @@ class TensorMethods(HasMeta):
     def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Self:
         return _shapes.trace(self, offset, axis1, axis2)
 
-    def sum(self, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Self:
-        return _reductions.sum(self, axis, keepdims, dtype)
+    def sum(
+        self,
+        axis: Any = None,
+        keepdims: bool = False,
+        dtype: Any = None,
+        *,
+        dim: Any = None,
+        keepdim: bool | None = None,
+    ) -> Self:
+        return _reductions.sum(self, axis, keepdims, dtype, dim=dim, keepdim=keepdim)
 
-    def prod(self, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Self:
-        return _reductions.prod(self, axis, keepdims, dtype)
+    def prod(
+        self,
+        axis: Any = None,
+        keepdims: bool = False,
+        dtype: Any = None,
+        *,
+        dim: Any = None,
+        keepdim: bool | None = None,
+    ) -> Self:
+        return _reductions.prod(self, axis, keepdims, dtype, dim=dim, keepdim=keepdim)
 
-    def mean(self, axis: Any = None, keepdims: bool = False) -> Self:
-        return _reductions.mean(self, axis, keepdims)
+    def mean(
+        self, axis: Any = None, keepdims: bool = False, *, dim: Any = None, keepdim: Any = None
+    ) -> Self:
+        return _reductions.mean(self, axis, keepdims, dim=dim, keepdim=keepdim)
 
-    def var(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Self:
-        return _reductions.var(self, axis, keepdims, ddof)
+    def var(
+        self,
+        axis: Any = None,
+        keepdims: bool = False,
+        ddof: int = 0,
+        *,
+        dim: Any = None,
+        keepdim: bool | None = None,
+        correction: Any = None,
+    ) -> Self:
+        return _reductions.var(
+            self, axis, keepdims, ddof, dim=dim, keepdim=keepdim, correction=correction
+        )
 
-    def std(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Self:
-        return _reductions.std(self, axis, keepdims, ddof)
+    def std(
+        self,
+        axis: Any = None,
+        keepdims: bool = False,
+        ddof: int = 0,
+        *,
+        dim: Any = None,
+        keepdim: bool | None = None,
+        correction: Any = None,
+    ) -> Self:
+        return _reductions.std(
+            self, axis, keepdims, ddof, dim=dim, keepdim=keepdim, correction=correction
+        )
 
-    def max(self, axis: Any = None, keepdims: bool = False) -> Self:
-        return _reductions.max(self, axis, keepdims)
+    def max(
+        self, axis: Any = None, keepdims: bool = False, *, dim: Any = None, keepdim: Any = None
+    ) -> Self:
+        return _reductions.max(self, axis, keepdims, dim=dim, keepdim=keepdim)
 
-    def min(self, axis: Any = None, keepdims: bool = False) -> Self:
-        return _reductions.min(self, axis, keepdims)
+    def min(
+        self, axis: Any = None, keepdims: bool = False, *, dim: Any = None, keepdim: Any = None
+    ) -> Self:
+        return _reductions.min(self, axis, keepdims, dim=dim, keepdim=keepdim)
 
-    def all(self, axis: Any = None, keepdims: bool = False) -> Self:
-        return _reductions.all(self, axis, keepdims)
+    def all(
+        self, axis: Any = None, keepdims: bool = False, *, dim: Any = None, keepdim: Any = None
+    ) -> Self:
+        return _reductions.all(self, axis, keepdims, dim=dim, keepdim=keepdim)
 
-    def any(self, axis: Any = None, keepdims: bool = False) -> Self:
-        return _reductions.any(self, axis, keepdims)
+    def any(
+        self, axis: Any = None, keepdims: bool = False, *, dim: Any = None, keepdim: Any = None
+    ) -> Self:
+        return _reductions.any(self, axis, keepdims, dim=dim, keepdim=keepdim)
 
     def clip(self, a_min: Any = None, a_max: Any = None) -> Self:
         return _math.clip(self, a_min, a_max)
@@ -333,23 +390,37 @@ class TensorMethods(HasMeta):
 
     # numerics (tenferro.surface.numerics): jax.Array's semantics, sort returns a copy
 
-    def argmax(self, axis: int | None = None, keepdims: bool = False) -> Self:
-        return _numerics.argmax(self, axis, keepdims)
+    def argmax(
+        self,
+        axis: int | None = None,
+        keepdims: bool = False,
+        *,
+        dim: Any = None,
+        keepdim: Any = None,
+    ) -> Self:
+        return _numerics.argmax(self, axis, keepdims, dim=dim, keepdim=keepdim)
 
-    def argmin(self, axis: int | None = None, keepdims: bool = False) -> Self:
-        return _numerics.argmin(self, axis, keepdims)
+    def argmin(
+        self,
+        axis: int | None = None,
+        keepdims: bool = False,
+        *,
+        dim: Any = None,
+        keepdim: Any = None,
+    ) -> Self:
+        return _numerics.argmin(self, axis, keepdims, dim=dim, keepdim=keepdim)
 
-    def sort(self, axis: int | None = -1, *, descending: bool = False) -> Self:
-        return _numerics.sort(self, axis, descending=descending)
+    def sort(self, axis: int | None = -1, *, descending: bool = False, dim: Any = None) -> Self:
+        return _numerics.sort(self, axis, descending=descending, dim=dim)
 
-    def argsort(self, axis: int | None = -1, *, descending: bool = False) -> Self:
-        return _numerics.argsort(self, axis, descending=descending)
+    def argsort(self, axis: int | None = -1, *, descending: bool = False, dim: Any = None) -> Self:
+        return _numerics.argsort(self, axis, descending=descending, dim=dim)
 
-    def cumsum(self, axis: int | None = None, dtype: Any = None) -> Self:
-        return _numerics.cumsum(self, axis, dtype)
+    def cumsum(self, axis: int | None = None, dtype: Any = None, *, dim: Any = None) -> Self:
+        return _numerics.cumsum(self, axis, dtype, dim=dim)
 
-    def cumprod(self, axis: int | None = None, dtype: Any = None) -> Self:
-        return _numerics.cumprod(self, axis, dtype)
+    def cumprod(self, axis: int | None = None, dtype: Any = None, *, dim: Any = None) -> Self:
+        return _numerics.cumprod(self, axis, dtype, dim=dim)
 
     # ------------------------------------------------------------------ in place
     #
@@ -415,6 +486,14 @@ class TensorMethods(HasMeta):
     def __ixor__(self, other: Any) -> Self:
         self._refuse_in_place("^=")
         return self.__xor__(other)
+
+    def __ilshift__(self, other: Any) -> Self:
+        self._refuse_in_place("<<=")
+        return self.__lshift__(other)
+
+    def __irshift__(self, other: Any) -> Self:
+        self._refuse_in_place(">>=")
+        return self.__rshift__(other)
 
     # ------------------------------------------------------------------ PyTorch habits
 
@@ -506,20 +585,126 @@ class TensorMethods(HasMeta):
         return self
 
     def retain_grad(self) -> None:
-        """PyTorch's ``retain_grad``: a tracked leaf already keeps its ``.grad`` (a no-op).
-        Intermediate results do not accumulate gradients: ``UnsupportedError`` says how
-        to take the gradient with respect to one (``tape.grad(loss, [y])``)."""
+        """PyTorch's ``retain_grad``: ``backward()`` fills this tensor's ``.grad`` too, for
+        a computed (non-leaf) tracked ``EagerTensor`` (a tracked leaf keeps its ``.grad``
+        already: a no-op). A tensor that is not tracked raises ``UnsupportedError``."""
         tape = getattr(self, "tape", None)
-        if tape is not None and getattr(self, "node", None) is None:
-            return
-        from tenferro.errors import UnsupportedError
+        if tape is None:
+            from tenferro.errors import UnsupportedError
 
-        raise UnsupportedError(
-            "retain_grad",
-            f"only tracked leaves keep a .grad; for the gradient with respect to this "
-            f"{type(self).__name__}, use tape.grad(loss, [y]) / tf.grad, or start a new "
-            f"leaf from it with y.detach().requires_grad_()",
-        )
+            raise UnsupportedError(
+                "retain_grad",
+                f"this {type(self).__name__} does not require grad, so no backward reaches "
+                f"it; track it (tf.tensor(data, requires_grad=True)) or compute it from "
+                f"tracked tensors",
+            )
+        if getattr(self, "node", None) is not None:
+            tape.retain(self)
 
+    # ------------------------------------------------------------------ JAX habits
+
+    @property
+    def at(self) -> _at.IndexUpdateHelper[Self]:
+        """JAX's functional updates: ``x.at[index].set(v)`` (``.add``, ``.multiply``,
+        ``.min``, ``.max``, ``.get`` ...) return a new tensor (see
+        :mod:`tenferro.surface.at`); differentiable, every index form of ``x[index]``."""
+        return _at.IndexUpdateHelper(self)
+
+    def block_until_ready(self) -> Self:
+        """The tensor itself: tenferro computes eagerly (``TracedTensor``s are values of a
+        program, evaluated by ``.eval()``), so there is nothing to wait for (JAX's
+        ``block_until_ready``, for code that times or synchronises)."""
+        return self
+
+    # ------------------------------------------------------------------ PyTorch names
+    #
+    # (At the end of the class: ``float``, ``int`` and ``bool`` below shadow the builtins
+    # in the class body.)
+
+    @property
+    def size(self) -> Any:
+        """numpy's ``x.size`` (the number of elements, an ``int``) that is also PyTorch's
+        ``x.size()`` (the shape) and ``x.size(dim)`` (one extent) when called."""
+        return _torch.Size(self.meta.shape)
+
+    def dim(self) -> int:
+        """The number of axes (PyTorch's ``dim()``; numpy's ``ndim``)."""
+        return len(self.meta.shape)
+
+    def numel(self) -> int:
+        """The number of elements (PyTorch's ``numel()``; numpy's ``size``)."""
+        return int(self.meta.size)
+
+    def view(self, *shape: Any) -> Self:
+        """PyTorch's ``view``: ``reshape`` (tensors are immutable, so a view and a copy
+        cannot be told apart); a dtype (PyTorch's bit reinterpretation) raises."""
+        return _torch.view(self, shape)
+
+    def permute(self, *dims: Any) -> Self:
+        """PyTorch's ``permute``: ``permute_dims(x, dims)`` (``x.permute(1, 0)`` or
+        ``x.permute((1, 0))``)."""
+        return _torch.permute(self, dims)
+
+    def unsqueeze(self, dim: int) -> Self:
+        """PyTorch's ``unsqueeze``: ``expand_dims(x, dim)``."""
+        return _shapes.expand_dims(self, dim)
+
+    def expand(self, *sizes: Any) -> Self:
+        """PyTorch's ``expand``: ``broadcast_to`` the given sizes, ``-1`` keeping an
+        extent."""
+        return _torch.expand(self, sizes)
+
+    def t(self) -> Self:
+        """PyTorch's ``t()``: the transpose of a matrix (rank <= 2)."""
+        return _torch.matrix_t(self)
+
+    def contiguous(self) -> Self:
+        """PyTorch's ``contiguous()``: the tensor itself (layout is not observable)."""
+        return self
+
+    def clone(self) -> Self:
+        """PyTorch's ``clone()``: the tensor itself (tensors are immutable, so a copy
+        cannot be told apart; on the tape the result is the same tracked value)."""
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> Self:
+        """PyTorch's ``to``: ``x.to(dtype)``, ``x.to(other)`` (its dtype), ``x.to("cpu")``,
+        ``x.to(device, dtype)``; other devices raise."""
+        return _torch.to(self, args, kwargs)
+
+    def double(self) -> Self:
+        """``astype(float64)`` (PyTorch's ``double()``)."""
+        return _convert.astype(self, "float64")
+
+    def float(self) -> Self:
+        """``astype(float32)`` (PyTorch's ``float()``: single precision)."""
+        return _convert.astype(self, "float32")
+
+    def long(self) -> Self:
+        """``astype(int64)`` (PyTorch's ``long()``)."""
+        return _convert.astype(self, "int64")
+
+    def int(self) -> Self:
+        """``astype(int32)`` (PyTorch's ``int()``)."""
+        return _convert.astype(self, "int32")
+
+    def bool(self) -> Self:
+        """``astype(bool)`` (PyTorch's ``bool()``)."""
+        return _convert.astype(self, "bool")
+
+    def cfloat(self) -> Self:
+        """``astype(complex64)`` (PyTorch's ``cfloat()``)."""
+        return _convert.astype(self, "complex64")
+
+    def cdouble(self) -> Self:
+        """``astype(complex128)`` (PyTorch's ``cdouble()``)."""
+        return _convert.astype(self, "complex128")
+
+    def half(self) -> NoReturn:
+        """PyTorch's ``half()``: float16 is not one of tenferro's dtypes."""
+        raise _torch.unsupported_dtype("half", "float16")
+
+
+_torch.install_in_place_refusals(TensorMethods)
 
 _NO_TAPE = object()

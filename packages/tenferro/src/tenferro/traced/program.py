@@ -44,12 +44,14 @@ from tenferro.traced.structure import structure
 __all__ = [
     "ALIASES",
     "SUBSTITUTIONS",
+    "FunctionProgram",
     "TracedProgram",
     "clear_caches",
     "evaluate",
     "format_graph",
     "graph_to_dot",
     "liveness_peak",
+    "make_jaxpr",
     "programs",
 ]
 
@@ -219,22 +221,115 @@ def format_graph(*tensors: Any) -> str:
 
     Operations emitted by derivative rules carry their role: ``linear(...)`` marks a
     use that is linear in the operands flagged ``active`` (the others are fixed
-    primal values)."""
-    for tensor in tensors:
-        if not hasattr(tensor, "key"):
-            raise TypeError(f"format_graph: expected TracedTensors, got {type(tensor).__name__}")
-    keys = tuple(t.key for t in tensors)
-    return str(materialize_merge(structural_view(), keys, substitute=SUBSTITUTIONS))
+    primal values). For the program of a function, see :func:`make_jaxpr`."""
+    return str(_materialized("format_graph", tensors))
 
 
 def graph_to_dot(*tensors: Any) -> str:
     """The computation of traced tensors as Graphviz DOT source (the listing of
     :func:`format_graph` as a drawing): render it with ``dot -Tsvg``."""
-    for tensor in tensors:
+    return _materialized("graph_to_dot", tensors).to_dot()
+
+
+def _materialized(op: str, tensors: Sequence[Any]) -> Any:
+    from tenferro.errors import ArgumentTypeError
+
+    for position, tensor in enumerate(tensors):
         if not hasattr(tensor, "key"):
-            raise TypeError(f"graph_to_dot: expected TracedTensors, got {type(tensor).__name__}")
+            raise ArgumentTypeError(
+                op,
+                f"argument {position} is a {type(tensor).__name__}, not a TracedTensor; for "
+                f"the program of a function use tf.make_jaxpr(f)(*args)",
+            )
     keys = tuple(t.key for t in tensors)
-    return materialize_merge(structural_view(), keys, substitute=SUBSTITUTIONS).to_dot()
+    return materialize_merge(structural_view(), keys, substitute=SUBSTITUTIONS)
+
+
+class FunctionProgram:
+    """The program a function computes for arguments of given shapes and dtypes, made by
+    :func:`make_jaxpr`: ``str()`` is its listing (one operation per line, as
+    :func:`format_graph`), :meth:`to_dot` its Graphviz drawing; ``outputs`` are the traced
+    results (the function's output structure), ``inputs`` the placeholders standing for
+    the arguments, named ``a0``, ``a1`` ... in argument order (pytree leaves in order)."""
+
+    __slots__ = ("_traced", "inputs", "outputs")
+
+    def __init__(self, inputs: list[Any], outputs: Any, traced: list[Any]) -> None:
+        self.inputs = inputs
+        self.outputs = outputs
+        self._traced = traced
+
+    def __str__(self) -> str:
+        return format_graph(*self._traced)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def to_dot(self) -> str:
+        """The program as Graphviz DOT source."""
+        return graph_to_dot(*self._traced)
+
+
+def make_jaxpr(function: Any, static_argnums: int | Sequence[int] = ()) -> Any:
+    """``jax.make_jaxpr`` for tenferro: ``make_jaxpr(f)(*args, **kwargs)`` traces ``f``
+    with placeholders of the arguments' shapes and dtypes (tensors, arrays and numbers,
+    in pytrees) and returns its :class:`FunctionProgram`, whose ``str()`` lists the
+    operations. Arguments at ``static_argnums`` are passed as they are. Nothing is
+    evaluated; data the function closes over appears as constants."""
+    from tenferro.core.params import as_int_or_ints
+    from tenferro.core.pytree import flatten, unflatten
+    from tenferro.errors import ArgumentTypeError, ParameterError
+    from tenferro.traced.tensor import TracedTensor, placeholder, traced
+
+    if not callable(function):
+        raise ArgumentTypeError("make_jaxpr", f"needs a callable, got {function!r}")
+    listed = as_int_or_ints("make_jaxpr", "static_argnums", static_argnums, ArgumentTypeError)
+
+    def trace(*args: Any, **kwargs: Any) -> FunctionProgram:
+        count = len(args)
+        if any(not -count <= p < count for p in listed):
+            raise ParameterError(
+                "make_jaxpr",
+                f"static_argnums {static_argnums!r} out of range for {count} positional "
+                f"argument(s)",
+            )
+        static = {p % count for p in listed}
+        inputs: list[Any] = []
+
+        def stand_in(leaf: Any) -> Any:
+            if isinstance(leaf, (str, bytes)) or leaf is None or callable(leaf):
+                return leaf
+            meta = getattr(leaf, "meta", None)
+            if meta is None:
+                try:
+                    array = np.asarray(leaf)
+                except Exception:
+                    return leaf
+                if array.dtype == object:
+                    return leaf
+                shape, dtype = array.shape, array.dtype
+            else:
+                shape, dtype = meta.shape, meta.dtype
+            made = placeholder(shape, dtype, name=f"a{len(inputs)}")
+            inputs.append(made)
+            return made
+
+        traced_args = []
+        for position, value in enumerate(args):
+            if position in static:
+                traced_args.append(value)
+                continue
+            leaves, tree = flatten(value)
+            traced_args.append(unflatten(tree, [stand_in(leaf) for leaf in leaves]))
+        leaves, tree = flatten(kwargs)
+        traced_kwargs = unflatten(tree, [stand_in(leaf) for leaf in leaves])
+        result = function(*traced_args, **traced_kwargs)
+        out_leaves, out_tree = flatten(result)
+        outputs = [leaf if isinstance(leaf, TracedTensor) else traced(leaf) for leaf in out_leaves]
+        return FunctionProgram(inputs, unflatten(out_tree, outputs), outputs)
+
+    trace.__name__ = f"make_jaxpr({getattr(function, '__name__', 'function')})"
+    return trace
 
 
 def liveness_peak(program: CompiledProgram) -> int:
