@@ -58,3 +58,40 @@ def test_static_all_is_the_runtime_public_surface():
     for name in ("tensor", "asarray", "exp", "tanh", "where", "InPlaceError", "linalg"):
         assert name in names
     assert callable(tf.tensor)
+
+
+PUBLIC_MODULES = [
+    "tenferro",
+    "tenferro.lax",
+    "tenferro.ops",
+    "tenferro.random",
+    "tenferro.tree_util",
+    "tenferro.testing",
+    "tenferro.extension",
+    "tenferro.linalg",
+    "tenferro.array_api",
+    "tenferro.models",
+    "tenferro.models.mps",
+]
+
+
+def test_public_modules_list_only_their_own_names():
+    """``dir()`` (what tab completion offers) of every public module is its ``__all__``: no
+    ``np``, ``Any`` or ``builtins`` imported for its own use; and each listed function or
+    class is tenferro's (or numpy's dtypes and the Array API constants)."""
+    import importlib
+    import inspect
+
+    for name in PUBLIC_MODULES:
+        module = importlib.import_module(name)
+        listed = [n for n in dir(module) if not n.startswith("_")]
+        assert listed == sorted(module.__all__), name
+        for attribute in module.__all__:
+            value = getattr(module, attribute)
+            if inspect.isfunction(value) or inspect.isclass(value):
+                owner = getattr(value, "__module__", "") or ""
+                assert owner.split(".")[0] in ("tenferro", "computegraph", "tidu"), (
+                    name,
+                    attribute,
+                    owner,
+                )

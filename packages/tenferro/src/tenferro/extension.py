@@ -61,6 +61,7 @@ import numpy as np
 
 from tenferro.core.bind import lift
 from tenferro.core.flags import check_flag
+from tenferro.core.names import public_dir as _public_dir
 from tenferro.core.primitive import RuleValue, TensorPrimitive, primitive
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import ExecutionError, TenferroError
@@ -351,3 +352,6 @@ def define(
         raise TenferroError(name, "define() needs callable infer and impl")
     linear = check_flag(f"extension.define({name!r})", "linear", linear)
     return ExtensionFamily(name, infer, impl, jvp, transpose, linear, batch)
+
+
+__dir__ = _public_dir(__all__)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from tenferro.core.names import public_dir as _public_dir
 from tenferro.core.params import as_int, as_ints, as_real, is_listed
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64, int64, is_complex, real_dtype
@@ -244,3 +245,6 @@ def default_rng(seed: int | Sequence[int] | None = None) -> Generator:
             "default_rng",
             f"seed must be None, a non-negative int or a sequence of them, got {seed!r}",
         ) from error
+
+
+__dir__ = _public_dir(__all__)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from tenferro.concrete import Tensor
+from tenferro.core.names import public_dir as _public_dir
 from tenferro.core.params import as_int
 from tenferro.core.pytree import flatten, unflatten
 from tenferro.errors import ParameterError
@@ -248,3 +249,6 @@ def _precision_key(arrays: list[np.ndarray[Any, Any]]) -> str:
         if low in kinds:
             return low
     return "c16" if "c16" in kinds else "f8"
+
+
+__dir__ = _public_dir(__all__)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any, TypeVar, cast
 
+from tenferro.core.names import public_dir as _public_dir
 from tenferro.core.pytree import count_leaves, describe, flatten, register_node, unflatten
 from tenferro.errors import ArgumentTypeError, ShapeError
 
@@ -145,3 +146,6 @@ def register_pytree_node_class(cls: C) -> C:
     rebuild = cast(Any, cls).tree_unflatten
     register_node(cls, lambda node: node.tree_flatten(), rebuild)
     return cls
+
+
+__dir__ = _public_dir(__all__)
