@@ -24,17 +24,13 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.optimize
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import mps  # the example module next to this script
-
 import tenferro as tf
+from tenferro.models import mps
 
 Array = np.ndarray[Any, Any]
 RNG = np.random.default_rng(7)

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +21,14 @@ import numpy as np
 import scipy.optimize
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "examples"))
 
 import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import mps  # noqa: E402
 
 import tenferro as tf  # noqa: E402
+from tenferro.models import mps  # noqa: E402
 
 LENGTH, CHI = 12, 8
 

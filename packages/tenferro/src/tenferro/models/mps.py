@@ -1,12 +1,25 @@
-"""Matrix product states (MPS) and operators (MPO) on tenferro: the shared toolkit of
-``make demo``, the tutorial ``docs/tensor-networks.md`` and the benchmark report.
+"""Matrix product states (MPS) and operators (MPO): the helpers of the tensor-network
+tutorial (``docs/tensor-networks.md``), ``make demo`` and the benchmark report.
 
-Conventions (open boundaries): an MPS core has shape ``(left bond, physical, right bond)``
-with bonds of size 1 at both ends; an MPO core ``W[a, b, s, t]`` has shape ``(left bond,
-right bond, bra index s, ket index t)``, so that ``<psi|H|psi>`` contracts ``conj(A)`` on
-``s`` and ``A`` on ``t``. Every function taking cores works on any tensor kind
-(numpy arrays, ``tf.Tensor``, ``tf.EagerTensor``, traced tensors) through ``tf``'s
-functional surface; the loss functions are real scalars, ready for ``tf.grad``.
+``from tenferro.models import mps``. Conventions (open boundaries): an MPS core has shape
+``(left bond, physical, right bond)`` with bonds of size 1 at both ends; an MPO core
+``W[a, b, s, t]`` has shape ``(left bond, right bond, bra index s, ket index t)``, so that
+``<psi|H|psi>`` contracts ``conj(A)`` on ``s`` and ``A`` on ``t``. Every function taking
+cores works on any tensor kind (numpy arrays, ``tf.Tensor``, ``tf.EagerTensor``, traced
+tensors) through tenferro's functional surface; the loss functions are real scalars,
+ready for ``tf.grad``.
+
+* data: :func:`bond_dimensions`, :func:`core_shapes`, :func:`random_mps`,
+  :func:`product_state_mps`; flat parameter vectors: :func:`pack`, :func:`unpack`;
+* the transverse-field Ising chain: :func:`ising_mpo`, :func:`ising_sparse`,
+  :func:`exact_ground_energy`;
+* contractions: :func:`overlap`, :func:`inner`, :func:`expectation`, :func:`energy`,
+  :func:`energy_of_vector`;
+* compression by truncated SVDs: :func:`left_canonical`, :func:`truncation_step`,
+  :func:`compress`, :func:`kept_weight`. Choosing ``rtol`` when differentiating through
+  the truncation: see :func:`compress`.
+
+The module is built on tenferro's public API only (it sits above it, like user code).
 """
 
 from __future__ import annotations
@@ -16,9 +29,33 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
+import scipy.sparse as sp  # type: ignore[import-untyped]
 
 import tenferro as tf
+from tenferro.core.names import public_dir as _public_dir
+
+__all__ = [
+    "PAULI_X",
+    "PAULI_Z",
+    "bond_dimensions",
+    "compress",
+    "core_shapes",
+    "energy",
+    "energy_of_vector",
+    "exact_ground_energy",
+    "expectation",
+    "inner",
+    "ising_mpo",
+    "ising_sparse",
+    "kept_weight",
+    "left_canonical",
+    "overlap",
+    "pack",
+    "product_state_mps",
+    "random_mps",
+    "truncation_step",
+    "unpack",
+]
 
 Array = np.ndarray[Any, Any]
 
@@ -137,7 +174,8 @@ def ising_sparse(length: int, field: float = 1.0, coupling: float = 1.0) -> sp.c
 
 
 def exact_ground_energy(length: int, field: float = 1.0, coupling: float = 1.0) -> float:
-    from scipy.sparse.linalg import eigsh
+    # deferred: scipy.sparse.linalg takes long to import and only this check needs it
+    from scipy.sparse.linalg import eigsh  # type: ignore[import-untyped]
 
     value = eigsh(ising_sparse(length, field, coupling), k=1, which="SA")[0][0]
     return float(value)
@@ -212,7 +250,18 @@ def compress(
     cores: Sequence[Any], rtol: float, step: Callable[..., Any] = truncation_step
 ) -> tuple[list[Any], list[Any]]:
     """Canonicalize, then sweep right to left truncating every bond: (cores, spectra).
-    The ranks are read from the data; ``step`` may be wrapped (e.g. in ``tf.checkpoint``)."""
+    The ranks are read from the data; ``step`` may be wrapped (e.g. in ``tf.checkpoint``).
+
+    Choosing ``rtol`` when you differentiate through the truncation: the kept ranks are
+    piecewise constant in the data, and the derivative is that of the kept part at the
+    ranks this call chose (exact, to every order, while they do not change). Put ``rtol``
+    in a gap of the spectra (where ``s[k] / s[0]`` drops by an order of magnitude or
+    more): then small steps of an optimizer keep the ranks, and the loss is smooth along
+    them. A singular value close to ``rtol * s[0]`` flips the rank under tiny changes,
+    so the loss jumps there and finite differences disagree with the gradient. Print
+    the spectra (``compress`` returns them) for a few steps to see the gap; cap the cost
+    with ``tf.linalg.truncated_svd(..., max_rank=...)`` rather than a large ``rtol``;
+    and confirm with ``tf.testing.check_grads`` at your working point."""
     canonical = left_canonical(cores)
     carry = canonical[-1]
     new_cores: list[Any] = []
@@ -239,3 +288,6 @@ def inner(bra: Sequence[Any], ket: Sequence[Any]) -> Any:
     for a, b in zip(ket[1:], bra[1:], strict=True):
         env = tf.einsum("ac,asb,csd->bd", env, a, tf.conj(b))
     return tf.real(tf.sum(env))
+
+
+__dir__ = _public_dir(__all__)
