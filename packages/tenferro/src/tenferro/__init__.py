@@ -23,9 +23,7 @@ equal to PyTorch's and the conjugate of JAX's.
 
 import computegraph
 from tenferro import extension, lax, ops, random, testing, tree_util
-from tenferro.batching import vmap
 from tenferro.concrete import Tensor
-from tenferro.custom_rules import custom_jvp, custom_vjp, stop_gradient
 from tenferro.dtypes import (
     DTYPES,
     bool_,
@@ -40,7 +38,6 @@ from tenferro.dtypes import (
 from tenferro.eager import (
     EagerTensor,
     Tape,
-    checkpoint,
     composite,
     default_tape,
     is_grad_enabled,
@@ -67,7 +64,6 @@ from tenferro.errors import (
     TenferroError,
     UnsupportedError,
 )
-from tenferro.jacobians import hessian, jacfwd, jacobian, jacrev
 from tenferro.meta import Meta
 from tenferro.surface import (
     abs,
@@ -241,7 +237,24 @@ from tenferro.surface.dispatch import register_instance_binding as _register_ins
 from tenferro.surface.dispatch import register_replayable as _register_replayable
 from tenferro.traced.program import evaluate, format_graph, graph_to_dot
 from tenferro.traced.tensor import TracedTensor, placeholder, traced
-from tenferro.transforms import grad, hvp, jit, jvp, linearize, value_and_grad, vjp
+from tenferro.transforms import (
+    checkpoint,
+    custom_jvp,
+    custom_vjp,
+    grad,
+    hessian,
+    hvp,
+    jacfwd,
+    jacobian,
+    jacrev,
+    jit,
+    jvp,
+    linearize,
+    stop_gradient,
+    value_and_grad,
+    vjp,
+    vmap,
+)
 
 _register_concrete(Tensor)
 _register_replayable(Tensor)  # concrete kinds replay cached dispatch (surface.dispatch)

@@ -1,10 +1,6 @@
-"""Batching: the ``vmap`` transform and the helpers batching rules are written with.
+"""The helpers batching rules are written with (:mod:`tenferro.batching.rules`).
 
 Each primitive defines its batching rule as its ``batch(xs, dims)`` method, beside
-its other rules (see :mod:`tenferro.batching.rules`); the transform itself
-(:mod:`tenferro.batching.vmap`) is primitive-agnostic.
+its other rules; the ``vmap`` transform that applies them is primitive-agnostic
+(:mod:`tenferro.transforms.vmap`).
 """
-
-from tenferro.batching.vmap import vmap
-
-__all__ = ["vmap"]

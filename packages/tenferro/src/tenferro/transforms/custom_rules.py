@@ -46,6 +46,7 @@ from tenferro.extension import ExtensionOp, register
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
 from tenferro.traced.tensor import TracedTensor
+from tenferro.transforms.arguments import _call
 from tidu import ADRuleError
 
 __all__ = ["custom_jvp", "custom_vjp", "stop_gradient"]
@@ -84,7 +85,6 @@ def _rule_args(metas: Sequence[Meta], offset: int = 0) -> list[TracedTensor]:
 def _call_traced(fun: Callable[..., Any], args: Sequence[Any]) -> Any:
     """``fun(*args)`` on traced values, as a transform trace (nested transforms inside
     a rule are symbolic)."""
-    from tenferro.transforms import _call
 
     return _call(fun, args)
 
