@@ -24,6 +24,7 @@ equal to PyTorch's and the conjugate of JAX's.
 import computegraph
 from tenferro import extension, lax, ops, random, testing, tree_util
 from tenferro.concrete import Tensor
+from tenferro.core.kinds import register_concrete as _register_concrete
 from tenferro.dtypes import (
     DTYPES,
     bool_,
@@ -232,7 +233,6 @@ from tenferro.surface import (
     zeros,
     zeros_like,
 )
-from tenferro.surface.convert import register_concrete as _register_concrete
 from tenferro.surface.dispatch import register_instance_binding as _register_instance_binding
 from tenferro.surface.dispatch import register_replayable as _register_replayable
 from tenferro.traced.program import evaluate, format_graph, graph_to_dot

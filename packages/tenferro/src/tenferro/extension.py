@@ -61,11 +61,11 @@ import numpy as np
 
 from tenferro.core.bind import lift
 from tenferro.core.flags import check_flag
+from tenferro.core.kinds import asarray
 from tenferro.core.primitive import RuleValue, TensorPrimitive, primitive
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import ExecutionError, TenferroError
 from tenferro.meta import Meta
-from tenferro.surface.convert import asarray
 from tidu import ADRuleError
 
 __all__ = [

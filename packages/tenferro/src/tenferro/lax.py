@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from tenferro.core.flags import check_flag
+from tenferro.core.kinds import asarray
 from tenferro.core.operands import takes
 from tenferro.core.params import as_int, as_ints
 from tenferro.dtypes import dtype as as_dtype
@@ -708,8 +709,6 @@ def _start_indices(op: str, starts: Any, x: Any) -> Any:
     if isinstance(starts, HasMeta):
         return starts
     if isinstance(starts, np.ndarray) or not any(isinstance(s, HasMeta) for s in _items(starts)):
-        from tenferro.surface.convert import asarray
-
         values = as_ints(op, "start indices", starts, x.meta.ndim)
         clamped = [_fit(v, n) for v, n in zip(values, x.meta.shape, strict=True)]
         return asarray(np.array(clamped, dtype=np.int64), op=op)

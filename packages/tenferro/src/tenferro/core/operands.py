@@ -43,6 +43,7 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
+from tenferro.core.kinds import asarray
 from tenferro.errors import ArgumentTypeError
 from tenferro.meta import HasMeta
 
@@ -73,8 +74,6 @@ def lift_operand(op: str, name: str, value: Any) -> Any:
             f"operand {name} must be a tensor, a numpy array or a scalar, got "
             f"{type(value).__name__} {_short(value)}",
         )
-    from tenferro.surface.convert import asarray
-
     return asarray(value, op=op)
 
 

@@ -40,7 +40,6 @@ from tenferro.errors import (
 )
 from tenferro.ieee import quiet, restore
 from tenferro.meta import Meta
-from tenferro.surface.convert import broadcast_to
 from tidu import ADRuleError, linear_transpose
 from tidu import ReleasedGraphError as _Released
 from tidu.eager import (
@@ -766,7 +765,13 @@ def _at_actual_shape(
     """The rank-0 elementwise ``operation`` of a shape-generic program, instantiated for
     its operands' shape (rank-0 constants broadcast to it), to be recorded as such."""
     shape = np.broadcast_shapes(*(o.meta.shape for o in operands))
-    operands = [o if o.meta.shape == shape else broadcast_to(o, shape) for o in operands]
+    rank = len(shape)
+    operands = [
+        o
+        if o.meta.shape == shape
+        else lax.broadcast_in_dim(o, shape, range(rank - o.meta.ndim, rank))
+        for o in operands
+    ]
     metas = tuple(o.meta for o in operands)
     key = (operation, metas)
     instance = _AT_SHAPE.get(key)

@@ -16,10 +16,10 @@ from typing import Any, cast
 from computegraph import External, Input, Linearized, gc_paused, structural_view
 from tenferro import lax
 from tenferro.core.keys import AliasKey, CheckpointKey
+from tenferro.core.kinds import asarray
 from tenferro.dtypes import is_inexact
 from tenferro.errors import BindingError, DTypeError, InactiveError, NonScalarError, ShapeError
 from tenferro.ops.structural import Convert
-from tenferro.surface.convert import asarray
 from tenferro.traced.program import ALIASES
 from tenferro.traced.tensor import TracedTensor
 from tidu import (

@@ -36,12 +36,12 @@ from computegraph import (
     structural_view,
 )
 from tenferro.core.bind import bind
+from tenferro.core.kinds import asarray
 from tenferro.core.primitive import RuleValue, TensorPrimitive, primitive, rule_bind
 from tenferro.core.pytree import flatten, unflatten
 from tenferro.dtypes import is_inexact
 from tenferro.errors import TenferroError
 from tenferro.meta import Meta
-from tenferro.surface.convert import asarray
 from tenferro.traced.program import SUBSTITUTIONS
 from tenferro.traced.tensor import TracedTensor, _records, _unpickle
 

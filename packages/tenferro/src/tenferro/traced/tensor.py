@@ -35,7 +35,7 @@ from tenferro.core.keys import AliasKey, CheckpointKey, LeafKey, PlaceholderKey
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import ArgumentTypeError, TenferroError
-from tenferro.meta import Meta
+from tenferro.meta import Meta, as_shape
 from tenferro.surface import math as _math
 from tenferro.surface.methods import TensorMethods
 
@@ -444,8 +444,6 @@ def placeholder(
 
 
 def _shape(shape: Any) -> tuple[int, ...]:
-    from tenferro.surface.convert import as_shape
-
     return as_shape(shape, "placeholder")
 
 

@@ -9,12 +9,12 @@ from typing import Any
 
 from computegraph import Input, gc_paused
 from tenferro.core.keys import AliasKey, ArgKey
+from tenferro.core.kinds import asarray
 from tenferro.core.pytree import TreeDef, count_leaves, flatten, unflatten
 from tenferro.errors import (
     TenferroError,
 )
 from tenferro.meta import Meta
-from tenferro.surface.convert import asarray
 from tenferro.traced.tensor import TracedTensor
 
 _DEPTH: ContextVar[int] = ContextVar("tenferro_transform_trace_depth", default=0)

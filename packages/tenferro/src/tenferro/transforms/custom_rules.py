@@ -39,12 +39,12 @@ from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.bind import lift
 from tenferro.core.keys import AliasKey
+from tenferro.core.kinds import asarray
 from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs
 from tenferro.core.pytree import TreeDef, count_leaves, describe, flatten, unflatten
 from tenferro.errors import ArgumentTypeError, ShapeError, TenferroError
 from tenferro.extension import ExtensionOp, register
 from tenferro.meta import Meta
-from tenferro.surface.convert import asarray
 from tenferro.traced.tensor import TracedTensor
 from tenferro.transforms.arguments import _call
 from tidu import ADRuleError

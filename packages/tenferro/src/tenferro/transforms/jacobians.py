@@ -33,10 +33,10 @@ import numpy as np
 from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.flags import check_flag
+from tenferro.core.kinds import asarray
 from tenferro.core.params import argnum_positions, as_argnums
 from tenferro.core.pytree import TreeDef, flatten, unflatten
 from tenferro.errors import ArgumentTypeError, DTypeError
-from tenferro.surface.convert import asarray
 from tenferro.transforms.jvp import jvp
 from tenferro.transforms.vjp import vjp
 from tenferro.transforms.vmap import vmap

@@ -6,12 +6,12 @@ from collections.abc import Callable
 from typing import Any
 
 from tenferro import lax
+from tenferro.core.kinds import asarray
 from tenferro.core.pytree import TreeDef, describe, flatten, unflatten
 from tenferro.errors import (
     ShapeError,
 )
 from tenferro.meta import Meta
-from tenferro.surface.convert import asarray
 from tenferro.traced.ad import vjp_tensors
 from tenferro.traced.tensor import TracedTensor
 from tenferro.transforms.arguments import (

@@ -38,11 +38,11 @@ from tenferro.core.keys import (
     SlotKey,
     alias_serial,
 )
+from tenferro.core.kinds import asarray
 from tenferro.core.primitive import AddAny, TensorPrimitive
 from tenferro.core.pytree import flatten, unflatten
 from tenferro.errors import ArgumentTypeError, AxisError, ParameterError, ShapeError
 from tenferro.meta import Meta
-from tenferro.surface.convert import asarray
 from tenferro.traced.program import TracedProgram, _array
 from tenferro.traced.structure import structure
 from tenferro.traced.tensor import EAGER_CAPTURE, TracedTensor
