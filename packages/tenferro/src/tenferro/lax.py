@@ -23,13 +23,22 @@ from typing import Any
 
 import numpy as np
 
+from tenferro.core.bind import lift
 from tenferro.core.flags import check_flag
 from tenferro.core.kinds import asarray
-from tenferro.core.operands import takes
+from tenferro.core.operands import declarer
 from tenferro.core.params import as_int, as_ints
+from tenferro.core.primitive import register_default_rules
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import int64, is_complex, is_integer
-from tenferro.errors import ArgumentTypeError, AxisError, DTypeError, ParameterError, ShapeError
+from tenferro.errors import (
+    ArgumentTypeError,
+    AxisError,
+    DTypeError,
+    ParameterError,
+    ScalarOverflowError,
+    ShapeError,
+)
 from tenferro.meta import HasMeta, Meta, normalize_axes, normalize_axis
 from tenferro.ops.analytic import (
     Cos,
@@ -45,6 +54,7 @@ from tenferro.ops.analytic import (
     Sqrt,
     Tanh,
 )
+from tenferro.ops.batching import loop
 from tenferro.ops.contraction import DotGeneral
 from tenferro.ops.dynamic import Constant, DynamicTruncate, PadToMatch, ShapeOf
 from tenferro.ops.elementwise import (
@@ -183,6 +193,59 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+
+def _unify(
+    op: str, names: tuple[str, ...], same: tuple[bool, ...], spread: tuple[bool, ...], *values: Any
+) -> tuple[Any, ...]:
+    """The elementwise operands ``values`` (tensors, named ``names``) made to agree as
+    ``jax.lax`` makes them (see :mod:`tenferro.core.operands`): weak operands of the ``same``
+    group take the dtype of its strong ones when of their kind; rank-0 operands that may
+    ``spread`` are broadcast to the shape of the first operand that may not (or of the
+    first of rank 1 or more). Whatever still disagrees is left to the primitive, whose
+    error names the shapes and dtypes."""
+    metas = [v.meta for v in values]
+    if (
+        len({m.shape for m in metas}) == 1
+        and len({m.dtype for m, g in zip(metas, same, strict=True) if g}) <= 1
+    ):
+        return values  # nothing to do (dtypes equal but not identical objects)
+    values = tuple(lift(values))
+    metas = [v.meta for v in values]
+    strong = [m.dtype for m, grouped in zip(metas, same, strict=True) if grouped and not m.weak]
+    fixed = [m for m, may in zip(metas, spread, strict=True) if not may]
+    target = fixed[0] if fixed else next((m for m in metas if m.shape != ()), None)
+    found = []
+    for name, value, meta, grouped, may in zip(names, values, metas, same, spread, strict=True):
+        if grouped and strong and meta.weak:
+            dtype = strong[0]
+            if meta.dtype != dtype and meta.dtype.kind == dtype.kind:
+                _check_fits(op, name, value, dtype)
+                value = convert_element_type(value, dtype)
+        if may and meta.shape == () and target is not None and target.shape != ():
+            value = broadcast_in_dim(value, target.shape, ())
+        found.append(value)
+    return tuple(found)
+
+
+def _check_fits(op: str, name: str, value: Any, dtype: np.dtype[Any]) -> None:
+    """A concrete weak integer operand fits the integer ``dtype`` it is converted to."""
+    data = getattr(value, "_value", None)
+    if dtype.kind != "i" or data is None:
+        return
+    info = np.iinfo(dtype)
+    data = np.asarray(data).ravel()
+    outside = data[(data < info.min) | (data > info.max)]
+    if outside.size:
+        raise ScalarOverflowError(
+            op,
+            f"operand {name} holds {outside[0]}, out of bounds for {dtype}, the dtype of "
+            f"the other operands",
+        )
+
+
+takes = declarer(_unify)
+"""Declares a lax function's operands (see :mod:`tenferro.core.operands`)."""
 
 
 # ---------------------------------------------------------------------- arithmetic
@@ -971,3 +1034,8 @@ def not_linear(primitive: Any, what: str) -> RuleContractError:
     return RuleContractError(
         f"{primitive.name} is not linear in {what}; it cannot be transposed so"
     )
+
+
+# The base class of primitives writes its default rules (the JVP of a linear primitive,
+# the batching loop) with these; it sits below this module, so they are given to it here.
+register_default_rules(zeros_like=zeros_like, loop=loop)

@@ -80,9 +80,7 @@ class Program:
             raise AllocationError(op.name, str(error)) from None
         finally:
             restore(token)
-        return kinds._concrete._wrap(
-            values[self.result], self.instructions[-1][0].outputs[0].weak
-        )
+        return kinds._concrete._wrap(values[self.result], self.instructions[-1][0].outputs[0].weak)
 
 
 def _evaluation(op: TensorPrimitive) -> Any:

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from tenferro import lax
-from tenferro.batching.rules import batch_size, to_front
 from tenferro.core.flags import check_flag
 from tenferro.core.params import as_int_or_ints, as_real
 from tenferro.errors import AxisError, LinAlgError, ParameterError, ShapeError
@@ -24,6 +23,7 @@ from tenferro.extension import register
 from tenferro.linalg.checks import inexact_dtype
 from tenferro.linalg.family import LinalgOp
 from tenferro.meta import Meta, normalize_axis
+from tenferro.ops.batching import batch_size, to_front
 from tenferro.surface.convert import asarray
 from tenferro.surface.dispatch import dispatch_cached
 from tenferro.surface.math import abs as abs_

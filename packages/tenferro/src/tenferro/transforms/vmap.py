@@ -26,7 +26,6 @@ import numpy as np
 
 from computegraph import After, BoundedCache, Derived, Input, OperationKey, ValueKey, fold
 from tenferro import lax
-from tenferro.batching.rules import move_axis, to_front
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.keys import (
@@ -43,6 +42,7 @@ from tenferro.core.primitive import AddAny, TensorPrimitive
 from tenferro.core.pytree import flatten, unflatten
 from tenferro.errors import ArgumentTypeError, AxisError, ParameterError, ShapeError
 from tenferro.meta import Meta
+from tenferro.ops.batching import move_axis, to_front
 from tenferro.traced.program import TracedProgram, _array
 from tenferro.traced.structure import structure
 from tenferro.traced.tensor import EAGER_CAPTURE, TracedTensor
