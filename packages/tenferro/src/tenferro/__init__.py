@@ -21,6 +21,8 @@ Complex derivatives follow the conjugate convention: ``grad(sum(|z|^2)) = 2z``,
 equal to PyTorch's and the conjugate of JAX's.
 """
 
+import sys as _sys
+
 import computegraph
 from tenferro import extension, lax, ops, random, testing, tree_util
 from tenferro.concrete import Tensor
@@ -235,6 +237,7 @@ from tenferro.surface import (
 )
 from tenferro.surface.dispatch import register_instance_binding as _register_instance_binding
 from tenferro.surface.dispatch import register_replayable as _register_replayable
+from tenferro.surface.methods import register_tensor_methods as _register_tensor_methods
 from tenferro.traced.program import evaluate, format_graph, graph_to_dot
 from tenferro.traced.tensor import TracedTensor, placeholder, traced
 from tenferro.transforms import (
@@ -262,6 +265,8 @@ _register_replayable(EagerTensor)
 _register_instance_binding(TracedTensor)  # traced values bind known instances directly
 
 from tenferro import array_api, linalg  # noqa: E402  (uses the surface registered above)
+
+_register_tensor_methods(_sys.modules[__name__], array_api)  # every kind's methods
 
 __version__ = "0.1.0"
 

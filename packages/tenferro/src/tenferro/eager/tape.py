@@ -29,7 +29,7 @@ from tenferro.core.bind import bind
 from tenferro.core.flags import check_flag, check_optional_flag
 from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
 from tenferro.eager.extents import extent_class, specialize, specialize_evaluation, stand_in
-from tenferro.eager.tensor import EagerTensor, _OutputKey
+from tenferro.eager.tensor import EagerTensor, _OutputKey, provide_tape
 from tenferro.errors import (
     DTypeError,
     InactiveError,
@@ -808,3 +808,11 @@ def _check_reverse_flags(op: str, create_graph: Any, allow_unused: Any, retain_g
     check_flag(op, "create_graph", create_graph)
     check_flag(op, "allow_unused", allow_unused)
     check_optional_flag(op, "retain_graph", retain_graph)
+
+
+provide_tape(
+    adopt_fresh_leaf=adopt_fresh_leaf,
+    default_tape=default_tape,
+    instance_plan=_instance_plan,
+    refuse_tracked=_refuse_tracked,
+)

@@ -10,11 +10,14 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import numpy as np
 
 from tenferro import lax
+from tenferro.concrete import Tensor
 from tenferro.core.flags import check_flag
 from tenferro.core.kinds import concrete_class
 from tenferro.core.params import as_int, as_real
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64
+from tenferro.eager import EagerTensor
+from tenferro.eager.tape import _refuse_tracked
 from tenferro.errors import AllocationError, DTypeError, ParameterError, ShapeError
 from tenferro.surface import convert as _convert
 from tenferro.surface.convert import as_shape, check_int_fits
@@ -22,9 +25,6 @@ from tenferro.surface.signatures import TensorT, preserving
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
-
-    from tenferro.concrete import Tensor
-    from tenferro.eager import EagerTensor
 
 __all__ = [
     "arange",
@@ -51,13 +51,9 @@ def tensor(data: Any, dtype: Any = None, *, requires_grad: bool = False) -> Eage
     """PyTorch's ``torch.tensor``: an ``EagerTensor`` holding a copy of ``data`` (so
     ``.requires_grad_()`` works on it later); with ``requires_grad``, a tracked leaf of
     the default tape. Data that is a tracked tensor is refused (``detach()`` it)."""
-    from tenferro.eager import EagerTensor
-
     requires_grad = check_flag("tensor", "requires_grad", requires_grad)
 
     if getattr(data, "tape", None) is not None:
-        from tenferro.eager.tape import _refuse_tracked
-
         _refuse_tracked(data)
     if _convert.is_tensor(data) and not hasattr(data, "_value"):
         raise DTypeError("tensor", f"a {type(data).__name__} has no data while it is traced")

@@ -21,7 +21,7 @@ from tenferro.dtypes import is_inexact
 from tenferro.errors import BindingError, DTypeError, InactiveError, NonScalarError, ShapeError
 from tenferro.ops.structural import Convert
 from tenferro.traced.program import ALIASES
-from tenferro.traced.tensor import TracedTensor
+from tenferro.traced.tensor import TracedTensor, provide
 from tidu import (
     GraphPrimitiveBuilder,
     fresh_pass_id,
@@ -207,3 +207,6 @@ def checkpoint(value: TracedTensor) -> TracedTensor:
         return TracedTensor(Input(AliasKey(value.meta, value.key)), value.meta)
     meta = value.meta
     return TracedTensor(Input(CheckpointKey(meta, data.numpy(), value.key)), meta)
+
+
+provide(grad=grad, vjp=vjp, jvp=jvp, checkpoint=checkpoint)  # TracedTensor's AD methods

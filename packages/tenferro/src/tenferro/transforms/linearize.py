@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from tenferro.concrete import Tensor
 from tenferro.core.keys import ArgKey
 from tenferro.core.pytree import TreeDef, unflatten
 from tenferro.errors import (
@@ -14,6 +15,7 @@ from tenferro.errors import (
 )
 from tenferro.meta import Meta
 from tenferro.traced.linear_split import LinearSplit
+from tenferro.traced.program import _array
 from tenferro.transforms.arguments import _arg_leaves, _Args
 from tenferro.transforms.grad import _flat_list
 from tenferro.transforms.jvp import _check_tangents, _jvp_outputs, jvp
@@ -119,9 +121,6 @@ class _LinearizePlan:
 
     @staticmethod
     def wrap(values: Sequence[Any], metas: Sequence[Meta], treedef: TreeDef) -> Any:
-        from tenferro.concrete import Tensor
-        from tenferro.traced.program import _array
-
         tensors = [Tensor._wrap(_array(v), m.weak) for v, m in zip(values, metas, strict=True)]
         return unflatten(treedef, tensors)
 

@@ -8,8 +8,9 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from computegraph import BoundedCache
+from tenferro.concrete import Tensor
 from tenferro.core.pytree import TreeDef, flatten, unflatten
-from tenferro.traced.program import TracedProgram
+from tenferro.traced.program import TracedProgram, _array
 from tenferro.traced.structure import Structure, structure
 from tenferro.traced.tensor import TracedTensor
 from tenferro.transforms.arguments import _arg_leaves, _Args, _as_traced, _call, _split
@@ -48,9 +49,6 @@ class _Plan:
         self.out_treedef = out_treedef
 
     def __call__(self, arrays: Sequence[Any], slots: Sequence[Any] = ()) -> Any:
-        from tenferro.concrete import Tensor
-        from tenferro.traced.program import _array
-
         values = self.program.run(arrays, slots)
         tensors = [Tensor._wrap(_array(v), m.weak) for v, m in zip(values, self.metas, strict=True)]
         return unflatten(self.out_treedef, tensors)
