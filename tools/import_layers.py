@@ -6,10 +6,12 @@ imports both count: a cycle held together by a deferred import is still a cycle)
 number of function-local imports and the number of ``Any`` annotations.
 
 ``python tools/import_layers.py check`` fails (exit status 1, one line per violation)
-when tenferro imports upward across the layers of :data:`TENFERRO_LAYERS`, when any
-package has an import cycle other than the ones :data:`ALLOWED_CYCLES` names, or when a
-function-local import has no comment (on its line or just above) saying why it is
-deferred. Imports under ``if TYPE_CHECKING:`` never run: they are not edges.
+when tenferro imports upward across the layers of :data:`TENFERRO_LAYERS` (imports
+under ``if TYPE_CHECKING:`` included: they never run, but a layer's types come from
+below too), when it has an import cycle other than the one :data:`ALLOWED_CYCLE`
+names, when a function-local import (of anything) has no comment on its line or just
+above saying why it is deferred (a ``type:``/``noqa`` pragma is not a reason), or when
+a module is in no layer. Type-only imports are not edges of the import graph.
 
 Standard library only: ``make lint`` runs it, and the integration tests check it against
 the real tree and against small trees built to break each rule.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,18 +44,18 @@ TENFERRO_LAYERS: dict[str, int] = {
     "tenferro.core.keys": 0,
     "tenferro.core.pytree": 0,
     "tenferro.tree_util": 0,
-    # L1 core: the primitive base, binding, operands, asarray and the registry of kinds.
+    # L1 core: the primitive base, binding, operands, asarray and the registry of kinds,
+    # the methods every kind has (declared; installed by the facade).
     "tenferro.core.primitive": 1,
-    "tenferro.core.rules": 1,
     "tenferro.core.bind": 1,
     "tenferro.core.operands": 1,
     "tenferro.core.kinds": 1,
-    "tenferro.core.convert": 1,
-    # L2 primitives: the catalogue, lax, the algebra of rules, batching and lowering.
+    "tenferro.core.methods": 1,
+    # L2 primitives: the catalogue and its batching helpers, lax, the matrix algebra.
     "tenferro.ops": 2,
     "tenferro.lax": 2,
     "tenferro.algebra": 2,
-    "tenferro.batching": 2,
+    "tenferro.batching": 2,  # the former name of tenferro.ops.batching
     # L3 tensor kinds.
     "tenferro.concrete": 3,
     "tenferro.eager": 3,
@@ -63,7 +66,7 @@ TENFERRO_LAYERS: dict[str, int] = {
     "tenferro.einsum": 4,
     "tenferro.linalg": 4,
     "tenferro.random": 4,
-    # L5 transforms.
+    # L5 transforms (and the derivative checks built on them).
     "tenferro.transforms": 5,
     "tenferro.testing": 5,
     # L6 facade.
@@ -73,11 +76,10 @@ TENFERRO_LAYERS: dict[str, int] = {
 
 LAYER_NAMES = ("base", "core", "primitives", "kinds", "library", "transforms", "facade")
 
-# The one cycle design allows: lax (a function per primitive) and the primitive catalogue
-# (whose rules are written with lax) refer to each other.
-ALLOWED_CYCLES: dict[str, tuple[str, ...]] = {
-    "tenferro": ("tenferro.lax", "tenferro.ops"),
-}
+ALLOWED_CYCLE = ("tenferro.lax", "tenferro.ops", "tenferro.algebra")
+"""The one cycle the design allows: ``lax`` (a function per primitive) and the primitive
+catalogue ``ops`` (whose rules are written with lax, and with ``algebra``: matrix
+helpers composed of lax functions) refer to each other."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class Import:
     line: int
     deferred: bool  # inside a function body
     justified: bool  # a comment on the statement's lines or the line above it
+    type_only: bool = False  # under ``if TYPE_CHECKING:``: never runs
 
 
 def module_files(src: Path, package: str) -> dict[str, Path]:
@@ -108,26 +111,58 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _statements(tree: ast.Module) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
-    """Each runtime import statement with whether it sits in a function body."""
-    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+Statement = ast.Import | ast.ImportFrom
+
+
+def _statements(tree: ast.Module) -> Iterator[tuple[Statement, bool, bool]]:
+    """Each import statement with whether it sits in a function body and whether it is
+    type-only (under ``if TYPE_CHECKING:``)."""
+    stack: list[tuple[ast.AST, bool, bool]] = [(tree, False, False)]
     while stack:
-        node, deferred = stack.pop()
+        node, deferred, type_only = stack.pop()
         if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node, deferred
+            yield node, deferred, type_only
             continue
         if isinstance(node, ast.If) and _is_type_checking(node.test):
-            stack.extend((child, deferred) for child in node.orelse)  # only the else runs
+            stack.extend((child, deferred, True) for child in node.body)
+            stack.extend((child, deferred, type_only) for child in node.orelse)
             continue
         inner = deferred or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
-        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+        stack.extend((child, inner, type_only) for child in ast.iter_child_nodes(node))
+
+
+_PRAGMA = re.compile(r"#\s*(type:\s*ignore(\[[^\]]*\])?|noqa(:[\w, ]+)?|pragma:[^#]*)")
+
+
+def _reason(text: str) -> str:
+    """The words of the comment in a line of source, pragmas removed."""
+    if "#" not in text:
+        return ""
+    comment = _PRAGMA.sub("", text[text.index("#") :])
+    return comment.replace("#", " ").strip(" -:")
 
 
 def _has_comment(lines: Sequence[str], statement: ast.stmt) -> bool:
+    """A comment that says something (not only a pragma) on the statement's lines or as
+    the whole line just above it."""
     end = statement.end_lineno or statement.lineno
     spanned = lines[statement.lineno - 1 : end]
     above = lines[statement.lineno - 2].strip() if statement.lineno >= 2 else ""
-    return any("#" in line for line in spanned) or above.startswith("#")
+    return any(_reason(line) for line in spanned) or (
+        above.startswith("#") and bool(_reason(above))
+    )
+
+
+def deferred_statements(path: Path) -> list[tuple[int, str, bool]]:
+    """Every function-local import statement of the module at ``path`` (of any module):
+    its line, its text and whether a comment says why."""
+    text = path.read_text()
+    lines = text.splitlines()
+    return [
+        (statement.lineno, ast.unparse(statement), _has_comment(lines, statement))
+        for statement, deferred, type_only in _statements(ast.parse(text, str(path)))
+        if deferred and not type_only
+    ]
 
 
 def module_imports(name: str, path: Path, modules: Iterable[str]) -> list[Import]:
@@ -138,7 +173,7 @@ def module_imports(name: str, path: Path, modules: Iterable[str]) -> list[Import
     text = path.read_text()
     lines = text.splitlines()
     edges = []
-    for statement, deferred in _statements(ast.parse(text, str(path))):
+    for statement, deferred, type_only in _statements(ast.parse(text, str(path))):
         targets: list[str] = []
         if isinstance(statement, ast.Import):
             targets = [alias.name for alias in statement.names]
@@ -158,14 +193,21 @@ def module_imports(name: str, path: Path, modules: Iterable[str]) -> list[Import
             while target not in known and "." in target:
                 target = target.rsplit(".", 1)[0]
             if target in known and target.split(".")[0] == package and target != name:
-                edges.append(Import(name, target, statement.lineno, deferred, justified))
+                edge = Import(name, target, statement.lineno, deferred, justified, type_only)
+                edges.append(edge)
     return edges
 
 
-def package_imports(src: Path, package: str) -> list[Import]:
-    """Every import edge between modules of ``package``."""
+def package_imports(src: Path, package: str, *, type_only: bool = False) -> list[Import]:
+    """Every import edge between modules of ``package`` that runs (and the type-only
+    ones too when ``type_only``)."""
     files = module_files(src, package)
-    return [edge for name, path in files.items() for edge in module_imports(name, path, files)]
+    return [
+        edge
+        for name, path in files.items()
+        for edge in module_imports(name, path, files)
+        if type_only or not edge.type_only
+    ]
 
 
 def strongly_connected_components(
@@ -216,18 +258,47 @@ def strongly_connected_components(
 
 def cycles(modules: Iterable[str], edges: Iterable[Import]) -> list[list[str]]:
     """The import cycles: components of more than one module."""
-    pairs = [(edge.source, edge.target) for edge in edges]
+    pairs = [(edge.source, edge.target) for edge in edges if not edge.type_only]
     return [c for c in strongly_connected_components(modules, pairs) if len(c) > 1]
 
 
-def layer_of(module: str, layers: Mapping[str, int]) -> int:
-    """The layer of the longest prefix of ``module`` that ``layers`` names."""
+def cycle_path(component: Sequence[str], edges: Iterable[Import]) -> list[Import]:
+    """One cycle through the first module of ``component`` (a strongly connected
+    component), as the import statements that close it: the shortest, by breadth-first
+    search inside the component."""
+    members = set(component)
+    start = component[0]
+    outgoing: dict[str, list[Import]] = {}
+    for edge in edges:
+        if edge.source in members and edge.target in members and not edge.type_only:
+            outgoing.setdefault(edge.source, []).append(edge)
+    came: dict[str, Import] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for edge in outgoing.get(node, []):
+                if edge.target == start:
+                    path = [edge]
+                    while path[0].source != start:
+                        path.insert(0, came[path[0].source])
+                    return path
+                if edge.target not in came:
+                    came[edge.target] = edge
+                    following.append(edge.target)
+        frontier = following
+    return []
+
+
+def layer_of(module: str, layers: Mapping[str, int]) -> int | None:
+    """The layer of the longest prefix of ``module`` that ``layers`` names, other than the
+    package itself, whose ``__init__`` is the facade (``None`` when none does)."""
     parts = module.split(".")
-    for end in range(len(parts), 0, -1):
+    for end in range(len(parts), 1, -1):
         prefix = ".".join(parts[:end])
         if prefix in layers:
             return layers[prefix]
-    raise KeyError(f"{module} is in no layer: add it to TENFERRO_LAYERS")
+    return layers.get(module)
 
 
 def _in_allowed(component: Sequence[str], allowed: Sequence[str]) -> bool:
@@ -237,35 +308,46 @@ def _in_allowed(component: Sequence[str], allowed: Sequence[str]) -> bool:
 def violations(
     src: Path,
     package: str,
-    layers: Mapping[str, int] | None = None,
+    layers: Mapping[str, int],
     allowed_cycle: Sequence[str] = (),
 ) -> list[str]:
     """Every broken rule in ``package``, one readable line each (empty when it is clean)."""
     files = module_files(src, package)
-    edges = package_imports(src, package)
+    edges = package_imports(src, package, type_only=True)
     found = []
 
-    def where(edge: Import) -> str:
-        return f"{files[edge.source].relative_to(src.parent)}:{edge.line}"
+    def where(module: str, line: int) -> str:
+        return f"{files[module].relative_to(src.parent)}:{line}"
 
+    for module in files:
+        if layer_of(module, layers) is None:
+            found.append(f"{where(module, 1)}: {module} is in no layer (see TENFERRO_LAYERS)")
     for edge in edges:
-        if layers is not None:
-            source_layer = layer_of(edge.source, layers)
-            target_layer = layer_of(edge.target, layers)
-            if target_layer > source_layer:
-                found.append(
-                    f"{where(edge)}: {edge.source} (L{source_layer} "
-                    f"{LAYER_NAMES[source_layer]}) imports {edge.target} (L{target_layer} "
-                    f"{LAYER_NAMES[target_layer]}): upward"
-                )
-        if edge.deferred and not edge.justified:
+        source_layer = layer_of(edge.source, layers)
+        target_layer = layer_of(edge.target, layers)
+        if source_layer is not None and target_layer is not None and target_layer > source_layer:
+            kind = "a type-only import" if edge.type_only else "an import"
             found.append(
-                f"{where(edge)}: {edge.source} imports {edge.target} inside a function with no "
-                "comment saying why it is deferred"
+                f"{where(edge.source, edge.line)}: {edge.source} (L{source_layer} "
+                f"{LAYER_NAMES[source_layer]}) has {kind} of {edge.target} (L{target_layer} "
+                f"{LAYER_NAMES[target_layer]}): layers import only the layers below them"
             )
+    for module, path in files.items():
+        for line, text, justified in deferred_statements(path):
+            if not justified:
+                found.append(
+                    f"{where(module, line)}: `{text}` is inside a function with no comment "
+                    "saying why it is deferred (import at module level, or say why)"
+                )
     for component in cycles(files, edges):
-        if not (allowed_cycle and _in_allowed(component, allowed_cycle)):
-            found.append(f"{package}: import cycle {' -> '.join(component)}")
+        if allowed_cycle and _in_allowed(component, allowed_cycle):
+            continue
+        closing = cycle_path(component, edges)
+        steps = " -> ".join([f"{e.source} (line {e.line})" for e in closing] + [component[0]])
+        found.append(
+            f"{package}: an import cycle among {len(component)} modules ({', '.join(component)})"
+            f": {steps}"
+        )
     return sorted(set(found))
 
 
@@ -298,13 +380,16 @@ def report(package: str) -> str:
     edges = package_imports(src, package)
     deferred = [edge for edge in edges if edge.deferred]
     statements = {(edge.source, edge.line) for edge in deferred}
+    local = [entry for path in files.values() for entry in deferred_statements(path)]
     components = cycles(files, edges)
     module_level = cycles(files, [edge for edge in edges if not edge.deferred])
     uses, returning = count_any(src, package)
     lines = [
         f"{package}: {len(files)} modules, {len(edges)} import edges",
-        f"  function-local imports: {len(statements)} statements ({len(deferred)} edges), "
-        f"{sum(1 for s in statements if not _justified(deferred, s))} without a comment",
+        f"  function-local imports of {package}: {len(statements)} statements "
+        f"({len(deferred)} edges), {sum(1 for s in statements if not _justified(deferred, s))} "
+        f"without a comment; of anything: {len(local)} statements, "
+        f"{sum(1 for entry in local if not entry[2])} without a comment",
         f"  cycles counting deferred imports: {len(components)}, sizes "
         f"{[len(c) for c in components]} ({sum(len(c) for c in components)} modules in cycles)",
         f"  cycles of module-level imports alone: sizes {[len(c) for c in module_level]}",
@@ -320,13 +405,8 @@ def _justified(deferred: Sequence[Import], statement: tuple[str, int]) -> bool:
 
 
 def check() -> list[str]:
-    """Every violation in the three packages."""
-    found = []
-    for package in PACKAGES:
-        layers = TENFERRO_LAYERS if package == "tenferro" else None
-        allowed = ALLOWED_CYCLES.get(package, ())
-        found += violations(source_root(package), package, layers, allowed)
-    return found
+    """Every violation of tenferro's layers."""
+    return violations(source_root("tenferro"), "tenferro", TENFERRO_LAYERS, ALLOWED_CYCLE)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
