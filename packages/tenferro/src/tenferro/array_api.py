@@ -17,18 +17,22 @@ from typing import Any
 
 import numpy as _np
 
-import tenferro as _tf
+from tenferro import dtypes as _dtypes
+from tenferro import linalg as _tf_linalg
+from tenferro import surface as _tf
 from tenferro.core.flags import check_flag as _check_flag
 from tenferro.core.flags import check_optional_flag as _check_optional_flag
 from tenferro.core.names import public_dir as _public_dir
+from tenferro.errors import DTypeError as _DTypeError
 from tenferro.errors import ParameterError as _ParameterError
+from tenferro.meta import broadcast_shapes as _broadcast_shapes
 
 __array_api_version__ = "2023.12"
 
-bool = _tf.bool_
-float32, float64 = _tf.float32, _tf.float64
-complex64, complex128 = _tf.complex64, _tf.complex128
-int32, int64 = _tf.int32, _tf.int64
+bool = _dtypes.bool_
+float32, float64 = _dtypes.float32, _dtypes.float64
+complex64, complex128 = _dtypes.complex64, _dtypes.complex128
+int32, int64 = _dtypes.int32, _dtypes.int64
 
 e, pi, inf, nan, newaxis = _math.e, _math.pi, _math.inf, _math.nan, None
 
@@ -276,13 +280,9 @@ def isdtype(dtype: Any, kind: Any) -> _builtins.bool:
 
 
 def _as_dtype(value: Any, op: str) -> Any:
-    from tenferro.dtypes import dtype as _dtype
-
     if not isinstance(value, _np.dtype) and hasattr(value, "meta"):
-        from tenferro.errors import DTypeError
-
-        raise DTypeError(op, f"expected a dtype, got a {type(value).__name__} (use x.dtype)")
-    return _dtype(value, op)
+        raise _DTypeError(op, f"expected a dtype, got a {type(value).__name__} (use x.dtype)")
+    return _dtypes.dtype(value, op)
 
 
 def cumulative_sum(
@@ -321,8 +321,6 @@ def _with_initial(
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    from tenferro.meta import broadcast_shapes as _broadcast_shapes
-
     return _broadcast_shapes(*shapes, op="broadcast_shapes")
 
 
@@ -475,7 +473,7 @@ class _Linalg:
         """The pseudo-inverse; ``rtol`` may also be an array of one tolerance per matrix
         (broadcast against the batch shape), as the standard allows."""
         if rtol is None or (_np.ndim(rtol) == 0 and not hasattr(rtol, "meta")):
-            return _tf.linalg.pinv(x, rtol)
+            return _tf_linalg.pinv(x, rtol)
         if hasattr(rtol, "meta") and not hasattr(rtol, "_value"):
             raise _ParameterError(
                 "linalg.pinv",
@@ -484,19 +482,19 @@ class _Linalg:
             )
         tolerances = _np.asarray(rtol.detach() if hasattr(rtol, "detach") else rtol)
         if tolerances.ndim == 0:
-            return _tf.linalg.pinv(x, float(tolerances))
+            return _tf_linalg.pinv(x, float(tolerances))
         a = _tf.asarray(x)
         batch = a.shape[:-2]
         spread = _np.broadcast_to(tolerances, batch)
         if spread.size == 0:
-            return _tf.linalg.pinv(a)
+            return _tf_linalg.pinv(a)
         flat = _tf.reshape(a, (-1, *a.shape[-2:]))
-        pieces = [_tf.linalg.pinv(flat[i], float(r)) for i, r in enumerate(spread.reshape(-1))]
+        pieces = [_tf_linalg.pinv(flat[i], float(r)) for i, r in enumerate(spread.reshape(-1))]
         result = _tf.stack(pieces)
         return _tf.reshape(result, (*batch, *result.shape[-2:]))
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(_tf.linalg, name)
+        return getattr(_tf_linalg, name)
 
 
 linalg = _Linalg()

@@ -7,12 +7,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from tenferro import lax
+from tenferro.core.bind import lift
+from tenferro.core.methods import TensorMethods
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.dtypes import dtype as as_dtype
-from tenferro.errors import AllocationError, DTypeError, ScalarOverflowError
+from tenferro.dtypes import promote_types
+from tenferro.errors import AllocationError, DTypeError, ScalarOverflowError, ShapeError
 from tenferro.ieee import quiet, restore
 from tenferro.meta import Meta
-from tenferro.surface.methods import TensorMethods
 
 __all__ = ["Tensor", "filled", "to_array"]
 
@@ -226,9 +229,6 @@ def _stacked(data: Any, dtype: Any, op: str) -> Any:
     the highest kind among its tensors: each level stacked along a new leading axis, the
     elements promoted together (Python numbers weakly) and converted to ``dtype`` when
     given."""
-    from tenferro import lax
-    from tenferro.core.bind import lift
-    from tenferro.dtypes import promote_types
 
     def build(item: Any) -> Any:
         if getattr(type(item), "_priority", None) is not None:
@@ -238,8 +238,6 @@ def _stacked(data: Any, dtype: Any, op: str) -> Any:
         parts = lift([build(element) for element in item])
         shapes = sorted({part.meta.shape for part in parts})
         if len(shapes) > 1:
-            from tenferro.errors import ShapeError
-
             raise ShapeError(
                 op,
                 f"the elements of one level have different shapes {shapes}: no tensor holds them",

@@ -28,7 +28,8 @@ from tenferro.core.names import public_dir as _public_dir
 from tenferro.core.params import as_int
 from tenferro.core.pytree import flatten, unflatten
 from tenferro.errors import ParameterError
-from tenferro.transforms import jvp, vjp
+from tenferro.transforms.jvp import jvp
+from tenferro.transforms.vjp import vjp
 
 __all__ = ["check_grads", "numerical_jvp"]
 

@@ -29,6 +29,7 @@ from tenferro.core.primitive import (
 from tenferro.dtypes import int64
 from tenferro.errors import AxisError, DTypeError, ParameterError, ShapeError
 from tenferro.meta import Meta, normalize_axis
+from tenferro.ops.batching import batch_size, loop, move_axis, rebind, to_front
 
 __all__ = ["ApplyPermutation", "ArgMax", "ArgMin", "Argsort", "SearchSorted", "Sort"]
 
@@ -39,8 +40,6 @@ class _AlongAxis(TensorPrimitive):
     axis: int
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         return rebind(self, [x], axis=self.axis + 1), [0] * len(self.outputs)
 
@@ -155,8 +154,6 @@ class ApplyPermutation(TensorPrimitive):
     axis: int
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import batch_size, rebind, to_front
-
         size = batch_size(xs, dims)
         fronted = [to_front(v, d, size) for v, d in zip(xs, dims, strict=True)]
         return rebind(self, fronted, axis=self.axis + 1), [0]
@@ -228,8 +225,6 @@ class SearchSorted(TensorPrimitive):
         return [None]
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import loop, rebind
-
         if dims[0] is None:  # one sorted operand: the batch is more values
             return rebind(self, list(xs)), [dims[1]]
         return loop(self, xs, dims)

@@ -26,8 +26,10 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.core.bind import lift
+from tenferro.core.kinds import concrete_class
 from tenferro.errors import DTypeError, UnsupportedError
-from tenferro.surface.convert import _concrete_class, asarray, astype, broadcast_to
+from tenferro.surface.convert import asarray, astype, broadcast_to
+from tenferro.surface.indexing import take
 
 __all__ = ["IndexUpdateHelper", "IndexUpdateRef"]
 
@@ -171,9 +173,9 @@ def _positions(x: Any, index: Any) -> Any:
     """The flat positions ``x[index]`` selects, shaped as ``x[index]`` (the index is
     checked as ``x[index]`` checks it): a numpy array when the index holds no traced
     tensor, else a traced tensor."""
-    numbering = _concrete_class()(np.arange(x.meta.size, dtype=np.int64).reshape(x.meta.shape))
+    numbering = concrete_class()(np.arange(x.meta.size, dtype=np.int64).reshape(x.meta.shape))
     positions = numbering[index]
-    if isinstance(positions, _concrete_class()):
+    if isinstance(positions, concrete_class()):
         return np.asarray(positions._value)
     return positions
 
@@ -238,8 +240,6 @@ def _take(values: Any, chosen: np.ndarray[Any, Any], size: int) -> Any:
     """``values[chosen]`` of a 1-D tensor (itself when ``chosen`` is everything in order)."""
     if chosen.size == size and np.array_equal(chosen, np.arange(size)):
         return values
-    from tenferro.surface.indexing import take
-
     return take(values, chosen)
 
 

@@ -20,6 +20,7 @@ from tenferro.ops.elementwise import Add, Mul
 from tenferro.ops.inverse import Acos, Acosh, Asin, Asinh, Atan, Atanh
 from tenferro.surface.convert import asarray, broadcast_to, check_int_fits, prepare
 from tenferro.surface.dispatch import BINDS_INSTANCES, REPLAYABLE, dispatch_cached
+from tenferro.surface.sets import nonzero
 from tenferro.surface.signatures import Binary, Unary, binary, preserving, unary
 from tenferro.surface.signatures import select as selecting
 
@@ -747,8 +748,6 @@ def where(condition: Any, x: Any = _NOT_GIVEN, y: Any = _NOT_GIVEN) -> Any:
     With the condition alone, numpy's one-argument form: ``nonzero(condition)``, the
     indices of its true entries (concrete tensors only: the count is data)."""
     if x is _NOT_GIVEN and y is _NOT_GIVEN:
-        from tenferro.surface.sets import nonzero
-
         return nonzero(condition)
     if x is _NOT_GIVEN or y is _NOT_GIVEN:
         raise ParameterError("where", "give both x and y, or neither (for nonzero(condition))")

@@ -1,18 +1,34 @@
-"""``TensorMethods``: the operators and methods of every tensor class, defined once.
+"""The operators and methods of every tensor kind, defined once, and their installation.
 
-``Tensor``, ``EagerTensor`` and ``TracedTensor`` inherit this mixin; each method
-calls the numpy-style function of the same name, so behaviour (broadcasting,
-promotion, errors) is identical across kinds. Tensors hash by identity and
-compare elementwise, like PyTorch's; numpy defers to their reflected operators.
+``Tensor``, ``EagerTensor`` and ``TracedTensor`` derive from
+:class:`~tenferro.core.methods.TensorMethods`, which declares these methods for type
+checkers; :func:`register_tensor_methods` (called by ``import tenferro``, as JAX's
+``register_jax_array_methods``) installs the definitions below on it. Each method calls
+the numpy-style function of the same name, so behaviour (broadcasting, promotion,
+errors) is identical across kinds. Tensors hash by identity and compare elementwise,
+like PyTorch's; numpy defers to their reflected operators.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, Self, cast
 
-from tenferro.errors import ArgumentTypeError, ParameterError
-from tenferro.meta import HasMeta, Meta
+import numpy as np
+
+from tenferro.core.flags import check_flag
+from tenferro.core.methods import TensorMethods
+from tenferro.eager.tape import default_tape
+from tenferro.errors import (
+    ArgumentTypeError,
+    InPlaceError,
+    ParameterError,
+    ShapeError,
+    TenferroError,
+    UnsupportedError,
+)
+from tenferro.meta import Meta
 from tenferro.surface import at as _at
 from tenferro.surface import bits as _bits
 from tenferro.surface import contraction as _contraction
@@ -24,12 +40,13 @@ from tenferro.surface import numpy_api as _numpy_api
 from tenferro.surface import reductions as _reductions
 from tenferro.surface import shapes as _shapes
 from tenferro.surface import torch_habits as _torch
+from tenferro.traced.tensor import TracedTensor, operator_lane
 
-__all__ = ["TensorMethods"]
+__all__ = ["TensorMethods", "register_tensor_methods"]
 
 
-class TensorMethods(HasMeta):
-    """Operators and methods shared by all tensor kinds (they only need ``meta``)."""
+class SurfaceMethods(TensorMethods):
+    """The definitions :func:`register_tensor_methods` installs (they only need ``meta``)."""
 
     __slots__ = ()
     meta: Meta
@@ -46,19 +63,6 @@ class TensorMethods(HasMeta):
         tenferro counterpart raises ``UnsupportedError``."""
         return _numpy_api.array_function(func, types, args, kwargs)
 
-    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
-        """The Array API namespace of tensors: :mod:`tenferro.array_api` (the standard's
-        function names and signatures over the tenferro functions)."""
-        from tenferro import array_api
-
-        if api_version not in (None, "2021.12", "2022.12", array_api.__array_api_version__):
-            raise ParameterError(
-                "__array_namespace__",
-                f"api_version {api_version!r} is not supported; tenferro implements "
-                f"{array_api.__array_api_version__!r}",
-            )
-        return array_api
-
     @property
     def device(self) -> str:
         """Where the data lives: always ``"cpu"`` (the Array API's attribute)."""
@@ -72,8 +76,6 @@ class TensorMethods(HasMeta):
 
     def backward(self, seed: Any = None) -> None:
         """Reverse mode into ``.grad``: only tracked ``EagerTensor`` values have it."""
-        from tenferro.errors import TenferroError
-
         raise TenferroError(
             "backward",
             f"a {type(self).__name__} records no operations, so it has no backward(); use "
@@ -111,8 +113,6 @@ class TensorMethods(HasMeta):
     def _need_matrix(self, name: str, *, batched: bool) -> None:
         ndim = len(self.meta.shape)
         if ndim < 2 or (ndim != 2 and not batched):
-            from tenferro.errors import ShapeError
-
             wanted = "rank >= 2" if batched else "a matrix (rank 2; use .mH for batches)"
             raise ShapeError(name, f".{name} needs {wanted}, got shape {self.meta.shape}")
 
@@ -124,16 +124,12 @@ class TensorMethods(HasMeta):
     def imag(self) -> Self:
         return _math.imag(self)
 
-    __hash__ = object.__hash__
+    __hash__ = object.__hash__  # defining __eq__ would otherwise remove it
 
     # ------------------------------------------------------------------ arithmetic
 
-    if TYPE_CHECKING:
-
-        def __add__(self, other: Any) -> Self: ...
-
-    else:
-        __add__ = _math.add  # the function itself: no wrapper frame on the hot path
+    if not TYPE_CHECKING:  # the function itself: no wrapper frame on the hot path
+        __add__ = _math.add
 
     def __radd__(self, other: Any) -> Self:
         return _math.add(other, self)
@@ -144,12 +140,8 @@ class TensorMethods(HasMeta):
     def __rsub__(self, other: Any) -> Self:
         return _math.subtract(other, self)
 
-    if TYPE_CHECKING:
-
-        def __mul__(self, other: Any) -> Self: ...
-
-    else:
-        __mul__ = _math.multiply  # the function itself: no wrapper frame on the hot path
+    if not TYPE_CHECKING:  # the function itself: no wrapper frame on the hot path
+        __mul__ = _math.multiply
 
     def __rmul__(self, other: Any) -> Self:
         return _math.multiply(other, self)
@@ -178,12 +170,8 @@ class TensorMethods(HasMeta):
     def __rpow__(self, other: Any) -> Self:
         return _math.power(other, self)
 
-    if TYPE_CHECKING:
-
-        def __matmul__(self, other: Any) -> Self: ...
-
-    else:
-        __matmul__ = _contraction.matmul  # the function itself: no wrapper frame on the hot path
+    if not TYPE_CHECKING:  # the function itself: no wrapper frame on the hot path
+        __matmul__ = _contraction.matmul
 
     def __rmatmul__(self, other: Any) -> Self:
         return _contraction.matmul(other, self)
@@ -252,12 +240,8 @@ class TensorMethods(HasMeta):
 
     # ------------------------------------------------------------------ indexing
 
-    if TYPE_CHECKING:
-
-        def __getitem__(self, index: Any) -> Self: ...
-
-    else:
-        __getitem__ = _indexing.getitem  # the function itself: no wrapper frame on the hot path
+    if not TYPE_CHECKING:  # the function itself: no wrapper frame on the hot path
+        __getitem__ = _indexing.getitem
 
     def __setitem__(self, index: Any, value: Any) -> NoReturn:
         raise TypeError(
@@ -433,8 +417,6 @@ class TensorMethods(HasMeta):
 
     def _refuse_in_place(self, operator: str) -> None:
         if getattr(self, "tape", None) is not None and getattr(self, "node", 1) is None:
-            from tenferro.errors import InPlaceError
-
             raise InPlaceError(
                 operator,
                 f"in-place {operator} on a tracked leaf ({self.meta.describe()}) would "
@@ -506,8 +488,6 @@ class TensorMethods(HasMeta):
         """The data of a concrete tensor; a traced tensor has none while it is traced."""
         value = getattr(self, "_value", None)
         if value is None:
-            from tenferro.errors import ArgumentTypeError
-
             raise ArgumentTypeError(
                 name,
                 f"a {type(self).__name__} ({self.meta.describe()}) has no concrete value "
@@ -517,8 +497,6 @@ class TensorMethods(HasMeta):
 
     def tolist(self) -> Any:
         """The data as nested Python lists of Python scalars (a scalar for a 0-d tensor)."""
-        import numpy as np
-
         return np.asarray(self._concrete_value("tolist")).tolist()
 
     def __format__(self, spec: str) -> str:
@@ -533,8 +511,6 @@ class TensorMethods(HasMeta):
                 f"unsupported format string {spec!r} for {type(self).__name__} of shape "
                 f"{self.meta.shape}: only 0-d tensors take a format spec",
             )
-        import numpy as np
-
         return format(np.asarray(self._concrete_value("__format__")).item(), spec)
 
     @property
@@ -555,9 +531,6 @@ class TensorMethods(HasMeta):
         a computed tensor cannot stop being tracked (use ``detach()``), as in PyTorch.
         Other kinds raise: ``Tensor`` has no AD and traced leaves are differentiated by
         ``.grad(wrt)``."""
-        from tenferro.core.flags import check_flag
-        from tenferro.errors import ArgumentTypeError, UnsupportedError
-
         requires_grad = check_flag("requires_grad_", "requires_grad", requires_grad)
         tape: Any = getattr(self, "tape", _NO_TAPE)
 
@@ -579,8 +552,6 @@ class TensorMethods(HasMeta):
             tape.release_leaf(self)
             return self
         if tape is None:
-            from tenferro.eager.tape import default_tape
-
             default_tape().adopt_leaf(self)  # type: ignore[arg-type]
         return self
 
@@ -590,8 +561,6 @@ class TensorMethods(HasMeta):
         already: a no-op). A tensor that is not tracked raises ``UnsupportedError``."""
         tape = getattr(self, "tape", None)
         if tape is None:
-            from tenferro.errors import UnsupportedError
-
             raise UnsupportedError(
                 "retain_grad",
                 f"this {type(self).__name__} does not require grad, so no backward reaches "
@@ -705,6 +674,50 @@ class TensorMethods(HasMeta):
         raise _torch.unsupported_dtype("half", "float16")
 
 
-_torch.install_in_place_refusals(TensorMethods)
+_torch.install_in_place_refusals(SurfaceMethods)
 
 _NO_TAPE = object()
+
+
+_CLASS_ATTRIBUTES = frozenset({"__module__", "__qualname__", "__doc__", "__slots__"})
+
+_BINARY_LANES = (
+    ("__add__", _math.add, False),
+    ("__radd__", _math.add, True),
+    ("__sub__", _math.subtract, False),
+    ("__rsub__", _math.subtract, True),
+    ("__mul__", _math.multiply, False),
+    ("__rmul__", _math.multiply, True),
+    ("__truediv__", _math.true_divide, False),
+    ("__rtruediv__", _math.true_divide, True),
+)
+"""The operators a ``TracedTensor`` answers from its keys' memos (see
+:func:`tenferro.traced.tensor.operator_lane`): name, surface function, operands swapped."""
+
+
+def register_tensor_methods(namespace: ModuleType, array_namespace: ModuleType) -> None:
+    """Install the operators and methods on every tensor kind (on their base,
+    :class:`~tenferro.core.methods.TensorMethods`) and the traced kind's operator lanes;
+    numpy functions applied to tensors run as the functions of ``namespace`` (``tenferro``)
+    and ``__array_namespace__`` returns ``array_namespace`` (:mod:`tenferro.array_api`).
+    Called once, by ``import tenferro``."""
+    _numpy_api.dispatch_to(namespace)
+    for name, value in vars(SurfaceMethods).items():
+        if name not in _CLASS_ATTRIBUTES and (callable(value) or isinstance(value, property)):
+            setattr(TensorMethods, name, value)
+    version = array_namespace.__array_api_version__
+
+    def __array_namespace__(self: Any, *, api_version: str | None = None) -> Any:  # noqa: N807
+        """The Array API namespace of tensors: :mod:`tenferro.array_api` (the standard's
+        function names and signatures over the tenferro functions)."""
+        if api_version not in (None, "2021.12", "2022.12", version):
+            raise ParameterError(
+                "__array_namespace__",
+                f"api_version {api_version!r} is not supported; tenferro implements {version!r}",
+            )
+        return array_namespace
+
+    __array_namespace__.__qualname__ = "TensorMethods.__array_namespace__"
+    TensorMethods.__array_namespace__ = __array_namespace__  # type: ignore[method-assign]
+    for name, function, swapped in _BINARY_LANES:
+        setattr(TracedTensor, name, operator_lane(name, function, swapped))

@@ -23,6 +23,7 @@ from tenferro.dtypes import float64, real_dtype
 from tenferro.errors import AxisError, DTypeError, ParameterError, ShapeError
 from tenferro.meta import normalize_axis
 from tenferro.surface.convert import asarray, astype, prepare
+from tenferro.surface.indexing import take
 from tenferro.surface.math import multiply, subtract
 from tenferro.surface.reductions import _accumulator, _axes, _keep, torch_names
 from tenferro.surface.reductions import sum as _sum
@@ -262,8 +263,6 @@ def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None)
                 f"sorter must be integer indices of x1's shape {sorted_values.meta.shape}, "
                 f"got {order.meta.describe()}",
             )
-        from tenferro.surface.indexing import take
-
         sorted_values = take(sorted_values, order)
     a, b = prepare("searchsorted", (sorted_values, x2), kinds="bif", broadcast=False)
     return lax.searchsorted(a, b, side)

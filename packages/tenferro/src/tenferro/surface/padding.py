@@ -19,6 +19,7 @@ import numpy as np
 from tenferro import lax
 from tenferro.core.params import as_int
 from tenferro.errors import ParameterError, ShapeError, UnsupportedError
+from tenferro.surface import numerics, predicates, reductions
 from tenferro.surface.convert import asarray, astype, broadcast_to
 from tenferro.surface.shapes import _pad_widths, concatenate, flip
 
@@ -225,8 +226,6 @@ def _length_pairs(lengths: Any, ndim: int) -> list[tuple[int | None, int | None]
 def _statistic(
     mode: str, v: Any, axis: int, widths: tuple[int, int], lengths: tuple[int | None, int | None]
 ) -> Any:
-    from tenferro.surface import reductions
-
     n = v.meta.shape[axis]
     pieces: list[Any] = []
     for side, width, length in ((0, widths[0], lengths[0]), (1, widths[1], lengths[1])):
@@ -253,8 +252,6 @@ def _statistic(
 
 def _median(window: Any, axis: int) -> Any:
     """numpy's median along ``axis`` (kept, extent 1): NaN where the window holds one."""
-    from tenferro.surface import numerics, predicates, reductions
-
     count = window.meta.shape[axis]
     ordered = numerics.sort(window, axis)
     middle = _part(ordered, axis, (count - 1) // 2, count // 2 + 1)

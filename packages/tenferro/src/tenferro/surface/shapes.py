@@ -11,6 +11,7 @@ import numpy as np
 from tenferro import lax
 from tenferro.core.bind import lift
 from tenferro.core.params import as_data, as_int, as_int_or_ints, torch_alias
+from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import ArgumentTypeError, AxisError, ShapeError
 from tenferro.meta import normalize_axes, normalize_axis
 from tenferro.surface.convert import as_shape, asarray, broadcast_to, is_tensor, prepare
@@ -263,8 +264,6 @@ def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
     default integer) unless ``dtype`` says otherwise."""
     diag = _diagonal("trace", x, offset, axis1, axis2)
     if dtype is not None:
-        from tenferro.dtypes import dtype as as_dtype
-
         diag = lax.convert_element_type(diag, as_dtype(dtype, "trace"))
     elif diag.meta.dtype.kind in "bi":
         diag = lax.convert_element_type(diag, np.dtype(np.int64))

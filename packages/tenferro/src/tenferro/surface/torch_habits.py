@@ -13,9 +13,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from tenferro.core.methods import Size
 from tenferro.core.params import as_int
 from tenferro.errors import AxisError, DTypeError, InPlaceError, ParameterError, ShapeError
 from tenferro.meta import normalize_axis
+from tenferro.surface.convert import astype, broadcast_to
+from tenferro.surface.shapes import permute_dims, ravel, reshape, transpose
 
 __all__ = [
     "IN_PLACE",
@@ -31,25 +34,6 @@ __all__ = [
 ]
 
 
-class Size(int):
-    """The number of elements (numpy's ``x.size``, an ``int``) that, called, is PyTorch's
-    ``x.size()``: the shape as a tuple, or ``x.size(dim)``: one extent."""
-
-    shape: tuple[int, ...]
-
-    def __new__(cls, shape: tuple[int, ...]) -> Size:
-        made = super().__new__(cls, math.prod(shape))
-        made.shape = shape
-        return made
-
-    def __call__(self, dim: int | None = None) -> Any:
-        if dim is None:
-            return self.shape
-        return self.shape[
-            normalize_axis(as_int("size", "dim", dim, AxisError), len(self.shape), "size")
-        ]
-
-
 def _one_sequence(values: tuple[Any, ...]) -> Any:
     """PyTorch's ``f(1, 2)`` and ``f((1, 2))`` both name the sequence ``(1, 2)``."""
     if len(values) == 1 and isinstance(values[0], (tuple, list)):
@@ -58,7 +42,6 @@ def _one_sequence(values: tuple[Any, ...]) -> Any:
 
 
 def view(x: Any, shape: tuple[Any, ...]) -> Any:
-    from tenferro.surface.shapes import reshape
 
     target = _one_sequence(shape)
     if len(target) == 1 and not _is_integer(target[0]):
@@ -71,13 +54,11 @@ def view(x: Any, shape: tuple[Any, ...]) -> Any:
 
 
 def permute(x: Any, dims: tuple[Any, ...]) -> Any:
-    from tenferro.surface.shapes import permute_dims
 
     return permute_dims(x, _one_sequence(dims))
 
 
 def expand(x: Any, sizes: tuple[Any, ...]) -> Any:
-    from tenferro.surface.convert import broadcast_to
 
     target = [as_int("expand", "size", n, ShapeError) for n in _one_sequence(sizes)]
     shape = x.meta.shape
@@ -93,7 +74,6 @@ def expand(x: Any, sizes: tuple[Any, ...]) -> Any:
 
 
 def matrix_t(x: Any) -> Any:
-    from tenferro.surface.shapes import transpose
 
     if x.meta.ndim > 2:
         raise ShapeError(
@@ -103,7 +83,6 @@ def matrix_t(x: Any) -> Any:
 
 
 def flatten(x: Any, start_dim: int, end_dim: int) -> Any:
-    from tenferro.surface.shapes import ravel, reshape
 
     ndim = x.meta.ndim
     if ndim == 0:
@@ -121,7 +100,6 @@ def flatten(x: Any, start_dim: int, end_dim: int) -> Any:
 
 def to(x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """PyTorch's ``to``: a dtype, a device, a tensor (its dtype), or ``(device, dtype)``."""
-    from tenferro.surface.convert import astype
 
     unknown = sorted(set(kwargs) - {"dtype", "device", "copy", "non_blocking"})
     if unknown:

@@ -27,6 +27,7 @@ from computegraph import (
     materialize_merge,
     structural_view,
 )
+from tenferro.concrete import Tensor
 from tenferro.core.keys import (
     AliasKey,
     ArgKey,
@@ -37,21 +38,19 @@ from tenferro.core.keys import (
     SlotCheckpointKey,
     SlotKey,
 )
-from tenferro.errors import AllocationError, BindingError
+from tenferro.errors import AllocationError, ArgumentTypeError, BindingError
 from tenferro.meta import Meta
 from tenferro.traced.structure import structure
+from tenferro.traced.tensor import provide
 
 __all__ = [
     "ALIASES",
     "SUBSTITUTIONS",
-    "FunctionProgram",
     "TracedProgram",
-    "clear_caches",
     "evaluate",
     "format_graph",
     "graph_to_dot",
     "liveness_peak",
-    "make_jaxpr",
     "programs",
 ]
 
@@ -182,8 +181,6 @@ programs: BoundedCache[tuple[ValueKey, ...], TracedProgram] = BoundedCache(512, 
 
 def evaluate(tensors: Sequence[Any], bindings: Mapping[Any, Any] | None = None) -> list[Any]:
     """Evaluate traced tensors together (one program); return concrete ``Tensor``s."""
-    from tenferro.concrete import Tensor
-
     shape = structure([t.key for t in tensors])
     keys = shape.keys
     program = programs.get_or_create(keys, lambda: TracedProgram(keys))
@@ -221,7 +218,8 @@ def format_graph(*tensors: Any) -> str:
 
     Operations emitted by derivative rules carry their role: ``linear(...)`` marks a
     use that is linear in the operands flagged ``active`` (the others are fixed
-    primal values). For the program of a function, see :func:`make_jaxpr`."""
+    primal values). For the program of a function, see
+    :func:`tenferro.transforms.make_jaxpr`."""
     return str(_materialized("format_graph", tensors))
 
 
@@ -232,8 +230,6 @@ def graph_to_dot(*tensors: Any) -> str:
 
 
 def _materialized(op: str, tensors: Sequence[Any]) -> Any:
-    from tenferro.errors import ArgumentTypeError
-
     for position, tensor in enumerate(tensors):
         if not hasattr(tensor, "key"):
             raise ArgumentTypeError(
@@ -243,93 +239,6 @@ def _materialized(op: str, tensors: Sequence[Any]) -> Any:
             )
     keys = tuple(t.key for t in tensors)
     return materialize_merge(structural_view(), keys, substitute=SUBSTITUTIONS)
-
-
-class FunctionProgram:
-    """The program a function computes for arguments of given shapes and dtypes, made by
-    :func:`make_jaxpr`: ``str()`` is its listing (one operation per line, as
-    :func:`format_graph`), :meth:`to_dot` its Graphviz drawing; ``outputs`` are the traced
-    results (the function's output structure), ``inputs`` the placeholders standing for
-    the arguments, named ``a0``, ``a1`` ... in argument order (pytree leaves in order)."""
-
-    __slots__ = ("_traced", "inputs", "outputs")
-
-    def __init__(self, inputs: list[Any], outputs: Any, traced: list[Any]) -> None:
-        self.inputs = inputs
-        self.outputs = outputs
-        self._traced = traced
-
-    def __str__(self) -> str:
-        return format_graph(*self._traced)
-
-    def __repr__(self) -> str:
-        return str(self)
-
-    def to_dot(self) -> str:
-        """The program as Graphviz DOT source."""
-        return graph_to_dot(*self._traced)
-
-
-def make_jaxpr(function: Any, static_argnums: int | Sequence[int] = ()) -> Any:
-    """``jax.make_jaxpr`` for tenferro: ``make_jaxpr(f)(*args, **kwargs)`` traces ``f``
-    with placeholders of the arguments' shapes and dtypes (tensors, arrays and numbers,
-    in pytrees) and returns its :class:`FunctionProgram`, whose ``str()`` lists the
-    operations. Arguments at ``static_argnums`` are passed as they are. Nothing is
-    evaluated; data the function closes over appears as constants."""
-    from tenferro.core.params import as_int_or_ints
-    from tenferro.core.pytree import flatten, unflatten
-    from tenferro.errors import ArgumentTypeError, ParameterError
-    from tenferro.traced.tensor import TracedTensor, placeholder, traced
-
-    if not callable(function):
-        raise ArgumentTypeError("make_jaxpr", f"needs a callable, got {function!r}")
-    listed = as_int_or_ints("make_jaxpr", "static_argnums", static_argnums, ArgumentTypeError)
-
-    def trace(*args: Any, **kwargs: Any) -> FunctionProgram:
-        count = len(args)
-        if any(not -count <= p < count for p in listed):
-            raise ParameterError(
-                "make_jaxpr",
-                f"static_argnums {static_argnums!r} out of range for {count} positional "
-                f"argument(s)",
-            )
-        static = {p % count for p in listed}
-        inputs: list[Any] = []
-
-        def stand_in(leaf: Any) -> Any:
-            if isinstance(leaf, (str, bytes)) or leaf is None or callable(leaf):
-                return leaf
-            meta = getattr(leaf, "meta", None)
-            if meta is None:
-                try:
-                    array = np.asarray(leaf)
-                except Exception:
-                    return leaf
-                if array.dtype == object:
-                    return leaf
-                shape, dtype = array.shape, array.dtype
-            else:
-                shape, dtype = meta.shape, meta.dtype
-            made = placeholder(shape, dtype, name=f"a{len(inputs)}")
-            inputs.append(made)
-            return made
-
-        traced_args = []
-        for position, value in enumerate(args):
-            if position in static:
-                traced_args.append(value)
-                continue
-            leaves, tree = flatten(value)
-            traced_args.append(unflatten(tree, [stand_in(leaf) for leaf in leaves]))
-        leaves, tree = flatten(kwargs)
-        traced_kwargs = unflatten(tree, [stand_in(leaf) for leaf in leaves])
-        result = function(*traced_args, **traced_kwargs)
-        out_leaves, out_tree = flatten(result)
-        outputs = [leaf if isinstance(leaf, TracedTensor) else traced(leaf) for leaf in out_leaves]
-        return FunctionProgram(inputs, unflatten(out_tree, outputs), outputs)
-
-    trace.__name__ = f"make_jaxpr({getattr(function, '__name__', 'function')})"
-    return trace
 
 
 def liveness_peak(program: CompiledProgram) -> int:
@@ -366,11 +275,4 @@ def _array(value: Any) -> Any:
     return value if isinstance(value, np.ndarray) else np.asarray(value)
 
 
-def clear_caches() -> None:
-    """Drop every cached traced program (and the traced scalar constants)."""
-    from tenferro.traced import remat, structure, tensor
-
-    programs.clear()
-    remat.clear_caches()
-    tensor.clear_caches()
-    structure.clear_caches()
+provide(evaluate=evaluate)  # TracedTensor.eval
