@@ -134,22 +134,26 @@ REVEAL
 """
 
 SIGNATURE = "x: tenferro.concrete.Tensor, scale: float ="
+TENSOR = "tenferro.concrete.Tensor"
 TRANSFORMS = {
-    "tf.jit(h)": f"def ({SIGNATURE}) -> tenferro.concrete.Tensor",
-    "tf.vmap(h)": f"def ({SIGNATURE}) -> tenferro.concrete.Tensor",
-    "tf.checkpoint(h)": f"def ({SIGNATURE}) -> tenferro.concrete.Tensor",
-    "tf.composite(h)": f"def ({SIGNATURE}) -> tenferro.concrete.Tensor",
-    "tf.value_and_grad(h)": f"def ({SIGNATURE}) -> tuple[tenferro.concrete.Tensor, Any]",
-    "tf.grad(h)": f"def ({SIGNATURE}) -> Any",
-    "tf.jacfwd(h)": f"def ({SIGNATURE}) -> Any",
-    "tf.jacrev(h)": f"def ({SIGNATURE}) -> Any",
-    "tf.hessian(h)": f"def ({SIGNATURE}) -> Any",
+    "tf.jit(h)": f"def ({SIGNATURE}) -> {TENSOR}",
+    "tf.vmap(h)": f"def ({SIGNATURE}) -> {TENSOR}",
+    "tf.checkpoint(h)": f"def ({SIGNATURE}) -> {TENSOR}",
+    "tf.composite(h)": f"def ({SIGNATURE}) -> {TENSOR}",
+    "tf.value_and_grad(h)": f"def (*Any, **Any) -> tuple[{TENSOR}, {TENSOR}]",
+    "tf.grad(h)": f"def (*Any, **Any) -> {TENSOR}",
+    "tf.grad(h, argnums=(0,))": "def (*Any, **Any) -> Any",
+    "tf.jacfwd(h)": f"def (*Any, **Any) -> {TENSOR}",
+    "tf.jacrev(h)": f"def (*Any, **Any) -> {TENSOR}",
+    "tf.hessian(h)": f"def (*Any, **Any) -> {TENSOR}",
 }
 
 
 def test_transforms_keep_the_signature_of_the_function_they_transform(tmp_path):
-    """``jit``/``vmap``/``checkpoint`` keep the whole type; the derivative transforms keep
-    the parameters (their results are pytrees shaped by ``argnums``: ``Any``)."""
+    """``jit``/``vmap``/``checkpoint`` keep the whole type; the derivative transforms take
+    tensors, arrays and numbers for every parameter and type their result: the gradient
+    has the type of the differentiated parameter (``argnums=0``), a Jacobian that of the
+    output; a tuple of argnums gives ``Any`` (a tuple of pytrees)."""
     reveals = "\n".join(f"reveal_type({expression})" for expression in TRANSFORMS)
     output, status = _mypy(TRANSFORMED.replace("REVEAL", reveals), tmp_path)
     assert status == 0, output
@@ -162,8 +166,52 @@ def test_transforms_keep_the_signature_of_the_function_they_transform(tmp_path):
 
 
 def test_mypy_strict_rejects_wrong_calls_of_transformed_functions(tmp_path):
-    wrong = 'tf.grad(h)(tf.ones(2), 1.0, 2.0)\ntf.jit(h)(tf.ones(2), scale="big")\n'
+    wrong = 'tf.jit(h)(tf.ones(2), 1.0, 2.0)\ntf.jit(h)(tf.ones(2), scale="big")\n'
     output, status = _mypy(TRANSFORMED.replace("REVEAL", wrong), tmp_path)
     assert status == 1
     assert "Too many arguments" in output, output
     assert 'Argument "scale"' in output, output
+
+
+README_PATTERN = """
+import numpy as np
+import tenferro as tf
+
+
+def loss(w: tf.Tensor, x: tf.Tensor) -> tf.Tensor:
+    return tf.sum(tf.tanh(w @ x) ** 2)
+
+
+def with_aux(w: tf.Tensor) -> tuple[tf.Tensor, str]:
+    return tf.sum(w), "note"
+
+
+w, x = np.eye(2) * 0.5, np.array([1.0, -2.0])
+REVEAL
+"""
+
+CALLS = {
+    "tf.grad(loss)(w, x)": TENSOR,
+    "tf.value_and_grad(loss)(w, x)": f"tuple[{TENSOR}, {TENSOR}]",
+    "tf.grad(with_aux, has_aux=True)(w)": f"tuple[{TENSOR}, str]",
+    "tf.vjp(loss, w, x)": f"tuple[{TENSOR}, def (Any) -> tuple[Any, ...]]",
+    "tf.vjp(with_aux, w, has_aux=True)": f"tuple[{TENSOR}, def (Any) -> tuple[Any, ...], str]",
+    "tf.jvp(loss, (w, x), (w, x))": f"tuple[{TENSOR}, {TENSOR}]",
+    "tf.linearize(loss, w, x)": f"tuple[{TENSOR}, def (*Any, **Any) -> {TENSOR}]",
+    "tf.jacrev(loss)(w, x)": TENSOR,
+    "tf.hessian(loss)(w, x)": TENSOR,
+}
+
+
+def test_numpy_arrays_into_transforms_of_tensor_annotated_functions_type_check(tmp_path):
+    """The README's pattern with annotations: ``loss(w: tf.Tensor, ...)`` differentiated
+    at numpy arrays passes ``mypy --strict``, and every transform's result is typed."""
+    reveals = "\n".join(f"reveal_type({expression})" for expression in CALLS)
+    output, status = _mypy(README_PATTERN.replace("REVEAL", reveals), tmp_path)
+    assert status == 0, output
+    revealed = [
+        line.split('Revealed type is "')[1].rstrip('"')
+        for line in output.splitlines()
+        if "Revealed type is" in line
+    ]
+    assert dict(zip(CALLS, revealed, strict=True)) == CALLS

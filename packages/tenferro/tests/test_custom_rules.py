@@ -63,8 +63,10 @@ def _exp_times_fwd(x: Any, y: Any) -> Any:
 
 def _exp_times_bwd(residuals: Any, g: Any) -> Any:
     e, y = residuals
-    # conjugate convention: the cotangent is multiplied by conj(f'(z))
-    return (tf.conj(e * y) * g, tf.conj(e) * g)
+    # conjugate convention: the cotangent is multiplied by conj(f'(z)); a real argument's
+    # cotangent is the real part (bwd returns it: a complex one for it is an error)
+    cx, cy = tf.conj(e * y) * g, tf.conj(e) * g
+    return (tf.real(cx) if e.dtype.kind == "f" else cx, tf.real(cy) if y.dtype.kind == "f" else cy)
 
 
 exp_times.defvjp(_exp_times_fwd, _exp_times_bwd)

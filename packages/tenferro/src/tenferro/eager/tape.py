@@ -27,15 +27,17 @@ from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.flags import check_flag, check_optional_flag
+from tenferro.core.kinds import asarray
 from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
+from tenferro.core.tangents import check_tangent
 from tenferro.eager.extents import extent_class, specialize, specialize_evaluation, stand_in
 from tenferro.eager.tensor import EagerTensor, _OutputKey, provide_tape
 from tenferro.errors import (
+    ArgumentTypeError,
     DTypeError,
     InactiveError,
     NonScalarError,
     ReleasedGraphError,
-    ShapeError,
     TenferroError,
 )
 from tenferro.ieee import quiet, restore
@@ -534,6 +536,13 @@ class Tape:
         """Cotangents of the tape's inputs and of the keys in ``keep`` (intermediate
         cotangents are freed after their last use; the nodes' saved values too, unless
         ``retain_graph``)."""
+        if isinstance(output, (list, tuple)):
+            raise ArgumentTypeError(
+                op,
+                f"takes one output tensor, got a {type(output).__name__} of "
+                f"{len(output)}; for several outputs with seeds s_i, differentiate their "
+                f"sum: sum((o * s).sum() for o, s in zip(outputs, seeds))",
+            )
         if not isinstance(output, EagerTensor) or output.tape is not self:
             raise TenferroError(
                 op,
@@ -577,15 +586,16 @@ class Tape:
                 )
             value: Any = np.ones((), meta.dtype)
         else:
-            given = seed if isinstance(seed, Tensor) else Tensor(np.asarray(seed))
-            if given.meta.shape != meta.shape:
-                raise ShapeError(
-                    op, f"the seed has shape {given.meta.shape}, the output {meta.shape}"
+            given = seed if isinstance(seed, Tensor) else asarray(seed)
+            if not isinstance(given, Tensor):
+                raise ArgumentTypeError(
+                    op, f"the seed is a {type(given).__name__}; pass an array or a tensor"
                 )
-            if given.meta.dtype != meta.dtype:
-                raise DTypeError(op, f"the seed is {given.meta.dtype}, the output {meta.dtype}")
+            check_tangent(op, "the seed", given.meta, meta, against="the output")
             if isinstance(given, EagerTensor) and given.tape not in (None, self):
                 raise TenferroError(op, "the seed is tracked by another tape")
+            if given.meta.dtype != meta.dtype:  # a Python number, adapting to the output
+                given = Tensor(np.asarray(given._value, meta.dtype))
             if create_graph:
                 return given if isinstance(given, EagerTensor) else EagerTensor(given)
             value = given._value
@@ -631,18 +641,15 @@ class Tape:
             raise TenferroError("jvp", f"{len(given)} tangent(s) for {len(sources)} input(s)")
         seeds: dict[Any, Any] = {}
         for position, (source, tangent) in enumerate(zip(sources, given, strict=True)):
-            value = np.asarray(getattr(tangent, "_value", tangent))
-            if value.shape != source.meta.shape:
-                raise ShapeError(
-                    "jvp",
-                    f"tangent {position} has shape {value.shape}, the input {source.meta.shape}",
+            lifted = asarray(tangent)
+            if not isinstance(lifted, Tensor):
+                raise ArgumentTypeError(
+                    "jvp", f"tangent {position} is a {type(lifted).__name__}; pass an array"
                 )
-            if value.dtype != source.meta.dtype:
-                raise DTypeError(
-                    "jvp",
-                    f"tangent {position} is {value.dtype}, the input {source.meta.dtype} "
-                    f"(tangents have their primal's dtype)",
-                )
+            check_tangent(
+                "jvp", f"tangent {position}", lifted.meta, source.meta, against="the input"
+            )
+            value = np.asarray(lifted._value, source.meta.dtype)
             seeds[source.key] = value if source.key not in seeds else seeds[source.key] + value
         traces = [o.node for o in outs if isinstance(o, EagerTensor)]
         wanted = {o.key for o in outs if isinstance(o, EagerTensor)}

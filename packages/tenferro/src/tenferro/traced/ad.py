@@ -17,6 +17,7 @@ from computegraph import External, Input, Linearized, gc_paused, structural_view
 from tenferro import lax
 from tenferro.core.keys import AliasKey, CheckpointKey
 from tenferro.core.kinds import asarray
+from tenferro.core.primitive import ADD_ANY
 from tenferro.dtypes import is_inexact
 from tenferro.errors import BindingError, DTypeError, InactiveError, NonScalarError, ShapeError
 from tenferro.ops.structural import Convert
@@ -100,13 +101,14 @@ def _vjp_tensors(
         fresh_pass_id(),
         None,
         ALIASES,
+        add=ADD_ANY,  # outputs that repeat an input ([x, x]) sum cotangents with no operation
     )
     builder = GraphPrimitiveBuilder()
     seeds = [
         None if local is None else _seed(builder, cotangent)
         for local, cotangent in zip(linear.tangent_outputs, cotangents, strict=True)
     ]
-    results = linear_transpose_with_builder(linear, builder, seeds)
+    results = linear_transpose_with_builder(linear, builder, seeds, add=ADD_ANY)
     return [
         None if r is None else TracedTensor(builder.global_key(r), w.meta._replace(weak=False))
         for r, w in zip(results, wrt, strict=True)
@@ -139,6 +141,7 @@ def _jvp_tensors(
         seeds,
         None,
         ALIASES,
+        add=ADD_ANY,
     )
     return [
         None if r is None else TracedTensor(builder.global_key(r), o.meta._replace(weak=False))

@@ -15,9 +15,12 @@ functions, Python scalars). They are traced once per structure (the shapes and d
 of the arguments) and their operations are emitted into the transform's graph, so:
 
 * rules must be traceable: no Python control flow on tensor values, no ``.numpy()``;
-* rules read only their arguments (and Python scalars): an array or a traced value
-  captured from outside raises an error (pass it as an argument; ``nondiff_argnums``
-  takes hashable non-tensor values such as functions, flags and sizes).
+* rules read only their arguments, Python scalars and constants they fill themselves
+  (``tf.ones(n)``, ``tf.zeros``, ``tf.full``: one value repeated, part of the rule's
+  structure). Any other array, and a traced value captured from outside, raises an error:
+  a rule is traced once per structure, so it would be frozen there (pass it as an
+  argument; ``nondiff_argnums`` takes hashable non-tensor values such as functions,
+  flags and sizes).
 
 Derivatives follow tenferro's conventions: a ``custom_vjp`` backward rule receives
 and returns cotangents in the conjugate convention (PyTorch's; the conjugate of
@@ -30,6 +33,7 @@ import functools
 import inspect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, cast
 
 import numpy as np
@@ -38,11 +42,11 @@ from computegraph import After, BoundedCache, Derived, Input, OperationKey, Valu
 from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.bind import lift
-from tenferro.core.keys import AliasKey
+from tenferro.core.keys import AliasKey, LeafKey
 from tenferro.core.kinds import asarray
 from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs
 from tenferro.core.pytree import TreeDef, count_leaves, describe, flatten, unflatten
-from tenferro.errors import ArgumentTypeError, ShapeError, TenferroError
+from tenferro.errors import ArgumentTypeError, DTypeError, ShapeError, TenferroError
 from tenferro.extension import ExtensionOp, register
 from tenferro.meta import Meta
 from tenferro.traced.tensor import TracedTensor
@@ -82,11 +86,39 @@ def _rule_args(metas: Sequence[Meta], offset: int = 0) -> list[TracedTensor]:
     return [TracedTensor(Input(RuleArgKey(offset + i, m)), m) for i, m in enumerate(metas)]
 
 
-def _call_traced(fun: Callable[..., Any], args: Sequence[Any]) -> Any:
+def _call_traced(
+    fun: Callable[..., Any], args: Sequence[Any], name: str = "", role: str = ""
+) -> Any:
     """``fun(*args)`` on traced values, as a transform trace (nested transforms inside
-    a rule are symbolic)."""
-
+    a rule are symbolic). A rule that cannot take the arguments it is called with raises
+    an error naming the decorated function, the rule and how it is called."""
+    if name:
+        _check_arity(fun, len(args), name, role)
     return _call(fun, args)
+
+
+def _check_arity(fun: Callable[..., Any], count: int, name: str, role: str) -> None:
+    try:
+        signature = inspect.signature(fun)
+    except (TypeError, ValueError):
+        return  # a builtin or C function: Python's own error, if any
+    try:
+        signature.bind(*([None] * count))
+    except TypeError as error:
+        own = getattr(fun, "__qualname__", type(fun).__name__)
+        raise ArgumentTypeError(
+            name,
+            f"{role} {own}{signature} cannot take the {count} positional argument(s) it is "
+            f"called with ({error}); {_CALLED_AS[role]}",
+        ) from None
+
+
+_CALLED_AS = {
+    "the function": "the function is called with its arguments",
+    "the JVP rule": "it is called as rule(primals, tangents), after the nondiff_argnums values",
+    "fwd": "it is called with the function's arguments (fwd(*args) -> (output, residuals))",
+    "bwd": "it is called as bwd(residuals, g), after the nondiff_argnums values",
+}
 
 
 def _traced_leaves(name: str, what: str, leaves: Sequence[Any]) -> list[TracedTensor]:
@@ -105,7 +137,11 @@ def _traced_leaves(name: str, what: str, leaves: Sequence[Any]) -> list[TracedTe
 
 
 def _replay(
-    name: str, values: Sequence[RuleValue], outputs: Sequence[ValueKey], like: RuleValue
+    name: str,
+    values: Sequence[RuleValue],
+    outputs: Sequence[ValueKey],
+    like: RuleValue,
+    rule: Callable[..., Any] | None = None,
 ) -> list[RuleValue]:
     """Emit the traced computation of ``outputs`` into the scope of the rule being run,
     ``RuleArgKey(i)`` standing for ``values[i]`` (an iterative walk: any depth)."""
@@ -120,6 +156,8 @@ def _replay(
             return values[input_name.position]
         if type(input_name) is AliasKey:  # a transform applied inside the rule
             return After(input_name.origin, _itself)
+        if type(input_name) is LeafKey and input_name.label == "const":
+            return _filled_constant(name, input_name, like, rule)
         raise TenferroError(
             name,
             f"a rule read {input_name!r}, a value that is not one of its arguments (an "
@@ -128,6 +166,74 @@ def _replay(
         )
 
     return fold(outputs, emit, _output, argument)
+
+
+def _filled_constant(
+    name: str, key: LeafKey, like: RuleValue, rule: Callable[..., Any] | None
+) -> RuleValue:
+    """A constant array read by a rule, emitted as its structure (one value broadcast):
+    only arrays of one repeated value (``tf.ones``, ``tf.zeros``, ``tf.full``) made by
+    the rule itself qualify; any other array would be frozen in the traced rule."""
+    data = np.asarray(key.data)
+    flat = data.reshape(-1)
+    first = flat[0] if flat.size else np.zeros((), data.dtype)
+    uniform = bool(np.all((flat == first) | ((flat != flat) & (first != first))))
+    if not uniform or _captured(rule, data):
+        raise TenferroError(
+            name,
+            f"a rule read the array {key!r}"
+            + ("" if uniform else " (not one repeated value)")
+            + ", which it did not make from its arguments (an array captured from outside "
+            "the rule, or built from data): a rule is traced once per structure of its "
+            "arguments, so the array would be frozen there. Pass it as an argument of the "
+            "function instead (constants of one value, tf.ones(n) or tf.full(shape, v), "
+            "may be made inside the rule)",
+        )
+    scalar = lax.constant(first, data.dtype, like)
+    return cast(RuleValue, lax.broadcast_in_dim(scalar, data.shape, ())._rewrap(key.meta))
+
+
+def _captured(rule: Callable[..., Any] | None, data: Any) -> bool:
+    """Whether an array equal to ``data`` is reachable from ``rule``: its closure, its
+    defaults and the globals it names, and theirs (functions it calls, containers,
+    objects' attributes), a few levels deep."""
+    if rule is None:
+        return False
+    seen: set[int] = set()
+    frontier: list[Any] = [rule]
+    for _ in range(4):
+        following: list[Any] = []
+        for value in frontier:
+            if id(value) in seen or isinstance(value, (ModuleType, type, str, bytes)):
+                continue
+            seen.add(id(value))
+            array = getattr(value, "_value", value)
+            if isinstance(array, np.ndarray):
+                if array.shape == data.shape and np.array_equal(array, data):
+                    return True
+                continue
+            following.extend(_reachable(value))
+        frontier = following
+    return False
+
+
+def _reachable(value: Any) -> list[Any]:
+    """The values one step from ``value`` (see :func:`_captured`)."""
+    if isinstance(value, dict):
+        return list(value.values())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return list(value)
+    code = getattr(value, "__code__", None)
+    if code is not None:  # a function: what it closes over, its defaults, its globals
+        found = [c.cell_contents for c in getattr(value, "__closure__", None) or ()]
+        found += list(getattr(value, "__defaults__", None) or ())
+        found += list((getattr(value, "__kwdefaults__", None) or {}).values())
+        scope = getattr(value, "__globals__", {})
+        return found + [scope[n] for n in code.co_names if n in scope]
+    if isinstance(value, functools.partial):
+        return [value.func, *value.args, *value.keywords.values()]
+    attributes = getattr(value, "__dict__", None)
+    return list(attributes.values()) if isinstance(attributes, dict) else []
 
 
 def _output(results: tuple[RuleValue, ...], key: Derived) -> RuleValue:
@@ -142,18 +248,25 @@ def _check_result(
     name: str, what: str, value: RuleValue, meta: Meta, cotangent: bool = False
 ) -> RuleValue:
     """``value`` as a derivative of ``meta``'s dtype: floating precision follows the
-    target, a real value widens to complex, and a complex cotangent of a real input
-    gives its real part (the conjugate convention); anything else is an error."""
+    target and a real value widens to complex (as PyTorch converts a rule's gradients);
+    a complex derivative of a real value raises (as for ``custom_jvp`` and in PyTorch
+    and JAX: its imaginary part would be lost silently), as does anything else."""
     if value.meta.shape != meta.shape:
         raise ShapeError(name, f"{what} has shape {value.meta.shape}, expected {meta.describe()}")
     have, want = value.meta.dtype, meta.dtype
     if have == want:
         return value
-    if have.kind == "c" and want.kind == "f" and cotangent:
-        value = lax.real(value)
-    elif not (have.kind in "fc" and want.kind in "fc" and (have.kind == "f" or want.kind == "c")):
-        raise TenferroError(name, f"{what} is {value.meta.describe()}, expected {meta.describe()}")
-    return value if value.meta.dtype == want else lax.convert_element_type(value, want)
+    if not (have.kind in "fc" and want.kind in "fc" and (have.kind == "f" or want.kind == "c")):
+        role = "cotangent" if cotangent else "tangent"
+        hint = (
+            f"; return its real part (tf.real) if that is the {role} you mean"
+            if have.kind == "c" and want.kind == "f"
+            else ""
+        )
+        raise DTypeError(
+            name, f"{what} is {value.meta.describe()}, expected {meta.describe()}{hint}"
+        )
+    return lax.convert_element_type(value, want)
 
 
 def _zero_filled(xs: Xs, ts: Ts) -> list[RuleValue]:
@@ -275,7 +388,9 @@ class _CustomFunction:
     ) -> tuple[TreeDef, tuple[Meta, ...]]:
         def trace() -> tuple[TreeDef, tuple[Meta, ...]]:
             diff = unflatten(in_tree, _rule_args(metas))
-            result = _call_traced(self.fun, self.merge(statics, list(diff)))
+            result = _call_traced(
+                self.fun, self.merge(statics, list(diff)), self.name, "the function"
+            )
             leaves, out_tree = flatten(result)
             outputs = _traced_leaves(self.name, "the function's output", leaves)
             if not outputs:
@@ -367,7 +482,9 @@ class custom_jvp(_CustomFunction):  # noqa: N801  (JAX's name)
         primals_tree = unflatten(op.in_tree, traced[:count])
         tangents_tree = unflatten(op.in_tree, traced[count:])
         statics = [value for _, value in op.statics]
-        result = _call_traced(self.jvp_rule, [*statics, primals_tree, tangents_tree])
+        result = _call_traced(
+            self.jvp_rule, [*statics, primals_tree, tangents_tree], self.name, "the JVP rule"
+        )
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             raise TenferroError(self.name, "the JVP rule must return a pair (output, tangent)")
         leaves, tangent_tree = flatten(result[1])
@@ -378,7 +495,9 @@ class custom_jvp(_CustomFunction):  # noqa: N801  (JAX's name)
                 f"{describe(op.out_tree)}",
             )
         outputs = _traced_leaves(self.name, "the JVP rule's tangent", leaves)
-        values = _replay(self.name, [*xs, *tangents], [o.key for o in outputs], xs[0])
+        values = _replay(
+            self.name, [*xs, *tangents], [o.key for o in outputs], xs[0], self.jvp_rule
+        )
         results: list[RuleValue | None] = []
         for position, (value, meta) in enumerate(zip(values, op.outputs, strict=True)):
             if meta.dtype.kind not in "fc":
@@ -436,7 +555,7 @@ class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
             raise ADRuleError(self.name, "transpose", "no VJP rule defined: call defvjp")
         traced = _rule_args([x.meta for x in xs])
         diff = unflatten(op.in_tree, traced)
-        result = _call_traced(self.fwd, self.merge(op.statics, list(diff)))
+        result = _call_traced(self.fwd, self.merge(op.statics, list(diff)), self.name, "fwd")
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             raise TenferroError(self.name, "fwd must return a pair (output, residuals)")
         residual_leaves, residual_tree = flatten(result[1])
@@ -454,7 +573,7 @@ class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
                         f"residual {position} ({leaf!r}) is neither a tensor nor hashable",
                     ) from None
                 static_residuals.append((position, leaf))
-        residuals = _replay(self.name, xs, [r.key for r in traced_residuals], xs[0])
+        residuals = _replay(self.name, xs, [r.key for r in traced_residuals], xs[0], self.fwd)
         tangents = _zero_filled(xs, ts)
         linear = _CustomVJPLinear.bind(
             *residuals,
@@ -493,7 +612,7 @@ class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
         residual_tree = unflatten(op.residual_tree, residual_leaves)
         ct_tree = unflatten(op.out_tree, traced[count:])
         statics = [value for _, value in op.statics]
-        result = _call_traced(self.bwd, [*statics, residual_tree, ct_tree])
+        result = _call_traced(self.bwd, [*statics, residual_tree, ct_tree], self.name, "bwd")
         argument_trees = op.in_tree[1]  # type: ignore[index]
         if not isinstance(result, (tuple, list)) or len(result) != len(argument_trees):
             raise TenferroError(
@@ -515,7 +634,7 @@ class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
             leaves.extend(got)
         present = [i for i, leaf in enumerate(leaves) if leaf is not None]
         outputs = _traced_leaves(self.name, "bwd's cotangent", [leaves[i] for i in present])
-        values = _replay(self.name, [*residuals, *filled], [o.key for o in outputs], like)
+        values = _replay(self.name, [*residuals, *filled], [o.key for o in outputs], like, self.bwd)
         by_input: dict[int, RuleValue] = dict(zip(present, values, strict=True))
         results: list[RuleValue | None] = [None] * count
         for position, meta in enumerate(op.inputs[count:]):

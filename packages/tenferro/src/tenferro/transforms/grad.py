@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, overload
 
 from tenferro import lax
 from tenferro.core.params import argnum_positions, as_argnums
@@ -36,11 +36,31 @@ from tenferro.transforms.validation import (
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
+A = TypeVar("A")
+
+# Typing: the transformed function takes tensors, arrays, numbers and pytrees of them for
+# every parameter (a function annotated ``x: tf.Tensor`` is called with numpy arrays), so
+# its parameters are not checked; its result is typed: with ``argnums=0`` (the default)
+# the gradient has the type of ``fun``'s first parameter (a gradient has its argument's
+# structure), and the value the type ``fun`` returns.
 
 
+@overload
 def value_and_grad(
-    fun: Callable[P, R], argnums: int | Sequence[int] = 0, has_aux: bool = False
-) -> Callable[P, tuple[R, Any]]:
+    fun: Callable[Concatenate[T, P], R], argnums: Literal[0] = 0, has_aux: Literal[False] = False
+) -> Callable[..., tuple[R, T]]: ...
+@overload
+def value_and_grad(
+    fun: Callable[Concatenate[T, P], R], argnums: Literal[0] = 0, *, has_aux: Literal[True]
+) -> Callable[..., tuple[R, T]]: ...
+@overload
+def value_and_grad(
+    fun: Callable[..., R], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., tuple[R, Any]]: ...
+def value_and_grad(
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., tuple[Any, Any]]:
     """``(fun(*args), gradient)`` of a real scalar ``fun`` with respect to ``args[argnums]``.
 
     The gradient has the structure of the selected arguments (a tuple when
@@ -69,6 +89,7 @@ def _value_and_grad_transform(
         except DTypeError:
             target, args, positions = _pass_through(target, args, positions, op)
             call = _Args(args)
+        _check_differentiable(call, positions, op)
         if call.traced:
             leaves = _alias_leaves(call.values)
             value, aux = _call_with_aux(target, call.treedef, leaves, has_aux, op)
@@ -110,6 +131,26 @@ def _value_and_grad_transform(
         return ((value, aux.rebuild(aux_values)), gradient) if has_aux else (value, gradient)
 
     return transformed
+
+
+def _check_differentiable(call: _Args, positions: tuple[int, ...], op: str) -> None:
+    """Each argument differentiated with respect to holds floating or complex values
+    (checked before the function runs, so the error names the argument)."""
+    ranges = _leaf_ranges(call.treedef, len(call.metas))
+    for position in dict.fromkeys(positions):
+        for leaf in ranges[position]:
+            meta = call.metas[leaf]
+            if meta.dtype.kind not in "fc":
+                where = (
+                    "" if len(ranges[position]) == 1 else f" (leaf {leaf - ranges[position].start})"
+                )
+                raise DTypeError(
+                    op,
+                    f"cannot differentiate with respect to argument {position}{where}, of "
+                    f"dtype {meta.dtype}: derivatives need floating or complex values; pass "
+                    f"it as floats (np.asarray(x, dtype=float), x.astype(tf.float64)) or "
+                    f"leave it out of argnums",
+                )
 
 
 def _call_with_aux(
@@ -175,9 +216,26 @@ def _gradient_tree(
     return ((value, unflatten(aux_def, aux_outputs)), gradient)
 
 
+@overload
 def grad(
-    fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
-) -> Callable[P, Any]:
+    fun: Callable[Concatenate[T, P], Any],
+    argnums: Literal[0] = 0,
+    has_aux: Literal[False] = False,
+) -> Callable[..., T]: ...
+@overload
+def grad(
+    fun: Callable[Concatenate[T, P], tuple[Any, A]],
+    argnums: Literal[0] = 0,
+    *,
+    has_aux: Literal[True],
+) -> Callable[..., tuple[T, A]]: ...
+@overload
+def grad(
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]: ...
+def grad(
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]:
     """The gradient of a real scalar ``fun`` with respect to ``args[argnums]``
     (see :func:`value_and_grad`); with ``has_aux``, ``(gradient, aux)``."""
     both = _value_and_grad_transform(fun, argnums, has_aux, "grad")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, ParamSpec
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, overload
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from tenferro.core.kinds import asarray
 from tenferro.core.params import argnum_positions, as_argnums
 from tenferro.core.pytree import TreeDef, flatten, unflatten
 from tenferro.errors import ArgumentTypeError, DTypeError
+from tenferro.surface.signatures import TensorT
 from tenferro.transforms.jvp import jvp
 from tenferro.transforms.vjp import vjp
 from tenferro.transforms.vmap import vmap
@@ -44,11 +45,28 @@ from tenferro.transforms.vmap import vmap
 __all__ = ["hessian", "jacfwd", "jacobian", "jacrev"]
 
 P = ParamSpec("P")
+R = TypeVar("R")
 
 
+# Typing: as for ``grad``, the transformed function takes tensors, arrays and numbers for
+# every parameter. When ``fun``'s first parameter is a tensor and ``argnums=0``, the
+# Jacobian has the structure (and type) of ``fun``'s output, and the Hessian the type
+# of that parameter; otherwise the result is typed ``Any`` (a pytree of blocks).
+
+
+@overload
 def jacfwd(
-    fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
-) -> Callable[P, Any]:
+    fun: Callable[Concatenate[TensorT, P], R],
+    argnums: Literal[0] = 0,
+    has_aux: Literal[False] = False,
+) -> Callable[..., R]: ...
+@overload
+def jacfwd(
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]: ...
+def jacfwd(
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]:
     """The Jacobian of ``fun`` with respect to ``args[argnums]`` by forward mode (one JVP
     per input element, vectorised): efficient for few inputs and many outputs. With
     ``has_aux``, ``fun`` returns ``(output, aux)`` and the result is ``(jacobian, aux)``.
@@ -90,9 +108,19 @@ def jacfwd(
     return jacobian_fwd
 
 
+@overload
 def jacrev(
-    fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
-) -> Callable[P, Any]:
+    fun: Callable[Concatenate[TensorT, P], R],
+    argnums: Literal[0] = 0,
+    has_aux: Literal[False] = False,
+) -> Callable[..., R]: ...
+@overload
+def jacrev(
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]: ...
+def jacrev(
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]:
     """The Jacobian of ``fun`` with respect to ``args[argnums]`` by reverse mode (one VJP
     per output element, vectorised): efficient for few outputs and many inputs. Complex
     conventions: see the module documentation. With ``has_aux``, ``(jacobian, aux)``."""
@@ -120,6 +148,9 @@ def jacrev(
                 )
             if meta.dtype.kind not in "fc":
                 raise DTypeError("jacrev", f"cannot differentiate a {meta.dtype} output")
+        if not out_metas:  # no output tensors (None, an empty tuple): no Jacobian blocks
+            empty = unflatten(out_def, [])
+            return (empty, _aux_pair(f(*args), "jacrev")[1]) if has_aux else empty
         basis = _basis(out_metas)
 
         def pullback_tree(*cotangents: Any) -> Any:
@@ -150,9 +181,19 @@ jacobian = jacrev
 """``jacobian`` is ``jacrev`` (as ``torch.autograd.functional.jacobian`` is reverse mode)."""
 
 
+@overload
 def hessian(
-    fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
-) -> Callable[P, Any]:
+    fun: Callable[Concatenate[TensorT, P], Any],
+    argnums: Literal[0] = 0,
+    has_aux: Literal[False] = False,
+) -> Callable[..., TensorT]: ...
+@overload
+def hessian(
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]: ...
+def hessian(
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]:
     """The Hessian of a scalar ``fun``: ``jacfwd(jacrev(fun))`` (forward over reverse),
     of shape ``S + S`` for an argument of shape ``S``. With ``has_aux``, ``(hessian, aux)``."""
     argnums = _check(fun, argnums, has_aux, "hessian")

@@ -82,7 +82,15 @@ def _static_spec(
 ) -> tuple[tuple[int, ...], frozenset[str]]:
     """The static positions and names, each completed from ``fun``'s signature."""
     numbers = as_int_or_ints("jit", "static_argnums", argnums, ArgumentTypeError)
-    names = (argnames,) if isinstance(argnames, str) else tuple(argnames)
+    if isinstance(argnames, str):
+        names: tuple[Any, ...] = (argnames,)
+    elif isinstance(argnames, (list, tuple, set, frozenset)):
+        names = tuple(argnames)
+    else:
+        raise ArgumentTypeError(
+            "jit",
+            f"static_argnames must be a parameter name or a sequence of names, got {argnames!r}",
+        )
     if not numbers and not names:  # nothing to check or complete: no signature to read
         return (), frozenset()
     for name in names:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal, TypeVar, overload
 
 from tenferro import lax
 from tenferro.core.pytree import TreeDef, describe, unflatten
+from tenferro.core.tangents import check_tangent
 from tenferro.errors import (
     ShapeError,
 )
@@ -23,7 +24,24 @@ from tenferro.transforms.arguments import (
 from tenferro.transforms.plans import _JVP_PROGRAMS, _Plan, _Trace, _trace_call, _traced_outputs
 from tenferro.transforms.validation import _Aux, _aux_pair, _callable, _check_has_aux, _sequence
 
+R = TypeVar("R")
+A = TypeVar("A")
 
+
+@overload
+def jvp(
+    fun: Callable[..., R],
+    primals: Sequence[Any],
+    tangents: Sequence[Any],
+    has_aux: Literal[False] = False,
+) -> tuple[R, R]: ...
+@overload
+def jvp(
+    fun: Callable[..., tuple[R, A]],
+    primals: Sequence[Any],
+    tangents: Sequence[Any],
+    has_aux: Literal[True],
+) -> tuple[R, R, A]: ...
 def jvp(
     fun: Callable[..., Any],
     primals: Sequence[Any],
@@ -115,10 +133,7 @@ def _check_tangents(op: str, primals: _Args, tangents: _Args) -> None:
             f"{describe(tangents.treedef)}, primals {describe(primals.treedef)}",
         )
     for position, (p, t) in enumerate(zip(primals.metas, tangents.metas, strict=True)):
-        if p.shape != t.shape or (p.dtype != t.dtype and p.dtype.kind in "fc"):
-            raise ShapeError(
-                op, f"tangent {position} is {t.describe()}, the primal is {p.describe()}"
-            )
+        check_tangent(op, f"tangent {position}", t, p, against="the primal is")
 
 
 def _jvp(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 
@@ -28,7 +28,18 @@ from tenferro.transforms.plans import (
 )
 from tenferro.transforms.validation import _Aux, _aux_pair, _callable, _check_has_aux
 
+R = TypeVar("R")
+A = TypeVar("A")
 
+
+@overload
+def linearize(
+    fun: Callable[..., R], *primals: Any, has_aux: Literal[False] = False
+) -> tuple[R, Callable[..., R]]: ...
+@overload
+def linearize(
+    fun: Callable[..., tuple[R, A]], *primals: Any, has_aux: Literal[True]
+) -> tuple[R, Callable[..., R], A]: ...
 def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """``(fun(*primals), jvp_fn)`` where ``jvp_fn(*tangents)`` is the JVP at ``primals``,
     with the values ``fun`` read when ``linearize`` was called (``fun`` is traced once).

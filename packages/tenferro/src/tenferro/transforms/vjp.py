@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, TypeVar, overload
 
 from tenferro import lax
 from tenferro.core.kinds import asarray
 from tenferro.core.pytree import TreeDef, describe, flatten, unflatten
+from tenferro.core.tangents import check_tangent
 from tenferro.errors import (
     ShapeError,
 )
@@ -26,7 +27,18 @@ from tenferro.transforms.jvp import _cast
 from tenferro.transforms.plans import _VJP_PROGRAMS, _forward_plan, _Plan, _Trace, _traced_outputs
 from tenferro.transforms.validation import _Aux, _aux_pair, _callable, _check_has_aux
 
+R = TypeVar("R")
+A = TypeVar("A")
 
+
+@overload
+def vjp(
+    fun: Callable[..., R], *primals: Any, has_aux: Literal[False] = False
+) -> tuple[R, Callable[[Any], tuple[Any, ...]]]: ...
+@overload
+def vjp(
+    fun: Callable[..., tuple[R, A]], *primals: Any, has_aux: Literal[True]
+) -> tuple[R, Callable[[Any], tuple[Any, ...]], A]: ...
 def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """``(fun(*primals), vjp_fn)`` where ``vjp_fn(cotangent)`` returns one cotangent per
     primal (conjugate convention); with ``has_aux``, ``(out, vjp_fn, aux)``. ``fun`` is
@@ -63,12 +75,8 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[
                 f"the cotangent has structure {describe(ct_call.treedef[1][0])}, "  # type: ignore[index]
                 f"the output {describe(out_def)}",
             )
-        if [m.shape for m in ct_call.metas] != [m.shape for m in out_metas]:
-            raise ShapeError(
-                "vjp",
-                f"cotangent shapes {[m.shape for m in ct_call.metas]} do not match "
-                f"the output {[m.shape for m in out_metas]}",
-            )
+        for position, (c, o) in enumerate(zip(ct_call.metas, out_metas, strict=True)):
+            check_tangent("vjp", f"cotangent {position}", c, o, against="the output")
 
         def derive() -> _Plan:
             leaves = _arg_leaves(call.metas)
@@ -115,6 +123,9 @@ def _vjp_result(
                 "vjp",
                 f"cotangent {position} has shape {c.meta.shape}, the output {o.meta.describe()}",
             )
+        check_tangent(
+            "vjp", f"cotangent {position}", c.meta, o.meta, against="the output", shape=False
+        )
     cts = [
         _cast(
             c if c.meta.shape == o.meta.shape else c._rewrap(o.meta._replace(dtype=c.meta.dtype)), o
