@@ -646,7 +646,7 @@ def svd(
     ``"canonical"``.
     """
     full_matrices = check_flag("linalg.svd", "full_matrices", full_matrices)
-    x = matrix_operand("linalg.svd", a)
+    x, sizes = _static_operand("linalg.svd", a, full_matrices)
     if eps is not DEFAULT_EPS:
         eps = check_eps("linalg.svd", eps)
     if gauge != "raw":
@@ -654,6 +654,8 @@ def svd(
     m, n = x.meta.shape[-2:]
     outs = Svd.bind(x, eps=eps, gauge=gauge)
     u, s, vh = outs[0], outs[1], outs[2]
+    if sizes is not None:  # back to the data-dependent extents of the operand
+        return SVDResult(*_cut_factors(u, s, vh, sizes, None))
     if full_matrices and m != n:
         side = "left" if m > n else "right"
         (extra,) = bind(SvdComplement.make((x.meta,), side=side, gauge=gauge), [x])
@@ -662,6 +664,56 @@ def svd(
         else:
             vh = lax.concatenate([vh, extra], vh.meta.ndim - 2)
     return SVDResult(u, s, vh)
+
+
+def _static_operand(op: str, a: Any, full_matrices: bool = False) -> tuple[Any, Any]:
+    """``(matrix, sizes)``: a matrix operand, and for one with data-dependent extents
+    (a traced truncation's: only on the matrix axes) that matrix zero-padded to their
+    static bounds, with ``sizes``, the run-time ``(rows, columns)`` (``None`` where
+    static). Padding adds zero singular values only: the SVD of the padded matrix, cut
+    back (:func:`_cut_factors`), is the operand's."""
+    meta = getattr(a, "meta", None)
+    if meta is None or not meta.dynamic:
+        return matrix_operand(op, a), None
+    nd = meta.ndim
+    if nd < 2 or any(axis < nd - 2 for axis in meta.dynamic) or full_matrices:
+        check_matrix(op, meta)  # raises: static batch axes and thin factors only
+    x = a
+    if x.meta.dtype.kind not in "fc":
+        x = lax.convert_element_type(x, inexact_dtype(op, x.meta))
+    sizes: list[Any] = []
+    for axis in (nd - 2, nd - 1):
+        if axis in meta.dynamic:
+            sizes.append(lax.shape_of(x, axis))
+            bound = tuple(n if i == axis else 1 for i, n in enumerate(meta.shape))
+            x = lax.pad_to_match(x, lax.full(Meta(bound, x.meta.dtype), 0, x), axis)
+        else:
+            sizes.append(None)
+    return x, tuple(sizes)
+
+
+def _cut_factors(u: Any, s: Any, vh: Any, sizes: Any, rank: Any) -> tuple[Any, Any, Any]:
+    """The thin factors of a zero-padded matrix cut back to its data-dependent rows and
+    columns (``sizes``) and to ``rank`` values (default ``min(rows, columns)``): the
+    padding's singular values are zeros, last, and its rows of the kept vectors are 0."""
+    rows, columns = sizes
+    nd = u.meta.ndim
+    if rank is None:
+        m, n = u.meta.shape[-2], vh.meta.shape[-1]
+        rows_value = rows if rows is not None else lax.full(Meta((), np.dtype(np.float64)), m, s)
+        cols_value = (
+            columns if columns is not None else lax.full(Meta((), np.dtype(np.float64)), n, s)
+        )
+        rank = lax.min(rows_value, cols_value)
+    if rows is not None:
+        u = lax.dynamic_truncate(u, rows, nd - 2)
+    if columns is not None:
+        vh = lax.dynamic_truncate(vh, columns, nd - 1)
+    return (
+        lax.dynamic_truncate(u, rank, nd - 1),
+        lax.dynamic_truncate(s, rank, nd - 2),
+        lax.dynamic_truncate(vh, rank, nd - 2),
+    )
 
 
 def svdvals(a: Any, *, eps: float | None = DEFAULT_EPS) -> Any:
@@ -717,7 +769,12 @@ def truncated_svd(
         meta = a.meta
         if meta.ndim >= 2 and not meta.dynamic:
             return _concrete_truncated_svd(a, max_rank, rtol, atol)
-    u, s, vh = svd(a, full_matrices=False, eps=eps)
+    x, sizes = _static_operand(op, a)
+    if sizes is not None:  # rows or columns data-dependent: the padded matrix's SVD
+        outs = Svd.bind(x, eps=eps, gauge="raw")
+        u, s, vh = outs[0], outs[1], outs[2]
+    else:
+        u, s, vh = svd(x, full_matrices=False, eps=eps)
     m, n = u.meta.shape[-2], vh.meta.shape[-1]
     k = s.meta.shape[-1]
     cap = k if max_rank is None else min(k, int(max_rank))
@@ -726,12 +783,14 @@ def truncated_svd(
         if rank == k:
             return SVDResult(u, s, vh)
         return SVDResult(*SvdTruncate.bind(u, s, vh, rank=rank))
-    rank_value = _traced_rank(s, (m, n), rtol, atol, cap)
+    rank_value = _traced_rank(s, (m, n), rtol, atol, cap)  # the padding's zeros never count
     batch = s.meta.ndim - 1
     if cap < k:  # max_rank bounds the static extent of the factors
         u = lax.slice(u, [0] * u.meta.ndim, (*u.meta.shape[:-1], cap))
         s = lax.slice(s, [0] * s.meta.ndim, (*s.meta.shape[:-1], cap))
         vh = lax.slice(vh, [0] * vh.meta.ndim, (*vh.meta.shape[:-2], cap, n))
+    if sizes is not None:
+        return SVDResult(*_cut_factors(u, s, vh, sizes, rank_value))
     return SVDResult(
         lax.dynamic_truncate(u, rank_value, batch + 1),
         lax.dynamic_truncate(s, rank_value, batch),
