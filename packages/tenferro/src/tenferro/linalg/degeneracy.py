@@ -40,6 +40,7 @@ follow the convention above.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -133,13 +134,14 @@ def _first_uneven(
     """The index ``(..., i, j)`` of the first pair :func:`uneven_on_ties` flags, or None.
     A short spectrum (one matrix's) is scanned in Python floats first: no tie, the
     common case, costs less than the numpy calls."""
-    if values.ndim == 1 and values.shape[0] <= _SHORT:
+    if values.ndim == 1 and values.shape[0] <= _SHORT and values.dtype.kind != "c":
         v = values.tolist()
         if len(v) < 2:
             return None
         bound = eps * max(map(abs, v))
-        if all(abs(b - a) > bound for i, a in enumerate(v) for b in v[i + 1 :]):
-            return None
+        steps = [b - a for a, b in itertools.pairwise(v)]
+        if all(d > bound for d in steps) or all(-d > bound for d in steps):
+            return None  # sorted with every neighbour resolved: no cluster
     bad = uneven_on_ties(values, cotangent, eps)
     if not bad.any():
         return None
@@ -183,6 +185,10 @@ def _check_at_zero(
 ) -> bool:
     """Singular values at zero (within ``eps * max``) have a kink (``|t x|``): a
     significant cotangent there has no derivative. Reports and returns True if found."""
+    if values.ndim == 1:  # one spectrum: in Python floats
+        listed = values.tolist()
+        if min(listed) > eps * max(map(abs, listed)):
+            return False
     top = np.max(np.abs(values), axis=-1, keepdims=True)
     if not np.any(values <= eps * top):
         return False

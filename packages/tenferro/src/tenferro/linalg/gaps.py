@@ -118,6 +118,33 @@ def _reciprocals(
     return r, g, cut
 
 
+def _resolved(v: np.ndarray[Any, Any], eps: float, kind: str, order: int) -> Any:
+    """The reciprocals ``R`` of a sorted real spectrum whose gaps (or sums) are all
+    resolved well beyond the tie tolerance and the precision check's bound, else
+    ``None``: then nothing is cut and nothing needs checking (the common case, cheap)."""
+    k = v.shape[-1]
+    if v.dtype.kind == "c" or k == 0:
+        return None
+    steps = v[..., 1:] - v[..., :-1]
+    if not (np.all(steps > 0) or np.all(steps < 0)) and k > 1:
+        return None
+    scale = np.max(np.abs(v), axis=-1)
+    limit = scale * max(eps, machine_eps(v.dtype) ** (0.75 / order))
+    if kind == "difference":
+        closest = np.min(np.abs(steps), axis=-1) if k > 1 else scale + 1
+    else:
+        closest = 2 * np.min(np.abs(v), axis=-1)
+    if not np.all(closest > limit):
+        return None
+    g = _gaps(v, kind)
+    if kind == "difference":
+        g.reshape((*v.shape[:-1], k * k))[..., :: k + 1] = 1  # its reciprocal: set to 0
+        r = np.divide(1, g, out=g)
+        r.reshape((*v.shape[:-1], k * k))[..., :: k + 1] = 0
+        return r
+    return np.divide(1, g, out=g)
+
+
 def _project(x: np.ndarray[Any, Any], part: str) -> np.ndarray[Any, Any]:
     if part == "full":
         return x
@@ -313,10 +340,12 @@ class GapScale(LinalgOp):
         v = np.asarray(v)
         parts = [np.asarray(x) for x in xs]
         x = parts[0] if len(parts) == 1 else parts[0] + self.pair * parts[1]
-        r, g, cut = _reciprocals(v, self.eps, self.kind)
         y = _project(x, self.pre)
-        if x.size and any(np.any(p) for p in parts):
-            _check(self, v, g, cut, y, parts)
+        r = _resolved(v, self.eps, self.kind, self.order)
+        if r is None:
+            r, g, cut = _reciprocals(v, self.eps, self.kind)
+            if x.size and any(np.any(p) for p in parts):
+                _check(self, v, g, cut, y, parts)
         if self.conjugate and r.dtype.kind == "c":
             r = r.conj()
         out = _project(r * y, self.post).astype(x.dtype, copy=False)
@@ -554,8 +583,11 @@ class TiedInverse(LinalgOp):
 
     def impl(self, v: Any, b: Any) -> Any:
         v, b = np.asarray(v), np.asarray(b)
-        _, at_zero = clusters(v, self.eps)
-        inverse = np.divide(1, v, out=np.zeros(v.shape, v.dtype), where=~at_zero)
+        if v.size and np.all(np.abs(v) > self.eps * np.max(np.abs(v), axis=-1, keepdims=True)):
+            inverse = 1 / v  # no value at zero (the common case)
+        else:
+            _, at_zero = clusters(v, self.eps)
+            inverse = np.divide(1, v, out=np.zeros(v.shape, v.dtype), where=~at_zero)
         k = v.shape[-1]
         out = np.zeros(b.shape, b.dtype)
         out.reshape((*v.shape[:-1], k * k))[..., :: k + 1] = inverse
