@@ -108,9 +108,12 @@ def _directional(a: np.ndarray[Any, Any], u: np.ndarray[Any, Any], k: int) -> An
     n = a.shape[-1]
     if k > n - 1:
         return np.zeros(np.broadcast_shapes(a.shape, u.shape), np.result_type(a, u, 1j))
-    size = np.linalg.norm(a, axis=(-2, -1)) + np.finfo(np.abs(a).dtype).tiny
-    direction = np.linalg.norm(u, axis=(-2, -1)) + np.finfo(np.abs(a).dtype).tiny
-    radius = (size / (n * direction))[..., None, None]
+    # A circle on which |t u| is a fraction 1/n of |A| (or of |u| at A = 0): the
+    # polynomial's terms stay within a factor e of each other there.
+    size = np.linalg.norm(a, axis=(-2, -1))
+    direction = np.linalg.norm(u, axis=(-2, -1))
+    direction = np.where(direction > 0, direction, 1.0)  # u = 0: every coefficient is 0
+    radius = ((size + direction) / (n * direction))[..., None, None]
     points = radius[None] * np.exp(2j * np.pi * np.arange(n) / n)[:, *([None] * a.ndim)]
     values = np.stack([adjugate_value(a + t * u) for t in points])  # [n, ..., n, n]
     coefficient = (
