@@ -26,23 +26,12 @@ sys.path.insert(0, str(HERE.parents[1] / "packages" / "tenferro" / "tests"))
 
 import numpy as np  # noqa: E402
 import renormalisation_workload as workload  # noqa: E402  (the workload the tests check)
-from bench_common import QUICK, Report, have, header, median, timings  # noqa: E402
+from bench_common import QUICK, Report, have, header, median  # noqa: E402
 from bench_linalg import CHI_OUT, sweep  # noqa: E402
 from bench_linalg import mps as sweep_cores  # noqa: E402
+from bench_tn import interleaved, ratio  # noqa: E402
 
 import tenferro as tf  # noqa: E402
-
-
-def interleaved(runs: dict[str, Callable[[], Any]], rounds: int, repeat: int) -> dict[str, Any]:
-    samples: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(rounds):
-        for name, run in runs.items():
-            samples[name].append(median(timings(run, repeat)))
-    return samples
-
-
-def ratio(samples: dict[str, list[float]], a: str, b: str) -> float:
-    return median([x / y for x, y in zip(samples[a], samples[b], strict=True)])
 
 
 def _row(report: Report, name: str, runs: dict[str, Callable[[], Any]], **extra: Any) -> None:
