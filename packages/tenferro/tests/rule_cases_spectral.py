@@ -260,7 +260,8 @@ def _gap_scale(kind: str, pre: str, pair: int) -> Any:
 def _cluster_blocks(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
     """The tied blocks of a spectrum with a tie (linear in the matrix)."""
     real = np.empty(0, dt).real.dtype
-    values = tf.asarray(np.array([1.0, 1.0, 2.5, 4.0], real)[: shape[-1]])
+    levels = np.array([1.0, 1.0, 2.5, 4.0], real)[: shape[-1]]
+    values = tf.asarray(np.broadcast_to(levels, shape[:-1]).copy())  # the batch of x
     return (lambda x: ClusterBlocks.bind(values, x, eps=1e-12)), [sample(shape, dt, rng)]
 
 

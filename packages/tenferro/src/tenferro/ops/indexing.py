@@ -376,6 +376,19 @@ class Concatenate(TensorPrimitive):
         return (Meta(tuple(shape), first.dtype, weak, first.dynamic),)
 
     def impl(self, *operands: Any) -> Any:
+        if self.inputs[0].dynamic:  # data-dependent extents must agree at run time
+            shapes = [np.shape(x) for x in operands]
+            if any(
+                s[: self.axis] + s[self.axis + 1 :]
+                != shapes[0][: self.axis] + shapes[0][self.axis + 1 :]
+                for s in shapes
+            ):
+                raise ShapeError(
+                    self.name,
+                    f"operands of run-time shapes {shapes} differ away from axis {self.axis} "
+                    f"(their data-dependent extents disagree)",
+                    phase="execution",
+                )
         return np.concatenate(operands, axis=self.axis)
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
