@@ -37,7 +37,7 @@ RUN := $(WORKSPACE_ENV)/bin/python
 help:
 	@echo "make demo   - run the showcase: a tensor-network workflow, every derivative checked"
 	@echo "make test   - every package's suite in isolation, then the integration suite"
-	@echo "make lint   - ruff check, ruff format --check, mypy"
+	@echo "make lint   - ruff check, ruff format --check, mypy, tenferro's import layers"
 	@echo "make bench  - benchmarks (not tests); writes docs/benchmarks.md (BENCH_QUICK=1: fast)"
 	@echo "make figures - regenerate the tutorial's figures in docs/figures/"
 	@echo "make dist   - build wheels and sdists, install each wheel alone and import it,"
@@ -67,6 +67,7 @@ lint: sync
 	$(WORKSPACE_ENV)/bin/ruff check .
 	$(WORKSPACE_ENV)/bin/ruff format --check .
 	$(WORKSPACE_ENV)/bin/mypy
+	$(RUN) tools/import_layers.py check
 
 format: sync
 	$(WORKSPACE_ENV)/bin/ruff format .

@@ -31,6 +31,7 @@ from tenferro.core.primitive import (
 )
 from tenferro.errors import AxisError, DTypeError, ShapeError
 from tenferro.meta import Meta, normalize_axis
+from tenferro.ops.batching import batch_size, counted_indices, loop, move_axis, rebind, to_front
 
 __all__ = [
     "Concatenate",
@@ -61,8 +62,6 @@ class Slice(TensorPrimitive):
     name = "slice"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         starts, limits = (0, *self.starts), (x.meta.shape[0], *self.limits)
         return rebind(self, [x], starts=starts, limits=limits, strides=(1, *self.strides)), [0]
@@ -167,8 +166,6 @@ class Pad(TensorPrimitive):
     name = "pad"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         config = {k: (0, *getattr(self, k)) for k in ("low", "high", "interior")}
         return rebind(self, [x], **config), [0]
@@ -327,8 +324,6 @@ class Concatenate(TensorPrimitive):
     name = "concatenate"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import batch_size, rebind, to_front
-
         size = batch_size(xs, dims)
         fronted = [to_front(x, d, size) for x, d in zip(xs, dims, strict=True)]
         return rebind(self, fronted, axis=self.axis + 1), [0]
@@ -430,8 +425,6 @@ class DynamicSlice(TensorPrimitive):
     name = "dynamic_slice"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         if dims[1] is not None:
             # A window per example: the equivalent gather (it clamps starts the same way).
             rank = len(self.sizes)
@@ -484,8 +477,6 @@ class DynamicUpdateSlice(TensorPrimitive):
     batch_loop = "batched start indices write a different window per example"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import batch_size, loop, rebind, to_front
-
         if dims[2] is not None:
             return loop(self, xs, dims)
         size = batch_size(xs, dims)
@@ -572,8 +563,6 @@ class Gather(TensorPrimitive):
     name = "gather"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import counted_indices, move_axis, rebind
-
         offsets = tuple(d + 1 for d in self.offset_dims)
         if dims[1] is not None:
             indices = move_axis(xs[1], dims[1], 0)
@@ -715,8 +704,6 @@ class Scatter(TensorPrimitive):
     name = "scatter_add"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import batch_size, counted_indices, rebind, to_front
-
         size = batch_size(xs, dims)
         operand, updates = to_front(xs[0], dims[0], size), to_front(xs[2], dims[2], size)
         if dims[1] is not None:

@@ -24,6 +24,7 @@ from tenferro.core.primitive import (
 )
 from tenferro.errors import AxisError, ShapeError
 from tenferro.meta import Meta, normalize_axes
+from tenferro.ops.batching import move_axis, rebind
 
 _add_reduce = np.add.reduce
 
@@ -58,8 +59,6 @@ class Reduction(TensorPrimitive):
         return tuple(i for i in range(self.inputs[0].ndim) if i not in self.axes)
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         return rebind(self, [x], axes=tuple(a + 1 for a in self.axes)), [0]
 

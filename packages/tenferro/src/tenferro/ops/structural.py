@@ -29,6 +29,7 @@ from tenferro.dtypes import bool_, is_inexact
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import AxisError, ScalarOverflowError, ShapeError
 from tenferro.meta import Meta, check_permutation, normalize_axes, normalize_axis
+from tenferro.ops.batching import elementwise, leading, move_axis, rebind
 
 __all__ = [
     "BroadcastInDim",
@@ -58,8 +59,6 @@ class Transpose(TensorPrimitive):
     name = "transpose"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         perm = (0, *(p + 1 for p in self.permutation))
         return rebind(self, [x], permutation=perm), [0]
@@ -96,8 +95,6 @@ class Reshape(TensorPrimitive):
     name = "reshape"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         return rebind(self, [x], shape=(x.meta.shape[0], *self.shape)), [0]
 
@@ -154,8 +151,6 @@ class BroadcastInDim(TensorPrimitive):
     name = "broadcast_in_dim"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         shape = (x.meta.shape[0], *self.shape)
         return rebind(self, [x], shape=shape, dims=(0, *(d + 1 for d in self.dims))), [0]
@@ -298,8 +293,6 @@ class Convert(TensorPrimitive):
     name = "convert"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import elementwise
-
         return elementwise(self, xs, dims)
 
     extent_generic = True  # elementwise: its rules read dtypes only
@@ -356,8 +349,6 @@ class ExtractDiag(TensorPrimitive):
     name = "extract_diag"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         return rebind(self, [x], axis_a=self.axis_a + 1, axis_b=self.axis_b + 1), [0]
 
@@ -410,8 +401,6 @@ class EmbedDiag(TensorPrimitive):
     name = "embed_diag"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         return rebind(self, [x], axis_a=self.axis_a + 1, axis_b=self.axis_b + 1), [0]
 
@@ -472,8 +461,6 @@ class _Triangle(TensorPrimitive):
     extent_generic = True  # the diagonal offset is a parameter; its transpose is itself
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import leading
-
         return leading(self, xs, dims)
 
     def infer(self) -> tuple[Meta]:
@@ -531,8 +518,6 @@ class Reverse(TensorPrimitive):
     name = "reverse"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         return rebind(self, [x], axes=tuple(a + 1 for a in self.axes)), [0]
 
