@@ -39,6 +39,7 @@ from tenferro.errors import (
     NonScalarError,
     ReleasedGraphError,
     TenferroError,
+    one_warning_per_call,
 )
 from tenferro.ieee import quiet, restore
 from tenferro.meta import Meta
@@ -522,7 +523,12 @@ class Tape:
                 value = self._result(cotangents.get(tensor.key), tensor, False)
                 tensor._grad = value if tensor._grad is None else lax.add(tensor._grad, value)
 
-    def _reverse(
+    def _reverse(self, *args: Any) -> dict[Any, Any]:
+        """One reverse pass (:meth:`_reverse_pass`), its findings warned once."""
+        with one_warning_per_call():
+            return self._reverse_pass(*args)
+
+    def _reverse_pass(
         self,
         op: str,
         output: Any,
