@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tenferro_support import plain
 
 import tenferro as tf
 
@@ -149,3 +150,25 @@ def test_the_dtype_argument_converts_the_stacked_tensor() -> None:
     assert result.dtype == np.complex64
     np.testing.assert_array_equal(result, [1.0, 1.0])
     assert tf.jit(lambda x: tf.array([x[0], 1]))(np.ones(2, np.float32)).dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        tf.asarray,
+        lambda a: tf.asarray(a, requires_grad=True),
+        tf.tensor,
+        lambda a: tf.tensor(a, requires_grad=True),
+        tf.Tensor,
+        tf.EagerTensor,
+        tf.array,
+    ],
+)
+def test_conversions_from_numpy_copy_the_data_as_documented(make):
+    """The docs say ``tf.asarray`` (and every constructor) copies: a later change to the
+    numpy array is not seen by the tensor (only ``tf.from_dlpack(a, copy=False)``
+    shares, read-only)."""
+    source = np.array([1.0, 2.0])
+    made = make(source)
+    source[0] = 99.0
+    assert plain(made).tolist() == [1.0, 2.0]
