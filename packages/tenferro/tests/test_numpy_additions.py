@@ -3,8 +3,9 @@ cases included) on every tensor kind, and differentiable ones against finite dif
 and the adjoint identity: ``pad`` in every mode, ``r_``/``c_``, ``gradient``, the split
 family, ``sinc`` (every derivative at 0), ``nan_to_num``, ``fmax``/``fmin``, ``select``,
 ``searchsorted``, ``nonzero``/one-argument ``where``, ``unique_*``, ``count_nonzero``,
-the bitwise functions and shifts, ``copysign``/``signbit``/``nextafter``, and
-``linalg.svd(compute_uv=False)``."""
+the bitwise functions and shifts, ``copysign``/``signbit``/``nextafter``,
+``linalg.svd(compute_uv=False)``, ``fabs``, ``logaddexp2``, ``rollaxis``,
+``partition``/``argpartition``, ``array`` of tensors and ``linspace`` of tensors."""
 
 from __future__ import annotations
 
@@ -349,3 +350,104 @@ def test_svd_without_factors_is_numpys_and_differentiable() -> None:
     _same(tf.linalg.svd(a, compute_uv=False), np.linalg.svd(a, compute_uv=False))
     _same(tf.linalg.svd(a, False, False), np.linalg.svd(a, False, False))
     tf.testing.check_grads(lambda m: tf.linalg.svd(m, compute_uv=False), [a], order=2)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "bool"])
+def test_fabs_is_numpys_and_refuses_complex(kind: str, dtype: str) -> None:
+    x = np.array([[-1.5, 0.0], [2.0, -0.25]]).astype(dtype)
+    expected = np.fabs(x)  # bool gives numpy's float16, not a tenferro dtype: float64
+    _same(tf.fabs(KINDS[kind](x)), expected.astype(np.float64) if dtype == "bool" else expected)
+    with pytest.raises(tf.DTypeError, match=r"tf\.abs"):
+        tf.fabs(KINDS[kind](x + 1j))
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    x=hnp.arrays(np.float64, (3,), elements=st.floats(-30, 30)),
+    y=hnp.arrays(np.float64, (3,), elements=st.floats(-30, 30)),
+)
+def test_logaddexp2_is_numpys_and_differentiable(x: Any, y: Any) -> None:
+    _same(tf.logaddexp2(x, y), np.logaddexp2(x, y))
+    tf.testing.check_grads(tf.logaddexp2, [x, y + 0.5], order=2)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4), (5,), (2, 1, 3, 2)])
+def test_rollaxis_is_numpys_for_every_axis_and_start(shape: Any) -> None:
+    x = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+    n = len(shape)
+    for axis in range(-n, n):
+        for start in range(-n, n + 1):
+            _same(tf.rollaxis(x, axis, start), np.rollaxis(x, axis, start))
+    with pytest.raises(tf.AxisError):
+        tf.rollaxis(x, 0, n + 1)
+    with pytest.raises(tf.AxisError):
+        tf.rollaxis(x, n, 0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    x=hnp.arrays(
+        np.float64, st.tuples(st.integers(1, 6), st.integers(1, 4)), elements=st.floats(-9, 9)
+    ),
+    data=st.data(),
+)
+def test_partition_meets_numpys_contract_at_every_kth(x: Any, data: Any) -> None:
+    axis = data.draw(st.sampled_from([0, 1, -1, None]))
+    extent = x.size if axis is None else x.shape[axis]
+    kth = data.draw(st.integers(-extent, extent - 1))
+    got = plain(tf.partition(x, kth, axis))
+    reference = np.partition(x, kth, axis)
+    flat = axis is None
+    moved = got.reshape(-1) if flat else np.moveaxis(got, axis, -1)
+    wanted = reference.reshape(-1) if flat else np.moveaxis(reference, axis, -1)
+    k = kth % extent
+    np.testing.assert_array_equal(moved[..., k], wanted[..., k])  # the kth value in place
+    assert np.all(moved[..., :k] <= moved[..., k : k + 1])
+    assert np.all(moved[..., k + 1 :] >= moved[..., k : k + 1])
+    order = plain(tf.argpartition(x, kth, axis))
+    source = x.reshape(-1) if flat else x
+    taken = source[order] if flat else np.take_along_axis(source, order, axis)
+    np.testing.assert_array_equal(taken, got)
+    with pytest.raises(tf.AxisError, match="kth"):
+        tf.partition(x, extent, axis)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_array_of_a_tensor_keeps_its_kind_and_derivative(kind: str) -> None:
+    x = KINDS[kind](np.array([1.0, 2.0]))
+    assert type(tf.array(x)) is type(x)
+    assert plain(tf.array(x, "float32")).dtype == np.float32
+    np.testing.assert_allclose(plain(tf.grad(lambda v: tf.sum(tf.array(v) ** 2))(3.0)), 6.0)
+
+
+@pytest.mark.parametrize("num", [0, 1, 2, 5])
+@pytest.mark.parametrize("endpoint", [True, False])
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_linspace_of_tensor_end_points_is_numpys_and_differentiable(
+    num: int, endpoint: bool, kind: str
+) -> None:
+    for start, stop in [(1.2, 3.4), (1.2, -3.4), (1.2, 1.2), ([0.0, 1.0], [1.0, 3.0])]:
+        got = tf.linspace(KINDS[kind](np.asarray(start)), stop, num, endpoint=endpoint)
+        _same(got, np.linspace(start, stop, num, endpoint=endpoint))
+        tf.testing.check_grads(
+            lambda a, b: tf.linspace(a, b, num, endpoint=endpoint),
+            [np.asarray(start), np.asarray(stop)],
+        )
+    _same(tf.linspace(tf.asarray(1.0 + 1j), 2.0, 3), np.linspace(1.0 + 1j, 2.0, 3))
+
+
+def test_check_grads_takes_pytree_arguments() -> None:
+    rng = np.random.default_rng(0)
+    tf.testing.check_grads(tf.concatenate, [(rng.random(1), rng.random(3))])
+    tf.testing.check_grads(lambda d: d["a"] * tf.sum(d["b"]), [{"a": 1.5, "b": rng.random(2)}])
+    with pytest.raises(AssertionError):
+        tf.testing.check_grads(_wrong_rule, [{"a": rng.random(2)}])
+
+
+@tf.custom_jvp
+def _wrong_rule(d: Any) -> Any:
+    return tf.sin(d["a"])
+
+
+_wrong_rule.defjvp(lambda p, t: (_wrong_rule(p[0]), t[0]["a"] * 2.0))

@@ -272,6 +272,18 @@ CASES: dict[str, Case] = {
         lambda x: tf.select([x > 1.5, x < 1.0], [x, x * x], 7.0),
     ),
     "numpy.sinc": Case(matrix, lambda x: np.sinc(x - 1.0), lambda x: tf.sinc(x - 1.0)),
+    "numpy.rollaxis": Case(cube, lambda x: np.rollaxis(x, 2, 1), lambda x: tf.rollaxis(x, 2, 1)),
+    # numpy leaves the order on each side of kth unspecified (tenferro sorts the axis): on
+    # 3 rows, partitions at kth 1 and at (0, 2) are the sorted columns
+    "numpy.partition": Case(
+        matrix, lambda x: np.partition(x, 1, axis=0), lambda x: tf.partition(x, 1, axis=0)
+    ),
+    "numpy.argpartition": Case(
+        matrix,
+        lambda x: np.argpartition(x, (0, 2), axis=0),
+        lambda x: tf.argpartition(x, (0, 2), axis=0),
+        False,
+    ),
     "numpy.iscomplex": Case(
         complex_pair,
         lambda a, b: np.iscomplex(a.real + b),

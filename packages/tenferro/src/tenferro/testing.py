@@ -50,7 +50,8 @@ def check_grads(
 ) -> None:
     """Check the derivatives of ``f`` at ``args`` up to ``order`` (see the module docs).
 
-    ``f`` takes the arguments positionally and returns a tensor or a tuple/list/dict
+    ``f`` takes the arguments positionally (each a tensor, an array, a number, or a pytree
+    of them) and returns a tensor or a tuple/list/dict
     of tensors. Tolerances and the finite-difference step default by the lowest
     precision among the differentiable arguments (float32/complex64: step 1e-3,
     tolerance 2e-3; float64/complex128: step 1e-6, tolerance 1e-5).
@@ -67,7 +68,16 @@ def check_grads(
         raise ParameterError(
             "check_grads", f"modes must be a subset of ('fwd', 'rev'), got {modes!r}"
         )
-    arrays = [np.asarray(a) for a in args]
+    leaves, treedef = flatten(list(args))  # each argument may be a pytree (JAX's habit)
+    arrays = [np.asarray(leaf) for leaf in leaves]
+    target = f
+    if len(leaves) != len(args) or any(
+        leaf is not a for leaf, a in zip(leaves, args, strict=False)
+    ):
+
+        def target(*values: Any) -> Any:
+            return f(*unflatten(treedef, list(values)))
+
     key = _precision_key(arrays)
     settings = _Settings(
         atol=_TOL[key] if atol is None else atol,
@@ -75,7 +85,7 @@ def check_grads(
         eps=_EPS[key] if eps is None else eps,
         rng=np.random.default_rng(seed),
     )
-    _check(f, arrays, order, tuple(modes), settings, "")
+    _check(target, arrays, order, tuple(modes), settings, "")
 
 
 class _Settings:

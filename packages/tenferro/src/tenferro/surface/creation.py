@@ -20,6 +20,7 @@ from tenferro.eager import EagerTensor
 from tenferro.eager.tape import _refuse_tracked
 from tenferro.errors import AllocationError, DTypeError, ParameterError, ShapeError
 from tenferro.surface import convert as _convert
+from tenferro.surface import math as _math
 from tenferro.surface.convert import as_shape, check_int_fits
 from tenferro.surface.signatures import TensorT, preserving
 
@@ -43,8 +44,19 @@ __all__ = [
 ]
 
 
-def array(data: Any, dtype: Any = None) -> Tensor:
-    """A concrete tensor holding a copy of ``data``."""
+@overload
+def array(data: TensorT, dtype: Any = None) -> TensorT: ...
+@overload
+def array(data: ArrayLike, dtype: Any = None) -> Tensor: ...
+@overload
+def array(data: Any, dtype: Any = None) -> Any: ...
+def array(data: Any, dtype: Any = None) -> Any:
+    """A tensor holding a copy of ``data`` (numpy's ``np.array``): a tensor of any kind
+    stays that kind (its tape or graph kept; converted to ``dtype`` when given), nested
+    lists holding tensors are stacked on the highest kind among them, other data gives a
+    ``Tensor``."""
+    if _convert.is_tensor(data):
+        return data if dtype is None else _convert.astype(data, dtype)
     return concrete_class()._convert(data, dtype, "array")
 
 
@@ -135,8 +147,10 @@ def asarray(
 ) -> Any:
     """``x`` as a tensor: a tensor passes through unchanged (converted if ``dtype`` is
     given); arrays, sequences and scalars become a ``Tensor``. With ``requires_grad``
-    the result is a tracked leaf ``EagerTensor`` of the default tape sharing ``x``'s data
-    (PyTorch's ``torch.asarray(x, requires_grad=True)``). ``device`` may only be
+    the result is a tracked leaf ``EagerTensor`` of the default tape holding a copy of
+    ``x``'s data (PyTorch's ``torch.asarray(x, requires_grad=True)``, which shares it:
+    tenferro's tensors are immutable, so they never alias a mutable array;
+    ``tf.from_dlpack(x, copy=False)`` shares read-only). ``device`` may only be
     ``None``/``"cpu"``; ``copy`` is accepted for the array API (tensors are immutable,
     so a copy is never observable)."""
     if device not in (None, "cpu"):
@@ -255,15 +269,36 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Te
 def linspace(
     start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = float64
 ) -> Tensor:
-    """``num`` evenly spaced values from ``start`` to ``stop``."""
+    """``num`` evenly spaced values from ``start`` to ``stop`` (numpy's). ``start`` and
+    ``stop`` may be tensors of any kind (then differentiable, as ``jnp.linspace``;
+    arrays broadcast against each other, the values along a new first axis); the default
+    dtype is then theirs, promoted with float64."""
     endpoint = check_flag("linspace", "endpoint", endpoint)
     count = _count("linspace", "num", num)
     as_shape((count,), "linspace")
+    if _convert.is_tensor(start) or _convert.is_tensor(stop):
+        return _traced_linspace(start, stop, count, endpoint, dtype)
     try:
         values = np.linspace(start, stop, count, endpoint=endpoint)
     except (TypeError, ValueError) as error:
         raise ParameterError("linspace", f"{error} (start={start!r}, stop={stop!r})") from None
     return concrete_class()._convert(values, dtype, "linspace")
+
+
+def _traced_linspace(start: Any, stop: Any, count: int, endpoint: bool, dtype: Any) -> Any:
+    """``linspace`` of tensor end points: ``start + (stop - start) * k / divisions``, the
+    end point exactly ``stop`` (as numpy sets it)."""
+    first, last = _convert.prepare("linspace", (start, stop))
+    if first.meta.dtype.kind not in "fc":
+        first, last = _convert.astype(first, float64), _convert.astype(last, float64)
+    rank = len(first.meta.shape)
+    divisions = (count - 1 if endpoint else count) or 1
+    column = (count,) + (1,) * rank
+    fractions = (np.arange(count, dtype=np.float64) / divisions).reshape(column)
+    values = _math.add(first, _math.multiply(_math.subtract(last, first), fractions))
+    if endpoint and count > 1:
+        values = _math.where((np.arange(count) == count - 1).reshape(column), last, values)
+    return values if dtype is float64 else _convert.astype(values, dtype)
 
 
 @preserving

@@ -57,6 +57,7 @@ __all__ = [
     "exp",
     "exp2",
     "expm1",
+    "fabs",
     "floor",
     "floor_divide",
     "fmax",
@@ -73,6 +74,7 @@ __all__ = [
     "log2",
     "log10",
     "logaddexp",
+    "logaddexp2",
     "logical_and",
     "logical_not",
     "logical_or",
@@ -632,6 +634,29 @@ def logaddexp(x: Any, y: Any) -> Any:
     top = lax.select(first, a, b)
     top = lax.select(same_infinity, lax.mul(lax.add(a, b), lax.full_like(a, 0.5)), top)
     return lax.add(top, lax.log1p(lax.exp(gap)))
+
+
+@binary
+def logaddexp2(x: Any, y: Any) -> Any:
+    """``log2(2**x + 2**y)`` computed stably (numpy's; real inputs): ``logaddexp`` of
+    ``x ln 2`` and ``y ln 2``, divided by ``ln 2``."""
+    a, b = _inexact("logaddexp2", x, y)
+    if is_complex(a.meta.dtype):
+        raise DTypeError("logaddexp2", f"needs real values, got {a.meta.dtype} (as numpy's)")
+    ln2 = lax.full_like(a, np.log(2.0))
+    return lax.div(logaddexp(lax.mul(a, ln2), lax.mul(b, lax.full_like(b, np.log(2.0)))), ln2)
+
+
+@preserving
+def fabs(x: Any) -> Any:
+    """numpy's ``fabs``: the absolute value of real values, as floats (integers and bool
+    give float64); complex values raise (use ``abs``, their modulus), as in numpy."""
+    a = asarray(x, op="fabs")
+    if a.meta.dtype.kind == "c":
+        raise DTypeError("fabs", f"fabs takes real values, got {a.meta.dtype}: use tf.abs")
+    if a.meta.dtype.kind not in "f":
+        a = lax.convert_element_type(a, float64)
+    return abs(a)
 
 
 @binary

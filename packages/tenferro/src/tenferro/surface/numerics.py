@@ -38,6 +38,7 @@ from tenferro.surface.signatures import (
 __all__ = [
     "argmax",
     "argmin",
+    "argpartition",
     "argsort",
     "array_split",
     "cross",
@@ -53,6 +54,7 @@ __all__ = [
     "logsumexp",
     "nanmean",
     "nansum",
+    "partition",
     "relu",
     "searchsorted",
     "softmax",
@@ -247,6 +249,36 @@ def argsort(
     a = asarray(x, op="argsort")
     flat, position = _flat_or_axis(a, axis, "argsort")
     return lax.argsort(flat, position, descending=descending)
+
+
+@preserving
+def partition(x: Any, kth: Any, axis: int | None = -1) -> Any:
+    """numpy's ``partition``: along ``axis``, each ``kth`` element where sorting puts it,
+    smaller ones before, larger after. tenferro sorts the whole axis (a partition of every
+    ``kth`` at once; numpy leaves the order within each side unspecified). Derivatives
+    follow the values, as ``sort``'s."""
+    a = asarray(x, op="partition")
+    _check_kth("partition", a, kth, axis)
+    return sort(a, axis)
+
+
+@preserving
+def argpartition(x: Any, kth: Any, axis: int | None = -1) -> Any:
+    """numpy's ``argpartition``: the int64 indices of :func:`partition` (``argsort``'s)."""
+    a = asarray(x, op="argpartition")
+    _check_kth("argpartition", a, kth, axis)
+    return argsort(a, axis)
+
+
+def _check_kth(op: str, a: Any, kth: Any, axis: int | None) -> None:
+    if axis is None:
+        extent = a.meta.size
+    else:
+        position = normalize_axis(as_int(op, "axis", axis, AxisError), a.meta.ndim, op)
+        extent = a.meta.shape[position]
+    for k in as_int_or_ints(op, "kth", kth, AxisError):
+        if not -extent <= k < extent:
+            raise AxisError(op, f"kth {kth!r} is out of range for an axis of {extent}")
 
 
 def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None) -> Any:

@@ -31,6 +31,7 @@ __all__ = [
     "permute_dims",
     "ravel",
     "reshape",
+    "rollaxis",
     "squeeze",
     "stack",
     "swapaxes",
@@ -101,6 +102,23 @@ def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[in
     for target, axis in sorted(zip(targets, sources, strict=True)):
         order.insert(target, axis)
     return lax.transpose(a, order)
+
+
+@preserving
+def rollaxis(x: Any, axis: int, start: int = 0) -> Any:
+    """numpy's ``rollaxis``: axis ``axis`` moved to stand before position ``start`` (the
+    others keep their order); ``moveaxis`` says the same more plainly."""
+    a = asarray(x)
+    ndim = a.meta.ndim
+    source = normalize_axis(as_int("rollaxis", "axis", axis, AxisError), ndim, "rollaxis")
+    target = as_int("rollaxis", "start", start, AxisError)
+    if target < 0:
+        target += ndim
+    if not 0 <= target <= ndim:
+        raise AxisError("rollaxis", f"start {start} is out of range for {ndim} axes")
+    if source < target:
+        target -= 1
+    return a if source == target else moveaxis(a, source, target)
 
 
 @preserving
