@@ -133,6 +133,25 @@ def _cases() -> dict[str, Case]:
         add(name, getattr(tf, name), name, {"x": M}, {"axis": (1,)}, axes(optional=True))
     for name in ["argmax", "argmin", "cumsum", "cumprod", "sort", "argsort"]:
         add(name, getattr(tf, name), name, {"x": M}, {"axis": 1}, axis(optional=True))
+    for name in ["partition", "argpartition"]:
+        add(
+            name,
+            getattr(tf, name),
+            name,
+            {"x": M},
+            {"kth": (0, 2), "axis": 1},
+            Int("kth", AxisError, sequence=True, scalar_ok=True),
+            axis(optional=True),
+        )
+    add(
+        "rollaxis",
+        tf.rollaxis,
+        "rollaxis",
+        {"x": T},
+        {"axis": 2, "start": 1},
+        axis(),
+        count("start", AxisError),
+    )
     for name in ["diagonal", "trace"]:
         add(
             name,

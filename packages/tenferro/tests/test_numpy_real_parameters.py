@@ -92,6 +92,7 @@ CASES: dict[str, Real] = {
 EXEMPT: dict[tuple[str, str], str] = {
     ("tf.linspace", "start"): "array-like, as numpy's (broadcast endpoints)",
     ("tf.linspace", "stop"): "array-like, as numpy's (broadcast endpoints)",
+    ("tf.rollaxis", "start"): "an axis position (test_numpy_integer_parameters)",
     ("tf.full", "fill_value"): "array-like and complex, as numpy's",
     ("tf.full_like", "fill_value"): "array-like and complex, as numpy's",
     ("tf.clip", "a_min"): "an operand (array-like, broadcast)",

@@ -295,6 +295,9 @@ AXIS_ALIAS_EXEMPT = {
     "take": "numpy's take along an axis (torch.take flattens; torch.index_select)",
     "gradient": "numpy's gradient (torch.gradient's spacing/dim differ)",
     "append": "numpy's append (torch has no append)",
+    "partition": "numpy's partition (torch has none: torch.kthvalue/topk differ)",
+    "argpartition": "numpy's argpartition (torch has none)",
+    "rollaxis": "numpy's rollaxis (torch.movedim: tf.moveaxis)",
 }
 
 
