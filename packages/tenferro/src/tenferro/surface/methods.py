@@ -641,39 +641,12 @@ class SurfaceMethods(TensorMethods):
         ``x.to(device, dtype)``; other devices raise."""
         return _torch.to(self, args, kwargs)
 
-    def double(self) -> Self:
-        """``astype(float64)`` (PyTorch's ``double()``)."""
-        return _convert.astype(self, "float64")
-
-    def float(self) -> Self:
-        """``astype(float32)`` (PyTorch's ``float()``: single precision)."""
-        return _convert.astype(self, "float32")
-
-    def long(self) -> Self:
-        """``astype(int64)`` (PyTorch's ``long()``)."""
-        return _convert.astype(self, "int64")
-
-    def int(self) -> Self:
-        """``astype(int32)`` (PyTorch's ``int()``)."""
-        return _convert.astype(self, "int32")
-
-    def bool(self) -> Self:
-        """``astype(bool)`` (PyTorch's ``bool()``)."""
-        return _convert.astype(self, "bool")
-
-    def cfloat(self) -> Self:
-        """``astype(complex64)`` (PyTorch's ``cfloat()``)."""
-        return _convert.astype(self, "complex64")
-
-    def cdouble(self) -> Self:
-        """``astype(complex128)`` (PyTorch's ``cdouble()``)."""
-        return _convert.astype(self, "complex128")
-
     def half(self) -> NoReturn:
         """PyTorch's ``half()``: float16 is not one of tenferro's dtypes."""
         raise _torch.unsupported_dtype("half", "float16")
 
 
+_torch.install_dtype_methods(SurfaceMethods)  # double(), float(), long() ...
 _torch.install_in_place_refusals(SurfaceMethods)
 
 _NO_TAPE = object()

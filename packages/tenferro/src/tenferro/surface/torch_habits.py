@@ -21,10 +21,12 @@ from tenferro.surface.convert import astype, broadcast_to
 from tenferro.surface.shapes import permute_dims, ravel, reshape, transpose
 
 __all__ = [
+    "DTYPE_METHODS",
     "IN_PLACE",
     "Size",
     "expand",
     "flatten",
+    "install_dtype_methods",
     "install_in_place_refusals",
     "matrix_t",
     "permute",
@@ -194,6 +196,34 @@ def _refusal(name: str, instead: str) -> Any:
     refuse.__name__ = refuse.__qualname__ = name
     refuse.__doc__ = f"PyTorch's in-place ``{name}``: raises (tensors are immutable); {instead}."
     return refuse
+
+
+DTYPE_METHODS = {
+    "double": "float64",
+    "float": "float32",
+    "long": "int64",
+    "int": "int32",
+    "bool": "bool",
+    "cfloat": "complex64",
+    "cdouble": "complex128",
+}
+"""PyTorch's conversion methods (``x.double()`` ...) and the dtype each converts to."""
+
+
+def _conversion(cls: type, name: str, dtype: str) -> Any:
+    def convert(self: Any) -> Any:
+        return astype(self, dtype)
+
+    convert.__name__ = name
+    convert.__qualname__ = f"{cls.__name__}.{name}"
+    convert.__doc__ = f"``astype({dtype})`` (PyTorch's ``{name}()``)."
+    return convert
+
+
+def install_dtype_methods(cls: type) -> None:
+    """Give ``cls`` PyTorch's conversion methods of :data:`DTYPE_METHODS`."""
+    for name, dtype in DTYPE_METHODS.items():
+        setattr(cls, name, _conversion(cls, name, dtype))
 
 
 def install_in_place_refusals(cls: type) -> None:
