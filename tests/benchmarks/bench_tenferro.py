@@ -37,6 +37,11 @@ import tenferro as tf  # noqa: E402
 CHAIN_OPS = 1000
 
 
+def _value(x: Any) -> Any:
+    """The data of a tensor (a tracked one's without its tape: np.asarray refuses those)."""
+    return np.asarray(x.detach() if hasattr(x, "detach") else x)
+
+
 def have(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
@@ -418,7 +423,7 @@ def _check_same(ours: Any, theirs: Any) -> None:
         for mine, other in zip(ours, theirs, strict=True):
             _check_same(mine, other)
         return
-    mine, other = np.asarray(ours), theirs.detach().numpy()
+    mine, other = _value(ours), theirs.detach().numpy()
     np.testing.assert_allclose(np.abs(mine), np.abs(other), rtol=1e-8, atol=1e-12)
 
 
@@ -574,7 +579,7 @@ def bench_eager_ops(report: Report, rounds: int = 7) -> None:
         if name in linalg_rows:  # factorizations agree up to their sign gauge
             _check_same(ours(), theirs())
         else:
-            np.testing.assert_allclose(np.asarray(ours()), theirs().detach().numpy(), rtol=1e-9)
+            np.testing.assert_allclose(_value(ours()), theirs().detach().numpy(), rtol=1e-9)
         got = _interleaved(
             {"tf": _per_call(ours, calls), "torch": _per_call(theirs, calls)}, rounds, 10
         )
@@ -606,7 +611,7 @@ def bench_eager_ops(report: Report, rounds: int = 7) -> None:
         import autograd.numpy as anp
 
         runs["autograd"] = functools.partial(autograd.grad(lambda v: chain(anp, v)), v16)
-    np.testing.assert_allclose(np.asarray(w3_ours()), w3_torch().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(_value(w3_ours()), w3_torch().numpy(), rtol=1e-10)
     got = _interleaved(runs, rounds, 5)
     for peer in [name for name in runs if name != "tf"]:
         ratio, spread = _ratio(got["tf"], got[peer])
@@ -684,7 +689,7 @@ def bench_eager_ops(report: Report, rounds: int = 7) -> None:
         (hv,) = torch.autograd.grad(g @ vt, xr)
         return hv
 
-    np.testing.assert_allclose(np.asarray(hvp_ours()), hvp_torch().numpy(), rtol=1e-8)
+    np.testing.assert_allclose(_value(hvp_ours()), hvp_torch().numpy(), rtol=1e-8)
     got = _interleaved({"tf": hvp_ours, "torch": hvp_torch}, rounds, 20)
     ratio, spread = _ratio(got["tf"], got["torch"])
     report.add(
