@@ -21,10 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fuzz_support import fuzz_settings
-from hypothesis import assume, given
-from hypothesis import strategies as st
-from review_s21_support import (
+from derivative_routes import (
     assert_close,
     fd_gradient,
     fd_hvp,
@@ -35,6 +32,9 @@ from review_s21_support import (
     values,
     weights_for,
 )
+from fuzz_support import fuzz_settings
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 import tenferro as tf
 

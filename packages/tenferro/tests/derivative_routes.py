@@ -1,8 +1,7 @@
-"""Helpers of the s21 review's differential tests (test_review_s21_*.py): one real
-scalar loss per function, its gradient and Hessian-vector product in every mode
-(traced transforms, jit, vmap, the eager tape with create_graph), and central finite
-differences as the independent reference, in tenferro's complex convention
-(``grad = dL/dRe + i dL/dIm``, PyTorch's)."""
+"""One real scalar loss per function, its gradient and Hessian-vector product by every
+route tenferro offers (traced transforms, jit, vmap, the eager tape with create_graph),
+and central finite differences as the independent reference, in tenferro's complex
+convention (``grad = dL/dRe + i dL/dIm``, PyTorch's)."""
 
 from __future__ import annotations
 
