@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pytest
 import scipy.special
-from derivative_routes import fd_gradient, values
+from transform_routes import fd_gradient, values
 
 import tenferro as tf
 from tenferro import lax

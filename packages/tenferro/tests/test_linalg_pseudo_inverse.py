@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from derivative_routes import fd_gradient
 from fuzz_support import fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
+from transform_routes import fd_gradient
 
 import tenferro as tf
 

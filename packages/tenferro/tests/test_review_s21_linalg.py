@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from derivative_routes import fd_gradient, values
 from fuzz_support import fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
 from test_linalg_least_squares import _matrix as matrix_of_rank
 from test_linalg_least_squares import _random as random_values
+from transform_routes import fd_gradient, values
 
 import tenferro as tf
 

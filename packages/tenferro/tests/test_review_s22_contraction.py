@@ -17,15 +17,15 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from derivative_routes import (
+from fuzz_support import fuzz_settings
+from hypothesis import given
+from hypothesis import strategies as st
+from transform_routes import (
     fd_gradient,
     gradients_in_every_mode,
     numpy_loss,
     values,
 )
-from fuzz_support import fuzz_settings
-from hypothesis import given
-from hypothesis import strategies as st
 
 import tenferro as tf
 from tenferro.ops import dot_plans
