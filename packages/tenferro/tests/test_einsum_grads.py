@@ -191,3 +191,14 @@ def test_network_gradients_in_every_mode(problem, dtype, layout):
         float(np.real(np.vdot(np.asarray(g), d))) for g, d in zip(traced, directions, strict=True)
     )
     assert abs(numeric - analytic) <= 1e-6 * max(1.0, abs(numeric))
+
+
+def test_second_derivatives_of_an_empty_contraction_are_empty() -> None:
+    """On the tape (``create_graph``) and by ``grad`` of ``grad``."""
+    f = lambda t: tf.einsum("ij,ij->", t, t)  # noqa: E731
+    tape = tf.Tape()
+    t = tape.track(np.zeros((0, 0)))
+    g = tape.grad(f(t), t, create_graph=True)
+    second = tape.grad(tf.sum(g), t)
+    assert np.asarray(second).shape == (0, 0)
+    assert np.asarray(tf.grad(lambda y: tf.sum(tf.grad(f)(y)))(np.zeros((0, 0)))).shape == (0, 0)
