@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -291,3 +292,41 @@ def test_eager_checkpoint_halves_the_peak_of_a_long_chain():
     # time and drops them before the next (measured 26.3 arrays; before the replay kept
     # only what the derivative reads and dropped it per segment, ~3x more)
     assert checkpointed < 28, checkpointed
+
+
+# ---------------------------------------------------------------------- linalg segments
+
+
+_CHECKPOINTED = {
+    "det": lambda y: tf.linalg.det(y),
+    "slogdet": lambda y: tf.linalg.slogdet(y)[1],
+    "inv": lambda y: tf.sum(tf.linalg.inv(y)),
+    "solve": lambda y: tf.sum(tf.linalg.solve(y, tf.sin(y))),
+    "matrix_exp": lambda y: tf.sum(tf.linalg.matrix_exp(y)),
+    "matrix_power": lambda y: tf.sum(tf.linalg.matrix_power(y, 3)),
+    "svdvals": lambda y: tf.sum(tf.linalg.svdvals(y)),
+    "eigvalsh": lambda y: tf.sum(tf.linalg.eigvalsh(y + tf.swapaxes(y, -1, -2))),
+    "qr": lambda y: tf.sum(tf.linalg.qr(y).R),
+    "cholesky": lambda y: tf.sum(tf.linalg.cholesky(y @ tf.swapaxes(y, -1, -2))),
+    "pinv": lambda y: tf.sum(tf.linalg.pinv(y)),
+    "lu_solve": lambda y: tf.sum(tf.linalg.lu_solve(tf.linalg.lu_factor(y), tf.cos(y))),
+    "norm": lambda y: tf.linalg.norm(y, "nuc"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CHECKPOINTED))
+def test_checkpointed_linalg_differentiates_as_plain(name: str) -> None:
+    """A JVP rule of a family linear in one operand reads, when only that operand is
+    active, nothing computed from it: a checkpointed segment's JVP, transposed,
+    recomputes without it (tf.grad and tf.hvp of tf.checkpoint(f) equal those of f)."""
+    f = _CHECKPOINTED[name]
+    a = np.eye(3) * 2 + 0.1 * np.arange(9.0).reshape(3, 3)
+    expected = np.asarray(tf.grad(f)(a))
+    np.testing.assert_allclose(np.asarray(tf.grad(tf.checkpoint(f))(a)), expected, rtol=1e-10)
+    v = np.cos(np.arange(9.0)).reshape(3, 3)
+    np.testing.assert_allclose(
+        np.asarray(tf.hvp(tf.checkpoint(f), (a,), (v,))),
+        np.asarray(tf.hvp(f, (a,), (v,))),
+        rtol=1e-9,
+        atol=1e-12,
+    )
