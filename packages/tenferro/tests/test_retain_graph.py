@@ -181,3 +181,14 @@ def test_the_gradient_of_an_intermediate_runs_and_frees_nothing_below_it():
     gy, gh, gx = tape2.grad(tf.sum(y2 * y2), [y2, h2, x2])
     np.testing.assert_allclose(gh, gy * np.exp(np.sin(X) * X), rtol=1e-14)
     np.testing.assert_allclose(gx, gh * (np.cos(X) * X + np.sin(X)), rtol=1e-14)
+
+
+def test_backward_twice_with_retain_graph_accumulates_each_seed() -> None:
+    s1, s2 = np.array([1.0, 2.0, 3.0]), np.array([-1.0, 0.5, 4.0])
+    x = tf.EagerTensor(X, requires_grad=True)
+    y = tf.sin(x) * x
+    y.backward(s1, retain_graph=True)
+    y.backward(s2)
+    np.testing.assert_allclose(x.grad, (np.cos(X) * X + np.sin(X)) * (s1 + s2), rtol=1e-14)
+    with pytest.raises(tf.ReleasedGraphError):
+        y.backward(s1)

@@ -253,3 +253,27 @@ def test_format_spec_on_a_non_scalar_and_unknown_array_api_versions_raise_named_
     with pytest.raises(tf.ParameterError, match=r"__array_namespace__: api_version '1999\.12'"):
         x.__array_namespace__(api_version="1999.12")
     assert x.__array_namespace__(api_version="2022.12") is tf.array_api
+
+
+_X3 = np.array([0.3, -0.8, 1.1])
+
+
+def test_in_place_operators_and_seeds() -> None:
+    x = tf.EagerTensor(_X3, requires_grad=True)
+    with pytest.raises(tf.InPlaceError):
+        x += 1
+    y = x * 1
+    y += x  # rebinding a non-leaf is an ordinary add
+    tf.sum(y).backward()
+    np.testing.assert_array_equal(x.grad, [2.0, 2.0, 2.0])
+    x = tf.EagerTensor(_X3, requires_grad=True)
+    with pytest.raises(tf.NonScalarError):
+        (x * 2).backward()
+    with pytest.raises(tf.ShapeError):
+        (x * 2).backward(np.ones(4))
+    with pytest.raises(tf.DTypeError):
+        (x * 2).backward(np.ones(3, np.float32))
+    with pytest.raises(tf.DTypeError):
+        tf.EagerTensor(np.arange(3), requires_grad=True)
+    with pytest.raises(tf.TenferroError, match="float32"):
+        x.grad = np.ones(3, np.float32)
