@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tenferro_support import stable_id
 
 import tenferro as tf
 from tenferro.errors import ArgumentTypeError, ShapeError, TenferroError
@@ -159,7 +160,7 @@ def same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-@pytest.mark.parametrize("tree", TREES, ids=repr)
+@pytest.mark.parametrize("tree", TREES, ids=stable_id)
 def test_flatten_then_unflatten_is_the_identity(tree):
     leaves, treedef = tf.tree_util.tree_flatten(tree)
     assert treedef.num_leaves == len(leaves)
