@@ -16,7 +16,7 @@ import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
 from fuzz_support import fuzz_settings
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from transform_routes import BATCHED_MODES, check_every_derivative_route, check_per_example
 
@@ -254,7 +254,7 @@ def test_every_arrangement_function_has_a_generator() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(GENERATORS))
-@settings(max_examples=30, deadline=None, derandomize=True)
+@fuzz_settings(30)
 @given(st.sampled_from(sorted(KINDS)), st.data())
 def test_arrangement_functions_are_numpys(name: str, kind: str, data: Any) -> None:
     reference, function, args = GENERATORS[name](data)

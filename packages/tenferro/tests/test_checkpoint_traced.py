@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -179,7 +180,7 @@ def test_derived_segments_are_cached_and_cleared():
     assert len(remat._PROGRAMS._entries) == 0
 
 
-@settings(max_examples=10, deadline=None, derandomize=True)
+@fuzz_settings(10)
 @given(
     segments=st.integers(1, 3),
     length=st.integers(1, 4),
@@ -244,6 +245,7 @@ def _peak_arrays(run: Callable[[], Any]) -> tuple[float, Any]:
     return (peak - base) / (8 * N), result
 
 
+@pytest.mark.slow
 def test_traced_checkpoint_halves_the_peak_of_a_long_chain():
     x = np.linspace(0.0, 1.0, N)
     figures = {}
@@ -272,6 +274,7 @@ def test_traced_backward_program_stores_only_segment_boundaries():
     assert not any(i.operation.name == "sin" for i in instructions)
 
 
+@pytest.mark.slow
 def test_eager_checkpoint_halves_the_peak_of_a_long_chain():
     x0 = np.linspace(0.0, 1.0, N)
 

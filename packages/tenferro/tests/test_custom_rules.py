@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -144,7 +145,7 @@ def scaled_sin_vjp(k: float) -> tf.custom_vjp:
     return f
 
 
-@settings(max_examples=12)
+@fuzz_settings(12)
 @given(scaled_inputs())
 def test_the_users_jvp_rule_is_used_in_every_mode(case):
     k, x = case
@@ -174,7 +175,7 @@ def test_the_users_jvp_rule_is_used_in_every_mode(case):
     np.testing.assert_allclose(loss(leaf).grad(leaf).eval().numpy(), expected)
 
 
-@settings(max_examples=12)
+@fuzz_settings(12)
 @given(scaled_inputs())
 def test_the_users_vjp_rule_is_used_in_every_reverse_mode(case):
     k, x = case

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -159,7 +160,7 @@ def test_forward_mode_never_checks_tangents() -> None:
     assert dw.shape == (4,)
 
 
-@settings(max_examples=25, deadline=None)
+@fuzz_settings(25)
 @given(
     seed=st.integers(0, 2**31 - 1),
     n=st.integers(2, 6),

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from einsum_support import data
 from fuzz_support import fuzz_settings
-from hypothesis import given, settings
+from hypothesis import given
 from transform_routes import fd_gradient, gradients_in_every_mode, numpy_loss, values
 
 import tenferro as tf
@@ -95,7 +95,7 @@ def _close(got: Any, expected: Any, dtype: Any) -> None:
         np.testing.assert_array_equal(got, expected)
 
 
-@settings(max_examples=150)
+@fuzz_settings(150)
 @given(
     dot_generals(),
     st.sampled_from(DTYPES),
@@ -196,7 +196,7 @@ def test_layout_plans_are_bounded_and_cleared() -> None:
     assert fresh is not op  # the instance, with its plans, went with the caches
 
 
-@settings(max_examples=25)
+@fuzz_settings(25)
 @given(dot_generals(), st.sampled_from(["c", "f", "reversed"]), st.sampled_from(["c", "f"]))
 def test_derivatives_at_every_layout(case: Any, lhs_layout: str, rhs_layout: str) -> None:
     """Gradients of ``sum(w * dot_general(a, b))`` are the same contractions of ``w``:

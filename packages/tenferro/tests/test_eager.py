@@ -232,6 +232,7 @@ def test_checkpointed_segments_have_the_same_derivatives():
     close(hv, tf.hvp(lambda v: tf.sum(_segment(v) ** 2), (x0,), (np.ones(5),)), 1e-10)
 
 
+@pytest.mark.slow
 def test_checkpoint_frees_intermediates():
     big = np.linspace(0.0, 1.0, 200_000)
 
@@ -314,6 +315,7 @@ def test_missing_rules_raise_in_backward_not_when_recording():
 # ---------------------------------------------------------------------- scale
 
 
+@pytest.mark.slow
 def test_a_100k_op_tape():
     tape = tf.Tape()
     x = tape.track(np.array(0.7))

@@ -16,7 +16,8 @@ from typing import Any
 import hypothesis.strategies as st
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 
 import tenferro as tf
 from tenferro.eager.tape import default_tape
@@ -41,7 +42,7 @@ def _outcome(make: Any) -> Any:
         return error
 
 
-@settings(max_examples=30)
+@fuzz_settings(30)
 @given(
     dtype=st.sampled_from(LEAF_DTYPES),
     shape=st.lists(st.integers(0, 3), max_size=3).map(tuple),
@@ -80,7 +81,7 @@ _ITEM = st.one_of(
 )
 
 
-@settings(max_examples=30)
+@fuzz_settings(30)
 @given(index=st.lists(_ITEM, min_size=1, max_size=4).map(tuple), seed=st.integers(0, 99))
 def test_basic_index_tuples_equal_numpy_at_every_call(index: Any, seed: int) -> None:
     data = np.random.default_rng(seed).standard_normal((3, 4, 2))
@@ -126,7 +127,7 @@ def _sweep(leaves: list[Any]) -> Any:
     return total
 
 
-@settings(max_examples=4)
+@fuzz_settings(4)
 @given(seed=st.integers(0, 2**16), chi=st.integers(2, 5))
 def test_backward_memo_gives_the_first_pass_gradients(seed: int, chi: int) -> None:
     rng = np.random.default_rng(seed)
@@ -194,7 +195,7 @@ def _index(rng: np.random.Generator, shape: tuple[int, ...]) -> Any:
     return tuple(parts)
 
 
-@settings(max_examples=25, deadline=None, derandomize=True)
+@fuzz_settings(25)
 @given(st.integers(0, 2**32 - 1))
 def test_basic_indexing_gradients_scatter_the_weights(seed: int) -> None:
     rng = np.random.default_rng(seed)

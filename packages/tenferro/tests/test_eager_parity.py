@@ -17,6 +17,7 @@ import numpy as np
 import oracle_database
 import pytest
 from oracle_table import OBSERVABLES, OPS, SKIPPED_OPS
+from sampling import first_value, sample_product
 from tenferro_support import output_weights, real_loss, sample
 from test_oracles import _array, output_keys, skip_reason
 from test_primitive_rules import CASES, dtype_id
@@ -73,12 +74,15 @@ def _check_parity(f: Any, args: list[Any], seed: int) -> None:
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=tol * scale)
 
 
-PRIMITIVE_PARAMS = [
-    pytest.param(case, dt, id=f"{case.name}-{dtype_id(dt)}")
-    for case in CASES
-    if case.static_output  # data-dependent extents are compared via truncate_then_pad
-    for dt in case.dtypes
-]
+PRIMITIVE_PARAMS = sample_product(
+    (
+        pytest.param(case, dt, id=f"{case.name}-{dtype_id(dt)}")
+        for case in CASES
+        if case.static_output  # data-dependent extents are compared via truncate_then_pad
+        for dt in case.dtypes
+    ),
+    per=first_value,
+)
 
 
 @pytest.mark.parametrize(("case", "dt"), PRIMITIVE_PARAMS)
@@ -96,7 +100,10 @@ def _surface_groups() -> list[Any]:
         for ref in oracle_database.index()
         if ref.op in OPS and ref.op not in SKIPPED_OPS
     }
-    return [pytest.param(op, dtype, id=f"{op}-{dtype}") for op, dtype in sorted(groups)]
+    return sample_product(
+        (pytest.param(op, dtype, id=f"{op}-{dtype}") for op, dtype in sorted(groups)),
+        per=first_value,
+    )
 
 
 def _first_case(op: str, dtype: str) -> dict[str, Any] | None:

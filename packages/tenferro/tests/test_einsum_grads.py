@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from einsum_support import laid_out, networks
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -80,7 +81,7 @@ def problems(draw):
     return ",".join(terms) + "->" + output, [[sizes[c] for c in t] for t in terms], dtype
 
 
-@settings(max_examples=25)
+@fuzz_settings(25)
 @given(problems())
 def test_check_grads_class(problem):
     subscripts, shapes, dtype = problem
@@ -153,7 +154,7 @@ def test_complex_convention_is_torchs():
     np.testing.assert_allclose(np.asarray(x.grad), expected, rtol=1e-12)
 
 
-@settings(max_examples=30)
+@fuzz_settings(30)
 @given(networks(), st.sampled_from([np.float64, np.complex128]), st.sampled_from(["c", "f"]))
 def test_network_gradients_in_every_mode(problem, dtype, layout):
     """Chains, transfer steps and batched (outer) products at extents where dot_general

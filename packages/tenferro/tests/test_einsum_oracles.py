@@ -10,6 +10,7 @@ import numpy as np
 import oracle_database
 import pytest
 from oracle_database import CaseRef
+from sampling import sample_product
 from test_oracles import ROOT, _allclose, _array, skip_reason
 
 import tenferro as tf
@@ -68,7 +69,12 @@ def _reason(case: dict[str, Any]) -> str | None:
 
 
 @pytest.mark.skipif(ROOT is None, reason="the oracle database (../shared/oracles) is not present")
-@pytest.mark.parametrize("ref", SELECTED, ids=[ref.case_id for ref in SELECTED])
+@pytest.mark.parametrize(
+    "ref",
+    sample_product(
+        (pytest.param(ref, id=ref.case_id) for ref in SELECTED), per=lambda p: p.values[0].op
+    ),
+)
 def test_oracle_case_through_einsum(ref: CaseRef) -> None:
     case = oracle_database.load(ref)
     reason = _reason(case)

@@ -15,7 +15,7 @@ import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
 from fuzz_support import fuzz_settings
-from hypothesis import assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from transform_routes import BATCHED_MODES, check_every_derivative_route, check_per_example
 
@@ -81,7 +81,7 @@ def arrays(draw: Any, dtypes: list[str] = DTYPES) -> np.ndarray[Any, Any]:
         return values.astype(dt)
 
 
-@settings(max_examples=80, deadline=None, derandomize=True)
+@fuzz_settings(80)
 @given(
     arrays(),
     st.sampled_from(sorted(UNARY)),
@@ -101,7 +101,7 @@ def test_unary_functions_are_numpys_for_every_dtype_and_kind(x: Any, name: str, 
     _same(function(KINDS[kind](x)), expected)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@fuzz_settings(60)
 @given(arrays(["bool", "int32", "int64", "float32", "float64"]), st.data())
 def test_arctan2_broadcasts_and_promotes_like_numpy(y: Any, data: Any) -> None:
     shape = data.draw(hnp.broadcastable_shapes(y.shape, min_side=0, max_side=3))
@@ -308,7 +308,7 @@ def _along(name: str, data: Any) -> list[float]:
 TORCH = importlib.util.find_spec("torch") is not None
 
 
-@settings(max_examples=30, deadline=None, derandomize=True)
+@fuzz_settings(30)
 @given(st.sampled_from(INVERSE), st.sampled_from([np.complex64, np.complex128]), st.data())
 def test_derivatives_on_and_near_the_branch_cuts_take_the_side_of_numpys_value(
     name: str, dt: Any, data: Any
@@ -349,7 +349,7 @@ def test_derivatives_on_and_near_the_branch_cuts_take_the_side_of_numpys_value(
         )
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@fuzz_settings(40)
 @given(
     st.sampled_from(INVERSE),
     st.floats(-4, 4).filter(lambda t: min(abs(t - 1), abs(t + 1)) > 0.05),

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from integer_cases import (
     KINDS,
@@ -260,7 +261,7 @@ def test_extreme_integers_give_a_result_or_a_tenferro_error(name: str, param: st
     check_extremes(CASES[name], param, grows=role is ShapeError)
 
 
-@settings(max_examples=150, deadline=None, derandomize=True)
+@fuzz_settings(150)
 @given(st.data())
 def test_valid_spellings_and_operand_kinds_give_the_plain_result(data: st.DataObject) -> None:
     case = CASES[data.draw(st.sampled_from(sorted(CASES)))]

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from sampling import first_value, sample_product
 
 import tenferro as tf
 from tenferro.algebra import adjoint
@@ -149,13 +150,16 @@ def test_the_table_covers_tf_linalg() -> None:
     assert functions <= covered, f"untested on empty inputs: {sorted(functions - covered)}"
 
 
-CASES = [
-    pytest.param(name, shape, dtype, id=f"{name}-{shape}-{dtype}")
-    for name, (_, takes) in TABLE.items()
-    for shape in SHAPES
-    if takes(shape)
-    for dtype in DTYPES
-]
+CASES = sample_product(
+    (
+        pytest.param(name, shape, dtype, id=f"{name}-{shape}-{dtype}")
+        for name, (_, takes) in TABLE.items()
+        for shape in SHAPES
+        if takes(shape)
+        for dtype in DTYPES
+    ),
+    per=first_value,
+)
 
 
 @pytest.mark.parametrize(("name", "shape", "dtype"), CASES)

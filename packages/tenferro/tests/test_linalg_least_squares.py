@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 from fuzz_support import fuzz_settings
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from transform_routes import fd_gradient
 
@@ -46,7 +46,7 @@ def _matrix(rng: np.random.Generator, shape: tuple[int, ...], rank: int, dt: Any
     return ((left * s[..., None, :]) @ np.swapaxes(right.conj(), -1, -2)).astype(dt)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@fuzz_settings(60)
 @given(
     st.sampled_from(DTYPES),
     st.lists(st.integers(1, 2), max_size=2),
@@ -132,7 +132,7 @@ def test_lstsq_gradient_is_the_normal_equations() -> None:
     np.testing.assert_allclose(np.asarray(grad), a @ np.linalg.solve(a.T @ a, w), rtol=1e-12)
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@fuzz_settings(40)
 @given(
     st.sampled_from(DTYPES),
     st.lists(st.integers(1, 2), max_size=2),
@@ -209,7 +209,7 @@ def _broadcasting(draw: Any, batch: tuple[int, ...]) -> tuple[int, ...]:
     return (draw(st.integers(1, 2)), *shape) if extra else shape
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@fuzz_settings(60)
 @given(
     st.lists(st.sampled_from([0, 1, 2, 3]), max_size=2).map(tuple),
     st.integers(0, 4),
@@ -275,7 +275,7 @@ def test_matrix_rank_of_vectors_and_scalars_is_numpys(size: int, nonzero: bool) 
     assert int(_values(tf.linalg.matrix_rank(scalar))) == np.linalg.matrix_rank(scalar)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@fuzz_settings(60)
 @given(
     st.sampled_from(DTYPES),
     st.integers(1, 6),

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 from integer_cases import (
     Case,
@@ -504,7 +505,7 @@ def test_extreme_integers_give_a_result_or_a_tenferro_error(key: str, param: str
 ROUNDED = st.sampled_from(["float64", "float32", "complex128", "complex64", "int64", "int32"])
 
 
-@settings(max_examples=150, deadline=None, derandomize=True)
+@fuzz_settings(150)
 @given(
     ROUNDED,
     st.one_of(st.integers(-330, 330), st.sampled_from([-(2**63), -(10**6), 10**6, 2**63])),
@@ -538,7 +539,7 @@ def test_round_gives_numpys_value_at_every_decimals(
     np.testing.assert_array_equal(got, expected)
 
 
-@settings(max_examples=120, deadline=None, derandomize=True)
+@fuzz_settings(120)
 @given(st.data())
 def test_valid_spellings_give_the_plain_result(data: st.DataObject) -> None:
     case = CASES[data.draw(st.sampled_from(sorted(CASES)))]

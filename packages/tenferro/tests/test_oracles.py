@@ -185,6 +185,7 @@ def test_oracle_case(ref: CaseRef) -> None:
                 _allclose(f"{where} hvp[{name}]", value, _array(reference["hvp"][name]), second)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(ROOT is None, reason="the oracle database (../shared/oracles) is not present")
 def test_required_families_are_replayed() -> None:
     replayed: dict[str, set[str]] = {}

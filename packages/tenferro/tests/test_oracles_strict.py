@@ -43,6 +43,8 @@ import tenferro as tf
 from tenferro import lax
 from tenferro.ops import analytic, elementwise
 
+pytestmark = pytest.mark.slow
+
 Array = np.ndarray[Any, Any]
 
 FIRST = {"float64": 1e-6, "complex128": 1e-6, "float32": 2e-3, "complex64": 2e-3}

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -129,7 +130,7 @@ def test_a_freed_checkpointed_segment_is_named():
 _UNARY: list[Callable[[Any], Any]] = [tf.sin, tf.tanh, tf.exp, lambda v: v * 0.5, lambda v: v + 1.0]
 
 
-@settings(max_examples=25)
+@fuzz_settings(25)
 @given(
     steps=st.lists(
         st.tuples(st.integers(0, len(_UNARY) - 1), st.integers(0, 8), st.booleans()),

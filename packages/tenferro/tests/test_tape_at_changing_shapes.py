@@ -33,7 +33,7 @@ import hypothesis.strategies as st
 import numpy as np
 import pytest
 from fuzz_support import fuzz_settings
-from hypothesis import given, settings
+from hypothesis import given
 
 import tenferro as tf
 from tenferro import lax
@@ -241,7 +241,8 @@ def _check_program(program: Program, dt: Any, rng: np.random.Generator) -> None:
         assert abs(paired - slope) <= 1e-5 * max(1.0, abs(slope)), (what, paired, slope)
 
 
-@settings(max_examples=12, deadline=None)
+@pytest.mark.slow
+@fuzz_settings(12)
 @given(st.integers(0, 2**32 - 1))
 def test_shape_changing_programs_on_the_tape_match_fresh_derivations(seed: int) -> None:
     """Eight programs per example, each of a random family, dtype and shape; caches
@@ -255,6 +256,7 @@ def test_shape_changing_programs_on_the_tape_match_fresh_derivations(seed: int) 
         _check_program(family(rng, dt), dt, rng)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dt", [np.float64, np.complex128, np.float32])
 def test_truncated_svd_sweep_of_changing_ranks_matches_fresh_derivations(dt: Any) -> None:
     """The same truncated-SVD program at ranks 3, 1, 0, 2, 3 and shapes growing and
@@ -480,7 +482,8 @@ def _check_at_shape(
         _close(forward_over_reverse, tf.hvp(f, (x,), (v,)), 1e-7, f"tape.hvp vs tf.hvp: {what}")
 
 
-@settings(max_examples=5, deadline=None, derandomize=True)
+@pytest.mark.slow
+@fuzz_settings(5)
 @given(st.integers(0, 2**32 - 1))
 def test_random_programs_at_changing_shapes_match_fresh_derivations(seed: int) -> None:
     rng = np.random.default_rng(seed)
@@ -552,6 +555,7 @@ _CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "dt"), _CASES)
 def test_programs_past_the_remake_threshold_match_fresh_derivations(name: str, dt: Any) -> None:
     """Shapes never seen, then one shape met more than ``REMAKE_AFTER`` times (extent
@@ -701,6 +705,7 @@ def _vdot(g: Any, d: Any) -> float:
 EXTENTS = st.integers(0, 3)
 
 
+@pytest.mark.slow
 @fuzz_settings(20)
 @given(
     st.lists(st.sampled_from(sorted(PAIR_STEPS)), min_size=1, max_size=4),

@@ -9,7 +9,8 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -90,7 +91,7 @@ def test_format_spec_on_a_non_scalar_raises_like_torch(kind):
 @given(
     hnp.arrays(np.float64, hnp.array_shapes(max_dims=3, max_side=3), elements=st.floats(-1e6, 1e6))
 )
-@settings(max_examples=25)
+@fuzz_settings(25)
 def test_tolist_and_round_agree_with_numpy(a):
     for make in (tf.Tensor, tf.EagerTensor):
         x = make(a)
@@ -177,7 +178,7 @@ def test_data_is_a_detached_view():
         elements=st.complex_numbers(max_magnitude=10),
     )
 )
-@settings(max_examples=25)
+@fuzz_settings(25)
 def test_transposes_follow_numpy_and_torch(a):
     for x in (tf.Tensor(a), tf.EagerTensor(a), tf.traced(a)):
 

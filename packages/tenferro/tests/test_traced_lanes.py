@@ -18,7 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from hypothesis import given, settings
+import pytest
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -79,7 +81,8 @@ def _outcome(call: Callable[[], Any]) -> tuple[str, Any]:
     return ("key", (result.key, result.meta))
 
 
-@settings(max_examples=60)
+@pytest.mark.slow
+@fuzz_settings(60)
 @given(
     st.lists(
         st.tuples(
@@ -150,7 +153,8 @@ _INPUTS = [
 ]
 
 
-@settings(max_examples=40)
+@pytest.mark.slow
+@fuzz_settings(40)
 @given(
     st.lists(
         st.tuples(

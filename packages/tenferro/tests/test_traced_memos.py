@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import computegraph
@@ -203,7 +204,8 @@ def _general(steps: list[_Step], leaves: list[Any]) -> list[tuple[Any, ...]]:
         return _trace(steps, leaves)
 
 
-@settings(max_examples=150)
+@pytest.mark.slow
+@fuzz_settings(150)
 @given(_STEPS)
 def test_a_retrace_gives_the_general_paths_keys_from_memos(
     steps: list[_Step],
@@ -311,7 +313,8 @@ def _finite_difference(f: Callable[..., Any], args: list[np.ndarray], h: float =
     return grads
 
 
-@settings(max_examples=40)
+@pytest.mark.slow
+@fuzz_settings(40)
 @given(_SMOOTH)
 def test_gradients_and_second_order_through_memos_equal_a_fresh_trace(
     steps: list[tuple[int, int, float]],
@@ -551,6 +554,7 @@ def test_captured_array_edited_in_place_between_calls() -> None:
     assert _same(grad(x), captured.copy())
 
 
+@pytest.mark.slow
 def test_deep_graph_retrace_matches_the_tape() -> None:
     def f(x: Any) -> Any:
         for i in range(3000):
@@ -565,6 +569,7 @@ def test_deep_graph_retrace_matches_the_tape() -> None:
     assert _same(first, leaf.grad)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "transform",
     [tf.grad, tf.jit, lambda f: tf.jit(tf.grad(f)), lambda f: lambda x: tf.vjp(f, x)[0]],

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -36,7 +37,7 @@ def test_vmap_equals_the_loop_and_keeps_the_kind():
     np.testing.assert_allclose(out, [f_np(v) for v in XS], rtol=1e-12)
 
 
-@settings(max_examples=25)
+@fuzz_settings(25)
 @given(
     in_axis=st.integers(-3, 2),
     out_axis=st.integers(-3, 2),

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -57,7 +58,7 @@ def _expected(a: Any, b: Any, op: str, strong: Any) -> np.dtype[Any] | None:
         return None
 
 
-@settings(max_examples=150, deadline=None, derandomize=True)
+@fuzz_settings(150)
 @given(_NUMBERS, _NUMBERS, st.sampled_from(sorted(_OPS)), st.sampled_from(_STRONG))
 @example(2.0, 3, "+", np.float32)  # numbers of different kinds
 @example(2, 3.0, "*", np.float32)
@@ -86,7 +87,7 @@ def test_two_python_numbers_combined_stay_weak_in_every_mode(a, b, op, strong):
         np.testing.assert_allclose(value, reference, rtol=1e-5, err_msg=name)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@fuzz_settings(60)
 @given(
     st.sampled_from([np.int32, np.int64]),
     st.integers(-(2**70), 2**70),
