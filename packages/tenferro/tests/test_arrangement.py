@@ -18,7 +18,7 @@ import pytest
 from fuzz_support import fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
-from transform_routes import BATCHED_MODES, check_every_derivative_route, check_per_example
+from transform_routes import check_every_derivative_route, check_per_example, per_example_cases
 
 import tenferro as tf
 
@@ -544,14 +544,8 @@ BATCHED: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any], tuple[int, 
 
 
 @fuzz_settings(30)
-@given(
-    st.sampled_from(sorted(BATCHED)),
-    st.sampled_from([np.float64, np.complex128]),
-    st.sampled_from(BATCHED_MODES),
-    st.booleans(),
-)
-def test_vmap_and_jit_equal_numpy_example_by_example(
-    name: str, dtype: Any, mode: str, last: bool
-) -> None:
+@given(per_example_cases(sorted(BATCHED)))
+def test_vmap_and_jit_equal_numpy_example_by_example(case: tuple[str, Any, str, bool]) -> None:
+    name, dtype, mode, last = case
     function, reference, shape = BATCHED[name]
     check_per_example(name, function, reference, shape, dtype, mode, last)

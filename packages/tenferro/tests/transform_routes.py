@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from hypothesis import strategies as st
 
 import tenferro as tf
 
@@ -175,6 +176,17 @@ def check_every_derivative_route(
 
 
 BATCHED_MODES = ["vmap", "jit(vmap)", "vmap(jit)"]
+
+
+def per_example_cases(names: list[str]) -> st.SearchStrategy[tuple[str, Any, str, bool]]:
+    """``(name, dtype, mode, last)`` for :func:`check_per_example`: one of ``names``,
+    float64 or complex128, one of :data:`BATCHED_MODES`, the batch axis last or first."""
+    return st.tuples(
+        st.sampled_from(names),
+        st.sampled_from([np.float64, np.complex128]),
+        st.sampled_from(BATCHED_MODES),
+        st.booleans(),
+    )
 
 
 def check_per_example(
