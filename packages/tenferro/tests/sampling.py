@@ -4,7 +4,8 @@ in the quick tier, as JAX's ``jtu.sample_product`` samples its products.
 One setting decides, for every product: ``TENFERRO_TEST_SAMPLE=N`` keeps at most ``N``
 cases of each group of a product (a group: the cases of one rule, one function, one
 oracle op), ``make test-quick`` sets it; unset (or ``all``) every case runs: the full
-sweep of ``make test`` and CI.
+sweep of ``make test`` and CI. The same setting has the property tests draw a fifth of
+their examples (fuzz_support.py, conftest.py).
 
 The cases kept are the same in every process (a CRC-32 of the case id orders each
 group, never Python's salted ``hash``): pytest-xdist's workers collect the same tests,
