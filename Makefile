@@ -47,7 +47,7 @@ help:
 	@echo "make test   - every package's suite in isolation, then the integration suite,"
 	@echo "              complete, on one pytest-xdist worker per core (what CI runs)"
 	@echo "make test-quick - the same without the slow tests, large products sampled"
-	@echo "make lint   - ruff check, ruff format --check, mypy"
+	@echo "make lint   - ruff check, ruff format --check, mypy, tenferro's import layers"
 	@echo "make bench  - benchmarks (not tests); writes docs/benchmarks.md (BENCH_QUICK=1: fast)"
 	@echo "make figures - regenerate the tutorial's figures in docs/figures/"
 	@echo "make dist   - build wheels and sdists, install each wheel alone and import it,"
@@ -86,6 +86,7 @@ lint: sync
 	$(WORKSPACE_ENV)/bin/ruff check .
 	$(WORKSPACE_ENV)/bin/ruff format --check .
 	$(WORKSPACE_ENV)/bin/mypy
+	$(RUN) tools/import_layers.py check
 
 format: sync
 	$(WORKSPACE_ENV)/bin/ruff format .

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 import tenferro as tf
-from tenferro import transforms
 from tenferro.traced.program import liveness_peak
+from tenferro.transforms import plans
 
 RNG = np.random.default_rng(5)
 N = 16
@@ -35,7 +35,7 @@ def tanh_loss(x: Any) -> Any:
 def _only_program(run: Callable[[], Any]) -> Any:
     tf.clear_caches()
     run()
-    (plan,) = list(transforms._JVP_PROGRAMS._entries.values())
+    (plan,) = list(plans._JVP_PROGRAMS._entries.values())
     return plan.program.program
 
 

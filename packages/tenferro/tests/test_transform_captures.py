@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tenferro as tf
-from tenferro import transforms
+from tenferro.transforms import plans
 
 BATCH = np.array([1.0, 2.0, 3.0])
 W = np.array([0.5, -1.0, 2.0])
@@ -114,10 +114,10 @@ def test_pullbacks_and_linear_maps_keep_the_values_of_their_own_call():
 
 def test_a_changed_batch_reuses_the_derivative_program():
     caches = [
-        transforms._GRAD_PROGRAMS,
-        transforms._JVP_PROGRAMS,
-        transforms._VJP_PROGRAMS,
-        transforms._FORWARD_PROGRAMS,
+        plans._GRAD_PROGRAMS,
+        plans._JVP_PROGRAMS,
+        plans._VJP_PROGRAMS,
+        plans._FORWARD_PROGRAMS,
     ]
     data = np.array([1.0, 2.0, 3.0])
 

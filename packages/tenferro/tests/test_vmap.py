@@ -203,7 +203,7 @@ def test_extension_family_loops_without_a_rule_and_uses_its_rule_when_given():
     assert calls == [(3,)] * 5  # one evaluation per example
 
     def batch(xs: Any, dims: Any) -> Any:  # cumsum over the last axis: any leading batch
-        from tenferro.batching.rules import move_axis
+        from tenferro.ops.batching import move_axis
 
         return [ruled(move_axis(xs[0], dims[0], 0))], [0]
 
