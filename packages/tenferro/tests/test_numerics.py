@@ -12,7 +12,8 @@ import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
 import scipy.special
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -53,7 +54,7 @@ def array_and_axis(draw: Any, dtypes: Any = FLOAT_DTYPES) -> Any:
 # ---------------------------------------------------------------------- values vs numpy/scipy
 
 
-@settings(max_examples=25, deadline=None)
+@fuzz_settings(25)
 @given(array_and_axis(), st.booleans())
 def test_softmax_family_matches_scipy(case: Any, keepdims: bool) -> None:
     x, axis = case
@@ -79,7 +80,7 @@ def test_softmax_is_stable_and_handles_infinities() -> None:
     _close(tf.logsumexp(z), scipy.special.logsumexp(z), np.complex128)
 
 
-@settings(max_examples=25, deadline=None)
+@fuzz_settings(25)
 @given(array_and_axis(st.sampled_from([np.float64, np.int32, np.int64])), st.booleans())
 def test_ordering_and_scans_match_numpy(case: Any, descending: bool) -> None:
     x, axis = case
@@ -130,7 +131,7 @@ def test_erf_matches_scipy(dt: Any) -> None:
     _close(tf.erf(np.array([0, 1])), scipy.special.erf([0.0, 1.0]))  # integers: float64
 
 
-@settings(max_examples=25, deadline=None)
+@fuzz_settings(25)
 @given(
     hnp.arrays(np.float64, hnp.array_shapes(max_dims=3, max_side=3), elements=st.floats(-5, 5)),
     hnp.arrays(np.float64, hnp.array_shapes(max_dims=3, max_side=3), elements=st.floats(-5, 5)),
@@ -180,7 +181,7 @@ def test_split_matches_numpy(shape: Any, spec: Any, axis: int) -> None:
         _close(piece, reference)
 
 
-@settings(max_examples=25, deadline=None)
+@fuzz_settings(25)
 @given(array_and_axis(st.sampled_from([np.float32, np.float64])), st.booleans())
 def test_nan_reductions_match_numpy(case: Any, keepdims: bool) -> None:
     x, axis = case
