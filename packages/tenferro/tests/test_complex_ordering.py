@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from tenferro_support import plain
@@ -47,7 +48,7 @@ FUNCTIONS = {
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
-@settings(max_examples=40, deadline=None, derandomize=True)
+@fuzz_settings(40)
 @given(z=complex_arrays(nan=True), data=st.data())
 def test_complex_ordering_is_numpys(name: str, z: Any, data: Any) -> None:
     reference, function = FUNCTIONS[name]
@@ -65,7 +66,7 @@ def test_complex_ordering_is_numpys(name: str, z: Any, data: Any) -> None:
         np.testing.assert_array_equal(got, expected, err_msg=kind)
 
 
-@settings(max_examples=30, deadline=None, derandomize=True)
+@fuzz_settings(30)
 @given(z=complex_arrays(), which=st.sampled_from(["max", "min"]))
 def test_the_derivative_of_a_complex_extremum_reaches_the_selected_entries(
     z: Any, which: str

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from tenferro_support import plain
 
@@ -103,7 +104,7 @@ CONSUMERS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@fuzz_settings(40)
 @given(case=nestings(), consumer=st.sampled_from(sorted(CONSUMERS)))
 def test_nested_lists_of_traced_and_tracked_values_keep_their_derivatives(
     case: Any, consumer: str

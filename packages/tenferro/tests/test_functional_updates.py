@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from tenferro_support import plain
 
@@ -80,7 +81,7 @@ KINDS = {
 }
 
 
-@settings(max_examples=120, deadline=None, derandomize=True)
+@fuzz_settings(120)
 @given(
     index=indices(),
     op=st.sampled_from(sorted(NUMPY_AT)),
@@ -102,7 +103,7 @@ def test_updates_equal_numpys_ufunc_at_for_every_index_form(
     np.testing.assert_array_equal(plain(tensor.at[index].get()), x[index])
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@fuzz_settings(40)
 @given(
     index=indices(),
     op=st.sampled_from(["set", "add", "multiply", "max", "apply"]),

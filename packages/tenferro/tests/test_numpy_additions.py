@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from tenferro_support import plain
@@ -88,7 +89,7 @@ MODES = [
 ]
 
 
-@settings(max_examples=150, deadline=None, derandomize=True)
+@fuzz_settings(150)
 @given(x=arrays, mode=st.sampled_from(MODES), data=st.data())
 def test_pad_is_numpys_in_every_mode(x: Any, mode: Any, data: Any) -> None:
     name, options = mode
@@ -161,7 +162,7 @@ def test_index_tricks_keep_the_kind_and_the_gradient() -> None:
         tf.r_[[1], "0"]
 
 
-@settings(max_examples=80, deadline=None, derandomize=True)
+@fuzz_settings(80)
 @given(
     shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5),
     edge_order=st.sampled_from([1, 2]),
@@ -192,7 +193,7 @@ def test_gradient_is_numpys(shape: Any, edge_order: int, spacing: str, seed: int
         )
 
 
-@settings(max_examples=80, deadline=None, derandomize=True)
+@fuzz_settings(80)
 @given(
     x=hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=5)),
     name=st.sampled_from(["split", "array_split", "hsplit", "vsplit", "dsplit"]),
@@ -246,7 +247,7 @@ def test_nan_ignoring_extrema_and_nan_to_num_are_numpys() -> None:
     np.testing.assert_allclose(tf.grad(lambda u: tf.sum(tf.nextafter(u, 9.0)))(finite), 1.0)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@fuzz_settings(60)
 @given(
     sorted_values=hnp.arrays(
         np.float64, st.integers(0, 6), elements=st.sampled_from([0.0, 1.0, 2.5, np.nan])
@@ -273,7 +274,7 @@ def test_searchsorted_is_numpys(sorted_values: Any, values: Any, side: str) -> N
     )
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@fuzz_settings(60)
 @given(
     x=hnp.arrays(
         st.sampled_from([np.float64, np.int32, np.bool_]),
@@ -307,7 +308,7 @@ INTEGERS = hnp.arrays(
 )
 
 
-@settings(max_examples=80, deadline=None, derandomize=True)
+@fuzz_settings(80)
 @given(
     x=INTEGERS,
     y=INTEGERS | st.integers(0, 9) | st.booleans(),
@@ -362,7 +363,7 @@ def test_fabs_is_numpys_and_refuses_complex(kind: str, dtype: str) -> None:
         tf.fabs(KINDS[kind](x + 1j))
 
 
-@settings(max_examples=20, deadline=None)
+@fuzz_settings(20)
 @given(
     x=hnp.arrays(np.float64, (3,), elements=st.floats(-30, 30)),
     y=hnp.arrays(np.float64, (3,), elements=st.floats(-30, 30)),
@@ -385,7 +386,7 @@ def test_rollaxis_is_numpys_for_every_axis_and_start(shape: Any) -> None:
         tf.rollaxis(x, n, 0)
 
 
-@settings(max_examples=25, deadline=None)
+@fuzz_settings(25)
 @given(
     x=hnp.arrays(
         np.float64, st.tuples(st.integers(1, 6), st.integers(1, 4)), elements=st.floats(-9, 9)

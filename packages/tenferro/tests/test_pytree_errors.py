@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -89,7 +90,7 @@ KEYS = st.one_of(
 )
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@fuzz_settings(40)
 @given(keys=st.lists(KEYS, min_size=1, max_size=6, unique=True), seed=st.integers(0, 99))
 def test_dicts_with_keys_of_several_types_are_pytrees_in_every_transform(
     keys: list[Any], seed: int

@@ -9,7 +9,8 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from tenferro_support import plain
@@ -91,7 +92,7 @@ def test_format_spec_on_a_non_scalar_raises_like_torch(kind):
 @given(
     hnp.arrays(np.float64, hnp.array_shapes(max_dims=3, max_side=3), elements=st.floats(-1e6, 1e6))
 )
-@settings(max_examples=25)
+@fuzz_settings(25)
 def test_tolist_and_round_agree_with_numpy(a):
     for make in (tf.Tensor, tf.EagerTensor):
         x = make(a)
@@ -191,7 +192,7 @@ def test_data_is_a_detached_view():
         elements=st.complex_numbers(max_magnitude=10),
     )
 )
-@settings(max_examples=25)
+@fuzz_settings(25)
 def test_transposes_follow_numpy_and_torch(a):
     for x in (tf.Tensor(a), tf.EagerTensor(a), tf.traced(a)):
 
@@ -434,3 +435,27 @@ def test_cat_is_pytorchs_concatenate() -> None:
     np.testing.assert_array_equal(plain(tf.cat([a, b], dim=1)), [[1, 2, 3, 4]])
     tf.sum(tf.cat([a, a], 1) ** 2).backward()
     np.testing.assert_allclose(a.grad, [[4.0, 8.0]])
+
+
+_X3 = np.array([0.3, -0.8, 1.1])
+
+
+def test_in_place_operators_and_seeds() -> None:
+    x = tf.EagerTensor(_X3, requires_grad=True)
+    with pytest.raises(tf.InPlaceError):
+        x += 1
+    y = x * 1
+    y += x  # rebinding a non-leaf is an ordinary add
+    tf.sum(y).backward()
+    np.testing.assert_array_equal(x.grad, [2.0, 2.0, 2.0])
+    x = tf.EagerTensor(_X3, requires_grad=True)
+    with pytest.raises(tf.NonScalarError):
+        (x * 2).backward()
+    with pytest.raises(tf.ShapeError):
+        (x * 2).backward(np.ones(4))
+    with pytest.raises(tf.DTypeError):
+        (x * 2).backward(np.ones(3, np.float32))
+    with pytest.raises(tf.DTypeError):
+        tf.EagerTensor(np.arange(3), requires_grad=True)
+    with pytest.raises(tf.TenferroError, match="float32"):
+        x.grad = np.ones(3, np.float32)

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -76,7 +77,7 @@ def test_comparison_operators_of_tracked_tensors_are_untracked() -> None:
 shapes = hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=3)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@fuzz_settings(60)
 @given(
     shapes=hnp.mutually_broadcastable_shapes(num_shapes=3, base_shape=(), max_dims=3),
     seed=st.integers(0, 2**16),

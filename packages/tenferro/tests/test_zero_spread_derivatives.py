@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -65,7 +66,7 @@ def _check(loss: Any, x: np.ndarray[Any, Any], expected: np.ndarray[Any, Any]) -
     np.testing.assert_allclose(float(forward), np.sum(expected * direction), atol=1e-12)
 
 
-@settings(max_examples=80, deadline=None, derandomize=True)
+@fuzz_settings(80)
 @given(x=values, choice=st.integers(0, 2), ddof=st.integers(0, 1), squared=st.booleans())
 def test_std_and_var_derivatives_are_zero_where_the_spread_is_zero(
     x: Any, choice: int, ddof: int, squared: bool
@@ -82,7 +83,7 @@ def test_std_and_var_derivatives_are_zero_where_the_spread_is_zero(
     _check(loss, x, _spread_gradient(x, axis, ddof, squared))
 
 
-@settings(max_examples=80, deadline=None, derandomize=True)
+@fuzz_settings(80)
 @given(
     x=values,
     choice=st.integers(0, 2),
