@@ -56,8 +56,9 @@ def _householder_product(xs: list[Any], args: list[Any], kwargs: dict[str, Any])
     batch = tuple(a.shape[:-2])
     q = tf.broadcast_to(tf.eye(m, dtype=a.dtype), (*batch, m, m))
     for i in range(tau.shape[-1]):
-        below = (np.arange(m) > i).astype(np.float64)
-        unit = (np.arange(m) == i).astype(np.float64)
+        # masks of the operand's dtype: float64 ones would promote complex64 to complex128
+        below = (np.arange(m) > i).astype(a.dtype)
+        unit = (np.arange(m) == i).astype(a.dtype)
         v = a[..., :, i] * below + unit  # [..., M]
         qv = tf.matmul(q, v[..., None])  # [..., M, 1]
         q = q - tau[..., i, None, None] * qv * tf.conj(v)[..., None, :]
