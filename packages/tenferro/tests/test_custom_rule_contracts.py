@@ -112,6 +112,43 @@ def test_a_wrong_shape_from_a_constant_is_reported_as_a_shape_error():
         tf.jvp(h, (X,), (np.ones(2),))
 
 
+WRONG_COTANGENTS: dict[str, tuple[Callable[[Any, Any], Any], type[Exception], str]] = {
+    # bwd(residual, g) -> the cotangent of X (float64[2]): the error and its message
+    "constant of another shape": (lambda r, g: tf.ones(3), ShapeError, r"has shape \(3,\)"),
+    "residual of another shape": (
+        lambda r, g: tf.concatenate([r, r]),
+        ShapeError,
+        r"has shape \(4,\)",
+    ),
+    "complex constant": (lambda r, g: tf.ones(2) * 1j, DTypeError, r"is complex128\[2\].*tf.real"),
+    "complex of the residual": (lambda r, g: r * 1j, DTypeError, r"is complex128\[2\].*tf.real"),
+    "g of another shape": (lambda r, g: tf.concatenate([g, g]), ShapeError, r"has shape \(4,\)"),
+}
+"""Cotangents a bwd may not return; those that do not depend on ``g`` included (a
+derivative program drops them, so they are checked before)."""
+
+GRADIENT_MODES: dict[str, Callable[[Any], Any]] = {
+    "grad": lambda f: tf.grad(lambda v: tf.sum(f(v)))(X),
+    "vjp": lambda f: tf.vjp(f, X)[1](np.ones(2)),
+    "jit(grad)": lambda f: tf.jit(tf.grad(lambda v: tf.sum(f(v))))(X),
+    "tape": lambda f: tf.sum(f(tf.tensor(X, requires_grad=True))).backward(),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(GRADIENT_MODES))
+@pytest.mark.parametrize("mistake", sorted(WRONG_COTANGENTS))
+def test_every_wrong_bwd_cotangent_raises_in_every_mode(mistake: str, mode: str) -> None:
+    bwd, error, message = WRONG_COTANGENTS[mistake]
+
+    @tf.custom_vjp
+    def f(v: Any) -> Any:
+        return v * 2
+
+    f.defvjp(lambda v: (v * 2, v), lambda r, g: (bwd(r, g),))
+    with pytest.raises(error, match=rf"custom_vjp\(.*f\): bwd's cotangent leaf 0 {message}"):
+        GRADIENT_MODES[mode](f)
+
+
 @pytest.mark.parametrize("role", ["bwd", "jvp"])
 def test_a_complex_derivative_of_a_real_value_raises_in_both_kinds_of_rule(role):
     if role == "bwd":

@@ -639,12 +639,13 @@ class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
         results: list[RuleValue | None] = [None] * count
         for position, meta in enumerate(op.inputs[count:]):
             value = by_input.get(position)
-            if value is None or not active[count + position] or not value.active:
+            if value is None:
                 results.append(None)
                 continue
-            results.append(
-                _check_result(self.name, f"bwd's cotangent leaf {position}", value, meta, True)
-            )
+            # checked even where it is dropped: a cotangent of the wrong shape or a
+            # complex one for a real input is a mistake whatever it depends on
+            value = _check_result(self.name, f"bwd's cotangent leaf {position}", value, meta, True)
+            results.append(value if active[count + position] and value.active else None)
         return results
 
 
