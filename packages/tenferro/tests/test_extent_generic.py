@@ -28,9 +28,10 @@ from tenferro.eager.tape import _canonical
 from tenferro.linalg.degeneracy import TieCheck, TieGuard
 from tenferro.linalg.factorizations import QR
 from tenferro.linalg.gaps import ClusterBlocks, GapScale, SpectralBlock, TiedInverse
+from tenferro.linalg.hermitian_eigen import Eigh
 from tenferro.linalg.pseudo_inverse import Lstsq, Pinv, PinvSolve
+from tenferro.linalg.singular_values import Svd, SvdTruncate
 from tenferro.linalg.solvers import TriangularSolve
-from tenferro.linalg.spectral import Eigh, Svd, SvdTruncate
 from tenferro.meta import Meta
 from tidu.eager import RESPECIALIZABLE, RecordedGraph, default_derivative_cache, derivatives
 from tidu.eager.executor import _BoundProgram

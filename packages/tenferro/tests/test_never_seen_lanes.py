@@ -33,7 +33,7 @@ from tenferro.core.primitive import TensorPrimitive
 from tenferro.eager import extents
 from tenferro.eager.tape import _canonical
 from tenferro.linalg.degeneracy import _first_uneven, uneven_on_ties
-from tenferro.linalg.spectral import Svd, SvdTruncate
+from tenferro.linalg.singular_values import Svd, SvdTruncate
 from tenferro.meta import Meta
 
 F64, C128 = np.dtype(np.float64), np.dtype(np.complex128)
@@ -306,7 +306,7 @@ def test_truncation_rank_equals_the_count_above_the_tolerance(
     """The rank a concrete truncated SVD keeps (the cap's shortcut when the cap-th
     value clears the tolerance, else a count) equals the count of singular values
     above numpy's ``matrix_rank`` tolerance, at most the cap."""
-    from tenferro.linalg.spectral import _concrete_rank
+    from tenferro.linalg.singular_values import _concrete_rank
 
     s = np.sort(np.asarray(values, float))[::-1].copy()
     shape = (len(s) + 2, max(len(s), 1))

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from tenferro import lax
 from tenferro.dtypes import is_complex
 from tenferro.errors import ShapeError
@@ -20,6 +22,7 @@ __all__ = [
     "bilinear",
     "diag_embed",
     "diagonal",
+    "diagonal_of_product",
     "eye_like",
     "hermitian_part",
     "is_complex_value",
@@ -28,6 +31,7 @@ __all__ = [
     "scale_columns",
     "scale_rows",
     "skew_hermitian_part",
+    "to_dtype",
     "trace",
 ]
 
@@ -63,6 +67,15 @@ def diagonal(x: Any) -> Any:
     """``[..., M, N] -> [..., min(M, N)]``: the main diagonal."""
     ndim = _check_matrix("diagonal", x)
     return lax.extract_diag(x, ndim - 2, ndim - 1)
+
+
+def diagonal_of_product(left: Any, right: Any) -> Any:
+    """``diag(left^H right)`` of ``[..., M, K]`` stacks as column sums of the elementwise
+    product: a derivative that needs only this diagonal (singular values or eigenvalues
+    alone) then holds one matrix product fewer (the full ``left^H right`` is pruned)."""
+    if left.meta.dtype.kind == "c":
+        left = lax.conj(left)
+    return lax.reduce_sum(lax.mul(left, right), (left.meta.ndim - 2,))
 
 
 def diag_embed(v: Any) -> Any:
@@ -129,6 +142,11 @@ def bilinear(product: Any, x: Any, y: Any, dx: Any, dy: Any) -> Any:
         None if dx is None else product(dx, y),
         None if dy is None else product(x, dy),
     )
+
+
+def to_dtype(x: Any, dt: np.dtype[Any]) -> Any:
+    """``x`` converted to ``dt`` (itself when it has that dtype)."""
+    return x if x.meta.dtype == dt else lax.convert_element_type(x, dt)
 
 
 def is_complex_value(x: Any) -> bool:

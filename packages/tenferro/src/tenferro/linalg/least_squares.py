@@ -21,8 +21,9 @@ from tenferro.core.params import as_real
 from tenferro.errors import ParameterError, ShapeError
 from tenferro.linalg._common import broadcast_batch, inexact_operands
 from tenferro.linalg.checks import check_matrix, check_square
+from tenferro.linalg.hermitian_eigen import eigvalsh
 from tenferro.linalg.pseudo_inverse import Lstsq
-from tenferro.linalg.spectral import eigvalsh, svdvals
+from tenferro.linalg.singular_values import svdvals
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
 

@@ -22,8 +22,8 @@ from tenferro.errors import AxisError, LinAlgError, ParameterError, ShapeError
 from tenferro.extension import register
 from tenferro.linalg.checks import inexact_dtype
 from tenferro.linalg.family import LinalgOp
+from tenferro.linalg.singular_values import svdvals
 from tenferro.linalg.solvers import inv
-from tenferro.linalg.spectral import svdvals
 from tenferro.meta import Meta, normalize_axis
 from tenferro.ops.batching import batch_size, to_front
 from tenferro.surface.convert import asarray

@@ -43,13 +43,8 @@ from tenferro.linalg import lapack
 from tenferro.linalg.checks import check_finite, check_matrix, check_square, non_negative
 from tenferro.linalg.family import LinalgOp, matrix_operand
 from tenferro.linalg.gaps import hermitian_part
-from tenferro.linalg.spectral import (
-    eigh_factors,
-    hermitian_of_triangle,
-    singular_value_tangent,
-    svd,
-    svd_factors,
-)
+from tenferro.linalg.hermitian_eigen import eigh_factors, hermitian_of_triangle
+from tenferro.linalg.singular_values import singular_value_tangent, svd, svd_factors
 from tenferro.meta import Meta
 
 __all__ = ["Lstsq", "Pinv", "PinvSolve", "pinv"]
