@@ -23,8 +23,8 @@ import tenferro as tf
 from tenferro import ops
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.eager import extents
-from tenferro.eager import tape as tape_module
-from tenferro.eager.tape import _canonical
+from tenferro.eager import record_plans
+from tenferro.eager.record_plans import canonical_names
 from tenferro.linalg.degeneracy import TieCheck, TieGuard
 from tenferro.linalg.factorizations import QR
 from tenferro.linalg.gaps import ClusterBlocks, GapScale, SpectralBlock, TiedInverse
@@ -446,7 +446,7 @@ def test_instruction_only_declarations_have_no_node_class() -> None:
     for cls, (params, shapes) in NO_NODE_CLASS.items():
         op = _instance(cls, params, shapes, F64)
         assert op.extent_facts() is None
-        assert extents.extent_class(op, (0,), _canonical(len(shapes))) is None
+        assert extents.extent_class(op, (0,), canonical_names(len(shapes))) is None
 
 
 def _dtypes(cls: type[TensorPrimitive], dtype: Any, count: int) -> list[Any]:
@@ -532,7 +532,7 @@ def test_reinstantiated_programs_equal_fresh_derivations(
     op_a, op_b, _ = _instances(cls, generated, dtype)
     count = len(op_a.inputs)
     active = _active(cls, count, data)
-    keys = _canonical(count)
+    keys = canonical_names(count)
     template = extents._admit(op_a, active, keys)
     assert template is not False
     assert template.derivative_signature is RESPECIALIZABLE
@@ -887,4 +887,4 @@ def test_elementwise_steps_at_random_shapes_share_plans_and_stay_exact(
             atol=1e-10,
         )
     tf.clear_caches()
-    assert len(tape_module._GENERIC_PLANS) == 0
+    assert len(record_plans._GENERIC_PLANS) == 0

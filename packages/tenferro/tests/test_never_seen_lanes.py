@@ -31,7 +31,7 @@ import tenferro as tf
 from tenferro import ops
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.eager import extents
-from tenferro.eager.tape import _canonical
+from tenferro.eager.record_plans import canonical_names
 from tenferro.linalg.degeneracy import _first_uneven, uneven_on_ties
 from tenferro.linalg.singular_values import Svd, SvdTruncate
 from tenferro.meta import Meta
@@ -174,7 +174,7 @@ def test_coinciding_extents_join_a_class_and_equal_fresh_derivations(
     assume(fa is not None and fb is not None and fa != fb and extents._separates(fa, fb))
     count = len(stand.inputs)
     active = _active(cls, count, data)
-    keys = _canonical(count)
+    keys = canonical_names(count)
     tf.clear_caches()
     shared = extents.extent_class(stand, active, keys)
     assert shared is not None
@@ -208,7 +208,7 @@ def test_a_primitive_reading_coincidences_gets_a_class_per_pattern() -> None:
     """The SVD's rules tell square from wide matrices: a square instance never joins
     the class of a wide one (its pattern only adds coincidences)."""
     tf.clear_caches()
-    keys = _canonical(1)
+    keys = canonical_names(1)
     wide = Svd.make((Meta((3, 5), F64),), eps=1e-12, gauge="raw")
     square = Svd.make((Meta((4, 4), F64),), eps=1e-12, gauge="raw")
     first = extents.extent_class(wide, (0,), keys)
