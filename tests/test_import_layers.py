@@ -66,6 +66,8 @@ def test_every_module_has_a_layer_and_the_layers_follow_the_design():
         "tenferro.errors": 0,
         "tenferro.core.pytree": 0,
         "tenferro.core.primitive": 1,
+        "tenferro.core.rules": 1,
+        "tenferro.core.checks": 1,
         "tenferro.core.kinds": 1,
         "tenferro.lax": 2,
         "tenferro.ops.batching": 2,

@@ -22,8 +22,7 @@ from hypothesis import assume, given, settings
 import tenferro as tf
 from tenferro import ops
 from tenferro.core.primitive import TensorPrimitive
-from tenferro.eager import extents
-from tenferro.eager import record_plans
+from tenferro.eager import extents, record_plans
 from tenferro.eager.record_plans import canonical_names
 from tenferro.linalg.degeneracy import TieCheck, TieGuard
 from tenferro.linalg.factorizations import QR

@@ -62,7 +62,8 @@ import numpy as np
 from tenferro.core.bind import lift
 from tenferro.core.flags import check_flag
 from tenferro.core.kinds import asarray
-from tenferro.core.primitive import RuleValue, TensorPrimitive, primitive
+from tenferro.core.primitive import TensorPrimitive, primitive
+from tenferro.core.rules import RuleValue
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import ExecutionError, TenferroError
 from tenferro.meta import Meta

@@ -28,7 +28,7 @@ from tenferro.concrete import Tensor
 from tenferro.core.bind import bind, bind1
 from tenferro.core.flags import check_flag
 from tenferro.core.params import as_int
-from tenferro.core.primitive import RuleValue
+from tenferro.core.rules import RuleValue
 from tenferro.errors import DTypeError, ParameterError, ShapeError
 from tenferro.extension import register
 from tenferro.linalg import lapack

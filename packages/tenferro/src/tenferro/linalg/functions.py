@@ -21,7 +21,7 @@ from tenferro import lax, surface
 from tenferro.algebra import adjoint, eye_like, matmul
 from tenferro.core.bind import bind1
 from tenferro.core.params import as_int
-from tenferro.core.primitive import RuleValue
+from tenferro.core.rules import RuleValue
 from tenferro.einsum import api as einsum_api
 from tenferro.errors import ParameterError, ShapeError
 from tenferro.extension import register

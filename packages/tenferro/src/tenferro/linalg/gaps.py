@@ -50,7 +50,7 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.algebra import adjoint, matmul, scale_columns, scale_rows, to_dtype
-from tenferro.core.primitive import RuleValue
+from tenferro.core.rules import RuleValue
 from tenferro.extension import register
 from tenferro.linalg.degeneracy import clusters, report
 from tenferro.linalg.family import LinalgOp

@@ -16,7 +16,7 @@ import numpy as np
 from tenferro import lax
 from tenferro.algebra import adjoint, diagonal, matmul, scale_columns, to_dtype
 from tenferro.core.bind import bind
-from tenferro.core.primitive import RuleValue, Ts, Xs
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.dtypes import complex_dtype
 from tenferro.errors import LinAlgError
 from tenferro.extension import register

@@ -36,7 +36,7 @@ from tenferro.algebra import (
     to_dtype,
 )
 from tenferro.concrete import Tensor
-from tenferro.core.primitive import RuleValue, Ts, Xs
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.dtypes import real_dtype
 from tenferro.errors import LinAlgError, ParameterError
 from tenferro.extension import register

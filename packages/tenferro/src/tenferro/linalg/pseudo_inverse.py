@@ -35,7 +35,8 @@ import numpy as np
 from tenferro import lax
 from tenferro.algebra import adjoint, matmul
 from tenferro.core.flags import check_flag
-from tenferro.core.primitive import RuleValue, extent_pattern
+from tenferro.core.primitive import extent_pattern
+from tenferro.core.rules import RuleValue
 from tenferro.dtypes import is_complex
 from tenferro.errors import LinAlgError, ParameterError
 from tenferro.extension import register

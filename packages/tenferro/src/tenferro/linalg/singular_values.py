@@ -45,7 +45,7 @@ from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.flags import check_flag
 from tenferro.core.params import as_int
-from tenferro.core.primitive import RuleValue, Ts, Xs
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.dtypes import real_dtype
 from tenferro.errors import LinAlgError, ParameterError
 from tenferro.extension import register

@@ -29,7 +29,7 @@ from tenferro.algebra import adjoint, matmul, trace
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind, bind1
 from tenferro.core.flags import check_flag
-from tenferro.core.primitive import RuleValue
+from tenferro.core.rules import RuleValue
 from tenferro.errors import LinAlgError, ShapeError
 from tenferro.extension import register
 from tenferro.linalg import lapack

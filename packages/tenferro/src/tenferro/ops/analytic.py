@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tenferro import lax
-from tenferro.core.primitive import RuleValue, Ts, Xs, primitive
+from tenferro.core.primitive import primitive
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import ExecutionError
 from tenferro.ops.elementwise import Elementwise
 

@@ -16,7 +16,9 @@ import numpy as np
 
 from computegraph import DictCache
 from tenferro import algebra, lax
-from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs, check_kind, primitive
+from tenferro.core.checks import check_kind
+from tenferro.core.primitive import TensorPrimitive, primitive
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import AxisError, DTypeError, ShapeError
 from tenferro.meta import Meta
 from tenferro.ops import dot_plans

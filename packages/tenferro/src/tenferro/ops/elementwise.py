@@ -14,15 +14,9 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from tenferro import algebra, lax
-from tenferro.core.primitive import (
-    RuleValue,
-    TensorPrimitive,
-    Ts,
-    Xs,
-    check_kind,
-    check_same,
-    primitive,
-)
+from tenferro.core.checks import check_kind, check_same
+from tenferro.core.primitive import TensorPrimitive, primitive
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.dtypes import bool_, complex_dtype, is_complex, real_dtype
 from tenferro.errors import DTypeError, ExecutionError, ParameterError, ShapeError
 from tenferro.meta import Meta

@@ -20,15 +20,9 @@ from typing import Any
 import numpy as np
 
 from tenferro import lax
-from tenferro.core.primitive import (
-    RuleValue,
-    TensorPrimitive,
-    Ts,
-    Xs,
-    check_static,
-    extent_pattern,
-    primitive,
-)
+from tenferro.core.checks import check_static
+from tenferro.core.primitive import TensorPrimitive, extent_pattern, primitive
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import AxisError, DTypeError, ShapeError
 from tenferro.meta import Meta, normalize_axis
 from tenferro.ops.batching import batch_size, counted_indices, loop, move_axis, rebind, to_front

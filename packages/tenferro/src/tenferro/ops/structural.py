@@ -17,14 +17,9 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.core.bind import bind1
-from tenferro.core.primitive import (
-    RuleValue,
-    TensorPrimitive,
-    Ts,
-    Xs,
-    check_static,
-    primitive,
-)
+from tenferro.core.checks import check_static
+from tenferro.core.primitive import TensorPrimitive, primitive
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.dtypes import bool_, is_inexact
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import AxisError, ScalarOverflowError, ShapeError

@@ -40,8 +40,9 @@ from tenferro.concrete import Tensor
 from tenferro.core.bind import lift
 from tenferro.core.keys import AliasKey
 from tenferro.core.kinds import asarray
-from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs
+from tenferro.core.primitive import TensorPrimitive
 from tenferro.core.pytree import TreeDef, count_leaves, describe, flatten, unflatten
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import ArgumentTypeError, ShapeError, TenferroError
 from tenferro.extension import ExtensionOp, register
 from tenferro.meta import Meta
