@@ -104,8 +104,8 @@ class TensorPrimitive:
     extents, and emit only primitives whose parameters hold no extents: the derivative
     programs of one instance serve every instance with the same parameters, ranks and
     dtypes once each instruction is re-made from its operands' metas. The eager tape
-    then derives once per such class, not once per shape (``test_extent_generic``
-    checks every declaration against fresh derivations)."""
+    then derives once per such class, not once per shape (a declaration can be checked
+    against fresh derivations at other extents)."""
     extent_params: ClassVar[tuple[str, ...]] = ()
     """Of an ``extent_generic`` primitive, the parameters that hold extents (a target
     shape, slice limits): they follow from the operand and output metas, so they stay
@@ -114,7 +114,7 @@ class TensorPrimitive:
     reads_extent_coincidences: ClassVar[bool] = True
     """Whether its rules may read which of its extents are equal (beyond which are 0 or
     1): ``False`` lets the eager tape's extent classes ignore such coincidences (see
-    :mod:`tenferro.eager.extents`; ``test_never_seen_lanes`` checks declarations)."""
+    :mod:`tenferro.eager.extents`)."""
     extent_offsets: ClassVar[tuple[str, ...]] = ()
     """Parameters holding positions that :meth:`remake` keeps (a slice's starts): in a
     derivative program they must be zeros or a parameter of the node differentiated

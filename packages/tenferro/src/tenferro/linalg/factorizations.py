@@ -1,8 +1,8 @@
 """Factorizations: ``qr``, ``cholesky``, ``lu``, ``lu_factor``, ``lu_solve``.
 
-Families (shape rule, LAPACK kernel and JVP side by side; JVPs per spec §4.5, their
-triangular sub-steps through ``linalg.solve_triangular`` so that reverse mode and higher
-orders come from the machinery):
+Families (shape rule, LAPACK kernel and JVP side by side; the JVPs take their
+triangular sub-steps through ``linalg.solve_triangular``, so that reverse mode and
+higher orders come from the machinery):
 
 * ``linalg.qr`` A -> (Q, R), tall and wide, ``gauge="raw"`` (LAPACK's, diag(R) real)
   or ``"positive"`` (diag(R) real positive);
@@ -165,7 +165,7 @@ class QR(LinalgOp):
 
 
 def _qr_tangents(q: Any, r: Any, da: Any) -> tuple[Any, Any]:
-    """(dQ, dR) of the thin QR A = Q R (diag(R) real), tall or wide (spec §4.5)."""
+    """(dQ, dR) of the thin QR A = Q R (diag(R) real), tall or wide."""
     m, n = da.meta.shape[-2:]
     k = min(m, n)
     r1 = matrix_slice(r, (0, k), (0, k))

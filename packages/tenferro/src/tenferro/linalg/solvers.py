@@ -9,7 +9,7 @@ Families (each one class: shape rule, LAPACK kernel, JVP):
 * ``linalg.solve`` (A, B) -> X with A X = B, linear in B likewise;
 * ``linalg.inv``, ``linalg.det``, ``linalg.slogdet``.
 
-JVPs (``spec §4.5``): dX = solve(A, dB - dA X); d inv = -Y dA Y; d det = tr(adj(A) dA);
+JVPs: dX = solve(A, dB - dA X); d inv = -Y dA Y; d det = tr(adj(A) dA);
 d logabsdet = Re tr(A^-1 dA), d sign = sign * i Im tr(A^-1 dA) (zero for real input,
 torch's convention).
 """

@@ -417,7 +417,7 @@ class Select(TensorPrimitive):
 
 @primitive
 class Clamp(TensorPrimitive):
-    """``min(max(x, lower), upper)`` with strict masks (seed 001):
+    """``min(max(x, lower), upper)`` with strict masks:
 
     x active iff lower < x < upper; lower iff lower > x and lower < upper;
     upper iff upper < max(x, lower) (so with lower > upper the result, upper, gets it, as

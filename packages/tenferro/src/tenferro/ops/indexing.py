@@ -6,7 +6,7 @@ rank-1 integer tensor, clamped so the window fits), gather (start indices clampe
 so the slice fits) and scatter-add (windows out of bounds are dropped).
 
 Index operands are never differentiated; derivatives are promised for in-bounds
-indices only (seed 001).
+indices only.
 """
 
 from __future__ import annotations
