@@ -54,6 +54,7 @@ TENFERRO_LAYERS: dict[str, int] = {
     "tenferro.core.operands": 1,
     "tenferro.core.kinds": 1,
     "tenferro.core.methods": 1,
+    "tenferro.typing": 1,
     # L2 primitives: the catalogue and its batching helpers, lax, the matrix algebra.
     "tenferro.ops": 2,
     "tenferro.lax": 2,

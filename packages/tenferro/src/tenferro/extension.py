@@ -55,7 +55,7 @@ without one is batched by applying it to each example and stacking the results.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -96,6 +96,11 @@ class ExtensionOp(TensorPrimitive):
 
     __slots__ = ()
     family: ClassVar[str] = ""
+
+    if TYPE_CHECKING:  # a family may have several outputs: bind gives them as a tuple
+
+        @classmethod
+        def bind(cls, *operands: Any, like: Any = None, **params: Any) -> Any: ...
 
     def __post_init__(self) -> None:
         raw: Any = self.infer()

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, overload
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from tenferro.core.bind import bind as _bind_operands
 from tenferro.core.rules import RuleScope, RuleValue, rule_bind
 from tenferro.errors import ShapeError, TenferroError
 from tenferro.meta import Meta, check_size
+from tenferro.typing import TensorLikeT
 from tidu import ADRuleError
 
 __all__ = [
@@ -195,7 +196,7 @@ class TensorPrimitive:
         cls: type[P], inputs: tuple[Meta, ...], cache_key: Any, params: dict[str, Any]
     ) -> P:
         try:
-            found = cls._instances.get(cache_key)
+            found: P | None = cls._instances.get(cache_key)
         except TypeError:
             raise TenferroError(cls.name, f"parameters must be hashable, got {params!r}") from None
         if found is not None:
@@ -204,11 +205,19 @@ class TensorPrimitive:
         TensorPrimitive._instances.put(cache_key, instance)
         return instance
 
+    @overload
+    @classmethod
+    def bind(cls, x: TensorLikeT, /, *operands: Any, **params: Any) -> TensorLikeT: ...
+    @overload
+    @classmethod
+    def bind(cls, *, like: TensorLikeT, **params: Any) -> TensorLikeT: ...
     @classmethod
     def bind(cls, *operands: Any, like: Any = None, **params: Any) -> Any:
         """Apply this primitive with ``params`` to ``operands`` (tensors of any kind, or
         rule values inside an AD rule); return its output, or the tuple of its outputs
-        when it has several (as many as its instance declares).
+        when it has several (as many as its instance declares; the catalogue's
+        primitives have one, and their output is the kind of the first operand, or of
+        ``like``, as the static type says).
 
         ``params`` are the primitive's fields, already in canonical hashable form (the
         :mod:`tenferro.lax` functions normalise what their callers pass); ``like`` gives
@@ -264,7 +273,8 @@ class TensorPrimitive:
     def eval(self, inputs: Sequence[Any], ctx: Any) -> Sequence[Any]:
         if self.output_arity == 1:
             return (self.impl(*inputs),)
-        return self.impl(*inputs)
+        outputs: Sequence[Any] = self.impl(*inputs)
+        return outputs
 
     def impl(self, *arrays: Any) -> Any:
         """The numpy evaluation (one array, or a tuple for several outputs).

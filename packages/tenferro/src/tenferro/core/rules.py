@@ -20,7 +20,7 @@ from tidu import RuleContractError
 if TYPE_CHECKING:
     from tenferro.core.primitive import TensorPrimitive
 
-__all__ = ["RuleScope", "RuleValue", "Ts", "Xs", "rule_bind"]
+__all__ = ["RuleScope", "RuleValue", "Ts", "Xs", "present", "rule_bind"]
 
 
 class RuleScope:
@@ -115,7 +115,7 @@ class RuleValue(HasMeta):
     def _bind(
         cls, op: TensorPrimitive, operands: Sequence[Any], like: Any = None
     ) -> tuple[RuleValue, ...]:
-        scope = operands[0].scope if operands else like.scope
+        scope: RuleScope = operands[0].scope if operands else like.scope
         return scope.emit(op, operands)
 
     @classmethod
@@ -142,3 +142,11 @@ Xs = tuple[RuleValue, ...]
 def rule_bind(op: TensorPrimitive, operands: Sequence[RuleValue]) -> list[RuleValue]:
     """Emit ``op`` on rule values (used by rules that re-apply their own primitive)."""
     return list(operands[0].scope.emit(op, operands))
+
+
+def present(value: RuleValue | None) -> RuleValue:
+    """A tangent or cotangent a rule is sure to have (that of the one input of a JVP, or of
+    the one output of a transpose: tidu calls a rule only when one of them is present)."""
+    if value is None:
+        raise RuleContractError("a rule was called without a tangent or cotangent")
+    return value

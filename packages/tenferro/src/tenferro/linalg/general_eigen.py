@@ -9,7 +9,7 @@ is torch's: ``dV = V (F o (V^-1 dA V))`` with ``Re diag(V^H dV) = 0`` and
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, overload
 
 import numpy as np
 
@@ -34,13 +34,22 @@ from tenferro.linalg.family import LinalgOp
 from tenferro.linalg.gaps import DEFAULT_EPS, gap_scale, resolve_eps, spectral_block
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
+from tenferro.surface.signatures import preserving
+from tenferro.typing import TensorLikeT
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from tenferro.concrete import Tensor
 
 __all__ = ["Eig", "EigResult", "eig", "eigvals"]
 
 
-class EigResult(NamedTuple):
-    eigenvalues: Any
-    eigenvectors: Any
+class EigResult(NamedTuple, Generic[TensorLikeT]):
+    """``eig``'s result: ``a @ V = V @ diag(w)``, complex."""
+
+    eigenvalues: TensorLikeT
+    eigenvectors: TensorLikeT
 
 
 @register("linalg.eig")
@@ -106,7 +115,11 @@ def _operand(op: str, a: Any) -> Any:
     return x
 
 
-def eig(a: Any, *, eps: float | None = DEFAULT_EPS) -> EigResult:
+@overload
+def eig(a: TensorLikeT, *, eps: float | None = DEFAULT_EPS) -> EigResult[TensorLikeT]: ...
+@overload
+def eig(a: ArrayLike, *, eps: float | None = DEFAULT_EPS) -> EigResult[Tensor]: ...
+def eig(a: Any, *, eps: float | None = DEFAULT_EPS) -> EigResult[Any]:
     """Eigen-decomposition of a general square matrix: complex ``(eigenvalues,
     eigenvectors)``, eigenvectors of unit norm (numpy's/LAPACK's scaling). Both are
     differentiable (torch's convention for the eigenvectors: ``Re diag(V^H dV) = 0``);
@@ -121,6 +134,7 @@ def eig(a: Any, *, eps: float | None = DEFAULT_EPS) -> EigResult:
     return EigResult(outs[0], outs[1])
 
 
+@preserving
 def eigvals(a: Any) -> Any:
     """The (complex) eigenvalues of a general square matrix (see :func:`eig`)."""
     return eig(a).eigenvalues

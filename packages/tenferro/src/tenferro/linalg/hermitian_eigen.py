@@ -20,7 +20,7 @@ torch.linalg):
 from __future__ import annotations
 
 import contextlib
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, overload
 
 import numpy as np
 
@@ -54,13 +54,20 @@ from tenferro.linalg.gaps import (
 )
 from tenferro.linalg.gauges import canonicalize, check_gauge, phase_correction
 from tenferro.meta import Meta
+from tenferro.surface.signatures import preserving
+from tenferro.typing import TensorLikeT
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["Eigh", "EighResult", "eigh", "eigh_factors", "eigvalsh", "hermitian_of_triangle"]
 
 
-class EighResult(NamedTuple):
-    eigenvalues: Any
-    eigenvectors: Any
+class EighResult(NamedTuple, Generic[TensorLikeT]):
+    """``eigh``'s result: ``a = V @ diag(w) @ V^H``."""
+
+    eigenvalues: TensorLikeT
+    eigenvectors: TensorLikeT
 
 
 def eigh_factors(op: str, a: Any, lower: bool) -> tuple[Any, Any]:
@@ -70,12 +77,13 @@ def eigh_factors(op: str, a: Any, lower: bool) -> tuple[Any, Any]:
     try:
         if a.ndim == 2 and a.size:
             return lapack.eigh(a, lower)
-        return lapack.apply(
+        factors: tuple[Any, Any] = lapack.apply(
             lambda m: lapack.eigh(m, lower),
             lambda m: np.linalg.eigh(m, UPLO="L" if lower else "U"),
             a,
             batched=lambda m: lapack.eigh_batch(m, lower),
         )
+        return factors
     except np.linalg.LinAlgError:
         where = lapack.first_failure(op, a, np.linalg.eigh)
         raise LinAlgError(
@@ -140,13 +148,29 @@ class Eigh(LinalgOp):
         return [dw, dv] + [None] * (count - 2)
 
 
+@overload
+def eigh(
+    a: TensorLikeT,
+    UPLO: str = "L",  # noqa: N803  (numpy.linalg name)
+    *,
+    eps: float | None = DEFAULT_EPS,
+    gauge: str = "raw",
+) -> EighResult[TensorLikeT]: ...
+@overload
+def eigh(
+    a: ArrayLike,
+    UPLO: str = "L",  # noqa: N803  (numpy.linalg name)
+    *,
+    eps: float | None = DEFAULT_EPS,
+    gauge: str = "raw",
+) -> EighResult[Tensor]: ...
 def eigh(
     a: Any,
     UPLO: str = "L",  # noqa: N803  (numpy.linalg name)
     *,
     eps: float | None = DEFAULT_EPS,
     gauge: str = "raw",
-) -> EighResult:
+) -> EighResult[Any]:
     """Eigen-decomposition of a Hermitian (real symmetric) matrix, read from the lower
     (``UPLO="L"``) or upper triangle: ``(eigenvalues, eigenvectors)``, eigenvalues real
     ascending. The input is differentiated as Hermitian (tangents enter through their
@@ -161,6 +185,7 @@ def eigh(
     return tuple.__new__(EighResult, outs if len(outs) == 2 else outs[:2])
 
 
+@preserving
 def eigvalsh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803  (numpy.linalg name)
     """The eigenvalues of a Hermitian matrix, real ascending (see :func:`eigh`)."""
     op = _eigh_call(a, UPLO, DEFAULT_EPS, "raw")

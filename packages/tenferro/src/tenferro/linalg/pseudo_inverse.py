@@ -47,6 +47,7 @@ from tenferro.linalg.gaps import hermitian_part
 from tenferro.linalg.hermitian_eigen import eigh_factors, hermitian_of_triangle
 from tenferro.linalg.singular_values import singular_value_tangent, svd, svd_factors
 from tenferro.meta import Meta
+from tenferro.surface.signatures import preserving
 
 __all__ = ["Lstsq", "Pinv", "PinvSolve", "pinv"]
 
@@ -330,6 +331,7 @@ def _pinv_differential(a: Any, p: Any, da: Any, tall: bool) -> Any:
     return lax.add(lax.sub(range_part, first), null_part)
 
 
+@preserving
 def pinv(a: Any, rtol: float | None = None, hermitian: bool = False) -> Any:
     """Moore-Penrose pseudo-inverse ``[..., N, M]`` of ``a`` (``[..., M, N]``).
 

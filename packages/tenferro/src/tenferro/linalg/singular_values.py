@@ -27,7 +27,7 @@ Conventions (numpy.linalg / torch.linalg):
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, overload
 
 import numpy as np
 
@@ -70,6 +70,11 @@ from tenferro.linalg.gaps import (
 from tenferro.linalg.gauges import canonicalize, check_gauge, phase_correction
 from tenferro.meta import Meta
 from tenferro.surface.dispatch import REPLAYABLE
+from tenferro.surface.signatures import preserving
+from tenferro.typing import TensorLikeT
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = [
     "SVDResult",
@@ -84,10 +89,12 @@ __all__ = [
 ]
 
 
-class SVDResult(NamedTuple):
-    U: Any
-    S: Any
-    Vh: Any
+class SVDResult(NamedTuple, Generic[TensorLikeT]):
+    """``svd``'s result: ``a = U @ diag(S) @ Vh``."""
+
+    U: TensorLikeT
+    S: TensorLikeT
+    Vh: TensorLikeT
 
 
 def _numpy_svd(a: np.ndarray[Any, Any]) -> Any:
@@ -99,7 +106,8 @@ def svd_factors(op: str, a: Any) -> tuple[Any, Any, Any]:
     ``op``."""
     check_finite(op, a)
     try:
-        return lapack.apply(lapack.svd, _numpy_svd, a)
+        factors: tuple[Any, Any, Any] = lapack.apply(lapack.svd, _numpy_svd, a)
+        return factors
     except np.linalg.LinAlgError:
         where = lapack.first_failure(op, a, np.linalg.svd)
         raise LinAlgError(
@@ -371,9 +379,21 @@ class SvdTruncate(LinalgOp):
         return result
 
 
+@overload
+def svd(
+    a: TensorLikeT,
+    full_matrices: bool = True,
+    *,
+    eps: float | None = DEFAULT_EPS,
+    gauge: str = "raw",
+) -> SVDResult[TensorLikeT]: ...
+@overload
+def svd(
+    a: ArrayLike, full_matrices: bool = True, *, eps: float | None = DEFAULT_EPS, gauge: str = "raw"
+) -> SVDResult[Tensor]: ...
 def svd(
     a: Any, full_matrices: bool = True, *, eps: float | None = DEFAULT_EPS, gauge: str = "raw"
-) -> SVDResult:
+) -> SVDResult[Any]:
     """Singular value decomposition ``a = U @ diag(S) @ Vh`` (numpy.linalg.svd).
 
     ``full_matrices=True`` (numpy's default) gives square ``U`` (``[..., M, M]``) and
@@ -457,6 +477,7 @@ def _cut_factors(u: Any, s: Any, vh: Any, sizes: Any, rank: Any) -> tuple[Any, A
     )
 
 
+@preserving
 def svdvals(a: Any, *, eps: float | None = DEFAULT_EPS) -> Any:
     """The singular values of ``a``, real and descending (``[..., K]``)."""
     if eps is not DEFAULT_EPS:
@@ -475,6 +496,24 @@ def _rank_threshold(
     return np.maximum(0.0 if atol is None else atol, rtol * top)
 
 
+@overload
+def truncated_svd(
+    a: TensorLikeT,
+    *,
+    max_rank: int | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    eps: float | None = DEFAULT_EPS,
+) -> SVDResult[TensorLikeT]: ...
+@overload
+def truncated_svd(
+    a: ArrayLike,
+    *,
+    max_rank: int | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    eps: float | None = DEFAULT_EPS,
+) -> SVDResult[Tensor]: ...
 def truncated_svd(
     a: Any,
     *,
@@ -482,7 +521,7 @@ def truncated_svd(
     rtol: float | None = None,
     atol: float | None = None,
     eps: float | None = DEFAULT_EPS,
-) -> SVDResult:
+) -> SVDResult[Any]:
     """The thin SVD keeping the singular values above ``max(atol, rtol * S_max)`` (at
     most ``max_rank`` of them): the truncation of tensor-network sweeps.
 
@@ -541,7 +580,7 @@ def truncated_svd(
 
 def _concrete_truncated_svd(
     a: Any, max_rank: int | None, rtol: float | None, atol: float | None
-) -> SVDResult:
+) -> SVDResult[Any]:
     """:func:`truncated_svd` of a concrete float/complex matrix stack (the default
     ``eps``): the two nodes the general path binds (the SVD, then the truncation), bound
     directly through the tensor's kind, with the truncation instances kept on the SVD

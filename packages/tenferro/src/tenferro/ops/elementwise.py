@@ -16,7 +16,7 @@ import numpy as np
 from tenferro import algebra, lax
 from tenferro.core.checks import check_kind, check_same
 from tenferro.core.primitive import TensorPrimitive, primitive
-from tenferro.core.rules import RuleValue, Ts, Xs
+from tenferro.core.rules import RuleValue, Ts, Xs, present
 from tenferro.dtypes import bool_, complex_dtype, is_complex, real_dtype
 from tenferro.errors import DTypeError, ExecutionError, ParameterError, ShapeError
 from tenferro.meta import Meta
@@ -128,7 +128,7 @@ class Neg(Elementwise):
     ufunc = np.negative
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        return [lax.neg(cts[0])]
+        return [lax.neg(present(cts[0]))]
 
 
 @primitive
@@ -141,7 +141,7 @@ class Conj(Elementwise):
     ufunc = np.conj
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        return [lax.conj(cts[0])]
+        return [lax.conj(present(cts[0]))]
 
 
 @primitive
@@ -173,7 +173,7 @@ class Div(Elementwise):
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         if active[1]:
             raise lax.not_linear(self, "its denominator")
-        (ct,) = cts
+        ct = present(*cts)
         return [lax.div(ct, lax.conj(xs[1])), None]
 
 
