@@ -276,7 +276,8 @@ def isdtype(dtype: Any, kind: Any) -> _builtins.bool:
                 "isdtype", f"unknown dtype kind {kind!r}; the kinds are {sorted(_KINDS)}"
             )
         return resolved.kind in _KINDS[kind]
-    return resolved == _as_dtype(kind, "isdtype")
+    same: _builtins.bool = resolved == _as_dtype(kind, "isdtype")
+    return same
 
 
 def _as_dtype(value: Any, op: str) -> Any:

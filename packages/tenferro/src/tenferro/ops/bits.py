@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from tenferro.core.primitive import RuleValue, Ts, Xs, primitive
+from tenferro.core.primitive import primitive
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.dtypes import bool_
 from tenferro.meta import Meta
 from tenferro.ops.elementwise import Elementwise

@@ -66,7 +66,8 @@ class IndexUpdateRef(Generic[T]):
 
     def get(self) -> T:
         """``x[index]``."""
-        return self.tensor[self.index]  # type: ignore[index]
+        got: T = self.tensor[self.index]  # type: ignore[index]
+        return got
 
     def set(self, values: Any) -> T:
         """``x`` with ``x[index]`` replaced by ``values`` (the last of repeated indices)."""
@@ -112,7 +113,13 @@ class IndexUpdateRef(Generic[T]):
         return f"_IndexUpdateRef({self.tensor!r}, {self.index!r})"
 
 
-def _update(op: str, x: Any, index: Any, values: Any, combine: Any) -> Any:
+def _update(op: str, x: T, index: Any, values: Any, combine: Any) -> T:
+    """``x`` updated at ``index``: a tensor of ``x``'s kind."""
+    updated: T = _updated(op, x, index, values, combine)
+    return updated
+
+
+def _updated(op: str, x: Any, index: Any, values: Any, combine: Any) -> Any:
     name = f"at.{op}"
     x = asarray(x, op=name)
     masked = _whole_mask(x, index, values)

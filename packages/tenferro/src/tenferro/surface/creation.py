@@ -84,8 +84,10 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> T
     if copy is False:
         view = data.view()
         view.flags.writeable = False
-        return concrete_class()._wrap(view, False)
-    return concrete_class()._convert(data, None, "from_dlpack")
+        shared: Tensor = concrete_class()._wrap(view, False)
+        return shared
+    copied: Tensor = concrete_class()._convert(data, None, "from_dlpack")
+    return copied
 
 
 def tensor(data: Any, dtype: Any = None, *, requires_grad: bool = False) -> EagerTensor:
@@ -194,13 +196,14 @@ def full(shape: int | Sequence[int], fill_value: Any, dtype: Any = None) -> Tens
     return _full("full", shape, fill_value, dtype)
 
 
-def _full(op: str, shape: Any, fill_value: Any, dtype: Any) -> Any:
+def _full(op: str, shape: Any, fill_value: Any, dtype: Any) -> Tensor:
     extents = as_shape(shape, op)
     fill = np.asarray(fill_value._value if hasattr(fill_value, "_value") else fill_value)
     target = as_dtype(dtype if dtype is not None else fill.dtype, op)
     _check_fill(op, fill_value, fill, target)
     values = _allocate(op, extents, target, lambda: np.full(extents, fill, dtype=target))
-    return concrete_class()._convert(values, None, op)
+    tensor: Tensor = concrete_class()._convert(values, None, op)
+    return tensor
 
 
 def _check_fill(op: str, value: Any, fill: np.ndarray[Any, Any], target: np.dtype[Any]) -> None:
@@ -238,7 +241,8 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = float64) -> Tenso
     values = _allocate(
         "eye", (rows, columns), target, lambda: np.eye(rows, columns, offset, dtype=target)
     )
-    return array(values)
+    identity: Tensor = array(values)
+    return identity
 
 
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Tensor:
@@ -263,12 +267,21 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Te
     values = _allocate("arange", (length,), np.float64, lambda: np.arange(low, high, step))
     if dtype is None and values.dtype.kind == "i":
         values = values.astype(np.int64)
-    return concrete_class()._convert(values, dtype, "arange")
+    tensor: Tensor = concrete_class()._convert(values, dtype, "arange")
+    return tensor
 
 
+@overload
+def linspace(
+    start: complex, stop: complex, num: int = 50, endpoint: bool = True, dtype: Any = float64
+) -> Tensor: ...
+@overload
 def linspace(
     start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = float64
-) -> Tensor:
+) -> Any: ...
+def linspace(
+    start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = float64
+) -> Any:
     """``num`` evenly spaced values from ``start`` to ``stop`` (numpy's). ``start`` and
     ``stop`` may be tensors of any kind (then differentiable, as ``jnp.linspace``;
     arrays broadcast against each other, the values along a new first axis); the default
@@ -282,7 +295,8 @@ def linspace(
         values = np.linspace(start, stop, count, endpoint=endpoint)
     except (TypeError, ValueError) as error:
         raise ParameterError("linspace", f"{error} (start={start!r}, stop={stop!r})") from None
-    return concrete_class()._convert(values, dtype, "linspace")
+    tensor: Tensor = concrete_class()._convert(values, dtype, "linspace")
+    return tensor
 
 
 def _traced_linspace(start: Any, stop: Any, count: int, endpoint: bool, dtype: Any) -> Any:

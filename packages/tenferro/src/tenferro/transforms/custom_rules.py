@@ -34,7 +34,7 @@ import inspect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -44,8 +44,9 @@ from tenferro.concrete import Tensor
 from tenferro.core.bind import lift
 from tenferro.core.keys import AliasKey, LeafKey
 from tenferro.core.kinds import asarray
-from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs
+from tenferro.core.primitive import TensorPrimitive
 from tenferro.core.pytree import TreeDef, count_leaves, describe, flatten, unflatten
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import ArgumentTypeError, DTypeError, ShapeError, TenferroError
 from tenferro.extension import ExtensionOp, register
 from tenferro.meta import Meta
@@ -53,10 +54,13 @@ from tenferro.traced.tensor import TracedTensor
 from tenferro.transforms.arguments import _call
 from tidu import ADRuleError
 
+Tree = TypeVar("Tree")
+"""A tensor, or a pytree of them: given back with the same structure."""
+
 __all__ = ["custom_jvp", "custom_vjp", "stop_gradient"]
 
 
-def stop_gradient(x: Any) -> Any:
+def stop_gradient(x: Tree) -> Tree:
     """``x`` (a tensor or a pytree of them) with a zero derivative by contract.
 
     The value passes through unchanged; no derivative flows back through it in any
@@ -65,7 +69,8 @@ def stop_gradient(x: Any) -> Any:
     (``x.detach()`` is the PyTorch spelling; both stay available).
     """
     leaves, treedef = flatten(x)
-    return unflatten(treedef, [lax.stop_gradient(asarray(leaf)) for leaf in leaves])
+    stopped: Tree = unflatten(treedef, [lax.stop_gradient(asarray(leaf)) for leaf in leaves])
+    return stopped
 
 
 # ---------------------------------------------------------------------- rule tracing
@@ -190,7 +195,7 @@ def _filled_constant(
             "may be made inside the rule)",
         )
     scalar = lax.constant(first, data.dtype, like)
-    return cast(RuleValue, lax.broadcast_in_dim(scalar, data.shape, ())._rewrap(key.meta))
+    return lax.broadcast_in_dim(scalar, data.shape, ())._rewrap(key.meta)
 
 
 def _captured(rule: Callable[..., Any] | None, data: Any) -> bool:
@@ -671,7 +676,8 @@ class _CustomCall(ExtensionOp):
         return self.rule.evaluate(self, arrays)
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        return self.rule.jvp(self, xs, ys, ts)
+        tangents: list[RuleValue | None] = self.rule.jvp(self, xs, ys, ts)
+        return tangents
 
     def __str__(self) -> str:
         operands = " ".join(m.describe() for m in self.inputs)
@@ -742,7 +748,8 @@ class _CustomVJPLinear(ExtensionOp):
         ]
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        return self.rule.transpose(self, cts, xs, active)
+        cotangents: list[RuleValue | None] = self.rule.transpose(self, cts, xs, active)
+        return cotangents
 
     def __str__(self) -> str:
         operands = " ".join(m.describe() for m in self.inputs)
