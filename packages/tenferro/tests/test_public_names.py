@@ -66,6 +66,7 @@ PUBLIC_MODULES = [
     "tenferro.ops",
     "tenferro.random",
     "tenferro.tree_util",
+    "tenferro.typing",
     "tenferro.testing",
     "tenferro.extension",
     "tenferro.linalg",

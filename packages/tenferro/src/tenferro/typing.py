@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
+from tenferro.core.names import public_dir as _public_dir
 from tenferro.meta import Meta
 
 if TYPE_CHECKING:
@@ -56,3 +57,5 @@ TensorT = TypeVar("TensorT", bound="TensorMethods")
 
 Scalar = bool | int | float | complex
 """Python numbers: rank-0 operands (weakly typed, as in JAX)."""
+
+__dir__ = _public_dir(__all__)
