@@ -122,10 +122,21 @@ WRONG_COTANGENTS: dict[str, tuple[Callable[[Any, Any], Any], type[Exception], st
     ),
     "complex constant": (lambda r, g: tf.ones(2) * 1j, DTypeError, r"is complex128\[2\].*tf.real"),
     "complex of the residual": (lambda r, g: r * 1j, DTypeError, r"is complex128\[2\].*tf.real"),
+    "nonzero constant": (
+        lambda r, g: tf.ones(2) * 3.0,
+        TenferroError,
+        r"does not depend on .*g.*a nonzero constant",
+    ),
+    "the residual alone": (
+        lambda r, g: r * 2.0,
+        TenferroError,
+        r"does not depend on .*g.*the residuals alone",
+    ),
     "g of another shape": (lambda r, g: tf.concatenate([g, g]), ShapeError, r"has shape \(4,\)"),
 }
 """Cotangents a bwd may not return; those that do not depend on ``g`` included (a
-derivative program drops them, so they are checked before)."""
+derivative program drops them, so they are checked before): a VJP is linear in ``g``,
+so one that does not read it must be zero."""
 
 GRADIENT_MODES: dict[str, Callable[[Any], Any]] = {
     "grad": lambda f: tf.grad(lambda v: tf.sum(f(v)))(X),
@@ -147,6 +158,30 @@ def test_every_wrong_bwd_cotangent_raises_in_every_mode(mistake: str, mode: str)
     f.defvjp(lambda v: (v * 2, v), lambda r, g: (bwd(r, g),))
     with pytest.raises(error, match=rf"custom_vjp\(.*f\): bwd's cotangent leaf 0 {message}"):
         GRADIENT_MODES[mode](f)
+
+
+ZERO_COTANGENTS: dict[str, Callable[[Any, Any], Any]] = {
+    "None": lambda r, g: None,
+    "zeros_like of the residual": lambda r, g: tf.zeros_like(r),
+    "zeros": lambda r, g: tf.zeros(2),
+    "g times zero": lambda r, g: g * 0.0,
+}
+
+
+@pytest.mark.parametrize("mode", sorted(GRADIENT_MODES))
+@pytest.mark.parametrize("zero", sorted(ZERO_COTANGENTS))
+def test_a_zero_cotangent_may_be_written_without_g(zero: str, mode: str) -> None:
+    bwd = ZERO_COTANGENTS[zero]
+
+    @tf.custom_vjp
+    def f(v: Any, w: Any) -> Any:
+        return v * 2 + w
+
+    f.defvjp(lambda v, w: (v * 2 + w, v), lambda r, g: (bwd(r, g), g))
+    got = GRADIENT_MODES[mode](lambda v: f(v, v))
+    if got is not None:  # the tape's backward returns nothing
+        leaves = got if isinstance(got, tuple) else (got,)
+        np.testing.assert_array_equal(leaves[0].numpy(), np.ones(2))
 
 
 @pytest.mark.parametrize("role", ["bwd", "jvp"])

@@ -29,6 +29,7 @@ JAX's) -- for real functions there is no difference.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import Callable, Hashable, Sequence
@@ -550,7 +551,10 @@ class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
         """Set the forward (``fwd(*args) -> (output, residuals)``) and backward
-        (``bwd(residuals, g) -> cotangents``) rules."""
+        (``bwd(residuals, g) -> cotangents``) rules. ``bwd`` is linear in ``g``: each
+        cotangent has its argument's shape and dtype (a real one for a real argument), and
+        one that does not read ``g`` must be zero (``None``, or zeros); anything else
+        raises rather than being dropped."""
         if not callable(fwd) or not callable(bwd):
             raise ArgumentTypeError(self.name, "defvjp needs callable fwd and bwd")
         self.fwd, self.bwd = fwd, bwd
@@ -641,6 +645,10 @@ class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
         outputs = _traced_leaves(self.name, "bwd's cotangent", [leaves[i] for i in present])
         values = _replay(self.name, [*residuals, *filled], [o.key for o in outputs], like, self.bwd)
         by_input: dict[int, RuleValue] = dict(zip(present, values, strict=True))
+        g_positions = frozenset(range(count, count + len(filled)))
+        reads_of = dict(
+            zip(present, zip(_arguments_read(outputs), outputs, strict=True), strict=True)
+        )
         results: list[RuleValue | None] = [None] * count
         for position, meta in enumerate(op.inputs[count:]):
             value = by_input.get(position)
@@ -650,8 +658,46 @@ class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
             # checked even where it is dropped: a cotangent of the wrong shape or a
             # complex one for a real input is a mistake whatever it depends on
             value = _check_result(self.name, f"bwd's cotangent leaf {position}", value, meta, True)
+            reads, output = reads_of[position]
+            if not reads & g_positions:
+                self._check_constant_cotangent(position, reads, output)
             results.append(value if active[count + position] and value.active else None)
         return results
+
+    def _check_constant_cotangent(self, position: int, reads: frozenset[int], value: Any) -> None:
+        """A cotangent that does not read ``g`` is dropped by the derivative program (a
+        VJP is linear in ``g``): only a zero may be dropped; anything else would be a
+        silently wrong derivative."""
+        if not reads:  # made of constants alone: its value is known now
+            with contextlib.suppress(TenferroError):
+                if not np.any(np.asarray(value.eval())):
+                    return
+        raise TenferroError(
+            self.name,
+            f"bwd's cotangent leaf {position} does not depend on the output cotangent g "
+            f"it is given ({'the residuals alone' if reads else 'a nonzero constant'}): a "
+            f"VJP is linear in g; return None (or zeros) for a zero cotangent",
+        )
+
+
+def _arguments_read(outputs: Sequence[TracedTensor]) -> list[frozenset[int]]:
+    """For each traced rule output, the positions of the rule arguments it reads."""
+
+    def leaf(key: ValueKey) -> frozenset[int] | After[frozenset[int]]:
+        name = key.key if type(key) is Input else None
+        if type(name) is RuleArgKey:
+            return frozenset((name.position,))
+        if type(name) is AliasKey:
+            return After(name.origin, lambda reads: reads)
+        return frozenset()
+
+    def operation(_: OperationKey, operands: list[frozenset[int]]) -> frozenset[int]:
+        return frozenset().union(*operands)
+
+    def output(result: frozenset[int], _: Derived) -> frozenset[int]:
+        return result
+
+    return fold([o.key for o in outputs], operation, output, leaf)
 
 
 # ---------------------------------------------------------------------- the families
