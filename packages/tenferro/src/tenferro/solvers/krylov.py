@@ -1,0 +1,517 @@
+"""The iterative kernels, on numpy vectors: conjugate gradients, restarted GMRES,
+BiCGSTAB, Krylov-Schur eigensolvers (Lanczos for Hermitian operators, Arnoldi for
+general ones) and fixed-point iterations (plain and Anderson-accelerated).
+
+Each kernel takes ``matvec`` (or the map ``f``) on flat vectors of one dtype and
+returns what it found together with the iterations it ran; it never records anything
+(no tape, no graph), so its memory does not grow with the iteration count. A kernel
+that does not reach its tolerance raises :class:`~tenferro.errors.ConvergenceError`
+naming the caller ``op``, the method, the tolerance, the residual reached and the
+iteration count.
+
+Norms are Euclidean over the whole (flattened) vector; complex vectors use the
+Hermitian inner product ``vdot``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+import scipy.linalg
+
+from tenferro.errors import ConvergenceError
+
+__all__ = [
+    "EIGSH_WHICH",
+    "EIGS_WHICH",
+    "EigenResult",
+    "anderson",
+    "bicgstab",
+    "cg",
+    "eigen",
+    "fixed_point_iteration",
+    "gmres",
+    "precision",
+]
+
+Array = np.ndarray[Any, Any]
+MatVec = Callable[[Array], Array]
+
+
+def precision(dtype: np.dtype[Any]) -> float:
+    """Machine epsilon of ``dtype``'s real precision."""
+    return float(np.finfo(dtype).eps)
+
+
+def _norm(x: Array) -> float:
+    return float(np.sqrt(np.real(np.vdot(x, x))))
+
+
+def _tolerance(b: Array, rtol: float, atol: float) -> float:
+    return max(rtol * _norm(b), atol)
+
+
+# ---------------------------------------------------------------------- linear systems
+
+
+def cg(
+    op: str, matvec: MatVec, b: Array, x0: Array, rtol: float, atol: float, maxiter: int
+) -> tuple[Array, int]:
+    """Conjugate gradients for a Hermitian positive definite operator: the solution and
+    the iterations run. Converged when ``||b - A x|| <= max(rtol ||b||, atol)``, checked
+    on the true residual (a drifted recursive residual restarts the iteration)."""
+    tol = _tolerance(b, rtol, atol)
+    x = np.array(x0, copy=True)
+    r = b - matvec(x) if x.any() else np.array(b, copy=True)
+    iterations = 0
+    while True:
+        residual = _norm(r)
+        if residual <= tol:
+            return x, iterations
+        p = r.copy()
+        rho = residual * residual
+        while iterations < maxiter:
+            q = matvec(p)
+            iterations += 1
+            curvature = np.real(np.vdot(p, q))
+            if not curvature > 0:
+                raise ConvergenceError(
+                    op,
+                    "cg",
+                    tol,
+                    _norm(r),
+                    iterations,
+                    "the operator is not positive definite (p^H A p <= 0): cg needs a "
+                    "Hermitian positive definite operator; use gmres or bicgstab",
+                )
+            alpha = rho / curvature
+            x += alpha * p
+            r -= alpha * q
+            residual = _norm(r)
+            if residual <= tol:
+                break
+            rho_next = residual * residual
+            p *= rho_next / rho
+            p += r
+            rho = rho_next
+        else:
+            raise ConvergenceError(op, "cg", tol, _norm(b - matvec(x)), iterations)
+        r = b - matvec(x)  # the true residual: stop, or go on from it
+
+
+def gmres(
+    op: str,
+    matvec: MatVec,
+    b: Array,
+    x0: Array,
+    rtol: float,
+    atol: float,
+    restart: int,
+    maxiter: int,
+) -> tuple[Array, int]:
+    """Restarted GMRES (Arnoldi with repeated Gram-Schmidt, Givens rotations): the
+    solution and the inner iterations run. ``maxiter`` counts restart cycles of up to
+    ``restart`` iterations, as in SciPy and JAX. Converged when the true residual
+    ``||b - A x|| <= max(rtol ||b||, atol)``."""
+    tol = _tolerance(b, rtol, atol)
+    n = b.size
+    m = max(1, min(restart, n))
+    dtype = np.result_type(b.dtype, np.float32)
+    x = np.array(x0, dtype=dtype, copy=True)
+    iterations = 0
+    r = b - matvec(x) if x.any() else np.array(b, dtype=dtype, copy=True)
+    residual = _norm(r)
+    tiny = precision(dtype) * max(residual, 1e-300)
+    for _ in range(maxiter):
+        if residual <= tol:
+            return x, iterations
+        basis = np.zeros((m + 1, n), dtype)
+        h = np.zeros((m + 1, m), dtype)
+        cs = np.zeros(m, dtype.type(0).real.dtype)
+        sn = np.zeros(m, dtype)
+        g = np.zeros(m + 1, dtype)
+        g[0] = residual
+        basis[0] = r / residual
+        size = 0
+        for j in range(m):
+            w = matvec(basis[j])
+            iterations += 1
+            for _pass in range(2):  # classical Gram-Schmidt, twice
+                coefficients = basis[: j + 1].conj() @ w
+                w = w - coefficients @ basis[: j + 1]
+                h[: j + 1, j] += coefficients
+            h[j + 1, j] = _norm(w)
+            for i in range(j):
+                hi, hk = h[i, j], h[i + 1, j]
+                h[i, j] = cs[i] * hi + sn[i] * hk
+                h[i + 1, j] = -np.conj(sn[i]) * hi + cs[i] * hk
+            cs[j], sn[j], h[j, j] = _givens(h[j, j], h[j + 1, j])
+            h[j + 1, j] = 0
+            g[j + 1] = -np.conj(sn[j]) * g[j]
+            g[j] = cs[j] * g[j]
+            size = j + 1
+            norm_w = _norm(w)
+            if abs(g[j + 1]) <= tol or norm_w <= tiny:
+                break
+            basis[j + 1] = w / norm_w
+        y = scipy.linalg.solve_triangular(h[:size, :size], g[:size])
+        x = x + y @ basis[:size]
+        r = b - matvec(x)
+        residual = _norm(r)
+    if residual <= tol:
+        return x, iterations
+    raise ConvergenceError(
+        op, "gmres", tol, residual, iterations, f"{maxiter} restart cycle(s) of {m}"
+    )
+
+
+def _givens(a: Any, b: Any) -> tuple[float, Any, Any]:
+    """``(c, s, r)`` with ``[[c, s], [-conj(s), c]] @ [a, b] = [r, 0]``, ``c`` real."""
+    size_a, size_b = abs(a), abs(b)
+    if size_b == 0:
+        return 1.0, 0.0 * a, a
+    if size_a == 0:
+        return 0.0, np.conj(b) / size_b, size_b
+    radius = float(np.hypot(size_a, size_b))
+    phase = a / size_a
+    return size_a / radius, phase * np.conj(b) / radius, phase * radius
+
+
+def bicgstab(
+    op: str, matvec: MatVec, b: Array, x0: Array, rtol: float, atol: float, maxiter: int
+) -> tuple[Array, int]:
+    """BiCGSTAB (van der Vorst) for a general operator: the solution and the iterations
+    run (each applies the operator twice). Converged when the true residual
+    ``||b - A x|| <= max(rtol ||b||, atol)``."""
+    tol = _tolerance(b, rtol, atol)
+    dtype = np.result_type(b.dtype, np.float32)
+    x = np.array(x0, dtype=dtype, copy=True)
+    r = b - matvec(x) if x.any() else np.array(b, dtype=dtype, copy=True)
+    iterations = 0
+    while iterations < maxiter:
+        if _norm(r) <= tol:
+            return x, iterations
+        shadow = r.copy()
+        rho = alpha = omega = 1.0
+        v = np.zeros_like(r)
+        p = np.zeros_like(r)
+        while iterations < maxiter:
+            iterations += 1
+            rho_next = np.vdot(shadow, r)
+            if rho_next == 0 or omega == 0:
+                break  # breakdown: restart from the current residual
+            p = r + (rho_next / rho) * (alpha / omega) * (p - omega * v)
+            rho = rho_next
+            v = matvec(p)
+            projection = np.vdot(shadow, v)
+            if projection == 0:
+                break
+            alpha = rho / projection
+            s = r - alpha * v
+            if _norm(s) <= tol:
+                x += alpha * p
+                r = s
+                break
+            t = matvec(s)
+            tt = np.real(np.vdot(t, t))
+            omega = np.vdot(t, s) / tt if tt > 0 else 0.0
+            x += alpha * p + omega * s
+            r = s - omega * t
+            if _norm(r) <= tol:
+                break
+        r = b - matvec(x)
+    residual = _norm(r)
+    if residual <= tol:
+        return x, iterations
+    raise ConvergenceError(op, "bicgstab", tol, residual, iterations)
+
+
+# ---------------------------------------------------------------------- eigenproblems
+
+EIGSH_WHICH = ("SA", "LA", "SM", "LM")
+EIGS_WHICH = ("LM", "SM", "LR", "SR", "LI", "SI")
+
+
+def _order(values: Array, which: str) -> Array:
+    """Positions of ``values`` from most to least wanted (stable)."""
+    key = {
+        "SA": lambda v: np.real(v),
+        "LA": lambda v: -np.real(v),
+        "SM": np.abs,
+        "LM": lambda v: -np.abs(v),
+        "SR": lambda v: np.real(v),
+        "LR": lambda v: -np.real(v),
+        "SI": lambda v: np.imag(v),
+        "LI": lambda v: -np.imag(v),
+    }[which](values)
+    return np.argsort(key, kind="stable")
+
+
+class EigenResult(NamedTuple):
+    """Converged Ritz pairs, most wanted first: ``values`` (``count``), ``vectors``
+    (``n x count``, orthonormal for Hermitian operators, unit columns otherwise), and
+    ``following``: the best Ritz value not returned (NaN when there is none)."""
+
+    values: Array
+    vectors: Array
+    following: Any
+    iterations: int
+
+
+def eigen(
+    op: str,
+    matvec: MatVec,
+    v0: Array,
+    count: int,
+    which: str,
+    hermitian: bool,
+    tol: float,
+    ncv: int,
+    maxiter: int,
+) -> EigenResult:
+    """The ``count`` most wanted eigenpairs by Krylov-Schur (Stewart): Arnoldi with full
+    reorthogonalisation, restarted by keeping the wanted part of the Krylov
+    decomposition ``A V = V H + v b^H`` -- Lanczos with thick restarts when
+    ``hermitian``. Converged when every wanted pair's residual ``||A x - t x||`` is at
+    most ``tol`` times the largest Ritz value's magnitude (checked on the true
+    residuals at the end). ``maxiter`` counts restarts."""
+    n = v0.size
+    dtype = v0.dtype
+    m = max(min(ncv, n), min(count + 1, n))
+    keep = min(m - 1, count + (m - count) // 2) if m > count else count
+    basis = np.zeros((m + 1, n), dtype)
+    h = np.zeros((m + 1, m), dtype)
+    start = _norm(v0)
+    if not start > 0:
+        rng = np.random.default_rng(0)
+        v0 = _random(rng, n, dtype)
+        start = _norm(v0)
+    basis[0] = v0 / start
+    size = 0  # columns of the decomposition
+    restarts = 0
+    rng = np.random.default_rng(1)
+    eps = precision(dtype)
+    scale = 0.0
+    while True:
+        # expand to m columns (or until the space is exhausted)
+        while size < m:
+            w = matvec(basis[size])
+            for _pass in range(2):
+                coefficients = basis[: size + 1].conj() @ w
+                w = w - coefficients @ basis[: size + 1]
+                h[: size + 1, size] += coefficients
+            beta = _norm(w)
+            scale = max(scale, float(np.max(np.abs(h[: size + 1, : size + 1]), initial=0.0)))
+            h[size + 1, size] = beta
+            size += 1
+            if beta > eps * max(scale, 1e-300) * 8:
+                basis[size] = w / beta
+            elif size < n:  # an invariant subspace: go on from a fresh direction
+                h[size, size - 1] = 0
+                basis[size] = _fresh(rng, basis[:size], dtype)
+            else:
+                h[size, size - 1] = 0
+                break
+            if (
+                size >= count
+                and size < m
+                and size < n
+                and _all_converged(h, size, count, which, hermitian, tol, eps)
+            ):
+                break
+        values, vectors, residuals = _ritz(h, size, hermitian)
+        order = _order(values, which)
+        wanted = order[:count]
+        magnitude = max(float(np.max(np.abs(values), initial=0.0)), 1e-300)
+        bound = max(tol, eps) * magnitude
+        exhausted = size >= n
+        if exhausted or np.all(residuals[wanted] <= bound):
+            x = basis[:size].T @ vectors[:, wanted]
+            following = values[order[count]] if len(order) > count else np.nan
+            true = np.array(
+                [_norm(matvec(x[:, i]) - values[i_] * x[:, i]) for i, i_ in enumerate(wanted)]
+            )
+            limit = max(100 * bound, 100 * eps * magnitude)
+            if np.all(true <= limit):
+                return EigenResult(values[wanted], x, following, restarts)
+            raise ConvergenceError(
+                op,
+                "lanczos" if hermitian else "arnoldi",
+                bound,
+                float(np.max(true)),
+                restarts,
+                "the Ritz pairs' true residuals disagree with the Krylov estimates "
+                "(the operator may not be Hermitian, or not linear)"
+                if hermitian
+                else "the Ritz pairs' true residuals disagree with the Krylov estimates "
+                "(is the operator linear?)",
+            )
+        if restarts >= maxiter:
+            raise ConvergenceError(
+                op,
+                "lanczos" if hermitian else "arnoldi",
+                bound,
+                float(np.max(residuals[wanted])),
+                restarts,
+                f"{count} wanted eigenpair(s), Krylov dimension ncv={m}; raise maxiter or "
+                f"ncv (or tol)",
+            )
+        restarts += 1
+        size = _restart(basis, h, size, keep, which, hermitian, values, vectors, order)
+
+
+def _random(rng: np.random.Generator, n: int, dtype: np.dtype[Any]) -> Array:
+    x = rng.standard_normal(n)
+    if dtype.kind == "c":
+        x = x + 1j * rng.standard_normal(n)
+    return x.astype(dtype)
+
+
+def _fresh(rng: np.random.Generator, basis: Array, dtype: np.dtype[Any]) -> Array:
+    """A random unit vector orthogonal to the rows of ``basis``."""
+    for _attempt in range(5):
+        w = _random(rng, basis.shape[1], dtype)
+        for _pass in range(2):
+            w = w - (basis.conj() @ w) @ basis
+        size = _norm(w)
+        if size > 0.5:
+            return w / size
+    return w / _norm(w)
+
+
+def _ritz(h: Array, size: int, hermitian: bool) -> tuple[Array, Array, Array]:
+    """Ritz values, their vectors in the Krylov basis, and the residual estimates
+    ``|b^H y|`` of the decomposition of ``size`` columns."""
+    square = h[:size, :size]
+    if hermitian:
+        values, vectors = np.linalg.eigh((square + square.conj().T) / 2)
+    else:
+        values, vectors = np.linalg.eig(square)
+        vectors = vectors / np.linalg.norm(vectors, axis=0)
+    residuals = np.abs(h[size, :size] @ vectors)
+    return values, vectors, residuals
+
+
+def _all_converged(
+    h: Array, size: int, count: int, which: str, hermitian: bool, tol: float, eps: float
+) -> bool:
+    values, _, residuals = _ritz(h, size, hermitian)
+    wanted = _order(values, which)[:count]
+    magnitude = max(float(np.max(np.abs(values), initial=0.0)), 1e-300)
+    return bool(np.all(residuals[wanted] <= max(tol, eps) * magnitude))
+
+
+def _restart(
+    basis: Array,
+    h: Array,
+    size: int,
+    keep: int,
+    which: str,
+    hermitian: bool,
+    values: Array,
+    vectors: Array,
+    order: Array,
+) -> int:
+    """Keep the ``keep`` most wanted Ritz directions (an invariant subspace of the
+    projected matrix): ``V <- V Q``, ``H <- Q^H H Q``, the residual row ``b <- b Q``;
+    the last basis vector carries on. Returns the new size."""
+    if hermitian:
+        chosen = order[:keep]
+        q = vectors[:, chosen]
+        projected = np.diag(values[chosen]).astype(h.dtype)
+    else:
+        square = h[:size, :size].astype(np.result_type(h.dtype, np.complex64))
+        t, z = scipy.linalg.schur(square, output="complex")
+        diagonal = np.diag(t)
+        ranks = np.empty(size, int)
+        ranks[_order(diagonal, which)] = np.arange(size)
+        select = (ranks < keep).astype(np.int32)
+        t, z, *_rest, info = scipy.linalg.lapack.ztrsen(select, t, z)
+        if info != 0:  # reordering failed (ill-conditioned): keep what Schur gave
+            t, z = scipy.linalg.schur(square, output="complex")
+        q = z[:, :keep]
+        projected = t[:keep, :keep]
+    residual_row = h[size, :size] @ q
+    following = basis[size].copy()
+    basis[:keep] = q.T @ basis[:size]
+    basis[keep] = following
+    basis[keep + 1 :] = 0
+    h[:] = 0
+    h[:keep, :keep] = projected
+    h[keep, :keep] = residual_row
+    return keep
+
+
+# ---------------------------------------------------------------------- fixed points
+
+
+def _fixed_point_tolerance(fx: Array, tol: float, atol: float) -> float:
+    return max(tol * _norm(fx), atol)
+
+
+def fixed_point_iteration(
+    op: str, f: MatVec, x0: Array, tol: float, atol: float, maxiter: int
+) -> tuple[Array, int]:
+    """``x <- f(x)`` until ``||f(x) - x|| <= max(tol ||f(x)||, atol)``: the last ``f(x)``
+    and the iterations run."""
+    x = x0
+    residual = np.inf
+    bound = atol
+    for iteration in range(1, maxiter + 1):
+        fx = f(x)
+        residual = _norm(fx - x)
+        bound = _fixed_point_tolerance(fx, tol, atol)
+        if residual <= bound:
+            return fx, iteration
+        x = fx
+    raise ConvergenceError(op, "fixed-point iteration", bound, residual, maxiter)
+
+
+def anderson(
+    op: str,
+    f: MatVec,
+    x0: Array,
+    tol: float,
+    atol: float,
+    maxiter: int,
+    memory: int,
+    mixing: float,
+) -> tuple[Array, int]:
+    """Anderson acceleration (type II) of ``x <- f(x)`` with the last ``memory``
+    differences: ``x_next = x + b g - (dX + b dG) gamma`` with ``g = f(x) - x`` and
+    ``gamma`` the least-squares fit of ``g`` by the residual differences ``dG``
+    (``b`` = ``mixing``). Stops as :func:`fixed_point_iteration`."""
+    x = x0
+    fx = f(x)
+    g = fx - x
+    residual = _norm(g)
+    bound = _fixed_point_tolerance(fx, tol, atol)
+    if residual <= bound:
+        return fx, 1
+    steps_x: list[Array] = []
+    steps_g: list[Array] = []
+    for iteration in range(2, maxiter + 1):
+        if steps_g:
+            dg = np.stack(steps_g, axis=1)
+            dx = np.stack(steps_x, axis=1)
+            gamma = np.linalg.lstsq(dg, g, rcond=None)[0]
+            x_next = x + mixing * g - (dx + mixing * dg) @ gamma
+        else:
+            x_next = x + mixing * g
+        fx_next = f(x_next)
+        g_next = fx_next - x_next
+        steps_x.append(x_next - x)
+        steps_g.append(g_next - g)
+        if len(steps_x) > memory:
+            steps_x.pop(0)
+            steps_g.pop(0)
+        x, fx, g = x_next, fx_next, g_next
+        residual = _norm(g)
+        bound = _fixed_point_tolerance(fx, tol, atol)
+        if not np.isfinite(residual):
+            break
+        if residual <= bound:
+            return fx, iteration
+    raise ConvergenceError(op, "anderson", bound, residual, maxiter)
