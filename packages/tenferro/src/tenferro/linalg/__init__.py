@@ -17,6 +17,10 @@ transform; the families' modules are:
 * :mod:`tenferro.linalg.least_squares`: lstsq, matrix_rank.
 * :mod:`tenferro.linalg.functions`: matrix_exp, matrix_power, multi_dot, tensorinv,
   tensorsolve.
+
+The iterative (matrix-free) solvers ``cg``, ``gmres``, ``bicgstab``, ``eigsh`` and
+``eigs``, with implicit derivatives, live in :mod:`tenferro.solvers` and are named
+here too.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from tenferro.linalg.spectral import (
     svdvals,
     truncated_svd,
 )
+from tenferro.solvers import EigenpairsResult, bicgstab, cg, eigs, eigsh, gmres
 
 __all__: list[str] = [
     "EigResult",
@@ -89,4 +94,12 @@ __all__ += [  # solvers
     "solve_triangular",
     "tensorinv",
     "tensorsolve",
+]
+__all__ += [  # iterative, matrix-free (tenferro.solvers)
+    "EigenpairsResult",
+    "bicgstab",
+    "cg",
+    "eigs",
+    "eigsh",
+    "gmres",
 ]

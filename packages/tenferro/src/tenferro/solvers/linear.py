@@ -31,9 +31,17 @@ from tenferro.meta import Meta
 from tenferro.solvers import krylov
 from tenferro.solvers.closure import ClosedFunction, close, derived
 from tenferro.solvers.family import SolverOp
-from tenferro.solvers.spaces import Space, close_map, tensors_of
+from tenferro.solvers.spaces import Space, close_map, promoted, tensors_of
 
-__all__ = ["LinearSolve", "adjoint_of", "bicgstab", "cg", "gmres", "solve_operator"]
+__all__ = [
+    "LinearSolve",
+    "adjoint_of",
+    "bicgstab",
+    "cg",
+    "default_maxiter",
+    "gmres",
+    "solve_operator",
+]
 
 METHODS = ("cg", "gmres", "bicgstab")
 
@@ -166,6 +174,14 @@ def solve_flat(op: str, method: str, matvec: Any, b: Any, x0: Any, settings: Any
     return x
 
 
+def default_maxiter(method: str, size: int, restart: int) -> int:
+    """SciPy's default: ten times the size in iterations (for GMRES, enough restart
+    cycles of ``restart`` for that many)."""
+    if method == "gmres":
+        return max(1, -(-10 * size // min(restart, max(size, 1))))
+    return max(10 * size, 10)
+
+
 def adjoint_of(operator: ClosedFunction, count: int) -> ClosedFunction:
     """The adjoint of a linear operator (of the vector's ``count`` leaves and
     parameters): its VJP in the vector, as an operator of the same signature."""
@@ -222,9 +238,9 @@ def solve_operator(op: str, a: Any, b: Any) -> tuple[ClosedFunction, list[Any], 
         leaves, treedef = tensors_of(op, "b", b)
         metas = [t.meta for t in leaves]
         operator, operands = close_map(
-            op, lambda v, params: a(v), treedef, metas, [], "the operator A"
+            op, lambda v, params: a(v), treedef, metas, [], "the operator A", promote=True
         )
-        return operator, operands, leaves, treedef
+        return operator, operands, promoted(leaves, operator), treedef
     (matrix,), _ = tensors_of(op, "A", a)
     leaves, treedef = tensors_of(op, "b", b, matrix.meta.dtype)
     matrix = lax.convert_element_type(matrix, leaves[0].meta.dtype)
@@ -266,8 +282,7 @@ def _linear_solve(
     operator, operands, leaves, treedef = solve_operator(op, a, b)
     size = sum(t.meta.size for t in leaves)
     if maxiter is None:
-        cycles = max(1, -(-10 * size // min(restart_value, max(size, 1))))
-        maxiter_value = cycles if method == "gmres" else max(10 * size, 10)
+        maxiter_value = default_maxiter(method, size, restart_value)
     else:
         maxiter_value = _positive_int(op, "maxiter", maxiter)
     guess: list[Any] = []

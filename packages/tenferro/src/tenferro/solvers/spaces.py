@@ -24,7 +24,7 @@ from tenferro.errors import DTypeError, ShapeError, TenferroError
 from tenferro.meta import Meta
 from tenferro.solvers.closure import ClosedFunction, close
 
-__all__ = ["Space", "close_map", "leaves_of", "tensors_of"]
+__all__ = ["Space", "close_map", "leaves_of", "promoted", "tensors_of"]
 
 Array = np.ndarray[Any, Any]
 
@@ -98,12 +98,15 @@ def close_map(
     params: Sequence[Any],
     what: str,
     out_dtype: Any = None,
+    promote: bool = False,
 ) -> tuple[ClosedFunction, list[Any]]:
     """``call(vector_pytree, param_leaves)`` as a closed function of the vector's
     leaves (``metas``) and ``params`` (tensors) that maps the space into itself (or,
     with ``out_dtype``, into the space of the same shapes in that dtype). Returns it and
     its operands after the vector: ``params``, then the values ``call`` captured.
-    ``what`` names the function in errors."""
+    With ``promote``, a map that widens the dtype (real vectors to complex ones) is
+    traced again on vectors of the wider dtype: the closed function's first inputs then
+    say which. ``what`` names the function in errors."""
     count = len(metas)
 
     def flat(*leaves: Any) -> list[Any]:
@@ -118,14 +121,31 @@ def close_map(
         return out
 
     closed, captured = close(op, flat, [*metas, *(p.meta for p in params)])
+    got = closed.output_metas
+    if promote and out_dtype is None and _same_shapes(got, metas):
+        wider = np.result_type(*(m.dtype for m in metas), *(g.dtype for g in got))
+        if any(m.dtype != wider for m in metas):
+            metas = [m._replace(dtype=wider) for m in metas]
+            closed, captured = close(op, flat, [*metas, *(p.meta for p in params)])
+            got = closed.output_metas
     expected = [m.dtype if out_dtype is None else np.dtype(out_dtype) for m in metas]
-    for position, (got, meta, dt) in enumerate(
-        zip(closed.output_metas, metas, expected, strict=True)
-    ):
-        if got.shape != meta.shape or got.dtype != dt:
+    for position, (meta_out, meta, dt) in enumerate(zip(got, metas, expected, strict=True)):
+        if meta_out.shape != meta.shape or meta_out.dtype != dt:
             raise ShapeError(
                 op,
-                f"{what} maps leaf {position} of {meta.describe()} to {got.describe()}; it "
-                f"must keep shapes and dtypes (give the input the result's dtype)",
+                f"{what} maps leaf {position} of {meta.describe()} to {meta_out.describe()}; "
+                f"it must keep shapes and dtypes (give the input the result's dtype)",
             )
     return closed, [*params, *captured]
+
+
+def _same_shapes(got: Sequence[Meta], metas: Sequence[Meta]) -> bool:
+    return all(g.shape == m.shape for g, m in zip(got, metas, strict=True))
+
+
+def promoted(tensors: Sequence[Any], closed: ClosedFunction) -> list[Any]:
+    """``tensors`` (a vector's leaves) in the dtypes of ``closed``'s first inputs."""
+    return [
+        t if t.meta.dtype == m.dtype else lax.convert_element_type(t, m.dtype)
+        for t, m in zip(tensors, closed.inputs, strict=False)
+    ]

@@ -13,8 +13,9 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import cast
 
 from computegraph import After, Derived, Input, OperationKey, ValueKey, fold
+from tenferro import lax
 from tenferro.core.keys import AliasKey
-from tenferro.core.primitive import RuleValue, TensorPrimitive
+from tenferro.core.primitive import AddAny, RuleValue, TensorPrimitive
 from tenferro.errors import TenferroError
 
 __all__ = ["replay"]
@@ -34,7 +35,10 @@ def replay(
     scope = like.scope
 
     def emit(operation: OperationKey, operands: list[RuleValue]) -> tuple[RuleValue, ...]:
-        return scope.emit(cast(TensorPrimitive, operation.operation), operands)
+        primitive = cast(TensorPrimitive, operation.operation)
+        if type(primitive) is AddAny:  # an accumulation of a traced derivative: no metas
+            return (lax.add(operands[0], operands[1]),)
+        return scope.emit(primitive, operands)
 
     def argument(key: ValueKey) -> RuleValue | After[RuleValue]:
         input_name = key.key if type(key) is Input else None
