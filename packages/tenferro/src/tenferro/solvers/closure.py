@@ -23,7 +23,7 @@ computation into the rule's graph.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.keys import AliasKey, ArgKey, LeafKey
 from tenferro.core.kinds import asarray
-from tenferro.core.primitive import RuleValue
+from tenferro.core.primitive import RuleValue, TensorPrimitive
 from tenferro.errors import TenferroError
 from tenferro.meta import Meta
 from tenferro.traced.ad import jvp_tensors, vjp_tensors
@@ -331,7 +331,8 @@ def _operand(key: ValueKey, eager: dict[int, Any]) -> Any:
         return TracedTensor(key, _meta_of(key))
 
     def operation(operation_key: OperationKey, operands: list[Any]) -> tuple[Any, ...]:
-        return bind(operation_key.operation, operands, operands[0] if operands else _CONCRETE)
+        primitive = cast(TensorPrimitive, operation_key.operation)
+        return bind(primitive, operands, operands[0] if operands else _CONCRETE)
 
     def output(results: tuple[Any, ...], derived_key: Derived) -> Any:
         return results[derived_key.output_slot]

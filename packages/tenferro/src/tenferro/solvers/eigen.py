@@ -231,7 +231,8 @@ class Eigsh(SolverOp):
         c = matmul(adjoint(vm), dav)
         dw = diagonal(c)
         dw = guard_ties(self.caller, w, lax.real(dw) if dtype.kind == "c" else dw, self.eps)
-        dw = BoundaryGuard.bind(w, following, dw, caller=self.caller, eps=self.eps, reverse=False)
+        boundary = {"caller": self.caller, "eps": self.eps, "reverse": False}
+        dw = BoundaryGuard.bind(w, following, dw, vectors=False, **boundary)
         gaps = GapInverse.bind(w, eps=self.eps, squared=False)
         if dtype.kind == "c":
             gaps = lax.convert_element_type(gaps, dtype)
@@ -261,7 +262,7 @@ class Eigsh(SolverOp):
             f"wanted eigenvalue is degenerate with the rest of the spectrum)",
         )
         dv = lax.add(lax.reshape(inside, v.meta.shape), z)
-        return [dw, dv, None]
+        return [dw, BoundaryGuard.bind(w, following, dv, vectors=True, **boundary), None]
 
 
 class _SpectrumCheck(ExtensionOp):
@@ -306,25 +307,42 @@ def _bound(values: Any, eps: float) -> float:
 
 @register("solvers.eigsh_boundary_check")
 class BoundaryGuard(_SpectrumCheck):
-    """On ``eigsh``'s eigenvalue derivatives: in reverse mode, warns when the last
-    wanted eigenvalue is tied with the next one (not computed, so its cotangent is 0)
-    while the loss gives it a cotangent -- a degenerate level split by ``k``, whose
-    derivative depends on how a perturbation splits it (the dense rules' warning)."""
+    """On ``eigsh``'s derivatives: warns when a wanted eigenvalue is tied with the next
+    one (not computed: a degenerate level split by ``k``, which has no derivative) and
+    the derivative asked depends on it. For eigenvalues (``vectors`` false) as the
+    dense rules do, in reverse mode when the loss gives the tied eigenvalue a
+    cotangent (the next one, not computed, has none); for eigenvectors in both
+    directions, whenever a tied column's tangent or cotangent is not zero."""
+
+    vectors: bool
+
+    def _again(self, values: Any, following: Any, x: Any, reverse: bool) -> Any:
+        return BoundaryGuard.bind(
+            values,
+            following,
+            x,
+            caller=self.caller,
+            eps=self.eps,
+            reverse=reverse,
+            vectors=self.vectors,
+        )
 
     def check(self, values: Any, following: Any, x: Any) -> None:
-        if not self.reverse or np.isnan(following) or not values.size:
+        if (not self.reverse and not self.vectors) or np.isnan(following) or not values.size:
             return
-        everything = np.append(values, following)
-        bound = _bound(everything, self.eps)
+        bound = _bound(np.append(values, following), self.eps)
         scale = float(np.max(np.abs(x), initial=0.0))
+        floor = np.sqrt(krylov.precision(x.dtype)) * scale
         for i in np.flatnonzero(np.abs(values - following) <= bound):
-            if abs(x[i]) > np.sqrt(krylov.precision(x.dtype)) * scale:
+            weight = np.max(np.abs(x[..., i])) if self.vectors else abs(x[i])
+            if weight > floor:
+                what = "eigenvector" if self.vectors else "eigenvalue"
                 warnings.warn(
                     f"{self.caller}: eigenvalue {i} ({values[i]:.6g}) is tied with the next "
-                    f"one ({float(following):.6g}, not among the k computed) and the loss "
-                    f"gives it a derivative; a degenerate level split by k has no derivative "
-                    f"(it depends on how a perturbation splits the level), so the gradient "
-                    f"returned is not the derivative. Raise k to hold the whole level",
+                    f"one ({float(following):.6g}, not among the k computed) and the "
+                    f"derivative depends on its {what}; a degenerate level split by k has no "
+                    f"derivative (it depends on how a perturbation splits the level), so the "
+                    f"one returned is not a derivative. Raise k to hold the whole level",
                     DegenerateDerivativeWarning,
                     stacklevel=2,
                 )

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
-import scipy.linalg
 
 from tenferro.errors import ConvergenceError
+from tenferro.linalg._common import scipy_linalg
 
 __all__ = [
     "EIGSH_WHICH",
@@ -156,7 +156,7 @@ def gmres(
             if abs(g[j + 1]) <= tol or norm_w <= tiny:
                 break
             basis[j + 1] = w / norm_w
-        y = scipy.linalg.solve_triangular(h[:size, :size], g[:size])
+        y = scipy_linalg().solve_triangular(h[:size, :size], g[:size])
         x = x + y @ basis[:size]
         r = b - matvec(x)
         residual = _norm(r)
@@ -236,16 +236,14 @@ EIGS_WHICH = ("LM", "SM", "LR", "SR", "LI", "SI")
 
 def _order(values: Array, which: str) -> Array:
     """Positions of ``values`` from most to least wanted (stable)."""
-    key = {
-        "SA": lambda v: np.real(v),
-        "LA": lambda v: -np.real(v),
-        "SM": np.abs,
-        "LM": lambda v: -np.abs(v),
-        "SR": lambda v: np.real(v),
-        "LR": lambda v: -np.real(v),
-        "SI": lambda v: np.imag(v),
-        "LI": lambda v: -np.imag(v),
-    }[which](values)
+    if which in ("SM", "LM"):
+        key = np.abs(values)
+    elif which in ("SI", "LI"):
+        key = np.imag(values)
+    else:
+        key = np.real(values)
+    if which[0] == "L":
+        key = -key
     return np.argsort(key, kind="stable")
 
 
@@ -276,48 +274,148 @@ def eigen(
     decomposition ``A V = V H + v b^H`` -- Lanczos with thick restarts when
     ``hermitian``. Converged when every wanted pair's residual ``||A x - t x||`` is at
     most ``tol`` times the largest Ritz value's magnitude (checked on the true
-    residuals at the end). ``maxiter`` counts restarts."""
+    residuals at the end). ``maxiter`` counts restarts.
+
+    A Krylov space holds one direction of each eigenspace its start vector meets, so a
+    single-vector method cannot see a multiplicity. For Hermitian operators the pairs
+    found are therefore polished by a Rayleigh-Ritz step and completed: a random probe
+    of the space orthogonal to them looks for eigenvalues as wanted as (or tied with)
+    the last one found, and converges each it finds (a degenerate level is returned
+    whole up to ``count``)."""
+    eps = precision(v0.dtype)
+    found = _krylov_schur(op, matvec, v0, count, which, hermitian, tol, ncv, maxiter, None)
+    if not hermitian:
+        return EigenResult(found.values, found.vectors, found.following, found.iterations)
+    values, vectors = _rayleigh_ritz(op, matvec, found.vectors, which, tol, eps)
+    rng = np.random.default_rng(2)
+    n = v0.size
+    for _attempt in range(count + 1):
+        if vectors.shape[1] >= n:
+            break
+        worst = values[min(count, len(values)) - 1]
+        scale = max(float(np.max(np.abs(values), initial=0.0)), 1e-300)
+        probe = _krylov_schur(
+            op, matvec, _random(rng, n, v0.dtype), 1, which, True, tol, ncv, 0, vectors.T
+        )
+        margin = max(100 * tol, 1000 * eps) * scale
+        if _rank_key(probe.values[0], which) > _rank_key(worst, which) + margin:
+            break  # nothing in the rest of the space is as wanted as what was found
+        more = probe
+        if not probe.converged:
+            more = _krylov_schur(
+                op, matvec, probe.vectors[:, 0], 1, which, True, tol, ncv, maxiter, vectors.T
+            )
+        vectors = np.concatenate([vectors, more.vectors], axis=1)
+        values, vectors = _rayleigh_ritz(op, matvec, vectors, which, tol, eps)
+    following = values[count] if len(values) > count else found.following
+    return EigenResult(values[:count], vectors[:, :count], following, found.iterations)
+
+
+def _rank_key(value: Any, which: str) -> float:
+    """How unwanted ``value`` is (smaller: more wanted)."""
+    if which in ("SM", "LM"):
+        key = float(abs(value))
+    elif which in ("SI", "LI"):
+        key = float(np.imag(value))
+    else:
+        key = float(np.real(value))
+    return -key if which[0] == "L" else key
+
+
+def _rayleigh_ritz(
+    op: str, matvec: MatVec, vectors: Array, which: str, tol: float, eps: float
+) -> tuple[Array, Array]:
+    """Orthonormal Ritz pairs of a Hermitian operator on the span of ``vectors``, most
+    wanted first, with their true residuals checked (a disagreement with the Krylov
+    estimates means the operator is not Hermitian, or not linear)."""
+    q, _ = np.linalg.qr(vectors)
+    images = np.stack([matvec(q[:, i]) for i in range(q.shape[1])], axis=1)
+    projected = q.conj().T @ images
+    values, rotation = np.linalg.eigh((projected + projected.conj().T) / 2)
+    order = _order(values, which)
+    values, rotation = values[order], rotation[:, order]
+    x, ax = q @ rotation, images @ rotation
+    residuals = np.linalg.norm(ax - x * values, axis=0)
+    magnitude = max(float(np.max(np.abs(values), initial=0.0)), 1e-300)
+    limit = max(100 * tol, 100 * eps) * magnitude
+    if np.any(residuals > limit):
+        raise ConvergenceError(
+            op,
+            "lanczos",
+            limit,
+            float(np.max(residuals)),
+            0,
+            "the Ritz pairs' true residuals disagree with the Krylov estimates (the operator "
+            "may not be Hermitian, or not linear)",
+        )
+    return values, x
+
+
+class _Found(NamedTuple):
+    values: Array
+    vectors: Array
+    following: Any
+    iterations: int
+    converged: bool
+
+
+def _krylov_schur(
+    op: str,
+    matvec: MatVec,
+    v0: Array,
+    count: int,
+    which: str,
+    hermitian: bool,
+    tol: float,
+    ncv: int,
+    maxiter: int,
+    locked: Array | None,
+) -> _Found:
+    """The Krylov-Schur iteration of :func:`eigen` in the space orthogonal to the rows
+    of ``locked``; ``maxiter=0`` makes it a probe: one cycle, whatever converged."""
     n = v0.size
     dtype = v0.dtype
-    m = max(min(ncv, n), min(count + 1, n))
+    free = n - (0 if locked is None else locked.shape[0])
+    count = min(count, free)
+    m = max(min(ncv, free), min(count + 1, free))
     keep = min(m - 1, count + (m - count) // 2) if m > count else count
     basis = np.zeros((m + 1, n), dtype)
     h = np.zeros((m + 1, m), dtype)
-    start = _norm(v0)
-    if not start > 0:
-        rng = np.random.default_rng(0)
-        v0 = _random(rng, n, dtype)
-        start = _norm(v0)
-    basis[0] = v0 / start
+    rng = np.random.default_rng(1)
+    start = _deflate(v0.astype(dtype, copy=True), locked)
+    if not _norm(start) > 0:
+        start = _fresh(rng, basis[:0], dtype, locked)
+    basis[0] = start / _norm(start)
     size = 0  # columns of the decomposition
     restarts = 0
-    rng = np.random.default_rng(1)
     eps = precision(dtype)
     scale = 0.0
+    solver = "lanczos" if hermitian else "arnoldi"
     while True:
-        # expand to m columns (or until the space is exhausted)
-        while size < m:
-            w = matvec(basis[size])
+        while size < m:  # expand to m columns, or until the space is exhausted
+            w = _deflate(matvec(basis[size]), locked)
             for _pass in range(2):
                 coefficients = basis[: size + 1].conj() @ w
                 w = w - coefficients @ basis[: size + 1]
                 h[: size + 1, size] += coefficients
+                w = _deflate(w, locked)
             beta = _norm(w)
             scale = max(scale, float(np.max(np.abs(h[: size + 1, : size + 1]), initial=0.0)))
             h[size + 1, size] = beta
             size += 1
-            if beta > eps * max(scale, 1e-300) * 8:
-                basis[size] = w / beta
-            elif size < n:  # an invariant subspace: go on from a fresh direction
-                h[size, size - 1] = 0
-                basis[size] = _fresh(rng, basis[:size], dtype)
-            else:
+            if size >= free:
                 h[size, size - 1] = 0
                 break
+            if beta > eps * max(scale, 1e-300) * 8:
+                basis[size] = w / beta
+            else:  # an invariant subspace: go on from a fresh direction, at least once
+                h[size, size - 1] = 0
+                basis[size] = _fresh(rng, basis[:size], dtype, locked)
+                continue
             if (
-                size >= count
+                maxiter > 0
+                and size >= count
                 and size < m
-                and size < n
                 and _all_converged(h, size, count, which, hermitian, tol, eps)
             ):
                 break
@@ -326,32 +424,17 @@ def eigen(
         wanted = order[:count]
         magnitude = max(float(np.max(np.abs(values), initial=0.0)), 1e-300)
         bound = max(tol, eps) * magnitude
-        exhausted = size >= n
-        if exhausted or np.all(residuals[wanted] <= bound):
+        converged = size >= free or bool(np.all(residuals[wanted] <= bound))
+        if converged or maxiter == 0:
             x = basis[:size].T @ vectors[:, wanted]
             following = values[order[count]] if len(order) > count else np.nan
-            true = np.array(
-                [_norm(matvec(x[:, i]) - values[i_] * x[:, i]) for i, i_ in enumerate(wanted)]
-            )
-            limit = max(100 * bound, 100 * eps * magnitude)
-            if np.all(true <= limit):
-                return EigenResult(values[wanted], x, following, restarts)
-            raise ConvergenceError(
-                op,
-                "lanczos" if hermitian else "arnoldi",
-                bound,
-                float(np.max(true)),
-                restarts,
-                "the Ritz pairs' true residuals disagree with the Krylov estimates "
-                "(the operator may not be Hermitian, or not linear)"
-                if hermitian
-                else "the Ritz pairs' true residuals disagree with the Krylov estimates "
-                "(is the operator linear?)",
-            )
+            if converged and not hermitian:
+                _check_residuals(op, matvec, x, values[wanted], bound, eps * magnitude, restarts)
+            return _Found(values[wanted], x, following, restarts, converged)
         if restarts >= maxiter:
             raise ConvergenceError(
                 op,
-                "lanczos" if hermitian else "arnoldi",
+                solver,
                 bound,
                 float(np.max(residuals[wanted])),
                 restarts,
@@ -362,6 +445,30 @@ def eigen(
         size = _restart(basis, h, size, keep, which, hermitian, values, vectors, order)
 
 
+def _check_residuals(
+    op: str, matvec: MatVec, x: Array, values: Array, bound: float, floor: float, restarts: int
+) -> None:
+    true = [_norm(matvec(x[:, i]) - values[i] * x[:, i]) for i in range(x.shape[1])]
+    limit = max(100 * bound, 100 * floor)
+    if true and max(true) > limit:
+        raise ConvergenceError(
+            op,
+            "arnoldi",
+            bound,
+            float(max(true)),
+            restarts,
+            "the Ritz pairs' true residuals disagree with the Krylov estimates (is the "
+            "operator linear?)",
+        )
+
+
+def _deflate(w: Array, locked: Array | None) -> Array:
+    """``w`` without its components along the rows of ``locked``."""
+    if locked is None or not locked.shape[0]:
+        return w
+    return w - (locked.conj() @ w) @ locked
+
+
 def _random(rng: np.random.Generator, n: int, dtype: np.dtype[Any]) -> Array:
     x = rng.standard_normal(n)
     if dtype.kind == "c":
@@ -369,12 +476,15 @@ def _random(rng: np.random.Generator, n: int, dtype: np.dtype[Any]) -> Array:
     return x.astype(dtype)
 
 
-def _fresh(rng: np.random.Generator, basis: Array, dtype: np.dtype[Any]) -> Array:
-    """A random unit vector orthogonal to the rows of ``basis``."""
+def _fresh(
+    rng: np.random.Generator, basis: Array, dtype: np.dtype[Any], locked: Array | None
+) -> Array:
+    """A random unit vector orthogonal to the rows of ``basis`` and ``locked``."""
+    n = basis.shape[1]
     for _attempt in range(5):
-        w = _random(rng, basis.shape[1], dtype)
+        w = _random(rng, n, dtype)
         for _pass in range(2):
-            w = w - (basis.conj() @ w) @ basis
+            w = _deflate(w - (basis.conj() @ w) @ basis, locked)
         size = _norm(w)
         if size > 0.5:
             return w / size
@@ -423,14 +533,14 @@ def _restart(
         projected = np.diag(values[chosen]).astype(h.dtype)
     else:
         square = h[:size, :size].astype(np.result_type(h.dtype, np.complex64))
-        t, z = scipy.linalg.schur(square, output="complex")
+        t, z = scipy_linalg().schur(square, output="complex")
         diagonal = np.diag(t)
         ranks = np.empty(size, int)
         ranks[_order(diagonal, which)] = np.arange(size)
         select = (ranks < keep).astype(np.int32)
-        t, z, *_rest, info = scipy.linalg.lapack.ztrsen(select, t, z)
+        t, z, *_rest, info = scipy_linalg().lapack.ztrsen(select, t, z)
         if info != 0:  # reordering failed (ill-conditioned): keep what Schur gave
-            t, z = scipy.linalg.schur(square, output="complex")
+            t, z = scipy_linalg().schur(square, output="complex")
         q = z[:, :keep]
         projected = t[:keep, :keep]
     residual_row = h[size, :size] @ q

@@ -90,7 +90,9 @@ class _ImplicitSolve:
         tangents = [t for t in dparams if t is not None]
         return jacobian.emit(self.caller, [*solution, *xs[count:], *tangents])
 
-    def implicit_solve(self, xs: Xs, ys: Ts, rhs: list[RuleValue], identity_minus: bool) -> Any:
+    def implicit_solve(
+        self, xs: Xs, ys: Ts, rhs: list[RuleValue], identity_minus: bool
+    ) -> list[RuleValue | None]:
         count = self.count
         solution = [y for y in ys if y is not None]
         result = LinearSolve.bind(
@@ -205,7 +207,7 @@ class Root(_ImplicitSolve, SolverOp):
             return self.implicit_solve(xs, ys, rhs, identity_minus=False)
         solver = _tangent_solver(self.function, self.count, self.tangent_solve, self.treedef)
         solution = [y for y in ys if y is not None]
-        return solver.emit(self.caller, [*rhs, *solution, *xs[self.count :]])
+        return list(solver.emit(self.caller, [*rhs, *solution, *xs[self.count :]]))
 
 
 def _concrete_leaves(

@@ -71,8 +71,8 @@ def tensors_of(op: str, what: str, value: Any, dtype: Any = None) -> tuple[list[
     except TenferroError:
         kinds = ", ".join(type(leaf).__name__ for leaf in leaves)
         raise DTypeError(op, f"{what} must hold tensors, got {kinds}") from None
-    kinds = [_inexact(t.meta.dtype) for t in tensors]
-    common = np.result_type(*kinds, *([] if dtype is None else [dtype]))
+    dtypes = [_inexact(t.meta.dtype) for t in tensors]
+    common = np.result_type(*dtypes, *([] if dtype is None else [dtype]))
     for tensor in tensors:
         check_static(op, tensor.meta, what)
     return [

@@ -15,8 +15,10 @@ from tenferro.errors import (
 )
 from tenferro.meta import Meta
 from tenferro.traced.tensor import TracedTensor
-from tenferro.traced.tracing import TRACE_DEPTH as _DEPTH
-from tenferro.traced.tracing import call_traced as _call  # noqa: F401  (the transforms' name)
+from tenferro.traced.tracing import TRACE_DEPTH, call_traced
+
+_DEPTH = TRACE_DEPTH  # the transforms' names for the trace depth and the traced call
+_call = call_traced
 
 
 class _Args:
