@@ -15,6 +15,7 @@ Hermitian inner product ``vdot``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -277,16 +278,16 @@ def eigen(
     residuals at the end). ``maxiter`` counts restarts.
 
     A Krylov space holds one direction of each eigenspace its start vector meets, so a
-    single-vector method cannot see a multiplicity. For Hermitian operators the pairs
-    found are therefore polished by a Rayleigh-Ritz step and completed: a random probe
-    of the space orthogonal to them looks for eigenvalues as wanted as (or tied with)
-    the last one found, and converges each it finds (a degenerate level is returned
-    whole up to ``count``)."""
+    single-vector method cannot see a multiplicity. The pairs found (for Hermitian
+    operators, polished by a Rayleigh-Ritz step) are therefore completed: a random probe
+    of the operator deflated by their span looks for eigenvalues as wanted as (or tied
+    with) the last one found, and converges each it finds (a degenerate level is
+    returned whole up to ``count``, and ``following`` sees a tie)."""
     eps = precision(v0.dtype)
     found = _krylov_schur(op, matvec, v0, count, which, hermitian, tol, ncv, maxiter, None)
-    if not hermitian:
-        return EigenResult(found.values, found.vectors, found.following, found.iterations)
-    values, vectors = _rayleigh_ritz(op, matvec, found.vectors, which, tol, eps)
+    values, vectors = found.values, found.vectors
+    if hermitian:
+        values, vectors = _rayleigh_ritz(op, matvec, vectors, which, tol, eps, found.iterations)
     rng = np.random.default_rng(2)
     n = v0.size
     for _attempt in range(count + 1):
@@ -294,8 +295,9 @@ def eigen(
             break
         worst = values[min(count, len(values)) - 1]
         scale = max(float(np.max(np.abs(values), initial=0.0)), 1e-300)
+        locked = np.linalg.qr(vectors)[0]
         probe = _krylov_schur(
-            op, matvec, _random(rng, n, v0.dtype), 1, which, True, tol, ncv, 0, vectors.T
+            op, matvec, _random(rng, n, v0.dtype), 1, which, hermitian, tol, ncv, 0, locked.T
         )
         margin = max(100 * tol, 1000 * eps) * scale
         if _rank_key(probe.values[0], which) > _rank_key(worst, which) + margin:
@@ -303,12 +305,36 @@ def eigen(
         more = probe
         if not probe.converged:
             more = _krylov_schur(
-                op, matvec, probe.vectors[:, 0], 1, which, True, tol, ncv, maxiter, vectors.T
+                op, matvec, probe.vectors[:, 0], 1, which, hermitian, tol, ncv, maxiter, locked.T
             )
-        vectors = np.concatenate([vectors, more.vectors], axis=1)
-        values, vectors = _rayleigh_ritz(op, matvec, vectors, which, tol, eps)
+        vector = _eigenvector(matvec, more.values[0], more.vectors[:, 0], locked)
+        vectors = np.concatenate([vectors, vector[:, None]], axis=1)
+        if hermitian:
+            values, vectors = _rayleigh_ritz(op, matvec, vectors, which, tol, eps, found.iterations)
+        else:
+            values = np.append(values, more.values[0])
+            order = _order(values, which)
+            values, vectors = values[order], vectors[:, order]
     following = values[count] if len(values) > count else found.following
     return EigenResult(values[:count], vectors[:, :count], following, found.iterations)
+
+
+def _eigenvector(matvec: MatVec, value: Any, schur: Array, locked: Array) -> Array:
+    """The eigenvector of ``value`` from a Schur vector ``y`` of the operator deflated by
+    the invariant subspace ``locked`` (orthonormal ``Q``): ``x = y + Q z`` with
+    ``(value - T) z = Q^H A y``, ``T = Q^H A Q`` (least squares where ``value`` is also
+    an eigenvalue of ``T``: a degenerate level). For a Hermitian operator ``z = 0``."""
+    image = matvec(schur)
+    coupling = locked.conj().T @ image
+    if not np.any(np.abs(coupling) > precision(schur.dtype) * _norm(image)):
+        return schur
+    projected = locked.conj().T @ np.stack(
+        [matvec(locked[:, i]) for i in range(locked.shape[1])], axis=1
+    )
+    shifted = value * np.eye(locked.shape[1]) - projected
+    z = np.linalg.lstsq(shifted, coupling, rcond=None)[0]
+    x = schur + locked @ z
+    return x / _norm(x)
 
 
 def _rank_key(value: Any, which: str) -> float:
@@ -323,7 +349,7 @@ def _rank_key(value: Any, which: str) -> float:
 
 
 def _rayleigh_ritz(
-    op: str, matvec: MatVec, vectors: Array, which: str, tol: float, eps: float
+    op: str, matvec: MatVec, vectors: Array, which: str, tol: float, eps: float, iterations: int
 ) -> tuple[Array, Array]:
     """Orthonormal Ritz pairs of a Hermitian operator on the span of ``vectors``, most
     wanted first, with their true residuals checked (a disagreement with the Krylov
@@ -344,7 +370,7 @@ def _rayleigh_ritz(
             "lanczos",
             limit,
             float(np.max(residuals)),
-            0,
+            iterations,
             "the Ritz pairs' true residuals disagree with the Krylov estimates (the operator "
             "may not be Hermitian, or not linear)",
         )
@@ -429,7 +455,8 @@ def _krylov_schur(
             x = basis[:size].T @ vectors[:, wanted]
             following = values[order[count]] if len(order) > count else np.nan
             if converged and not hermitian:
-                _check_residuals(op, matvec, x, values[wanted], bound, eps * magnitude, restarts)
+                deflated = functools.partial(_deflated, matvec, locked)
+                _check_residuals(op, deflated, x, values[wanted], bound, eps * magnitude, restarts)
             return _Found(values[wanted], x, following, restarts, converged)
         if restarts >= maxiter:
             raise ConvergenceError(
@@ -460,6 +487,11 @@ def _check_residuals(
             "the Ritz pairs' true residuals disagree with the Krylov estimates (is the "
             "operator linear?)",
         )
+
+
+def _deflated(matvec: MatVec, locked: Array | None, x: Array) -> Array:
+    """The operator restricted to the complement of ``locked``: ``P A x``."""
+    return _deflate(matvec(x), locked)
 
 
 def _deflate(w: Array, locked: Array | None) -> Array:
