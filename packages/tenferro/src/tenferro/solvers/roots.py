@@ -27,7 +27,7 @@ from tenferro.core.kinds import asarray
 from tenferro.core.params import as_int, as_real
 from tenferro.core.primitive import RuleValue, Ts, Xs
 from tenferro.core.pytree import describe, flatten, unflatten
-from tenferro.errors import ArgumentTypeError, ParameterError, ShapeError, TenferroError
+from tenferro.errors import ArgumentTypeError, ParameterError, ShapeError
 from tenferro.extension import register
 from tenferro.meta import Meta
 from tenferro.solvers import krylov
@@ -97,7 +97,7 @@ class _ImplicitSolve:
         solution = [y for y in ys if y is not None]
         result = LinearSolve.bind(
             *solution,
-            *xs[count:],
+            *xs[count : len(self.function.inputs)],
             *rhs,
             operator=linearized(self.function, count, identity_minus),
             count=count,
@@ -166,13 +166,16 @@ class FixedPoint(_ImplicitSolve, SolverOp):
 @register("solvers.custom_root")
 class Root(_ImplicitSolve, SolverOp):
     """``f(x*, params) = 0`` found by the user's ``solve(f, x0)``: operands are the
-    initial guess's leaves, then what ``f`` captured. ``tangent_solve(g, y)`` (or, when
-    ``None``, GMRES) solves the linearised system of the derivative."""
+    initial guess's leaves, what ``f`` captured, then (``extra`` of them) what the
+    user's tangent solve captured. ``tangent_solver`` -- ``tangent_solve(g, y)`` closed
+    over ``(y, x*, params, extra)`` -- or, when ``None``, GMRES solves the linearised
+    system of the derivative."""
 
     function: ClosedFunction
     count: int
     solve: Any
-    tangent_solve: Any
+    tangent_solver: ClosedFunction | None
+    extra: int
     treedef: Hashable
     implicit: str
     implicit_rtol: float
@@ -184,7 +187,7 @@ class Root(_ImplicitSolve, SolverOp):
 
     def impl(self, *arrays: Any) -> Any:
         count = self.count
-        params = list(arrays[count:])
+        params = list(arrays[count : len(arrays) - self.extra])
         function, treedef = self.function, self.treedef
         metas = self.function.inputs[:count]
 
@@ -199,15 +202,15 @@ class Root(_ImplicitSolve, SolverOp):
         return tuple(result) if count > 1 else result[0]
 
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
-        change = self.parameter_change(xs, ys, ts)
+        end = len(xs) - self.extra
+        change = self.parameter_change(xs[:end], ys, ts[:end])
         if change is None:
             return [None] * self.count
         rhs = [lax.neg(c) for c in change]
-        if self.tangent_solve is None:
+        if self.tangent_solver is None:
             return self.implicit_solve(xs, ys, rhs, identity_minus=False)
-        solver = _tangent_solver(self.function, self.count, self.tangent_solve, self.treedef)
         solution = [y for y in ys if y is not None]
-        return list(solver.emit(self.caller, [*rhs, *solution, *xs[self.count :]]))
+        return list(self.tangent_solver.emit(self.caller, [*rhs, *solution, *xs[self.count :]]))
 
 
 def _concrete_leaves(
@@ -230,23 +233,15 @@ def _concrete_leaves(
 
 def _tangent_solver(
     function: ClosedFunction, count: int, tangent_solve: Any, treedef: Hashable
-) -> ClosedFunction:
-    """``tangent_solve(g, y)`` traced once per structure, ``g`` the linearised residual
-    at the root: a closed function of ``(y, x*, params)``."""
-    return derived(
-        (function, "tangent_solve", count, tangent_solve, treedef),
-        lambda: _trace_tangent_solve(function, count, tangent_solve, treedef),
-    )
-
-
-def _trace_tangent_solve(
-    function: ClosedFunction, count: int, tangent_solve: Any, treedef: Hashable
-) -> ClosedFunction:
+) -> tuple[ClosedFunction, list[Any]]:
+    """``tangent_solve(g, y)`` traced, ``g`` the linearised residual at the root: a
+    closed function of ``(y, x*, params, captured)`` and the values it captured (the
+    identity basis of a ``jacfwd``, say)."""
     operator = linearized(function, count, identity_minus=False)
     vector = function.inputs[:count]
 
     def apply(*args: Any) -> list[Any]:
-        y, point = args[:count], args[count:]
+        y, point = args[:count], args[count : count + len(function.inputs)]
 
         def g(v: Any) -> Any:
             leaves, tree = flatten(v)
@@ -271,13 +266,7 @@ def _trace_tangent_solve(
             )
         return leaves
 
-    closed, captured = close("custom_root", apply, [*vector, *function.inputs])
-    if captured:
-        raise TenferroError(
-            "custom_root",
-            "tangent_solve read a tensor from outside its arguments; it may use only g and y",
-        )
-    return closed
+    return close("custom_root", apply, [*vector, *function.inputs])
 
 
 # ---------------------------------------------------------------------- public functions
@@ -394,8 +383,9 @@ def custom_root(
     recording anything) and may be any algorithm, tenferro's or not; it is never
     differentiated. ``tangent_solve(g, y)`` solves the linear system ``g(x) = y`` for the
     linearised ``g`` (as in JAX, e.g. ``lambda g, y: y / g(1.0)`` for a scalar, or a
-    dense solve of ``tf.jacfwd(g)``); it must be linear in ``y``, built of
-    differentiable operations and read nothing but its arguments. Without it the
+    dense solve of ``tf.jacfwd(g)``); it is traced once, must be linear in ``y`` and
+    built of differentiable operations (tensors it reads from its scope are inputs of
+    the derivative like any others). Without it the
     system is solved matrix-free by GMRES (relative tolerance ``implicit_tol``, default
     1e-10, or 1e-5 in single precision).
     """
@@ -413,13 +403,18 @@ def custom_root(
     leaves = promoted(leaves, function)
     metas = [t.meta for t in leaves]
     size = sum(m.size for m in metas)
+    solver, extra = None, []
+    if tangent_solve is not None:
+        solver, extra = _tangent_solver(function, len(leaves), tangent_solve, treedef)
     result = Root.apply(
         *leaves,
         *operands,
+        *extra,
         function=function,
         count=len(leaves),
         solve=solve,
-        tangent_solve=tangent_solve,
+        tangent_solver=solver,
+        extra=len(extra),
         treedef=treedef,
         implicit="gmres",
         implicit_rtol=_tolerance(op, "implicit_tol", implicit_tol, _default_tol(metas[0].dtype)),
