@@ -403,7 +403,8 @@ def custom_root(
     leaves = promoted(leaves, function)
     metas = [t.meta for t in leaves]
     size = sum(m.size for m in metas)
-    solver, extra = None, []
+    solver: ClosedFunction | None = None
+    extra: list[Any] = []
     if tangent_solve is not None:
         solver, extra = _tangent_solver(function, len(leaves), tangent_solve, treedef)
     result = Root.apply(
