@@ -10,13 +10,16 @@ their eigenvalues and ``C = V^H dA V`` (``dA V`` from the operator's own JVP):
   derivative to the last wanted eigenvalue when it is tied with the next one (the
   forward pass converges one pair more than asked to know it) -- a degenerate ground
   state with ``k=1``, say;
-* ``dV = V (F o C) + Z``: inside the block, the dense rule with the same Lorentzian
-  gaps ``F``; outside it, ``Z`` solves the projected system
-  ``P (A - w_j) P z_j = -P dA v_j`` (``P = I - V V^H``) for every column, matrix-free
-  (conjugate gradients for ``which="SA"``/``"LA"``, where it is definite; GMRES
-  otherwise). The gauge is the dense rule's: ``v_j^H dv_j = 0``. Where a wanted
-  eigenvalue is degenerate with one outside the block, the eigenvector has no
-  derivative and this solve fails with a :class:`~tenferro.ConvergenceError` saying so.
+* ``dV = V (R o C) + Z``: inside the block, the dense ``eigh`` rule with its gap
+  reciprocals ``R`` cut at ties (relative tolerance ``eps``); outside it, ``Z`` solves
+  the projected Sylvester system ``P (A Z - Z B) = -P dA V`` (``P = I - V V^H``,
+  ``B = diag(w)`` the spectral block of the dense rules, whose derivative inside a tied
+  level is the perturbation's whole block), matrix-free (conjugate gradients for
+  ``which="SA"``/``"LA"``, where it is definite; GMRES otherwise). The gauge is the
+  dense rule's, ``v_j^H dv_j = 0``, and derivatives of quantities of complete tied
+  levels are exact at every order, as the dense rule's. Where a wanted eigenvalue is
+  degenerate with one outside the block, the eigenvector has no derivative and this
+  solve fails with a :class:`~tenferro.ConvergenceError` saying so.
 
 ``eigs`` -- ``solvers.eigs``. For each wanted eigenpair ``(w_j, v_j)`` (``|v_j| = 1``)
 one bordered system gives both derivatives at once::
@@ -36,19 +39,19 @@ grow with the number of Lanczos/Arnoldi iterations.
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
 from tenferro import lax
-from tenferro.algebra import adjoint, diagonal, matmul
+from tenferro.algebra import adjoint, diagonal, eye_like, matmul
 from tenferro.core.params import as_int, as_real
 from tenferro.core.primitive import RuleValue, Ts, Xs
-from tenferro.errors import DegenerateDerivativeWarning, ParameterError, ShapeError
+from tenferro.errors import ParameterError, ShapeError
 from tenferro.extension import ExtensionOp, register
-from tenferro.linalg.degeneracy import guard_ties
-from tenferro.linalg.spectral import DEFAULT_EPS, GapInverse
+from tenferro.linalg.degeneracy import guard_ties, report
+from tenferro.linalg.gaps import gap_scale, spectral_block
+from tenferro.linalg.spectral import DEFAULT_EPS, resolve_eps
 from tenferro.meta import Meta
 from tenferro.solvers import krylov
 from tenferro.solvers.closure import ClosedFunction, close, derived
@@ -96,10 +99,13 @@ def _columnwise(operator: ClosedFunction, columns: int) -> ClosedFunction:
 
 
 def _projected(operator: ClosedFunction, columns: int, sign: float) -> ClosedFunction:
-    """``Z -> sign P (A Z - Z diag(w)) P + V V^H Z`` as a closed function of
-    ``(Z, V, w, params)``: Hermitian, and definite for the extremal ends of the
-    spectrum with the right ``sign``; on the complement of ``V`` it is the system of
-    the eigenvectors' derivatives."""
+    """``Z -> sign P (A Z - Z B) + V V^H Z`` (``P = I - V V^H``) as a closed function of
+    ``(Z, V, B, params)``: with ``B = diag(w)`` Hermitian, and definite for the extremal
+    ends of the spectrum with the right ``sign``; on the complement of ``V`` it is the
+    system of the eigenvectors' derivatives. ``B`` is the spectral block, whose
+    derivative inside a tied level is the perturbation's whole block (not only its
+    diagonal), so this system's own derivative does not depend on the basis chosen in
+    the level."""
     return derived(
         (operator, "projected", columns, sign), lambda: _make_projected(operator, columns, sign)
     )
@@ -109,19 +115,19 @@ def _make_projected(operator: ClosedFunction, columns: int, sign: float) -> Clos
     vector = operator.inputs[0]
     n = vector.size
     block = vector._replace(shape=(*vector.shape, columns))
-    values = Meta((columns,), _real_dtype(vector.dtype))
+    square = Meta((columns, columns), vector.dtype)
     apply_columns = columnwise(operator, columns)
 
-    def apply(z: Any, v: Any, w: Any, *params: Any) -> list[Any]:
+    def apply(z: Any, v: Any, b: Any, *params: Any) -> list[Any]:
         zm, vm = reshape(z, (n, columns)), reshape(v, (n, columns))
         inside = matmul(adjoint(vm), zm)
         pz = zm - matmul(vm, inside)
         az = apply_columns.apply([reshape(pz, block.shape), *params])[0]
-        shifted = reshape(az, (n, columns)) - pz * w
+        shifted = reshape(az, (n, columns)) - matmul(pz, b)
         projected = shifted - matmul(vm, matmul(adjoint(vm), shifted))
         return [reshape(projected * sign + matmul(vm, inside), block.shape)]
 
-    closed, captured = close("eigsh", apply, [block, block, values, *operator.inputs[1:]])
+    closed, captured = close("eigsh", apply, [block, block, square, *operator.inputs[1:]])
     assert not captured, "a projected operator reads only its arguments"
     return closed
 
@@ -233,10 +239,14 @@ class Eigsh(SolverOp):
         dw = guard_ties(self.caller, w, lax.real(dw) if dtype.kind == "c" else dw, self.eps)
         boundary = {"caller": self.caller, "eps": self.eps, "reverse": False}
         dw = BoundaryGuard.bind(w, following, dw, vectors=False, **boundary)
-        gaps = GapInverse.bind(w, eps=self.eps, squared=False)
-        if dtype.kind == "c":
-            gaps = lax.convert_element_type(gaps, dtype)
-        inside = matmul(vm, lax.mul(gaps, c))
+        # Inside the block, eigh's rule on the projected matrix P = V^H A V (= diag(w)):
+        # its derivative dP = V^H dA V + dV^H V W + W V^H dV is that of the spectral
+        # block (exact at every order inside tied levels), P written out so it has it.
+        images = columnwise(self.operator, k).emit(self.caller, [v, *xs[:params]])[0]
+        projected = matmul(adjoint(vm), lax.reshape(images, (n, k)))
+        eye = lax.convert_element_type(eye_like(projected), dtype)
+        block = spectral_block("eigh", w, (projected, eye), self.eps)
+        inside = matmul(vm, gap_scale(self.caller, w, block, c, self.eps, pre="hermitian"))
         outside = lax.sub(dav, matmul(vm, c))  # P dA V
         sign = -1.0 if self.which == "LA" else 1.0
         rhs = lax.reshape(lax.mul(outside, lax.full_like(outside, -sign)), v.meta.shape)
@@ -245,7 +255,7 @@ class Eigsh(SolverOp):
         restart = min(n, 50)
         z = LinearSolve.bind(
             v,
-            w,
+            block,
             *xs[:params],
             rhs,
             operator=_projected(self.operator, k, sign),
@@ -300,9 +310,9 @@ class _SpectrumCheck(ExtensionOp):
 
 
 def _bound(values: Any, eps: float) -> float:
-    """Values closer than this are tied (the dense spectral rules' criterion)."""
-    scale = float(np.max(np.abs(values), initial=0.0))
-    return max(scale * 64 * krylov.precision(values.dtype), 10 * eps)
+    """Values closer than this are tied: ``eps`` relative to the spectrum's largest
+    magnitude (the dense spectral rules' criterion)."""
+    return eps * float(np.max(np.abs(values), initial=0.0))
 
 
 @register("solvers.eigsh_boundary_check")
@@ -337,14 +347,14 @@ class BoundaryGuard(_SpectrumCheck):
             weight = np.max(np.abs(x[..., i])) if self.vectors else abs(x[i])
             if weight > floor:
                 what = "eigenvector" if self.vectors else "eigenvalue"
-                warnings.warn(
-                    f"{self.caller}: eigenvalue {i} ({values[i]:.6g}) is tied with the next "
-                    f"one ({float(following):.6g}, not among the k computed) and the "
-                    f"derivative depends on its {what}; a degenerate level split by k has no "
-                    f"derivative (it depends on how a perturbation splits the level), so the "
-                    f"one returned is not a derivative. Raise k to hold the whole level",
-                    DegenerateDerivativeWarning,
-                    stacklevel=2,
+                report(
+                    self.caller,
+                    f"eigenvalue {i} ({values[i]:.6g}) is tied with the next one "
+                    f"({float(following):.6g}, not among the k computed; within eps="
+                    f"{self.eps:.3g} of the largest) and the derivative depends on its "
+                    f"{what}; a degenerate level split by k has no derivative (it depends on "
+                    f"how a perturbation splits the level), so the one returned is not a "
+                    f"derivative. Raise k to hold the whole level",
                 )
                 return
 
@@ -429,6 +439,16 @@ def _operator(op: str, a: Any, v0: Any, hermitian: bool) -> tuple[ClosedFunction
     return operator, operands, start
 
 
+def _tie_tolerance(op: str, eps: Any, dtype: np.dtype[Any]) -> float:
+    """The relative tie tolerance (``None``: the dense rules' default for ``dtype``)."""
+    if eps is None:
+        return resolve_eps(None, dtype)
+    value = float(as_real(op, "eps", eps))
+    if not value >= 0:
+        raise ParameterError(op, f"eps must be >= 0, got {eps!r}")
+    return value
+
+
 def _default_tol(dtype: np.dtype[Any], tol: float) -> float:
     return tol if tol > 0 else 100 * krylov.precision(dtype)
 
@@ -447,7 +467,7 @@ def eigsh(
     maxiter: int | None = None,
     tol: float = 0.0,
     return_eigenvectors: bool = True,
-    eps: float = DEFAULT_EPS,
+    eps: float | None = DEFAULT_EPS,
 ) -> Any:
     """``k`` eigenpairs of a Hermitian operator by Lanczos (thick-restarted, fully
     reorthogonalised): ``(w, v)``, ``w`` real and ascending, ``v[..., i]`` the unit
@@ -467,10 +487,11 @@ def eigsh(
     Derivatives (every mode and order): eigenvalues by Hellmann-Feynman, eigenvectors
     by a projected linear solve with the operator's own JVP/VJP (see
     :mod:`tenferro.solvers.eigen`), equal to those of ``tf.linalg.eigh`` on the same
-    operator, with its Lorentzian ``eps`` and its warning where a loss weights tied
-    eigenvalues differently. The phase of each eigenvector is whatever the iteration
-    gives; derivatives of phase-invariant quantities (eigenvalues, projectors
-    ``v v^H``, ``|v|^2``, expectation values) are well defined.
+    operator, with its relative tie tolerance ``eps`` (default 64 machine epsilons) and
+    its warning where a loss weights tied eigenvalues differently. The phase of each
+    eigenvector is whatever the iteration gives; derivatives of phase-invariant
+    quantities (eigenvalues, projectors ``v v^H``, ``|v|^2``, expectation values) are
+    well defined.
     """
     op = "linalg.eigsh"
     if which not in krylov.EIGSH_WHICH:
@@ -481,7 +502,7 @@ def eigsh(
     k_value = _check_k(op, k, n)
     columns = min(k_value + 1, n)
     ncv_value, maxiter_value, tol_value = _settings(op, columns, n, ncv, maxiter, tol)
-    eps_value = float(as_real(op, "eps", eps))
+    eps_value = _tie_tolerance(op, eps, vector.dtype)
     w, v, _ = Eigsh.apply(
         *operands,
         start,
@@ -516,13 +537,12 @@ class GapCheck(_SpectrumCheck):
             for j, other in enumerate(others):
                 if i != j and abs(value - other) <= bound:
                     what = "the next eigenvalue" if j == len(values) else f"eigenvalue {j}"
-                    warnings.warn(
-                        f"{self.caller}: eigenvalue {i} ({complex(value):.6g}) is degenerate "
-                        f"with {what} ({complex(other):.6g}, within rounding); a degenerate "
-                        f"eigenpair has no derivative, so the one returned is not a "
-                        f"derivative",
-                        DegenerateDerivativeWarning,
-                        stacklevel=2,
+                    report(
+                        self.caller,
+                        f"eigenvalue {i} ({complex(value):.6g}) is degenerate with {what} "
+                        f"({complex(other):.6g}, within eps={self.eps:.3g} of the largest); a "
+                        f"degenerate eigenpair has no derivative, so the one returned is not "
+                        f"a derivative",
                     )
                     return
 
@@ -616,7 +636,7 @@ def eigs(
     maxiter: int | None = None,
     tol: float = 0.0,
     return_eigenvectors: bool = True,
-    eps: float = DEFAULT_EPS,
+    eps: float | None = DEFAULT_EPS,
 ) -> Any:
     """``k`` eigenpairs of a general operator by Arnoldi (Krylov-Schur restarts):
     ``(w, v)``, complex, most wanted first, ``v[..., i]`` the unit right eigenvector of
@@ -652,7 +672,7 @@ def eigs(
         tol=_default_tol(vector.dtype, tol_value),
         ncv=ncv_value,
         maxiter=maxiter_value,
-        eps=float(as_real(op, "eps", eps)),
+        eps=_tie_tolerance(op, eps, vector.dtype),
         solve_rtol=_solve_rtol(vector.dtype),
         caller=op,
     )
