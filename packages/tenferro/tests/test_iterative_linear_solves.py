@@ -209,3 +209,14 @@ def test_memory_and_structure_are_cached_not_data():
     assert stats.hits >= 1
     tf.clear_caches()
     assert tf.cache_stats()["closed-function programs"].size == 0
+
+
+@pytest.mark.parametrize("method", sorted(SOLVERS))
+def test_an_operator_returning_its_argument(method):
+    """The identity (its program returns its input array): the kernels never write into
+    what the operator returns."""
+    b = np.arange(1.0, 5.0)
+    x, _ = SOLVERS[method](lambda v: v, b)
+    np.testing.assert_allclose(np.asarray(x), b)
+    x, _ = SOLVERS[method](lambda v: (v, 2.0 * v[1])[0], b)
+    np.testing.assert_allclose(np.asarray(x), b)

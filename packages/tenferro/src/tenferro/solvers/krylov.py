@@ -128,22 +128,23 @@ def gmres(
     for _ in range(maxiter):
         if residual <= tol:
             return x, iterations
-        basis = np.zeros((m + 1, n), dtype)
+        basis = [r / residual]  # grown as needed: memory follows the iterations run
         h = np.zeros((m + 1, m), dtype)
         cs = np.zeros(m, dtype.type(0).real.dtype)
         sn = np.zeros(m, dtype)
         g = np.zeros(m + 1, dtype)
         g[0] = residual
-        basis[0] = r / residual
         size = 0
         for j in range(m):
-            w = matvec(basis[j])
+            w = np.array(matvec(basis[j]), dtype=dtype)  # a copy: orthogonalised in place
             iterations += 1
-            for _pass in range(2):  # classical Gram-Schmidt, twice
-                coefficients = basis[: j + 1].conj() @ w
-                w = w - coefficients @ basis[: j + 1]
-                h[: j + 1, j] += coefficients
-            h[j + 1, j] = _norm(w)
+            for _pass in range(2):  # modified Gram-Schmidt, twice
+                for i, u in enumerate(basis):
+                    coefficient = np.vdot(u, w)
+                    w -= coefficient * u
+                    h[i, j] += coefficient
+            norm_w = _norm(w)
+            h[j + 1, j] = norm_w
             for i in range(j):
                 hi, hk = h[i, j], h[i + 1, j]
                 h[i, j] = cs[i] * hi + sn[i] * hk
@@ -153,12 +154,12 @@ def gmres(
             g[j + 1] = -np.conj(sn[j]) * g[j]
             g[j] = cs[j] * g[j]
             size = j + 1
-            norm_w = _norm(w)
             if abs(g[j + 1]) <= tol or norm_w <= tiny:
                 break
-            basis[j + 1] = w / norm_w
+            basis.append(w / norm_w)
         y = scipy_linalg().solve_triangular(h[:size, :size], g[:size])
-        x = x + y @ basis[:size]
+        for coefficient, u in zip(y, basis, strict=False):
+            x += coefficient * u
         r = b - matvec(x)
         residual = _norm(r)
     if residual <= tol:
