@@ -61,6 +61,26 @@ def peak_kib(run: Callable[[], Any]) -> float:
         tracemalloc.stop()
 
 
+def _ratio(got: dict[str, list[float]], mine: str, other: str) -> float:
+    """The median of the per-round ratios of two runs' times."""
+    return median([a / b for a, b in zip(got[mine], got[other], strict=True)])
+
+
+def _measured(
+    runs: dict[str, Callable[[], Any]], rounds: int, repeat: int
+) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    """Every run compiled, then timed interleaved; the row's columns: median times,
+    unrolled over implicit (eager), and the peak memory of each eager gradient."""
+    for run in runs.values():
+        run()
+    got = _interleaved(runs, rounds, repeat)
+    fields: dict[str, Any] = {f"{name}_ms": median(samples) * 1e3 for name, samples in got.items()}
+    fields["unrolled_over_implicit_eager"] = _ratio(got, "unrolled_eager", "implicit_eager")
+    fields["implicit_peak_kib"] = peak_kib(runs["implicit_eager"])
+    fields["unrolled_peak_kib"] = peak_kib(runs["unrolled_eager"])
+    return got, fields
+
+
 # ---------------------------------------------------------------------- fixed points
 
 N_FIXED = 10_000
@@ -167,31 +187,14 @@ def bench_fixed_points(report: Report, rounds: int) -> None:
         }
         if HAVE_JAX:
             runs["jax_custom_root"] = _jax_fixed(rate)
-        for run in runs.values():
-            run()  # compile
+        got, fields = _measured(runs, rounds, 1 if steps > 300 else 3)
         same = np.allclose(
             np.asarray(implicit(t, c)[0]), np.asarray(traced_unrolled(t, c)[0]), rtol=1e-6
         )
-        got = _interleaved(runs, rounds, 1 if steps > 300 else 3)
-        row: dict[str, Any] = {
-            "workload": "solvers: fixed point, grad",
-            "n": N_FIXED,
-            "iterations": steps,
-            "same_gradient": bool(same),
-            **{f"{name}_ms": median(samples) * 1e3 for name, samples in got.items()},
-            "unrolled_over_implicit_eager": median(
-                [u / i for u, i in zip(got["unrolled_eager"], got["implicit_eager"], strict=True)]
-            ),
-            "implicit_peak_kib": peak_kib(runs["implicit_eager"]),
-            "unrolled_peak_kib": peak_kib(runs["unrolled_eager"]),
-        }
+        row = {"workload": "solvers: fixed point, grad", "n": N_FIXED, "iterations": steps}
+        row.update(same_gradient=bool(same), **fields)
         if HAVE_JAX:
-            row["custom_root_over_jax"] = median(
-                [
-                    i / j
-                    for i, j in zip(got["custom_root_grad"], got["jax_custom_root"], strict=True)
-                ]
-            )
+            row["custom_root_over_jax"] = _ratio(got, "custom_root_grad", "jax_custom_root")
         report.add(**row)
 
 
@@ -278,28 +281,14 @@ def bench_cg(report: Report, rounds: int) -> None:
         }
         if HAVE_JAX:
             runs["jax_cg"] = _jax_cg(shift, b)
-        for run in runs.values():
-            run()
+        got, fields = _measured(runs, rounds, 1 if steps > 300 else 3)
         same = np.allclose(
             np.asarray(implicit(s, b)[0]), np.asarray(traced_unrolled(s, b)[0]), rtol=1e-5
         )
-        got = _interleaved(runs, rounds, 1 if steps > 300 else 3)
-        row: dict[str, Any] = {
-            "workload": "solvers: cg, grad",
-            "n": N_CG,
-            "iterations": steps,
-            "same_gradient": bool(same),
-            **{f"{name}_ms": median(samples) * 1e3 for name, samples in got.items()},
-            "unrolled_over_implicit_eager": median(
-                [u / i for u, i in zip(got["unrolled_eager"], got["implicit_eager"], strict=True)]
-            ),
-            "implicit_peak_kib": peak_kib(runs["implicit_eager"]),
-            "unrolled_peak_kib": peak_kib(runs["unrolled_eager"]),
-        }
+        row = {"workload": "solvers: cg, grad", "n": N_CG, "iterations": steps}
+        row.update(same_gradient=bool(same), **fields)
         if HAVE_JAX:
-            row["implicit_grad_over_jax"] = median(
-                [i / j for i, j in zip(got["implicit_grad"], got["jax_cg"], strict=True)]
-            )
+            row["implicit_grad_over_jax"] = _ratio(got, "implicit_grad", "jax_cg")
         report.add(**row)
 
 
@@ -359,17 +348,13 @@ def bench_lanczos(report: Report, rounds: int) -> None:
             "unrolled_grad": lambda: traced_unrolled(c),
             "unrolled_eager": _eager(unrolled, c),
         }
-        for run in runs.values():
-            run()
-        got = _interleaved(runs, rounds, 2)
+        _, fields = _measured(runs, rounds, 2)
         report.add(
             workload="solvers: Lanczos ground energy, grad",
             n=N_LANCZOS,
             unrolled_steps=steps,
             unrolled_gradient_error=abs(float(np.asarray(traced_unrolled(c))) - exact),
-            **{f"{name}_ms": median(samples) * 1e3 for name, samples in got.items()},
-            implicit_peak_kib=peak_kib(runs["implicit_eager"]),
-            unrolled_peak_kib=peak_kib(runs["unrolled_eager"]),
+            **fields,
         )
 
 

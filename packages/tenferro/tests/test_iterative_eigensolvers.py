@@ -38,6 +38,16 @@ def _selection(values: np.ndarray[Any, Any], k: int, which: str) -> np.ndarray[A
     return np.sort(values[np.argsort(key, kind="stable")[:k]])
 
 
+def _assert_same_jvp(iterative: Any, dense: Any, a: Any, direction: Any, tol: float) -> None:
+    """The JVPs of the iterative and the dense function agree (relative to each
+    output's scale, at least 1)."""
+    got = tf.jvp(iterative, (a,), (direction,))[1]
+    want = tf.jvp(dense, (a,), (direction,))[1]
+    for g, e in zip(got, want, strict=True):
+        slope = max(1.0, float(np.abs(np.asarray(e)).max()))
+        np.testing.assert_allclose(np.asarray(g), np.asarray(e), atol=tol * slope)
+
+
 def _projectors(v: Any) -> Any:
     return tf.einsum("...ik,...jk->...kij", v, tf.conj(v))
 
@@ -82,11 +92,7 @@ def test_eigsh_equals_eigh_values_vectors_and_derivatives(n, dt, k, which, seed)
         values, vectors = tf.linalg.eigsh(a, k=k, which=which)
         return values, _projectors(vectors)
 
-    got = tf.jvp(iterative, (a,), (direction,))[1]
-    want = tf.jvp(dense, (a,), (direction,))[1]
-    for g, e in zip(got, want, strict=True):
-        slope = max(1.0, float(np.abs(np.asarray(e)).max()))
-        np.testing.assert_allclose(np.asarray(g), np.asarray(e), atol=10 * tol * slope)
+    _assert_same_jvp(iterative, dense, a, direction, 10 * tol)
 
 
 @pytest.mark.parametrize("dt", [np.dtype("float64"), np.dtype("complex128")], ids=dtype_id)
@@ -241,11 +247,7 @@ def test_eigs_dominant_pair_and_derivatives_equal_eig(n, dt, seed):
         values, vectors = tf.linalg.eigs(a, k=1)
         return values[0], tf.abs(vectors[:, 0]) ** 2
 
-    got = tf.jvp(iterative, (a,), (direction,))[1]
-    want = tf.jvp(dense, (a,), (direction,))[1]
-    for g, e in zip(got, want, strict=True):
-        slope = max(1.0, float(np.abs(np.asarray(e)).max()))
-        np.testing.assert_allclose(np.asarray(g), np.asarray(e), atol=10 * tol * slope)
+    _assert_same_jvp(iterative, dense, a, direction, 10 * tol)
 
 
 @pytest.mark.parametrize("dt", [np.dtype("float64"), np.dtype("complex128")], ids=dtype_id)

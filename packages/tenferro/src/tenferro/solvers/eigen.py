@@ -169,13 +169,9 @@ def _operator_change(
 # ---------------------------------------------------------------------- eigsh
 
 
-@register("solvers.eigsh")
-class Eigsh(SolverOp):
-    """Extremal eigenpairs of a Hermitian operator: operands are the operator's
-    parameters, then the starting vector. Outputs: the ``k`` wanted eigenvalues
-    (ascending, real), their vectors ``[*shape, k]`` and the next eigenvalue beyond
-    them (NaN when the space has no more), which only the derivative's degeneracy
-    check reads (it gets no derivative: the public function never returns it)."""
+class _EigenSearch(SolverOp):
+    """What ``eigsh`` and ``eigs`` share: the operator, the search's settings and its
+    run on the operands (the operator's parameters, then the starting vector)."""
 
     operator: ClosedFunction
     k: int
@@ -186,6 +182,28 @@ class Eigsh(SolverOp):
     eps: float
     solve_rtol: float
     caller: str
+
+    def search(self, arrays: Any, count: int, hermitian: bool) -> krylov.EigenResult:
+        vector = self.operator.inputs[0]
+        params = list(arrays[:-1])
+        operator = self.operator
+
+        def matvec(flat: Any) -> Any:
+            return np.asarray(operator.run([flat.reshape(vector.shape), *params])[0]).reshape(-1)
+
+        v0 = np.asarray(arrays[-1], vector.dtype).reshape(-1)
+        return krylov.eigen(
+            self.caller, matvec, v0, count, self.which, hermitian, self.tol, self.ncv, self.maxiter
+        )
+
+
+@register("solvers.eigsh")
+class Eigsh(_EigenSearch):
+    """Extremal eigenpairs of a Hermitian operator: operands are the operator's
+    parameters, then the starting vector. Outputs: the ``k`` wanted eigenvalues
+    (ascending, real), their vectors ``[*shape, k]`` and the next eigenvalue beyond
+    them (NaN when the space has no more), which only the derivative's degeneracy
+    check reads (it gets no derivative: the public function never returns it)."""
 
     def infer(self) -> list[Meta]:
         vector = self.operator.inputs[0]
@@ -198,17 +216,8 @@ class Eigsh(SolverOp):
 
     def impl(self, *arrays: Any) -> Any:
         vector = self.operator.inputs[0]
-        params = list(arrays[:-1])
-        operator = self.operator
-
-        def matvec(flat: Any) -> Any:
-            return np.asarray(operator.run([flat.reshape(vector.shape), *params])[0]).reshape(-1)
-
-        v0 = np.asarray(arrays[-1], vector.dtype).reshape(-1)
         columns = min(self.k + 1, vector.size)
-        found = krylov.eigen(
-            self.caller, matvec, v0, columns, self.which, True, self.tol, self.ncv, self.maxiter
-        )
+        found = self.search(arrays, columns, hermitian=True)
         values = np.real(found.values)
         wanted = np.argsort(values[: self.k], kind="stable")
         following = values[self.k] if columns > self.k else np.nan
@@ -548,21 +557,11 @@ class GapCheck(_SpectrumCheck):
 
 
 @register("solvers.eigs")
-class Eigs(SolverOp):
+class Eigs(_EigenSearch):
     """Eigenpairs of a general operator (complex vectors): operands are the operator's
     parameters, then the starting vector. Outputs: ``k`` eigenvalues (most wanted
     first), unit eigenvectors ``[*shape, k]`` and the next Ritz value (NaN when the
     space has no more), which the derivative's degeneracy check reads."""
-
-    operator: ClosedFunction
-    k: int
-    which: str
-    tol: float
-    ncv: int
-    maxiter: int
-    eps: float
-    solve_rtol: float
-    caller: str
 
     def infer(self) -> list[Meta]:
         vector = self.operator.inputs[0]
@@ -574,16 +573,7 @@ class Eigs(SolverOp):
 
     def impl(self, *arrays: Any) -> Any:
         vector = self.operator.inputs[0]
-        params = list(arrays[:-1])
-        operator = self.operator
-
-        def matvec(flat: Any) -> Any:
-            return np.asarray(operator.run([flat.reshape(vector.shape), *params])[0]).reshape(-1)
-
-        v0 = np.asarray(arrays[-1], vector.dtype).reshape(-1)
-        found = krylov.eigen(
-            self.caller, matvec, v0, self.k, self.which, False, self.tol, self.ncv, self.maxiter
-        )
+        found = self.search(arrays, self.k, hermitian=False)
         vectors = found.vectors.reshape(*vector.shape, self.k).astype(vector.dtype, copy=False)
         following = np.asarray(found.following, vector.dtype)
         return found.values.astype(vector.dtype, copy=False), vectors, following
