@@ -19,11 +19,13 @@ from typing import Any
 import hypothesis.strategies as st
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 
 import computegraph
 import tenferro as tf
 from tenferro import lax
+from tenferro.ops import dot_plans
 from tenferro.surface import dispatch
 from tenferro.surface.contraction import matmul
 from tenferro.surface.indexing import getitem
@@ -103,7 +105,7 @@ def indexed(draw: Any) -> tuple[tuple[int, ...], Any]:
 # ---------------------------------------------------------------------- agreement
 
 
-@settings(max_examples=60)
+@fuzz_settings(60)
 @given(indexed(), st.sampled_from(DTYPES), st.sampled_from(["tensor", "eager", "tracked"]))
 def test_cached_basic_indexing_agrees_with_the_uncached_function(
     case: Any, dtype: Any, kind: str
@@ -139,7 +141,7 @@ def matmul_operands(draw: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return left, right
 
 
-@settings(max_examples=60)
+@fuzz_settings(60)
 @given(matmul_operands(), st.sampled_from(DTYPES), st.sampled_from(["tensor", "tracked"]))
 def test_cached_matmul_agrees_with_numpy_and_the_uncached_function(
     operands: Any, dtype: Any, kind: str
@@ -157,7 +159,7 @@ def test_cached_matmul_agrees_with_numpy_and_the_uncached_function(
         np.testing.assert_allclose(np.asarray(got), a @ b, rtol=1e-5, atol=1e-5)
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     shapes.filter(lambda s: len(s) > 0),
     st.sampled_from(DTYPES),
@@ -276,7 +278,7 @@ def _retyped(value: Any, flips: Any) -> Any:
     return value
 
 
-@settings(max_examples=150)
+@fuzz_settings(150)
 @given(_STATIC, _STATIC, st.lists(st.booleans(), min_size=12, max_size=12))
 def test_static_keys_are_equal_exactly_for_identical_arguments(
     a: object, b: object, flips: list[bool]
@@ -361,7 +363,7 @@ def dot_general_cases(draw: Any) -> Any:
     return tuple(extent(r) for r in lhs_order), tuple(extent(r) for r in rhs_order), numbers
 
 
-@settings(max_examples=80)
+@fuzz_settings(80)
 @given(dot_general_cases(), st.sampled_from([np.float64, np.complex64, np.int32]))
 def test_dot_general_planned_evaluation_equals_the_general_one(case: Any, dtype: Any) -> None:
     left, right, numbers = case
@@ -374,7 +376,7 @@ def test_dot_general_planned_evaluation_equals_the_general_one(case: Any, dtype:
         lhs_batch=numbers[2],
         rhs_batch=numbers[3],
     )
-    general = op._general(a, b)
+    general = dot_plans.general(op._numbers(), a, b)
     # the plan may pair contracted axes in another order (rounding only)
     _agree(np.asarray(out), general)
     assert np.asarray(out).shape == op.outputs[0].shape
@@ -395,13 +397,13 @@ def test_dot_general_planned_evaluation_equals_the_general_one(case: Any, dtype:
 
 
 def test_tape_plans_are_shared_bounded_and_cleared() -> None:
-    from tenferro.eager import tape as tape_module
+    from tenferro.eager import record_plans
 
     for _ in range(2):
         tape = tf.Tape()
         x = tape.track(np.linspace(0.1, 1.0, 5))
         tape.grad(tf.sum(tf.sin(x) * x), x)
-    plans = tape_module._PLANS
+    plans = record_plans._PLANS
     assert 0 < len(plans) <= plans.maxsize
     for op, _recorded, inputs, outputs, _active, _instance in plans.values():
         assert isinstance(op, tf.ops.TensorPrimitive)
@@ -410,7 +412,7 @@ def test_tape_plans_are_shared_bounded_and_cleared() -> None:
     assert len(plans) == 0
 
 
-@settings(max_examples=30)
+@fuzz_settings(30)
 @given(
     st.lists(
         st.sampled_from(["sin", "mul", "add_const", "square", "slice"]), min_size=1, max_size=8
@@ -454,7 +456,7 @@ _ELEMENTWISE = {
 }
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     st.lists(st.sampled_from(sorted(_ELEMENTWISE)), min_size=1, max_size=5),
     st.lists(
@@ -490,7 +492,7 @@ def test_shape_generic_derivatives_agree_at_every_shape(
 
 
 def test_elementwise_nodes_of_new_shapes_reuse_one_derivative() -> None:
-    from tenferro.eager import tape as tape_module
+    from tenferro.eager import record_plans
 
     tf.clear_caches()
     for n in range(2, 7):
@@ -499,12 +501,12 @@ def test_elementwise_nodes_of_new_shapes_reuse_one_derivative() -> None:
         y = tf.tanh(tf.sin(x) * x)
         assert y.node.recorded.graph.operations[0].operation.inputs[0].shape == ()
         tape.grad(tf.sum(y), x)
-    verdicts = list(tape_module._GENERIC.values())
+    verdicts = list(record_plans._GENERIC.values())
     assert all(generic for _, generic in verdicts)
     # sin, mul (both tracked) and tanh: one rank-0 structure each, whatever the shape
     assert len(verdicts) == 3
     tf.clear_caches()
-    assert len(tape_module._GENERIC) == 0
+    assert len(record_plans._GENERIC) == 0
 
 
 # ---------------------------------------------------------------------- tensor and scalar
@@ -519,7 +521,7 @@ _NUMBERS = st.one_of(
 )
 
 
-@settings(max_examples=120)
+@fuzz_settings(120)
 @given(
     st.sampled_from(
         [np.float64, np.float32, np.complex64, np.complex128, np.int32, np.int64, np.bool_]
@@ -625,7 +627,7 @@ def test_gradients_through_cached_tensor_scalar_calls() -> None:
             assert not (x * 3.0).requires_grad
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     st.sampled_from([np.float64, np.complex128, np.int32, np.bool_]),
     st.sampled_from(["add", "multiply"]),
@@ -728,7 +730,7 @@ def _outcome(function: Any, *args: Any) -> Any:
     return (np.asarray(result).shape, np.asarray(result).tolist())
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     st.lists(
         st.tuples(st.booleans(), st.integers(0, len(_LOOKALIKE_INDICES) - 1)),
@@ -795,7 +797,7 @@ def test_recorded_nodes_hold_what_the_trace_constructor_would() -> None:
     assert y.node.serial < z.node.serial < reference.serial
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     st.sampled_from(["exp", "log", "sin", "cos", "tanh", "sqrt"]),
     st.sampled_from([np.float64, np.float32, np.complex128, np.int32]),
@@ -829,7 +831,7 @@ def test_analytic_functions_on_concrete_tensors_agree_with_lax(
 # ---------------------------------------------------------------------- direct evaluations
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     st.integers(1, 4),
     st.integers(1, 4),
@@ -908,7 +910,7 @@ def test_data_moving_primitives_need_no_silencing_and_agree_with_numpy() -> None
             assert getattr(got, "requires_grad", False) == (kind == "tracked")
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     st.lists(st.integers(1, 4), min_size=0, max_size=3),
     st.data(),
@@ -968,7 +970,7 @@ def _lane_outcome(function: Any, *args: Any, **kwargs: Any) -> Any:
     return (type(result), result.meta, np.asarray(result).tolist(), tracked)
 
 
-@settings(max_examples=60, deadline=None)
+@fuzz_settings(60)
 @given(
     st.sampled_from(sorted(_LANE_FUNCTIONS)),
     st.lists(_FLAT_STATIC, min_size=1, max_size=4),
@@ -1060,7 +1062,7 @@ def test_recorded_output_keys_are_unique_input_keys_with_their_fingerprint() -> 
             key.key = 0  # type: ignore[misc]  # keys stay immutable
 
 
-@settings(max_examples=30, deadline=None)
+@fuzz_settings(30)
 @given(
     st.floats(width=64) | st.sampled_from([0.0, -0.0, float("inf"), float("nan")]),
     st.booleans(),
@@ -1126,7 +1128,7 @@ class _ListsOnly(tidu_eager.ProgramExecutor):
     single_transposer = None  # type: ignore[assignment]
 
 
-@settings(max_examples=20, deadline=None)
+@fuzz_settings(20)
 @given(
     st.lists(
         st.sampled_from(["sin", "mul", "scale", "exp", "slice", "reshape", "sum0", "other"]),

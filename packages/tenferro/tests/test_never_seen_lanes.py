@@ -24,16 +24,17 @@ from typing import Any
 import hypothesis.strategies as st
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import assume, given
 from test_extent_generic import CASES, DTYPES, _active, _inputs, _programs, _structure
 
 import tenferro as tf
 from tenferro import ops
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.eager import extents
-from tenferro.eager.tape import _canonical
+from tenferro.eager.record_plans import canonical_names
 from tenferro.linalg.degeneracy import _first_uneven, uneven_on_ties
-from tenferro.linalg.spectral import Svd, SvdTruncate
+from tenferro.linalg.singular_values import Svd, SvdTruncate
 from tenferro.meta import Meta
 
 F64, C128 = np.dtype(np.float64), np.dtype(np.complex128)
@@ -50,7 +51,7 @@ def _array(shape: tuple[int, ...], dtype: Any, seed: int) -> Any:
 # ---------------------------------------------------------------------- extent kernels
 
 
-@settings(max_examples=120, deadline=None)
+@fuzz_settings(120)
 @given(
     st.lists(st.tuples(st.integers(0, 4), st.integers(-2, 2), st.integers(-2, 3)), max_size=3),
     st.lists(st.integers(0, 1), max_size=3),
@@ -79,7 +80,7 @@ def test_pad_extent_kernels_equal_the_instances(
     assert np.array_equal(got, expected)
 
 
-@settings(max_examples=60, deadline=None)
+@fuzz_settings(60)
 @given(st.lists(st.integers(0, 4), min_size=1, max_size=3), st.data())
 def test_structural_extent_kernels_equal_the_instances(shape: list[int], data: Any) -> None:
     """Canonical slices, reshapes and broadcasts: the extent kernel equals the instance."""
@@ -160,7 +161,8 @@ def _pairs(draw: Any) -> Any:
     return cls, distinct, values
 
 
-@settings(max_examples=80, deadline=None)
+@pytest.mark.slow
+@fuzz_settings(80)
 @given(_pairs(), st.sampled_from(DTYPES), st.data())
 def test_coinciding_extents_join_a_class_and_equal_fresh_derivations(
     pair: Any, dtype: Any, data: st.DataObject
@@ -174,7 +176,7 @@ def test_coinciding_extents_join_a_class_and_equal_fresh_derivations(
     assume(fa is not None and fb is not None and fa != fb and extents._separates(fa, fb))
     count = len(stand.inputs)
     active = _active(cls, count, data)
-    keys = _canonical(count)
+    keys = canonical_names(count)
     tf.clear_caches()
     shared = extents.extent_class(stand, active, keys)
     assert shared is not None
@@ -208,7 +210,7 @@ def test_a_primitive_reading_coincidences_gets_a_class_per_pattern() -> None:
     """The SVD's rules tell square from wide matrices: a square instance never joins
     the class of a wide one (its pattern only adds coincidences)."""
     tf.clear_caches()
-    keys = _canonical(1)
+    keys = canonical_names(1)
     wide = Svd.make((Meta((3, 5), F64),), eps=1e-12, gauge="raw")
     square = Svd.make((Meta((4, 4), F64),), eps=1e-12, gauge="raw")
     first = extents.extent_class(wide, (0,), keys)
@@ -227,7 +229,8 @@ def _program(x: Any) -> Any:
     return tf.sum(tf.real(p * tf.conj(tf.sin(p)))) + tf.sum(tf.real(tf.exp(y) * y))
 
 
-@settings(max_examples=12, deadline=None)
+@pytest.mark.slow
+@fuzz_settings(12)
 @given(
     st.lists(st.tuples(st.integers(1, 5), st.integers(1, 5)), min_size=3, max_size=6),
     st.sampled_from([np.float64, np.complex128]),
@@ -268,7 +271,7 @@ def test_tape_at_coinciding_extents_equals_traced_and_finite_differences(
 # ---------------------------------------------------------------------- tie scan
 
 
-@settings(max_examples=150, deadline=None)
+@fuzz_settings(150)
 @given(
     st.lists(st.sampled_from([0.0, 1.0, 1.0 + 1e-15, 2.0, 3.5, -1.0, 7.0]), max_size=12),
     st.lists(st.sampled_from([0.0, 1.0, -2.0, 1e-9, 5.0]), min_size=12, max_size=12),
@@ -293,7 +296,7 @@ def test_short_tie_scan_equals_the_numpy_path(
 # ---------------------------------------------------------------------- truncation rank
 
 
-@settings(max_examples=150, deadline=None)
+@fuzz_settings(150)
 @given(
     st.lists(st.sampled_from([0.0, 1e-17, 1e-3, 0.5, 1.0, 1.0, 2.0, 7.5]), max_size=9),
     st.sampled_from([None, 0.0, 1e-2, 0.3, 1.0]),
@@ -306,7 +309,7 @@ def test_truncation_rank_equals_the_count_above_the_tolerance(
     """The rank a concrete truncated SVD keeps (the cap's shortcut when the cap-th
     value clears the tolerance, else a count) equals the count of singular values
     above numpy's ``matrix_rank`` tolerance, at most the cap."""
-    from tenferro.linalg.spectral import _concrete_rank
+    from tenferro.linalg.singular_values import _concrete_rank
 
     s = np.sort(np.asarray(values, float))[::-1].copy()
     shape = (len(s) + 2, max(len(s), 1))

@@ -33,7 +33,8 @@ from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.keys import AliasKey, ArgKey, LeafKey
 from tenferro.core.kinds import asarray
-from tenferro.core.primitive import RuleValue, TensorPrimitive
+from tenferro.core.primitive import TensorPrimitive
+from tenferro.core.rules import RuleValue
 from tenferro.errors import TenferroError
 from tenferro.meta import Meta
 from tenferro.traced.ad import jvp_tensors, vjp_tensors

@@ -46,12 +46,11 @@ import numpy as np
 from tenferro import lax
 from tenferro.algebra import adjoint, diagonal, eye_like, matmul
 from tenferro.core.params import as_int, as_real
-from tenferro.core.primitive import RuleValue, Ts, Xs
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import ParameterError, ShapeError
 from tenferro.extension import ExtensionOp, register
 from tenferro.linalg.degeneracy import guard_ties, report
-from tenferro.linalg.gaps import gap_scale, spectral_block
-from tenferro.linalg.spectral import DEFAULT_EPS, resolve_eps
+from tenferro.linalg.gaps import DEFAULT_EPS, gap_scale, resolve_eps, spectral_block
 from tenferro.meta import Meta
 from tenferro.solvers import krylov
 from tenferro.solvers.closure import ClosedFunction, close, derived

@@ -334,8 +334,9 @@ def _eigenvector(matvec: MatVec, value: Any, schur: Array, locked: Array) -> Arr
     )
     shifted = value * np.eye(locked.shape[1]) - projected
     z = np.linalg.lstsq(shifted, coupling, rcond=None)[0]
-    x = schur + locked @ z
-    return x / _norm(x)
+    x: Array = schur + locked @ z
+    unit: Array = x / _norm(x)
+    return unit
 
 
 def _rank_key(value: Any, which: str) -> float:
@@ -499,7 +500,8 @@ def _deflate(w: Array, locked: Array | None) -> Array:
     """``w`` without its components along the rows of ``locked``."""
     if locked is None or not locked.shape[0]:
         return w
-    return w - (locked.conj() @ w) @ locked
+    deflated: Array = w - (locked.conj() @ w) @ locked
+    return deflated
 
 
 def _random(rng: np.random.Generator, n: int, dtype: np.dtype[Any]) -> Array:

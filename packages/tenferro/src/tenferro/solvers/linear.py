@@ -19,12 +19,12 @@ sequence of solves; nothing is recorded inside the iterations.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from tenferro import lax
 from tenferro.core.params import as_int, as_real
-from tenferro.core.primitive import RuleValue, Ts, Xs
 from tenferro.core.pytree import unflatten
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import ParameterError, ShapeError
 from tenferro.extension import register
 from tenferro.meta import Meta
@@ -118,7 +118,10 @@ class LinearSolve(SolverOp):
             rhs = [lax.sub_tangents(r, d) for r, d in zip(rhs, changes, strict=True)]
         if all(r is None for r in rhs):
             return [None] * count
-        filled = [lax.zeros_like(y) if r is None else r for r, y in zip(rhs, ys, strict=True)]
+        filled = [
+            lax.zeros_like(cast(RuleValue, y)) if r is None else r
+            for r, y in zip(rhs, ys, strict=True)
+        ]
         return _as_list(self.derived_solve(xs[:params], filled, self.transposed), count)
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:

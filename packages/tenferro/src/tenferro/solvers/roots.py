@@ -25,8 +25,8 @@ from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.kinds import asarray
 from tenferro.core.params import as_int, as_real
-from tenferro.core.primitive import RuleValue, Ts, Xs
 from tenferro.core.pytree import describe, flatten, unflatten
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import ArgumentTypeError, ParameterError, ShapeError
 from tenferro.extension import register
 from tenferro.meta import Meta

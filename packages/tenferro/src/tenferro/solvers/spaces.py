@@ -17,8 +17,8 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.core.bind import lift
+from tenferro.core.checks import check_static
 from tenferro.core.kinds import asarray
-from tenferro.core.primitive import check_static
 from tenferro.core.pytree import TreeDef, describe, flatten, unflatten
 from tenferro.errors import DTypeError, ShapeError, TenferroError
 from tenferro.meta import Meta

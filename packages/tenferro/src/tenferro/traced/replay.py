@@ -15,7 +15,8 @@ from typing import cast
 from computegraph import After, Derived, Input, OperationKey, ValueKey, fold
 from tenferro import lax
 from tenferro.core.keys import AliasKey
-from tenferro.core.primitive import AddAny, RuleValue, TensorPrimitive
+from tenferro.core.primitive import AddAny, TensorPrimitive
+from tenferro.core.rules import RuleValue
 from tenferro.errors import TenferroError
 
 __all__ = ["replay"]

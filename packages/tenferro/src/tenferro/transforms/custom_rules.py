@@ -30,7 +30,7 @@ import functools
 import inspect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -39,8 +39,8 @@ from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.bind import lift
 from tenferro.core.kinds import asarray
-from tenferro.core.primitive import RuleValue, Ts, Xs
 from tenferro.core.pytree import TreeDef, count_leaves, describe, flatten, unflatten
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import ArgumentTypeError, ShapeError, TenferroError
 from tenferro.extension import ExtensionOp, register
 from tenferro.meta import Meta
@@ -49,10 +49,13 @@ from tenferro.traced.tensor import TracedTensor
 from tenferro.transforms.arguments import _call
 from tidu import ADRuleError
 
+Tree = TypeVar("Tree")
+"""A tensor, or a pytree of them: given back with the same structure."""
+
 __all__ = ["custom_jvp", "custom_vjp", "stop_gradient"]
 
 
-def stop_gradient(x: Any) -> Any:
+def stop_gradient(x: Tree) -> Tree:
     """``x`` (a tensor or a pytree of them) with a zero derivative by contract.
 
     The value passes through unchanged; no derivative flows back through it in any
@@ -61,7 +64,8 @@ def stop_gradient(x: Any) -> Any:
     (``x.detach()`` is the PyTorch spelling; both stay available).
     """
     leaves, treedef = flatten(x)
-    return unflatten(treedef, [lax.stop_gradient(asarray(leaf)) for leaf in leaves])
+    stopped: Tree = unflatten(treedef, [lax.stop_gradient(asarray(leaf)) for leaf in leaves])
+    return stopped
 
 
 # ---------------------------------------------------------------------- rule tracing
@@ -529,7 +533,8 @@ class _CustomCall(ExtensionOp):
         return self.rule.evaluate(self, arrays)
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        return self.rule.jvp(self, xs, ys, ts)
+        tangents: list[RuleValue | None] = self.rule.jvp(self, xs, ys, ts)
+        return tangents
 
     def __str__(self) -> str:
         operands = " ".join(m.describe() for m in self.inputs)
@@ -600,7 +605,8 @@ class _CustomVJPLinear(ExtensionOp):
         ]
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        return self.rule.transpose(self, cts, xs, active)
+        cotangents: list[RuleValue | None] = self.rule.transpose(self, cts, xs, active)
+        return cotangents
 
     def __str__(self) -> str:
         operands = " ".join(m.describe() for m in self.inputs)
