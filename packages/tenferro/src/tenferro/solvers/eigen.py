@@ -45,6 +45,7 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.algebra import adjoint, diagonal, eye_like, matmul
+from tenferro.core.flags import check_flag
 from tenferro.core.params import as_int, as_real
 from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import ParameterError, ShapeError
@@ -502,6 +503,7 @@ def eigsh(
     well defined.
     """
     op = "linalg.eigsh"
+    vectors = check_flag(op, "return_eigenvectors", return_eigenvectors)
     if which not in krylov.EIGSH_WHICH:
         raise ParameterError(op, f"which must be one of {krylov.EIGSH_WHICH}, got {which!r}")
     operator, operands, start = _operator(op, A, v0, hermitian=True)
@@ -524,7 +526,7 @@ def eigsh(
         solve_rtol=_solve_rtol(vector.dtype),
         caller=op,
     )
-    return EigenpairsResult(w, v) if return_eigenvectors else w
+    return EigenpairsResult(w, v) if vectors else w
 
 
 # ---------------------------------------------------------------------- eigs
@@ -645,6 +647,7 @@ def eigs(
     degenerate wanted eigenvalue warns (:class:`~tenferro.DegenerateDerivativeWarning`).
     """
     op = "linalg.eigs"
+    vectors = check_flag(op, "return_eigenvectors", return_eigenvectors)
     if which not in krylov.EIGS_WHICH:
         raise ParameterError(op, f"which must be one of {krylov.EIGS_WHICH}, got {which!r}")
     operator, operands, start = _complex_operator(op, A, v0)
@@ -665,7 +668,7 @@ def eigs(
         solve_rtol=_solve_rtol(vector.dtype),
         caller=op,
     )
-    return EigenpairsResult(w, v) if return_eigenvectors else w
+    return EigenpairsResult(w, v) if vectors else w
 
 
 def _complex_operator(op: str, a: Any, v0: Any) -> tuple[ClosedFunction, list[Any], Any]:

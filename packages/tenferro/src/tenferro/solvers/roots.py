@@ -276,8 +276,11 @@ def _default_tol(dtype: np.dtype[Any]) -> float:
     return 1e-5 if np.finfo(dtype).bits <= 32 else 1e-10
 
 
-def _tolerance(op: str, what: str, value: Any, default: float) -> float:
-    number = default if value is None else float(as_real(op, what, value))
+def _tolerance(op: str, what: str, value: Any, default: float | None) -> float:
+    """A tolerance ``>= 0``; ``None`` means ``default`` where there is one."""
+    if value is None and default is not None:
+        return default
+    number = float(as_real(op, what, value))
     if not number >= 0:
         raise ParameterError(op, f"{what} must be >= 0, got {value!r}")
     return number
@@ -347,7 +350,7 @@ def fixed_point(
         count=len(leaves),
         solver=solver,
         tol=tol_value,
-        atol=_tolerance(op, "atol", atol, 0.0),
+        atol=_tolerance(op, "atol", atol, None),
         maxiter=_positive(op, "maxiter", maxiter),
         memory=_positive(op, "memory", memory),
         mixing=float(as_real(op, "mixing", mixing)),
