@@ -23,6 +23,10 @@ transform; the families' modules are:
 * :mod:`tenferro.linalg.functions`: matrix_exp, matrix_power, multi_dot, tensorinv,
   tensorsolve, cross.
 
+The iterative (matrix-free) solvers ``cg``, ``gmres``, ``bicgstab``, ``eigsh`` and
+``eigs``, with implicit derivatives, live in :mod:`tenferro.solvers` and are named
+here too.
+
 Non-finite input has one policy: every function that factorizes a matrix (the
 decompositions, and what is computed from one: ``det``, ``slogdet``, ``inv``,
 ``solve``, ``pinv``, ``lstsq``, ``matrix_rank``, ``cond``, the spectral norms
@@ -63,6 +67,7 @@ from tenferro.linalg.norms import cond, matrix_norm, norm, vector_norm
 from tenferro.linalg.pseudo_inverse import pinv
 from tenferro.linalg.singular_values import SVDResult, svd, svdvals, truncated_svd
 from tenferro.linalg.solvers import SlogdetResult, det, inv, slogdet, solve, solve_triangular
+from tenferro.solvers import EigenpairsResult, bicgstab, cg, eigs, eigsh, gmres
 
 __all__: list[str] = [
     "EigResult",
@@ -105,6 +110,14 @@ __all__ += [  # solvers
     "solve_triangular",
     "tensorinv",
     "tensorsolve",
+]
+__all__ += [  # iterative, matrix-free (tenferro.solvers)
+    "EigenpairsResult",
+    "bicgstab",
+    "cg",
+    "eigs",
+    "eigsh",
+    "gmres",
 ]
 
 __dir__ = _public_dir(__all__)

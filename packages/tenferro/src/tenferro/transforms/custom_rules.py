@@ -35,7 +35,7 @@ import inspect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -45,12 +45,12 @@ from tenferro.concrete import Tensor
 from tenferro.core.bind import lift
 from tenferro.core.keys import AliasKey, LeafKey
 from tenferro.core.kinds import asarray
-from tenferro.core.primitive import TensorPrimitive
 from tenferro.core.pytree import TreeDef, count_leaves, describe, flatten, unflatten
 from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import ArgumentTypeError, DTypeError, ShapeError, TenferroError
 from tenferro.extension import ExtensionOp, register
 from tenferro.meta import Meta
+from tenferro.traced.replay import replay
 from tenferro.traced.tensor import TracedTensor
 from tenferro.transforms.arguments import _call
 from tidu import ADRuleError
@@ -150,28 +150,19 @@ def _replay(
     rule: Callable[..., Any] | None = None,
 ) -> list[RuleValue]:
     """Emit the traced computation of ``outputs`` into the scope of the rule being run,
-    ``RuleArgKey(i)`` standing for ``values[i]`` (an iterative walk: any depth)."""
-    scope = like.scope
+    ``RuleArgKey(i)`` standing for ``values[i]``; a constant of one value the rule made
+    (``tf.ones``, ``tf.full``) is emitted as its structure."""
 
-    def emit(operation: OperationKey, operands: list[RuleValue]) -> tuple[RuleValue, ...]:
-        return scope.emit(cast(TensorPrimitive, operation.operation), operands)
-
-    def argument(key: ValueKey) -> RuleValue | After[RuleValue]:
-        input_name = key.key if type(key) is Input else None
-        if type(input_name) is RuleArgKey:
-            return values[input_name.position]
-        if type(input_name) is AliasKey:  # a transform applied inside the rule
-            return After(input_name.origin, _itself)
+    def constant(input_name: Hashable) -> RuleValue | None:
         if type(input_name) is LeafKey and input_name.label == "const":
             return _filled_constant(name, input_name, like, rule)
-        raise TenferroError(
-            name,
-            f"a rule read {input_name!r}, a value that is not one of its arguments (an "
-            f"array or traced value captured from outside the rule); pass it as an "
-            f"argument of the function instead",
-        )
+        return None
 
-    return fold(outputs, emit, _output, argument)
+    return replay(name, values, outputs, like, _rule_position, constant)
+
+
+def _rule_position(input_name: Hashable) -> int | None:
+    return input_name.position if type(input_name) is RuleArgKey else None
 
 
 def _filled_constant(
@@ -240,14 +231,6 @@ def _reachable(value: Any) -> list[Any]:
         return [value.func, *value.args, *value.keywords.values()]
     attributes = getattr(value, "__dict__", None)
     return list(attributes.values()) if isinstance(attributes, dict) else []
-
-
-def _output(results: tuple[RuleValue, ...], key: Derived) -> RuleValue:
-    return results[key.output_slot]
-
-
-def _itself(value: RuleValue) -> RuleValue:
-    return value
 
 
 def _check_result(
