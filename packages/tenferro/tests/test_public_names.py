@@ -70,6 +70,7 @@ PUBLIC_MODULES = [
     "tenferro.testing",
     "tenferro.extension",
     "tenferro.linalg",
+    "tenferro.solvers",
     "tenferro.array_api",
     "tenferro.models",
     "tenferro.models.mps",

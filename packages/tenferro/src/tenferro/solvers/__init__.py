@@ -12,6 +12,7 @@ Modules:
 * :mod:`~tenferro.solvers.eigen`: ``eigsh``, ``eigs`` (``tf.linalg``).
 """
 
+from tenferro.core.names import public_dir as _public_dir
 from tenferro.solvers.eigen import EigenpairsResult, eigs, eigsh
 from tenferro.solvers.linear import bicgstab, cg, gmres
 from tenferro.solvers.roots import custom_root, fixed_point
@@ -26,3 +27,5 @@ __all__ = [
     "fixed_point",
     "gmres",
 ]
+
+__dir__ = _public_dir(__all__)
