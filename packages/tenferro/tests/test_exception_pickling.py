@@ -29,6 +29,11 @@ ARGUMENTS: dict[str, Any] = {
     "detail": "no transpose for the extra columns of a full SVD",
     "node": "Trace#7",
     "mode": "backward",
+    "solver": "cg",
+    "tolerance": 1e-10,
+    "residual": 3.5e-4,
+    "iterations": 200,
+    "hint": "precondition the operator",
 }
 """Constructor arguments by parameter name (every exception's parameters are named so)."""
 

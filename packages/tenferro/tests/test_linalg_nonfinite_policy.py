@@ -73,8 +73,40 @@ def _public_functions() -> set[str]:
     }
 
 
+ITERATIVE: dict[str, Call] = {
+    "bicgstab": lambda a: tf.linalg.bicgstab(a, np.ones(a.shape[-1]))[0],
+    "cg": lambda a: tf.linalg.cg(a, np.ones(a.shape[-1]))[0],
+    "eigs": lambda a: tf.linalg.eigs(a, k=1)[0],
+    "eigsh": lambda a: tf.linalg.eigsh(a, k=1)[0],
+    "gmres": lambda a: tf.linalg.gmres(a, np.ones(a.shape[-1]))[0],
+}
+"""The iterative solvers: a non-finite matrix or right-hand side raises (an iteration
+cannot converge on NaN), naming the operand."""
+
+
 def test_every_public_linalg_function_is_classified() -> None:
-    assert _public_functions() == set(FACTORIZING) | set(DATA)
+    assert _public_functions() == set(FACTORIZING) | set(DATA) | set(ITERATIVE)
+
+
+@pytest.mark.parametrize("name", sorted(ITERATIVE))
+@pytest.mark.parametrize("where", ["matrix", "right-hand side"])
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_iterative_solvers_raise_on_non_finite_operands(
+    name: str, where: str, value: float
+) -> None:
+    if where == "matrix":
+        a, call = _poisoned(value, "float64", False), ITERATIVE[name]
+    elif name in ("eigs", "eigsh"):
+        a = GOOD
+        start = np.ones(3)
+        start[1] = value
+        call = lambda m: getattr(tf.linalg, name)(m, k=1, v0=start)[0]  # noqa: E731
+    else:
+        a, rhs = GOOD, np.array([1.0, value, 1.0])
+        call = lambda m: getattr(tf.linalg, name)(m, rhs)[0]  # noqa: E731
+    for run in (call, tf.jit(call), lambda m: call(tf.tensor(m, requires_grad=True))):
+        with pytest.raises(tf.LinAlgError, match=rf"linalg.{name}: operand .*holds NaN or Inf"):
+            run(a)
 
 
 def _poisoned(value: float, dtype: str, batched: bool) -> np.ndarray[Any, Any]:

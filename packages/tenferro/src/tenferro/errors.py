@@ -144,11 +144,17 @@ class ConvergenceError(LinAlgError):
         self.tolerance = tolerance
         self.residual = residual
         self.iterations = iterations
+        self.hint = hint
         message = (
             f"{solver} did not converge: residual {residual:.3g} after {iterations} "
             f"iteration(s), tolerance {tolerance:.3g}"
         )
         super().__init__(op, f"{message}{'; ' + hint if hint else ''}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # made again from the solver's figures (its constructor does not take a message)
+        figures = (self.solver, self.tolerance, self.residual, self.iterations, self.hint)
+        return (type(self), (self.op, *figures), self.__dict__)
 
 
 class UnsupportedError(TenferroError, TypeError):

@@ -36,7 +36,8 @@ first failing batch index; right-hand sides (``b`` of ``solve``, ``lu_solve``,
 ``lstsq``) and the arithmetic functions (``multi_dot``, ``matrix_power`` with a
 non-negative exponent, ``cross``, ``vecdot``, ``trace``, ``diagonal``, ``outer``, the
 vector norms and the Frobenius, 1 and inf matrix norms) carry NaN and Inf through as
-data, as numpy does.
+data, as numpy does. The iterative solvers raise it for any non-finite operand (matrix,
+right-hand side or starting vector): an iteration cannot converge on NaN.
 """
 
 from __future__ import annotations

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+import functools
+from collections.abc import Callable
+from typing import Any, ClassVar
 
+import numpy as np
+
+from tenferro.errors import LinAlgError
 from tenferro.extension import ExtensionOp
 
 __all__ = ["SolverOp"]
@@ -22,6 +27,32 @@ class SolverOp(ExtensionOp):
     )
     caller: str
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "impl" in cls.__dict__:
+            cls.impl = _finite_operands(cls.__dict__["impl"])  # type: ignore[method-assign]
+
     def __str__(self) -> str:
         operands = " ".join(m.describe() for m in self.inputs)
         return f"{self.name}[{self.caller}]({operands})"
+
+
+def _finite_operands(impl: Callable[..., Any]) -> Callable[..., Any]:
+    """``impl`` refusing non-finite operands: an iteration cannot converge on NaN or Inf
+    (its stopping test is meaningless there), so every iterative solver raises
+    ``LinAlgError`` naming its public function, as the factorizing functions do."""
+
+    @functools.wraps(impl)
+    def checked(self: SolverOp, *arrays: Any) -> Any:
+        for position, array in enumerate(arrays):
+            values = np.asarray(array)
+            if values.dtype.kind in "fc" and not np.isfinite(values).all():
+                raise LinAlgError(
+                    self.caller,
+                    f"operand {position} (of shape {values.shape}: the matrix, b, v0 or a "
+                    f"parameter of the operator) holds NaN or Inf; an iterative solver "
+                    f"needs finite values",
+                )
+        return impl(self, *arrays)
+
+    return checked
