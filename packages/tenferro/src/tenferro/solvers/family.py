@@ -8,13 +8,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from tenferro.core.families import FamilyPrimitive
 from tenferro.errors import LinAlgError
-from tenferro.extension import ExtensionOp
 
 __all__ = ["SolverOp"]
 
 
-class SolverOp(ExtensionOp):
+class SolverOp(FamilyPrimitive):
     """An iterative solver as one primitive: its evaluation runs the iteration on numpy
     arrays (nothing recorded), its JVP applies the implicit function theorem at the
     solution, so derivatives cost what one more solve costs, whatever the number of
