@@ -62,27 +62,32 @@ class Program:
     def _evaluate(self, operands: Sequence[Any]) -> Any:
         """The concrete result: the primitives' evaluations on the operands' arrays,
         floating-point warnings silenced once around all of them (as around each)."""
+        token = quiet()
+        try:
+            result = self.evaluate([o._value for o in operands])
+        finally:
+            restore(token)
+        return convert._concrete._wrap(result, self.instructions[-1][0].outputs[0].weak)
+
+    def evaluate(self, arrays: Sequence[Any]) -> Any:
+        """The result array for operand arrays (each instruction's kernel in turn,
+        intermediates freed after their last use)."""
         kernels = self._kernels
         if kernels is None:
             kernels = self._kernels = tuple(
                 (op.impl if op.direct_impl else _evaluation(op), args, free)
                 for op, args, free in self.instructions
             )
-        values = [o._value for o in operands]
-        token = quiet()
+        values = list(arrays)
         try:
             for kernel, args, free in kernels:
                 values.append(kernel(*[values[a] for a in args]))
                 for slot in free:
                     values[slot] = None
         except MemoryError as error:
-            op = self.instructions[len(values) - len(operands)][0]
+            op = self.instructions[len(values) - len(arrays)][0]
             raise AllocationError(op.name, str(error)) from None
-        finally:
-            restore(token)
-        return convert._concrete._wrap(
-            values[self.result], self.instructions[-1][0].outputs[0].weak
-        )
+        return values[self.result]
 
 
 def _evaluation(op: TensorPrimitive) -> Any:
@@ -123,8 +128,16 @@ class _Builder:
         return Program(tuple(instructions), result)
 
 
-def lower(equation: Equation, metas: Sequence[Meta], ssa: Sequence[Pair]) -> Program:
-    """The program computing ``equation`` for operands of ``metas`` along ``ssa``."""
+def lower(
+    equation: Equation,
+    metas: Sequence[Meta],
+    ssa: Sequence[Pair],
+    sliced: tuple[str, ...] = (),
+    memory_limit: int = 0,
+) -> Program:
+    """The program computing ``equation`` for operands of ``metas`` along the binary SSA
+    path ``ssa``; with ``sliced`` labels, the pairs run as one
+    :class:`~tenferro.einsum.sliced.SlicedContraction` planned for ``memory_limit``."""
     builder = _Builder(metas, equation.sizes)
     output = equation.output
     count = len(metas)
@@ -138,6 +151,19 @@ def lower(equation: Equation, metas: Sequence[Meta], ssa: Sequence[Pair]) -> Pro
         slot, labels = _single(builder, i, labels, equation.broadcast[i], needed, output)
         slots.append(slot)
         terms.append(labels)
+    if sliced:
+        from tenferro.einsum.sliced import SlicedContraction
+
+        unique = "".join(dict.fromkeys(output))
+        slot = builder.emit(
+            SlicedContraction,
+            tuple(slots),
+            subscripts=",".join(terms) + "->" + unique,
+            pairs=tuple(tuple(pair) for pair in ssa),
+            sliced=tuple(label for label in sliced if any(label in t for t in terms)),
+            memory_limit=memory_limit,
+        )
+        return builder.finish(_finish(builder, slot, unique, output, needed), count)
     for step, (a, b) in enumerate(ssa):
         left, right = terms[a], terms[b]
         for label in set(left):

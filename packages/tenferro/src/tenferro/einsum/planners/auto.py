@@ -1,118 +1,154 @@
-"""The default planner: exact where affordable, refined greedy within a time budget.
+"""The default planners: ``auto`` and ``auto-hq``.
 
-* up to 4 operands: exhaustive search;
-* otherwise greedy first (its cost bounds everything after), then dynamic programming
-  over connected subgraphs when the network is small enough to finish within the budget;
-* for larger networks (or when dynamic programming runs out of its half of the budget),
-  greedy with other scores (:data:`SWEEP`), randomised greedy restarts, then subtree
-  reconfiguration of the few best trees with growing subtrees (8, 10, 12 leaves) until
-  the budget is spent.
+* Up to :data:`~.exact.EXACT_LIMIT` operands: the exact optimum in opt_einsum's count
+  (:mod:`.exact`), which no other planner can beat.
+* Larger networks: opt_einsum's greedy path first; ``dp`` when the network is small
+  enough (exact among trees without outer products, given a share of the budget); up
+  to :data:`~.optimal.OPERAND_LIMIT` operands, ``optimal`` bounded by the best cost so
+  far; then the refinement tiers of :mod:`.refine` (greedy seeds, subtree
+  reconfiguration, tree annealing) on the network without its alone labels. Each
+  operand's alone labels are then summed in a step of their own where that is cheaper
+  (:mod:`.singles`). The cheapest candidate wins, so ``auto`` is never worse than
+  greedy, nor than ``dp`` or ``optimal`` where it runs them.
 
-The budget grows with the problem's cost (planning should never dominate execution):
-``clamp(greedy flops / 2e9, 20 ms, 0.65 s)`` after the first greedy pass. The result is
-never worse than greedy (opt_einsum's score is the first candidate).
+``auto``'s budget grows with the problem's cost (planning should never dominate
+execution): ``clamp(greedy flops / 2e9, 20 ms, 0.65 s)``. ``auto-hq``'s grows with the
+network's size (:func:`hq_budget_seconds`, at most 10 s), for networks worth planning
+hard. Both are wall-clock budgets: large networks may get different (never worse than
+greedy) paths on machines of different speed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-import random
 import time
+from collections.abc import Sequence
 
-from tenferro.einsum.planners.dp import dynamic_programming
+from tenferro.einsum.planners.dp import DPTimeoutError, dynamic_programming
+from tenferro.einsum.planners.exact import EXACT_LIMIT, exact
 from tenferro.einsum.planners.greedy import greedy
-from tenferro.einsum.planners.network import Network, Pair, path_cost
-from tenferro.einsum.planners.optimal import optimal
-from tenferro.einsum.planners.reconfigure import reconfigure
+from tenferro.einsum.planners.network import Network, Pair, Step, path_cost
+from tenferro.einsum.planners.optimal import OPERAND_LIMIT, optimal
+from tenferro.einsum.planners.refine import SWEEP, refine
+from tenferro.einsum.planners.registry import PlanningError
 from tenferro.einsum.planners.scored_greedy import scored_greedy
+from tenferro.einsum.planners.singles import reduced, with_singles
 
-__all__ = ["auto", "budget_seconds"]
+__all__ = ["auto", "auto_hq", "budget_seconds", "hq_budget_seconds"]
 
-EXHAUSTIVE_LIMIT = 4
-DP_LIMIT = 30
-SWEEP = [
-    (4.0, 0.0),
-    (1.0, 0.0),
-    (0.0, 0.01),
-    (2.0, 0.0),
-    (0.5, 0.0),
-    (8.0, 0.0),
-    (4.0, 0.01),
-    (1.0, 0.01),
-]
-"""Deterministic :func:`scored_greedy` variants ``(costmod, flops_weight)``, most useful
-first."""
-RECONFIGURED_STARTS = 3
+DP_LIMIT = 40
 MIN_BUDGET, MAX_BUDGET, FLOPS_PER_SECOND = 0.02, 0.65, 2e9
+HQ_MIN_BUDGET, HQ_MAX_BUDGET, HQ_SECONDS_PER_OPERAND = 1.0, 10.0, 0.0625
 
 
 def budget_seconds(flops: float) -> float:
-    """The planning time allowed for a problem whose greedy path costs ``flops``."""
+    """``auto``'s planning time for a problem whose greedy path costs ``flops``."""
     return min(MAX_BUDGET, max(MIN_BUDGET, flops / FLOPS_PER_SECOND))
 
 
-def auto(network: Network, *, memory_limit: int | None = None, seed: int = 0) -> list[Pair] | None:
-    """The best path found within the budget (``None`` if ``memory_limit`` admits none)."""
+def hq_budget_seconds(count: int) -> float:
+    """``auto-hq``'s planning time for a network of ``count`` operands."""
+    return min(HQ_MAX_BUDGET, max(HQ_MIN_BUDGET, HQ_SECONDS_PER_OPERAND * count))
+
+
+def auto(
+    network: Network,
+    memory_limit: int | None = None,
+    *,
+    seeds: Sequence[Sequence[Pair]] = (),
+    budget: float | None = None,
+) -> list[Step]:
+    """``auto``'s path (see the module documentation); raises :class:`PlanningError`
+    when no path keeps the intermediates within ``memory_limit``."""
+    return _plan(network, memory_limit, seeds, budget, high_quality=False)
+
+
+def auto_hq(
+    network: Network,
+    memory_limit: int | None = None,
+    *,
+    seeds: Sequence[Sequence[Pair]] = (),
+    budget: float | None = None,
+) -> list[Step]:
+    """``auto-hq``'s path: ``auto`` with a budget that grows with the network's size."""
+    return _plan(network, memory_limit, seeds, budget, high_quality=True)
+
+
+def _plan(
+    network: Network,
+    memory_limit: int | None,
+    seeds: Sequence[Sequence[Pair]],
+    budget: float | None,
+    high_quality: bool,
+) -> list[Step]:
     start = time.perf_counter()
     count = len(network.inputs)
-    if count <= 2:
-        return [(0, 1)] if count == 2 else []
-    best = greedy(network, memory_limit=memory_limit)
-    if best is None:
-        return None
-    best_cost = path_cost(network, best)[0]
-    if count <= EXHAUSTIVE_LIMIT:
-        exact = optimal(network, memory_limit=memory_limit, bound=best_cost)
-        return exact if exact is not None else best
-    start = time.perf_counter()
-    deadline = start + budget_seconds(best_cost)
-    if count <= DP_LIMIT:
-        exact = dynamic_programming(
-            network,
-            bound=best_cost,
-            memory_limit=memory_limit,
-            deadline=start + 0.5 * (deadline - start),
-        )
-        if exact is not None:
-            return exact
-    candidates = {best_cost: best}
-    for costmod, flops_weight in SWEEP:
-        if time.perf_counter() > start + 0.2 * (deadline - start):
-            break
-        candidate = scored_greedy(
-            network,
-            costmod=costmod,
-            flops_weight=flops_weight,
-            memory_limit=memory_limit,
-            deadline=start + 0.3 * (deadline - start),
-        )
-        if candidate is not None:
-            candidates.setdefault(path_cost(network, candidate)[0], candidate)
-    rng = random.Random(seed)
-    while time.perf_counter() < start + 0.35 * (deadline - start):
-        costmod = math.exp(rng.uniform(math.log(0.1), math.log(4.0)))
-        temperature = math.exp(rng.uniform(math.log(0.001), math.log(1.0)))
-        candidate = scored_greedy(
-            network,
-            costmod=costmod,
-            temperature=temperature,
-            rng=rng,
-            memory_limit=memory_limit,
-            deadline=start + 0.4 * (deadline - start),
-        )
-        if candidate is not None:
-            candidates.setdefault(path_cost(network, candidate)[0], candidate)
-    ranked = sorted(candidates.items())
+    if count == 1:
+        return [(0,)]
+    if count <= EXACT_LIMIT:
+        found = exact(network, memory_limit=memory_limit)
+        if found is None:
+            raise _unfit(memory_limit)
+        return found
     if memory_limit is not None:
-        return ranked[0][1]
-    # Reconfiguration from different starting trees ends in different places: refine the
-    # few best starts, each in its share of the remaining time.
-    starts = ranked[:RECONFIGURED_STARTS]
-    results = []
-    for number, (_, tree) in enumerate(starts):
-        now = time.perf_counter()
-        share = now + (deadline - now) / (len(starts) - number)
-        for leaves in (8, 10, 12):
-            tree = reconfigure(network, tree, share, leaves=leaves)
-        results.append((path_cost(network, tree)[0], tree))
-    return min(results, key=lambda r: r[0])[1]
+        return _within_limit(network, memory_limit)
+    first = greedy(network)
+    assert first is not None
+    best: list[Step] = list(first)
+    best_cost = path_cost(network, best)[0]
+
+    def offer(path: Sequence[Step] | None) -> None:
+        nonlocal best, best_cost
+        if path is None:
+            return
+        cost = path_cost(network, path)[0]
+        if cost < best_cost:
+            best, best_cost = list(path), cost
+
+    if budget is None:
+        budget = hq_budget_seconds(count) if high_quality else budget_seconds(best_cost)
+    deadline = start + budget
+    for known in seeds:
+        offer(with_singles(network, known))
+    if count <= DP_LIMIT:
+        with contextlib.suppress(DPTimeoutError):
+            offer(dynamic_programming(network, deadline=start + 0.4 * budget))
+    if count <= OPERAND_LIMIT:
+        offer(optimal(network, bound=best_cost, deadline=start + 0.5 * budget))
+    work = reduced(network)
+    pairs = [step for step in best if len(step) == 2]
+    if len(pairs) == len(best):
+        refined = refine(work, deadline, seeds=[pairs, *seeds])
+    else:
+        refined = refine(work, deadline, seeds=seeds)
+    offer(with_singles(network, refined))
+    return best
+
+
+def _within_limit(network: Network, memory_limit: int) -> list[Step]:
+    """The cheapest of greedy's scores that keep every intermediate within the limit."""
+    best: list[Step] | None = None
+    best_cost = math.inf
+    candidates = [greedy(network, memory_limit=memory_limit)]
+    for costmod, flops_weight in SWEEP:
+        candidates.append(
+            scored_greedy(
+                network, costmod=costmod, flops_weight=flops_weight, memory_limit=memory_limit
+            )
+        )
+    for path in candidates:
+        if path is None:
+            continue
+        cost = path_cost(network, path)[0]
+        if cost < best_cost:
+            best, best_cost = list(path), cost
+    if best is None:
+        raise _unfit(memory_limit)
+    return best
+
+
+def _unfit(memory_limit: int | None) -> PlanningError:
+    return PlanningError(
+        "einsum", f"no contraction path keeps every intermediate within memory_limit={memory_limit}"
+    )
