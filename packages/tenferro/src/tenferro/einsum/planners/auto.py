@@ -28,18 +28,21 @@ from collections.abc import Sequence
 from tenferro.einsum.planners.dp import DPTimeoutError, dynamic_programming
 from tenferro.einsum.planners.exact import EXACT_LIMIT, exact
 from tenferro.einsum.planners.greedy import greedy
-from tenferro.einsum.planners.network import Network, Pair, Step, path_cost
+from tenferro.einsum.planners.network import Network, Pair, Step, binarize, path_cost
 from tenferro.einsum.planners.optimal import OPERAND_LIMIT, optimal
 from tenferro.einsum.planners.refine import SWEEP, refine
-from tenferro.einsum.planners.registry import PlanningError
 from tenferro.einsum.planners.scored_greedy import scored_greedy
 from tenferro.einsum.planners.singles import reduced, with_singles
+from tenferro.einsum.planners.slicing import fits, slice_to_fit, sliced_costs
 
 __all__ = ["auto", "auto_hq", "budget_seconds", "hq_budget_seconds"]
 
 DP_LIMIT = 40
 MIN_BUDGET, MAX_BUDGET, FLOPS_PER_SECOND = 0.02, 0.65, 2e9
 HQ_MIN_BUDGET, HQ_MAX_BUDGET, HQ_SECONDS_PER_OPERAND = 1.0, 10.0, 0.0625
+WARM_FRACTION = 0.25
+"""The share of the budget a search gets when paths of the same subscripts at other
+extents are known (a sweep over bond dimensions)."""
 
 
 def budget_seconds(flops: float) -> float:
@@ -59,8 +62,9 @@ def auto(
     seeds: Sequence[Sequence[Pair]] = (),
     budget: float | None = None,
 ) -> list[Step]:
-    """``auto``'s path (see the module documentation); raises :class:`PlanningError`
-    when no path keeps the intermediates within ``memory_limit``."""
+    """``auto``'s path (see the module documentation). With ``memory_limit``: a path
+    whose intermediates (the output aside) fit, or a better path that fits once sliced
+    (:mod:`.slicing`), whichever does less work in all."""
     return _plan(network, memory_limit, seeds, budget, high_quality=False)
 
 
@@ -82,17 +86,45 @@ def _plan(
     budget: float | None,
     high_quality: bool,
 ) -> list[Step]:
-    start = time.perf_counter()
     count = len(network.inputs)
     if count == 1:
         return [(0,)]
+    if memory_limit is None:
+        return _unlimited(network, seeds, budget, high_quality)
+    # The output is not an intermediate. A path that fits, or the best path sliced to fit,
+    # whichever does less work in all.
+    limit = max(memory_limit, network.size(network.output))
+    work = reduced(network)
     if count <= EXACT_LIMIT:
-        found = exact(network, memory_limit=memory_limit)
-        if found is None:
-            raise _unfit(memory_limit)
+        fitting = exact(network, memory_limit=limit)
+    else:
+        fitting = _within_limit(network, limit)
+    free = _unlimited(network, seeds, budget, high_quality)
+    free_pairs = binarize(free, count)
+    if fits(work, free_pairs, limit):
+        return free
+    sliced = slice_to_fit(work, free_pairs, limit)
+    sliced_cost = sliced_costs(work, free_pairs, frozenset(sliced))[0]
+    if (
+        fitting is not None
+        and sliced_costs(work, binarize(fitting, count), frozenset())[0] <= sliced_cost
+    ):
+        return fitting
+    return free
+
+
+def _unlimited(
+    network: Network,
+    seeds: Sequence[Sequence[Pair]],
+    budget: float | None,
+    high_quality: bool,
+) -> list[Step]:
+    start = time.perf_counter()
+    count = len(network.inputs)
+    if count <= EXACT_LIMIT:
+        found = exact(network)
+        assert found is not None
         return found
-    if memory_limit is not None:
-        return _within_limit(network, memory_limit)
     first = greedy(network)
     assert first is not None
     best: list[Step] = list(first)
@@ -108,6 +140,8 @@ def _plan(
 
     if budget is None:
         budget = hq_budget_seconds(count) if high_quality else budget_seconds(best_cost)
+        if seeds:  # a known order (other extents) is polished, not searched afresh
+            budget *= WARM_FRACTION
     deadline = start + budget
     for known in seeds:
         offer(with_singles(network, known))
@@ -116,18 +150,14 @@ def _plan(
             offer(dynamic_programming(network, deadline=start + 0.4 * budget))
     if count <= OPERAND_LIMIT:
         offer(optimal(network, bound=best_cost, deadline=start + 0.5 * budget))
-    work = reduced(network)
-    pairs = [step for step in best if len(step) == 2]
-    if len(pairs) == len(best):
-        refined = refine(work, deadline, seeds=[pairs, *seeds])
-    else:
-        refined = refine(work, deadline, seeds=seeds)
+    refined = refine(reduced(network), deadline, seeds=seeds, warm=bool(seeds))
     offer(with_singles(network, refined))
     return best
 
 
-def _within_limit(network: Network, memory_limit: int) -> list[Step]:
-    """The cheapest of greedy's scores that keep every intermediate within the limit."""
+def _within_limit(network: Network, memory_limit: int) -> list[Step] | None:
+    """The cheapest of greedy's scores that keep every intermediate within the limit
+    (``None`` when none does)."""
     best: list[Step] | None = None
     best_cost = math.inf
     candidates = [greedy(network, memory_limit=memory_limit)]
@@ -143,12 +173,4 @@ def _within_limit(network: Network, memory_limit: int) -> list[Step]:
         cost = path_cost(network, path)[0]
         if cost < best_cost:
             best, best_cost = list(path), cost
-    if best is None:
-        raise _unfit(memory_limit)
     return best
-
-
-def _unfit(memory_limit: int | None) -> PlanningError:
-    return PlanningError(
-        "einsum", f"no contraction path keeps every intermediate within memory_limit={memory_limit}"
-    )

@@ -1,16 +1,23 @@
 """The time-budgeted search for large networks, shared by ``auto`` and ``auto-hq``.
 
-1. *Seeds*: opt_einsum's greedy path, greedy under other scores
-   (:data:`SWEEP`), randomised greedy restarts, and any paths the caller knows (a plan
-   of the same subscripts at other extents).
-2. *Reconfiguration* of the best seed: exact re-planning of its costliest subtrees
-   (:mod:`.reconfigure`), which alone repairs most of greedy's worst choices.
-3. *Annealing* (:mod:`.anneal`) from the best tree so far, in as many runs as the budget
-   allows for the network's size, each keeping the better tree.
-4. A last reconfiguration of the best tree.
+Cold (no known path):
 
-Every stage only ever replaces the best tree by a cheaper one, so the result is never
-worse than any seed.
+1. Small terms are absorbed into the terms holding all their labels
+   (:mod:`.simplify`); the search runs on what is left.
+2. *Seeds*: opt_einsum's greedy path, greedy under other scores (:data:`SWEEP`) and
+   randomised greedy restarts; the best is *reconfigured* (exact re-planning of its
+   costliest subtrees, :mod:`.reconfigure`), which alone repairs most of greedy's worst
+   choices.
+3. *Annealing* (:mod:`.anneal`) from the best tree so far, in runs of about
+   :data:`RUN_SECONDS` (fewer, longer runs find the deeper minima), each keeping the
+   better tree.
+
+Warm (paths known for the same subscripts at other extents, ``seeds``): the best of
+greedy and the seeds, reconfigured, then annealed from a low temperature -- a short
+polish of a known order rather than a new search.
+
+Either way a last reconfiguration of the whole tree follows. Every stage only ever
+replaces the best tree by a cheaper one, so the result is never worse than any seed.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from tenferro.einsum.planners.greedy import greedy
 from tenferro.einsum.planners.network import Network, Pair
 from tenferro.einsum.planners.reconfigure import reconfigure
 from tenferro.einsum.planners.scored_greedy import scored_greedy
+from tenferro.einsum.planners.simplify import absorbed, expand
 from tenferro.einsum.planners.tree import Labels, Tree
 
 __all__ = ["SWEEP", "refine"]
@@ -42,11 +50,9 @@ SWEEP = [
 """Deterministic :func:`scored_greedy` variants ``(costmod, flops_weight)``, most useful
 first."""
 
-SWEEP_COST = 2.0e-6
-"""Seconds per node and sweep of an annealing run (a CPython estimate, used to size runs)."""
-RUN_SWEEPS = 20000
-"""The length of one annealing run, in sweeps, when the budget allows."""
-MIN_SWEEPS = 150
+RUN_SECONDS = 4.0
+"""About how long one annealing run lasts when the budget allows several."""
+MIN_RUN_SECONDS = 0.004
 
 
 def refine(
@@ -55,56 +61,75 @@ def refine(
     *,
     seeds: Sequence[Sequence[Pair]] = (),
     seed: int = 0,
+    warm: bool = False,
 ) -> list[Pair]:
-    """The best binary SSA path found by ``deadline`` (``time.perf_counter`` seconds)."""
+    """The best binary SSA path found by ``deadline`` (``time.perf_counter`` seconds);
+    ``warm``: polish the ``seeds`` rather than search afresh (see the module
+    documentation)."""
+    start = time.perf_counter()
+    span = max(deadline - start, 0.0)
+    count = len(network.inputs)
+    labels = Labels(network)
+    first = greedy(network)
+    assert first is not None
+    known = [Tree(labels, first)] + [Tree(labels, s) for s in seeds]
+    best = min(known, key=Tree.total)
+    if warm:
+        reconfigure(best, start + 0.3 * span, leaves=8)
+        found = anneal(best.copy(), deadline=start + 0.85 * span, seed=seed, t_start=0.1)
+        if found.total() < best.total():
+            best = found
+    else:
+        steps, ids, rest = absorbed(network)
+        if len(rest.inputs) >= 3:
+            found = _search(rest, start + 0.9 * span, seed, seeds if not steps else ())
+            whole = Tree(labels, expand(steps, ids, found.ssa(), count))
+        elif len(rest.inputs) == 2:
+            whole = Tree(labels, expand(steps, ids, [(0, 1)], count))
+        else:
+            whole = Tree(labels, list(steps))
+        if whole.total() < best.total():
+            best = whole
+    reconfigure(best, deadline, leaves=8)
+    return best.ssa()
+
+
+def _search(network: Network, deadline: float, seed: int, seeds: Sequence[Sequence[Pair]]) -> Tree:
     start = time.perf_counter()
     span = max(deadline - start, 0.0)
     labels = Labels(network)
-    candidates: list[Tree] = []
     first = greedy(network)
     assert first is not None
-    candidates.append(Tree(labels, first))
-    for known in seeds:
-        candidates.append(Tree(labels, known))
+    candidates = [Tree(labels, first)] + [Tree(labels, s) for s in seeds]
     for costmod, flops_weight in SWEEP:
-        if time.perf_counter() > start + 0.08 * span:
+        if time.perf_counter() > start + 0.05 * span:
             break
         path = scored_greedy(
-            network,
-            costmod=costmod,
-            flops_weight=flops_weight,
-            deadline=start + 0.12 * span,
+            network, costmod=costmod, flops_weight=flops_weight, deadline=start + 0.08 * span
         )
         if path is not None:
             candidates.append(Tree(labels, path))
     rng = random.Random(seed)
-    while time.perf_counter() < start + 0.12 * span:
+    while time.perf_counter() < start + 0.08 * span:
         path = scored_greedy(
             network,
             costmod=math.exp(rng.uniform(math.log(0.1), math.log(4.0))),
             temperature=math.exp(rng.uniform(math.log(0.001), math.log(1.0))),
             rng=rng,
-            deadline=start + 0.15 * span,
+            deadline=start + 0.1 * span,
         )
         if path is not None:
             candidates.append(Tree(labels, path))
-    candidates.sort(key=Tree.total)
-    best = candidates[0]
-    reconfigure(best, min(deadline, time.perf_counter() + 0.1 * span), leaves=8)
-    final = deadline - 0.1 * span
-    nodes = len(network.inputs)
+    best = min(candidates, key=Tree.total)
+    reconfigure(best, min(deadline, time.perf_counter() + 0.05 * span), leaves=8)
     run = 0
     while True:
-        now = time.perf_counter()
-        left = final - now
-        sweeps = int(left / (SWEEP_COST * nodes))
-        if sweeps < MIN_SWEEPS:
+        left = deadline - time.perf_counter()
+        if left < MIN_RUN_SECONDS:
             break
-        runs = max(1, sweeps // RUN_SWEEPS)
-        length = now + left / runs
-        found = anneal(best.copy(), deadline=length, seed=seed + run)
+        runs = max(1, round(left / RUN_SECONDS))
+        found = anneal(best.copy(), deadline=time.perf_counter() + left / runs, seed=seed + run)
         if found.total() < best.total():
             best = found
         run += 1
-    reconfigure(best, deadline, leaves=8)
-    return best.ssa()
+    return best
