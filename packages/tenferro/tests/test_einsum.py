@@ -424,7 +424,8 @@ BAD = [
     ("i.j->", [(2, 3)], "invalid character '.'"),
     ("ij->i->j", [(2, 3)], "more than one '->'"),
     ("i-j", [(2, 3)], "'-' or '>'"),
-    ("...i->i", [(2, 3)], "no ellipsis"),
+    ("...i->i", [(2, 3)], "the output has no '...'"),
+    ("...i->i", [(1, 3)], "the output has no '...'"),  # numpy: even over extent 1
     ("...,...->...", [(2,), (3,)], "ellipsis axes do not broadcast"),
     ("ii->i", [(2, 3)], "label 'i' has extent"),
 ]

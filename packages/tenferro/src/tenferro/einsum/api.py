@@ -182,6 +182,8 @@ def _lowered(subscripts: str, metas: tuple[Meta, ...], optimize: Any, memory_lim
         structure = (*ranks, tuple(tuple(pair) for pair in planned.pairs))
     equation = planned.equation
     program = lower(equation, metas, planned.pairs)
+    if any(equation.broadcast):  # extents of 1 broadcast here: not a template for others
+        return program
     if structure not in _structures:
         if all(isinstance(op, _EXTENT_FREE) for op, _, _ in program.instructions):
             _structures.put(structure, (equation.inputs, program, None, _steps(program)))

@@ -98,7 +98,7 @@ class PathInfo:
             width = max(0, 56 - max(22, len(einsum_str)))
             lines.append(
                 "\n{:>4} {:>14} {:>22}    {:>{}}".format(
-                    self.scale_list[number], str(blas), einsum_str, remaining_str, width
+                    self.scale_list[number], blas, einsum_str, remaining_str, width
                 )
             )
         return "".join(lines)

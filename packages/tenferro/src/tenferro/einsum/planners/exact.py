@@ -16,7 +16,7 @@ from tenferro.einsum.planners.tree import Labels
 
 __all__ = ["EXACT_LIMIT", "exact"]
 
-EXACT_LIMIT = 7
+EXACT_LIMIT = 8
 
 
 def exact(network: Network, *, memory_limit: int | None = None) -> list[Step] | None:
