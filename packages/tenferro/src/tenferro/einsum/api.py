@@ -14,6 +14,7 @@ so every AD mode differentiates einsum through the primitives' own rules.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from decimal import Decimal
 from types import FunctionType
 from typing import Any, NamedTuple
 
@@ -365,6 +366,8 @@ def _limit(memory_limit: Any, shapes: Sequence[tuple[int, ...]], subscripts: str
     if isinstance(memory_limit, str) and memory_limit == "max_input":
         sizes = [Meta(s, None).size for s in shapes]  # type: ignore[arg-type]
         return max(sizes, default=1)
+    if isinstance(memory_limit, Decimal) and memory_limit == memory_limit.to_integral_value():
+        memory_limit = int(memory_limit)  # opt_einsum's limits may be Decimals
     limit = (
         None if isinstance(memory_limit, (str, bool)) else as_int(OP, "memory_limit", memory_limit)
     )

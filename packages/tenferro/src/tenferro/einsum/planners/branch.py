@@ -72,7 +72,7 @@ def branch_bound(
             best["flops"], best["size"], best["path"] = flops, size, list(path)
             return
         visits[0] += 1
-        if deadline is not None and visits[0] % 128 == 0 and time.perf_counter() > deadline:
+        if deadline is not None and visits[0] % 128 == 1 and time.perf_counter() > deadline:
             raise _TimeoutError
 
         def assess(i: int, j: int) -> tuple[object, ...] | None:

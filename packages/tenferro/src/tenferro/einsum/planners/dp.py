@@ -134,7 +134,7 @@ def dynamic_programming(
                             checks += 1
                             if (
                                 deadline is not None
-                                and not checks & 1023
+                                and checks & 1023 == 1
                                 and time.perf_counter() > deadline
                             ):
                                 raise DPTimeoutError

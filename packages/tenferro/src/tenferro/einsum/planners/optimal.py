@@ -48,7 +48,7 @@ def optimal(
                 best_cost[0], best_path[0] = cost, list(path)
             return
         visits[0] += 1
-        if deadline is not None and visits[0] % 256 == 0 and time.perf_counter() > deadline:
+        if deadline is not None and visits[0] % 256 == 1 and time.perf_counter() > deadline:
             raise _TimeoutError
         state = tuple(sorted(tuple(sorted(t)) for _, t in terms))
         if seen.get(state, math.inf) <= cost:
