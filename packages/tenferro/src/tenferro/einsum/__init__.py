@@ -4,6 +4,14 @@ contractions (:mod:`.sliced`) and the public functions (:mod:`.api`)."""
 
 from tenferro.einsum.api import clear_caches, einsum, einsum_path
 from tenferro.einsum.path_info import PathInfo
-from tenferro.einsum.planners.registry import PlanningError, PlanningWarning
+from tenferro.einsum.planners.registry import PlanningError, PlanningWarning, register_path_fn
 
-__all__ = ["PathInfo", "PlanningError", "PlanningWarning", "clear_caches", "einsum", "einsum_path"]
+__all__ = [
+    "PathInfo",
+    "PlanningError",
+    "PlanningWarning",
+    "clear_caches",
+    "einsum",
+    "einsum_path",
+    "register_path_fn",
+]

@@ -290,7 +290,7 @@ def einsum_path(
     else:
         shape_list = [tuple(asarray(o).meta.shape) for o in operands]
     planned = _plan(subscripts, shape_list, optimize, memory_limit)
-    info = describe(planned.equation, planned.network, planned.ssa, planned.sliced)
+    info = describe(planned.equation, planned.network, planned.ssa, planned.sliced, shape_list)
     return info.path, info
 
 

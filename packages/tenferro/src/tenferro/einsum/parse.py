@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tenferro.errors import ParameterError, ShapeError
+from tenferro.errors import ArgumentTypeError, ParameterError, ShapeError
 
 __all__ = ["Equation", "parse", "parse_interleaved"]
 
@@ -120,37 +120,48 @@ def parse(subscripts: str, shapes: Sequence[Sequence[int]]) -> Equation:
 
 def parse_interleaved(args: Sequence[Any]) -> tuple[str, list[Any]]:
     """numpy's interleaved form ``(op0, labels0, op1, labels1, ..., [output])`` to
-    ``(subscripts, operands)``; integer labels (and ``Ellipsis``) become characters."""
+    ``(subscripts, operands)``. Integer labels become characters in numpy's order;
+    labels may also be any other hashable values (opt_einsum's extension: ``("left",
+    "bond")``), mapped to characters in their sorted order, or their order of appearance
+    when they do not sort; ``Ellipsis`` stands for ``...``."""
     operands = list(args[0::2])
     lists = list(args[1::2])
     output: Any = None
     if len(args) % 2 == 1:
         output = operands.pop()
-    symbols: dict[Any, str] = {}
-
-    def term(labels: Any, where: str) -> str:
+    every = [*lists, *([output] if output is not None else [])]
+    for where, labels in enumerate(every):
         if not isinstance(labels, (list, tuple)):
-            raise ParameterError(
-                OP, f"interleaved {where} labels must be a list, got {type(labels).__name__}"
+            what = "output" if where == len(lists) else f"operand {where}"
+            raise ArgumentTypeError(
+                OP, f"interleaved {what} labels must be a list, got {type(labels).__name__}"
             )
-        out = []
-        for label in labels:
-            if label is Ellipsis:
-                out.append("...")
-                continue
-            if isinstance(label, bool) or not isinstance(label, int) or label < 0:
-                raise ParameterError(
-                    OP, f"interleaved {where} label {label!r} is not a non-negative integer"
-                )
-            if label not in symbols:
-                symbols[label] = _symbol(label)
-            out.append(symbols[label])
-        return "".join(out)
+    used = [label for labels in every for label in labels if label is not Ellipsis]
+    for label in used:
+        if isinstance(label, (bool, float, complex)) or (isinstance(label, int) and label < 0):
+            raise ParameterError(  # numpy's labels are non-negative integers
+                OP, f"interleaved label {label!r} is not a non-negative integer"
+            )
+        try:
+            hash(label)
+        except TypeError:
+            raise ArgumentTypeError(OP, f"interleaved label {label!r} is not hashable") from None
+    symbols: dict[Any, str] = {}
+    if all(type(label) is int and label >= 0 for label in used):
+        symbols = {label: _symbol(label) for label in used}
+    else:
+        try:
+            ordered = sorted(set(used))
+        except TypeError:
+            ordered = list(dict.fromkeys(used))
+        symbols = {label: _symbol(rank) for rank, label in enumerate(ordered)}
 
-    inputs = [term(labels, f"operand {i}") for i, labels in enumerate(lists)]
-    subscripts = ",".join(inputs)
+    def term(labels: Any) -> str:
+        return "".join("..." if label is Ellipsis else symbols[label] for label in labels)
+
+    subscripts = ",".join(term(labels) for labels in lists)
     if output is not None:
-        subscripts += "->" + term(output, "output")
+        subscripts += "->" + term(output)
     return subscripts, operands
 
 

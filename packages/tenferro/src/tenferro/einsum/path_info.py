@@ -118,13 +118,17 @@ def describe(
     network: Network,
     ssa: Sequence[Sequence[int]],
     sliced: tuple[str, ...] = (),
+    operand_shapes: Sequence[Sequence[int]] | None = None,
 ) -> PathInfo:
     """The :class:`PathInfo` of contracting ``equation`` along ``ssa`` (as
-    ``opt_einsum.contract_path`` reports it for that path)."""
+    ``opt_einsum.contract_path`` reports it for that path; ``operand_shapes``, whose
+    extents of 1 may broadcast, decide where BLAS applies)."""
     count = len(network.inputs)
     linear = ssa_to_linear(ssa, count)
     input_list = list(equation.inputs)
-    shapes = [tuple(network.sizes[c] for c in t) for t in input_list]
+    if operand_shapes is None:
+        operand_shapes = [[network.sizes[c] for c in t] for t in input_list]
+    shapes = [tuple(int(n) for n in shape) for shape in operand_shapes]
     sets: list[frozenset[str]] = list(network.inputs)
     output = network.output
     contractions: list[Contraction] = []
@@ -149,7 +153,7 @@ def describe(
             joined = "".join(terms)
             result = "".join(sorted(kept, key=joined.find))
         input_list.append(result)
-        shapes.append(tuple(network.sizes[c] for c in result))
+        shapes.append(_result_shape(terms, term_shapes, result))
         sets = [*others, kept]
         remaining = tuple(input_list) if len(input_list) <= 20 else None
         contractions.append(
@@ -177,6 +181,15 @@ def describe(
         sliced_cost,
         sliced_largest,
         network,
+    )
+
+
+def _result_shape(terms: list[str], shapes: list[tuple[int, ...]], result: str) -> tuple[int, ...]:
+    """Each result label's largest extent among the terms (opt_einsum's
+    ``find_output_shape``: extents of 1 broadcast)."""
+    return tuple(
+        max(shape[term.find(c)] for term, shape in zip(terms, shapes, strict=True) if c in term)
+        for c in result
     )
 
 

@@ -25,15 +25,18 @@ import math
 import time
 from collections.abc import Sequence
 
+from tenferro.einsum.planners.anneal import anneal
 from tenferro.einsum.planners.dp import DPTimeoutError, dynamic_programming
 from tenferro.einsum.planners.exact import EXACT_LIMIT, exact
 from tenferro.einsum.planners.greedy import greedy
 from tenferro.einsum.planners.network import Network, Pair, Step, binarize, path_cost
 from tenferro.einsum.planners.optimal import OPERAND_LIMIT, optimal
 from tenferro.einsum.planners.refine import SWEEP, refine
+from tenferro.einsum.planners.registry import PlanningError
 from tenferro.einsum.planners.scored_greedy import scored_greedy
 from tenferro.einsum.planners.singles import reduced, with_singles
-from tenferro.einsum.planners.slicing import fits, slice_to_fit, sliced_costs
+from tenferro.einsum.planners.slicing import fits, slice_to_fit, sliced_score
+from tenferro.einsum.planners.tree import Labels, Tree
 
 __all__ = ["auto", "auto_hq", "budget_seconds", "hq_budget_seconds"]
 
@@ -61,11 +64,12 @@ def auto(
     *,
     seeds: Sequence[Sequence[Pair]] = (),
     budget: float | None = None,
+    seed: int = 0,
 ) -> list[Step]:
     """``auto``'s path (see the module documentation). With ``memory_limit``: a path
     whose intermediates (the output aside) fit, or a better path that fits once sliced
     (:mod:`.slicing`), whichever does less work in all."""
-    return _plan(network, memory_limit, seeds, budget, high_quality=False)
+    return _plan(network, memory_limit, seeds, budget, seed, high_quality=False)
 
 
 def auto_hq(
@@ -74,9 +78,11 @@ def auto_hq(
     *,
     seeds: Sequence[Sequence[Pair]] = (),
     budget: float | None = None,
+    seed: int = 0,
 ) -> list[Step]:
-    """``auto-hq``'s path: ``auto`` with a budget that grows with the network's size."""
-    return _plan(network, memory_limit, seeds, budget, high_quality=True)
+    """``auto-hq``'s path: ``auto`` with a budget that grows with the network's size
+    (``budget`` seconds instead when given; ``seed`` varies its random choices)."""
+    return _plan(network, memory_limit, seeds, budget, seed, high_quality=True)
 
 
 def _plan(
@@ -84,13 +90,14 @@ def _plan(
     memory_limit: int | None,
     seeds: Sequence[Sequence[Pair]],
     budget: float | None,
+    seed: int,
     high_quality: bool,
 ) -> list[Step]:
     count = len(network.inputs)
     if count == 1:
         return [(0,)]
     if memory_limit is None:
-        return _unlimited(network, seeds, budget, high_quality)
+        return _unlimited(network, seeds, budget, seed, high_quality)
     # The output is not an intermediate. A path that fits, or the best path sliced to fit,
     # whichever does less work in all.
     limit = max(memory_limit, network.size(network.output))
@@ -99,24 +106,48 @@ def _plan(
         fitting = exact(network, memory_limit=limit)
     else:
         fitting = _within_limit(network, limit)
-    free = _unlimited(network, seeds, budget, high_quality)
+    start = time.perf_counter()
+    free = _unlimited(network, seeds, budget, seed, high_quality)
     free_pairs = binarize(free, count)
     if fits(work, free_pairs, limit):
         return free
-    sliced = slice_to_fit(work, free_pairs, limit)
-    sliced_cost = sliced_costs(work, free_pairs, frozenset(sliced))[0]
-    if (
-        fitting is not None
-        and sliced_costs(work, binarize(fitting, count), frozenset())[0] <= sliced_cost
-    ):
-        return fitting
-    return free
+    options: list[tuple[float, list[Step]]] = []
+    if fitting is not None:
+        options.append((sliced_score(work, binarize(fitting, count), frozenset()), fitting))
+    for pairs, path in _toward(work, free_pairs, limit, time.perf_counter() - start, seed, network):
+        try:
+            cut = frozenset(slice_to_fit(work, pairs, limit))
+        except PlanningError:
+            continue  # too many slices along this tree: another one may do
+        options.append((sliced_score(work, pairs, cut), path))
+    if not options:  # say why along the best tree
+        slice_to_fit(work, free_pairs, limit)
+    return min(options, key=lambda option: option[0])[1]
+
+
+def _toward(
+    work: Network, free: list[Pair], limit: int, spent: float, seed: int, network: Network
+) -> list[tuple[list[Pair], list[Step]]]:
+    """The unlimited best tree, and the same tree annealed for as long again with
+    intermediates above ``limit`` penalised (it needs fewer slices), each as its binary
+    pairs and its path with one-term steps."""
+    found = [(free, with_singles(network, free))]
+    if len(free) > 2:
+        steered = anneal(
+            Tree(Labels(work), free),
+            deadline=time.perf_counter() + max(spent, 0.01),
+            seed=seed,
+            target=limit,
+        ).ssa()
+        found.append((steered, with_singles(network, steered)))
+    return found
 
 
 def _unlimited(
     network: Network,
     seeds: Sequence[Sequence[Pair]],
     budget: float | None,
+    seed: int,
     high_quality: bool,
 ) -> list[Step]:
     start = time.perf_counter()
@@ -150,7 +181,7 @@ def _unlimited(
             offer(dynamic_programming(network, deadline=start + 0.4 * budget))
     if count <= OPERAND_LIMIT:
         offer(optimal(network, bound=best_cost, deadline=start + 0.5 * budget))
-    refined = refine(reduced(network), deadline, seeds=seeds, warm=bool(seeds))
+    refined = refine(reduced(network), deadline, seeds=seeds, seed=seed, warm=bool(seeds))
     offer(with_singles(network, refined))
     return best
 

@@ -9,8 +9,8 @@ Cold (no known path):
    costliest subtrees, :mod:`.reconfigure`), which alone repairs most of greedy's worst
    choices.
 3. *Annealing* (:mod:`.anneal`) from the best tree so far, in runs of about
-   :data:`RUN_SECONDS` (fewer, longer runs find the deeper minima), each keeping the
-   better tree.
+   :data:`RUN_SWEEPS` sweeps (fewer, longer runs find the deeper minima), each keeping
+   the better tree.
 
 Warm (paths known for the same subscripts at other extents, ``seeds``): the best of
 greedy and the seeds, reconfigured, then annealed from a low temperature -- a short
@@ -50,8 +50,10 @@ SWEEP = [
 """Deterministic :func:`scored_greedy` variants ``(costmod, flops_weight)``, most useful
 first."""
 
-RUN_SECONDS = 4.0
-"""About how long one annealing run lasts when the budget allows several."""
+RUN_SWEEPS = 20000
+"""How many sweeps one annealing run makes when the budget allows several (fewer,
+longer runs find the deeper minima; runs are timed by a short calibration run)."""
+CALIBRATION_SWEEPS = 16
 MIN_RUN_SECONDS = 0.004
 
 
@@ -122,12 +124,19 @@ def _search(network: Network, deadline: float, seed: int, seeds: Sequence[Sequen
             candidates.append(Tree(labels, path))
     best = min(candidates, key=Tree.total)
     reconfigure(best, min(deadline, time.perf_counter() + 0.05 * span), leaves=8)
-    run = 0
+    started = time.perf_counter()
+    probe = anneal(
+        best.copy(), deadline=deadline, sweeps=CALIBRATION_SWEEPS, seed=seed, t_start=0.05
+    )
+    if probe.total() < best.total():
+        best = probe
+    sweep_seconds = max((time.perf_counter() - started) / CALIBRATION_SWEEPS, 1e-7)
+    run = 1
     while True:
         left = deadline - time.perf_counter()
         if left < MIN_RUN_SECONDS:
             break
-        runs = max(1, round(left / RUN_SECONDS))
+        runs = max(1, int(left / (RUN_SWEEPS * sweep_seconds)))
         found = anneal(best.copy(), deadline=time.perf_counter() + left / runs, seed=seed + run)
         if found.total() < best.total():
             best = found

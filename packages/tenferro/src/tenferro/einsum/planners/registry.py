@@ -17,7 +17,15 @@ from collections.abc import Callable, Sequence
 from tenferro.einsum.planners.network import Network, Step
 from tenferro.errors import TenferroError
 
-__all__ = ["Planner", "PlanningError", "PlanningWarning", "lookup", "names", "register"]
+__all__ = [
+    "Planner",
+    "PlanningError",
+    "PlanningWarning",
+    "lookup",
+    "names",
+    "register",
+    "register_path_fn",
+]
 
 Planner = Callable[[Network, "int | None"], Sequence[Step]]
 
@@ -47,6 +55,21 @@ def register(name: str, planner: Planner, *, replace: bool = False) -> None:
     if key in _PLANNERS and not replace:
         raise PlanningError("einsum", f"a planner named {name!r} is already registered")
     _PLANNERS[key] = planner
+
+
+def register_path_fn(name: str, fn: Callable[..., Sequence[Sequence[int]]]) -> None:
+    """Make ``optimize=name`` call ``fn(inputs, output, size_dict, memory_limit)`` with
+    opt_einsum's arguments (a list of label sets, the output's set, each label's extent,
+    the limit or ``None``), expecting opt_einsum's shrinking-list path, as opt_einsum's
+    ``paths.register_path_fn`` does."""
+    from tenferro.einsum.planners.network import linear_to_ssa
+
+    def planner(network: Network, memory_limit: int | None) -> Sequence[Step]:
+        inputs = [set(term) for term in network.inputs]
+        linear = fn(inputs, set(network.output), dict(network.sizes), memory_limit)
+        return linear_to_ssa([tuple(step) for step in linear], len(inputs))
+
+    register(name, planner)
 
 
 def register_family(name: str, make: Callable[[int], Planner]) -> None:

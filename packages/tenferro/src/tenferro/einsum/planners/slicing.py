@@ -18,10 +18,13 @@ from tenferro.einsum.planners.network import Network, Pair
 from tenferro.einsum.planners.registry import PlanningError
 from tenferro.einsum.planners.tree import Labels, Tree
 
-__all__ = ["MAX_SLICES", "fits", "slice_to_fit", "sliced_costs"]
+__all__ = ["MAX_SLICES", "STEP_OVERHEAD", "fits", "slice_to_fit", "sliced_costs", "sliced_score"]
 
 MAX_SLICES = 1 << 16
 """The most slices a plan may have: each costs a pass of Python-level dispatch."""
+STEP_OVERHEAD = 100_000
+"""What one pairwise step of one slice costs beyond its flops, in flops (about 50 us
+of numpy dispatch at 2 Gflop/s): slicing finer than that buys memory at a loss."""
 
 
 def sliced_costs(
@@ -78,7 +81,7 @@ def slice_to_fit(network: Network, pairs: Sequence[Pair], limit: int) -> tuple[s
             bit = rest & -rest
             rest ^= bit
             cost, _ = _costs(tree, sliced | bit)
-            score = (cost, -size(bit))
+            score = (cost + size(sliced | bit) * len(pairs) * STEP_OVERHEAD, -size(bit))
             if best is None or score < best:
                 best, best_label = score, bit
         sliced |= best_label
@@ -91,6 +94,13 @@ def slice_to_fit(network: Network, pairs: Sequence[Pair], limit: int) -> tuple[s
                 f"path without slicing holds {tree.largest()} elements: raise the limit",
             )
     return tuple(sorted(tree.labels.labels(sliced)))
+
+
+def sliced_score(network: Network, pairs: Sequence[Pair], sliced: frozenset[str]) -> int:
+    """The work of a sliced plan: its flops over every slice plus each slice's
+    dispatch (:data:`STEP_OVERHEAD` per pairwise step)."""
+    cost, _ = sliced_costs(network, pairs, sliced)
+    return cost + network.size(sliced) * len(pairs) * STEP_OVERHEAD
 
 
 def fits(network: Network, pairs: Sequence[Pair], limit: int) -> bool:

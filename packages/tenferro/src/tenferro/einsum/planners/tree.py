@@ -13,7 +13,7 @@ the pair sums a label.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from tenferro.einsum.planners.network import Network, Pair
 
@@ -21,9 +21,13 @@ __all__ = ["Labels", "Tree"]
 
 
 class Labels:
-    """The labels of a network as bits, with memoised extent products of masks."""
+    """The labels of a network as bits, and the extent product of a mask of them: by
+    counting bits per extent when the network has few distinct extents (circuits, factor
+    graphs), else memoised."""
 
-    __slots__ = ("bit", "inputs", "memo", "names", "output", "sizes")
+    __slots__ = ("_groups", "bit", "inputs", "memo", "names", "output", "size", "sizes")
+    size: Callable[[int], int]
+    """The product of the extents of the labels in a mask."""
 
     def __init__(self, network: Network) -> None:
         self.names = sorted(network.sizes, key=repr)
@@ -32,6 +36,21 @@ class Labels:
         self.inputs = [self.mask(term) for term in network.inputs]
         self.output = self.mask(network.output)
         self.memo: dict[int, int] = {0: 1}
+        groups: dict[int, int] = {}
+        for k, extent in enumerate(self.sizes):
+            groups[extent] = groups.get(extent, 0) | (1 << k)
+        self._groups = tuple(groups.items())
+        if len(groups) == 1:
+            (base,) = groups
+
+            def counted(mask: int) -> int:
+                return base ** mask.bit_count()
+
+            self.size = counted
+        elif len(groups) <= 3:
+            self.size = self._grouped
+        else:
+            self.size = self._memoised
 
     def mask(self, labels: object) -> int:
         bit = self.bit
@@ -49,7 +68,13 @@ class Labels:
             mask ^= low
         return frozenset(found)
 
-    def size(self, mask: int) -> int:
+    def _grouped(self, mask: int) -> int:
+        found = 1
+        for extent, group in self._groups:
+            found *= extent ** (mask & group).bit_count()
+        return found
+
+    def _memoised(self, mask: int) -> int:
         """The product of the extents of the labels in ``mask`` (memoised)."""
         found = self.memo.get(mask)
         if found is None:
@@ -60,7 +85,7 @@ class Labels:
                 low = rest & -rest
                 found *= sizes[low.bit_length() - 1]
                 rest ^= low
-            if len(self.memo) > 1 << 20:
+            if len(self.memo) > 1 << 18:
                 self.memo.clear()
             self.memo[mask] = found
         return found
