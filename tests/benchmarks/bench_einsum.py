@@ -148,7 +148,9 @@ def bench_w5_plans(report: Report) -> list[tuple[dict[str, Any], list[tuple[int,
     return planned
 
 
-def _cotengra(network: Network, seconds: float) -> float:
+def cotengra_path(network: Network, seconds: float) -> list[tuple[int, ...]]:
+    """cotengra's hyper-optimizer (greedy trials, each annealed and reconfigured) for
+    ``seconds``: its best path, in opt_einsum's form."""
     import warnings
 
     import cotengra as ctg
@@ -169,7 +171,11 @@ def _cotengra(network: Network, seconds: float) -> float:
             tuple(sorted(network.output)),
             dict(network.sizes),
         )
-    return _log10(cost_of(network, [tuple(s) for s in tree.get_path()]))
+    return [tuple(step) for step in tree.get_path()]
+
+
+def _cotengra(network: Network, seconds: float) -> float:
+    return _log10(cost_of(network, cotengra_path(network, seconds)))
 
 
 def bench_w5_cached(report: Report, planned: list[Any], rounds: int = 5) -> None:

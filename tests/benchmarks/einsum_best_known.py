@@ -18,12 +18,12 @@ import argparse
 import json
 import math
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_einsum import instances, network_of, shipped
+from bench_common import have
+from bench_einsum import cotengra_path, instances, network_of, shipped
 
 from tenferro.einsum.planners import auto_hq, path_cost
 from tenferro.einsum.planners.network import linear_to_ssa, ssa_to_linear
@@ -41,26 +41,10 @@ def cost(instance: dict[str, Any], path: list[list[int]]) -> tuple[int, int]:
     return flops, largest
 
 
-def cotengra_path(instance: dict[str, Any], seconds: float) -> list[list[int]] | None:
-    try:
-        import cotengra as ctg
-    except ImportError:
+def cotengra(instance: dict[str, Any], seconds: float) -> list[list[int]] | None:
+    if not have("cotengra"):
         return None
-    network = network_of(instance)
-    inputs = [tuple(sorted(t)) for t in network.inputs]
-    optimizer = ctg.HyperOptimizer(
-        methods=["greedy"],
-        max_time=seconds,
-        max_repeats=10**6,
-        parallel=False,
-        progbar=False,
-        simulated_annealing_opts={},
-        reconf_opts={},
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tree = optimizer.search(inputs, tuple(sorted(network.output)), dict(network.sizes))
-    return [list(step) for step in tree.get_path()]
+    return [list(step) for step in cotengra_path(network_of(instance), seconds)]
 
 
 def main() -> None:
@@ -90,7 +74,7 @@ def main() -> None:
                     (f"tenferro auto-hq, {arguments.seconds:g} s, seed {seed}", linear)
                 )
             if not arguments.no_cotengra:
-                found = cotengra_path(instance, arguments.seconds)
+                found = cotengra(instance, arguments.seconds)
                 if found is not None:
                     candidates.append((f"cotengra HyperOptimizer, {arguments.seconds:g} s", found))
         scored = sorted((cost(instance, path), source, path) for source, path in candidates)

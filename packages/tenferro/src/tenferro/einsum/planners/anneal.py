@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 
 from tenferro.einsum.planners.tree import Tree
 
@@ -36,17 +37,20 @@ def anneal(
     ``target`` size, a move is priced as if each intermediate above it cost that many
     times more (TreeSA's space penalty), which steers towards trees that need few
     slices to fit ``target``; the best tree is then the cheapest by that price."""
-    if target:
-        return _anneal_towards(tree, deadline, seed, t_start, t_final, sweeps, target)
     count = tree.count
     if len(tree.left) - count < 2:
         return tree
-    best_cost = tree.total()
-    best = tree.copy()
     rand = random.Random(seed).random
     left, right, parent, legs, flops = tree.left, tree.right, tree.parent, tree.legs, tree.flops
     size = tree.labels.size
     root = tree.root
+
+    def weight(node: int, mask: int) -> float:
+        kept = size(mask)
+        return kept / target if kept > target and node != root else 1.0
+
+    best_cost = _priced(tree, weight) if target else tree.total()
+    best = tree.copy()
     start = time.perf_counter()
     span = max(deadline - start, 1e-9)
     ratio = t_final / t_start
@@ -82,8 +86,13 @@ def anneal(
             u2 = k1 | legs[b]
             s2 = size(u2)
             f2 = s2 if legs[p] == u2 else 2 * s2
-            old = flops[p] + flops[x]
-            new = f1 + f2
+            if target:
+                scale = weight(p, legs[p])
+                old = flops[p] * scale + flops[x] * weight(x, legs[x])
+                new = f2 * scale + f1 * weight(x, k1)
+            else:
+                old = flops[p] + flops[x]
+                new = f1 + f2
             if new <= old or new * rand() ** temperature < old:
                 left[x], right[x] = a, c
                 parent[c] = x
@@ -105,93 +114,11 @@ def anneal(
         if total < best_cost:
             best_cost = total
             best = tree.copy()
-    return tree if tree.total() <= best_cost else best
+    final = _priced(tree, weight) if target else tree.total()
+    return tree if final <= best_cost else best
 
 
-def _penalised(tree: Tree, target: int) -> float:
-    size = tree.labels.size
-    total = 0.0
-    for node in range(tree.count, len(tree.left)):
-        kept = size(tree.legs[node])
-        total += tree.flops[node] * (kept / target if kept > target and node != tree.root else 1.0)
-    return total
-
-
-def _anneal_towards(
-    tree: Tree,
-    deadline: float,
-    seed: int,
-    t_start: float,
-    t_final: float,
-    sweeps: int | None,
-    target: int,
-) -> Tree:
-    """:func:`anneal` with the space penalty (kept apart: the plain loop stays lean)."""
-    count = tree.count
-    rand = random.Random(seed).random
-    left, right, parent, legs, flops = tree.left, tree.right, tree.parent, tree.legs, tree.flops
-    size = tree.labels.size
-    root = tree.root
-    best_cost = _penalised(tree, target)
-    best = tree.copy()
-    start = time.perf_counter()
-    span = max(deadline - start, 1e-9)
-    ratio = t_final / t_start
-    done = 0
-
-    def weight(node: int, mask: int) -> float:
-        kept = size(mask)
-        return kept / target if kept > target and node != root else 1.0
-
-    while True:
-        now = time.perf_counter()
-        progress = done / sweeps if sweeps is not None else (now - start) / span
-        if progress >= 1.0 or now > deadline:
-            break
-        temperature = t_start * ratio**progress
-        stack = [root]
-        while stack:
-            p = stack.pop()
-            pl, pr = left[p], right[p]
-            if pl >= count:
-                if pr >= count and rand() < 0.5:
-                    x, c, x_left = pr, pl, False
-                else:
-                    x, c, x_left = pl, pr, True
-            elif pr >= count:
-                x, c, x_left = pr, pl, False
-            else:
-                continue
-            a, b = left[x], right[x]
-            if rand() < 0.5:
-                a, b = b, a
-            u1 = legs[a] | legs[c]
-            k1 = u1 & (legs[b] | legs[p])
-            f1 = size(u1) if k1 == u1 else 2 * size(u1)
-            u2 = k1 | legs[b]
-            f2 = size(u2) if legs[p] == u2 else 2 * size(u2)
-            scale_p = weight(p, legs[p])
-            old = flops[p] * scale_p + flops[x] * weight(x, legs[x])
-            new = f2 * scale_p + f1 * weight(x, k1)
-            if new <= old or new * rand() ** temperature < old:
-                left[x], right[x] = a, c
-                parent[c] = x
-                if x_left:
-                    right[p] = b
-                else:
-                    left[p] = b
-                parent[b] = p
-                legs[x] = k1
-                flops[x] = f1
-                flops[p] = f2
-                if b >= count:
-                    stack.append(b)
-            elif c >= count:
-                stack.append(c)
-            stack.append(x)
-        done += 1
-        if done % 8 == 0:
-            cost = _penalised(tree, target)
-            if cost < best_cost:
-                best_cost, best = cost, tree.copy()
-    return tree if _penalised(tree, target) <= best_cost else best
+def _priced(tree: Tree, weight: Callable[[int, int], float]) -> float:
+    """The tree's cost with each intermediate's flops weighted by ``weight``."""
+    legs, flops = tree.legs, tree.flops
+    return sum(flops[node] * weight(node, legs[node]) for node in range(tree.count, len(tree.left)))
