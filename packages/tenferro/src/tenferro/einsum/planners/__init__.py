@@ -38,7 +38,7 @@ from tenferro.einsum.planners.network import (
     ssa_to_linear,
     tree_to_ssa,
 )
-from tenferro.einsum.planners.optimal import OPERAND_LIMIT, optimal
+from tenferro.einsum.planners.optimal import OPERAND_LIMIT, OptimalTimeoutError, optimal
 from tenferro.einsum.planners.random_greedy import random_greedy
 from tenferro.einsum.planners.refine import refine
 from tenferro.einsum.planners.registry import (
@@ -135,13 +135,15 @@ def _optimal(network: Network, memory_limit: int | None) -> list[Step]:
             f"optimize='optimal' searches every path and takes at most {OPERAND_LIMIT} "
             f"operands, got {count}",
         )
-    found = optimal(
-        network, memory_limit=memory_limit, deadline=time.perf_counter() + EXACT_SECONDS
-    )
-    if found is None:
+    try:
+        found = optimal(
+            network, memory_limit=memory_limit, deadline=time.perf_counter() + EXACT_SECONDS
+        )
+    except OptimalTimeoutError:
         return _fallback(
             network, memory_limit, f"optimize='optimal' did not finish in {EXACT_SECONDS:g} s"
         )
+    assert found is not None  # without a bound some path is found
     return found
 
 

@@ -5,7 +5,8 @@
 * Larger networks: opt_einsum's greedy path first; ``dp`` when the network is small
   enough (exact among trees without outer products, given a share of the budget); up
   to :data:`~.optimal.OPERAND_LIMIT` operands, ``optimal`` bounded by the best cost so
-  far; then the refinement tiers of :mod:`.refine` (greedy seeds, subtree
+  far (its answer ends the search when it finishes in half the budget); else the
+  refinement tiers of :mod:`.refine` (absorption of small terms, greedy seeds, subtree
   reconfiguration, tree annealing) on the network without its alone labels. Each
   operand's alone labels are then summed in a step of their own where that is cheaper
   (:mod:`.singles`). The cheapest candidate wins, so ``auto`` is never worse than
@@ -15,7 +16,12 @@
 execution): ``clamp(greedy flops / 2e9, 20 ms, 0.65 s)``. ``auto-hq``'s grows with the
 network's size (:func:`hq_budget_seconds`, at most 10 s), for networks worth planning
 hard. Both are wall-clock budgets: large networks may get different (never worse than
-greedy) paths on machines of different speed.
+greedy) paths on machines of different speed. Paths known for the same subscripts at
+other extents (``seeds``) shrink the budget to a quarter: the search polishes them.
+
+With a memory limit, a path whose intermediates fit competes with the best path
+sliced to fit (and with that path annealed towards small intermediates, sliced), by
+the work each does in all (:func:`~.slicing.sliced_score`).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from tenferro.einsum.planners.dp import DPTimeoutError, dynamic_programming
 from tenferro.einsum.planners.exact import EXACT_LIMIT, exact
 from tenferro.einsum.planners.greedy import greedy
 from tenferro.einsum.planners.network import Network, Pair, Step, binarize, path_cost
-from tenferro.einsum.planners.optimal import OPERAND_LIMIT, optimal
+from tenferro.einsum.planners.optimal import OPERAND_LIMIT, OptimalTimeoutError, optimal
 from tenferro.einsum.planners.refine import SWEEP, refine
 from tenferro.einsum.planners.registry import PlanningError
 from tenferro.einsum.planners.scored_greedy import scored_greedy
@@ -180,7 +186,12 @@ def _unlimited(
         with contextlib.suppress(DPTimeoutError):
             offer(dynamic_programming(network, deadline=start + 0.4 * budget))
     if count <= OPERAND_LIMIT:
-        offer(optimal(network, bound=best_cost, deadline=start + 0.5 * budget))
+        try:
+            offer(optimal(network, bound=best_cost, deadline=start + 0.5 * budget))
+        except OptimalTimeoutError:
+            pass
+        else:  # the exhaustive search finished; refinement would rarely improve on it
+            return best
     refined = refine(reduced(network), deadline, seeds=seeds, seed=seed, warm=bool(seeds))
     offer(with_singles(network, refined))
     return best

@@ -3,8 +3,8 @@
 reached more cheaply pruned. With a memory limit, a pair whose result does not fit ends
 its path with one step over every remaining term (opt_einsum's behaviour).
 
-The search is exponential: :data:`OPERAND_LIMIT` operands at most, and a deadline;
-beyond either the caller is told (:func:`optimal` returns ``None``)."""
+The search is exponential: :data:`OPERAND_LIMIT` operands at most (the caller's
+check), and a deadline, past which :class:`OptimalTimeoutError` is raised."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ import time
 
 from tenferro.einsum.planners.network import Network, Step, search_flops, step_flops
 
-__all__ = ["OPERAND_LIMIT", "optimal"]
+__all__ = ["OPERAND_LIMIT", "OptimalTimeoutError", "optimal"]
 
 OPERAND_LIMIT = 12
 
 
-class _TimeoutError(Exception):
-    pass
+class OptimalTimeoutError(Exception):
+    """The deadline passed before the search finished."""
 
 
 def optimal(
@@ -29,8 +29,9 @@ def optimal(
     bound: float = math.inf,
     deadline: float | None = None,
 ) -> list[Step] | None:
-    """The cheapest SSA path (``None`` if none is cheaper than ``bound``, or the
-    deadline, in ``time.perf_counter`` seconds, passes first)."""
+    """The cheapest SSA path (``None`` if none is cheaper than ``bound``); raises
+    :class:`OptimalTimeoutError` when the deadline (``time.perf_counter`` seconds)
+    passes first."""
     output = network.output
     count = len(network.inputs)
     if count == 1:
@@ -49,7 +50,7 @@ def optimal(
             return
         visits[0] += 1
         if deadline is not None and visits[0] % 256 == 1 and time.perf_counter() > deadline:
-            raise _TimeoutError
+            raise OptimalTimeoutError
         state = tuple(sorted(tuple(sorted(t)) for _, t in terms))
         if seen.get(state, math.inf) <= cost:
             return
@@ -76,8 +77,5 @@ def optimal(
         if total < best_cost[0]:
             best_cost[0], best_path[0] = total, [*path, tuple(a for a, _ in terms)]
 
-    try:
-        search(list(enumerate(network.inputs)), 0, [], count)
-    except _TimeoutError:
-        return None
+    search(list(enumerate(network.inputs)), 0, [], count)
     return best_path[0]
