@@ -47,6 +47,9 @@ from tenferro.einsum.planners.tree import Labels, Tree
 __all__ = ["auto", "auto_hq", "budget_seconds", "hq_budget_seconds"]
 
 DP_LIMIT = 40
+DP_SECONDS = 0.25
+"""At least this long for ``dp`` (usually done in milliseconds), so that ``auto`` matches
+it wherever it finishes quickly, whatever the budget."""
 MIN_BUDGET, MAX_BUDGET, FLOPS_PER_SECOND = 0.02, 0.65, 2e9
 HQ_MIN_BUDGET, HQ_MAX_BUDGET, HQ_SECONDS_PER_OPERAND = 1.0, 10.0, 0.0625
 WARM_FRACTION = 0.25
@@ -184,7 +187,8 @@ def _unlimited(
         offer(with_singles(network, known))
     if count <= DP_LIMIT:
         with contextlib.suppress(DPTimeoutError):
-            offer(dynamic_programming(network, deadline=start + 0.4 * budget))
+            dp_seconds = max(0.4 * budget, DP_SECONDS)
+            offer(dynamic_programming(network, deadline=start + dp_seconds))
     if count <= OPERAND_LIMIT:
         try:
             offer(optimal(network, bound=best_cost, deadline=start + 0.5 * budget))

@@ -10,13 +10,15 @@ opt_einsum's count. For a handful of operands; ``auto`` uses it up to
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tenferro.einsum.planners.network import Network, Pair, Step
 from tenferro.einsum.planners.singles import alone_labels, with_singles
 from tenferro.einsum.planners.tree import Labels
 
 __all__ = ["EXACT_LIMIT", "exact"]
 
-EXACT_LIMIT = 8
+EXACT_LIMIT = 9
 
 
 def exact(network: Network, *, memory_limit: int | None = None) -> list[Step] | None:
@@ -38,16 +40,17 @@ def exact(network: Network, *, memory_limit: int | None = None) -> list[Step] | 
     legs = [0] * (full + 1)
     for mask in range(1, full + 1):
         legs[mask] = union[mask] & (union[full ^ mask] | output) & ~_alone_of(mask, alone)
-    # best[mask] = (cost, left mask, right mask); leaves cost nothing here, their single
-    # step is priced in the pair that takes them.
-    best: dict[int, tuple[int, int, int]] = {}
-    leaf_variants: list[list[tuple[int, int]]] = []
+    # cost[mask] (-1: unreachable within the limit) and the split reaching it; leaves
+    # cost nothing here, their one-term step is priced in the pair that takes them.
+    cost = [-1] * (full + 1)
+    split = [0] * (full + 1)
+    enter = list(legs)  # the labels a part brings to a pair
+    variants: dict[int, list[tuple[int, int]]] = {}  # operands with alone labels
     for t in range(count):
-        options = [(raw[t], 0)]
+        cost[1 << t] = 0
+        enter[1 << t] = raw[t]
         if alone[t]:
-            options.append((raw[t] & ~alone[t], 2 * size(raw[t])))
-        leaf_variants.append(options)
-        best[1 << t] = (0, 0, 0)
+            variants[1 << t] = [(raw[t], 0), (raw[t] & ~alone[t], 2 * size(raw[t]))]
     by_count: list[list[int]] = [[] for _ in range(count + 1)]
     for mask in range(1, full + 1):
         by_count[mask.bit_count()].append(mask)
@@ -58,22 +61,27 @@ def exact(network: Network, *, memory_limit: int | None = None) -> list[Step] | 
                 continue
             low = mask & -mask
             rest = mask ^ low
-            found: tuple[int, int, int] | None = None
+            found, chosen = -1, 0
             sub = rest
             while True:
                 first = sub | low  # contains the lowest member: each split once
                 second = mask ^ first
-                if second and first in best and second in best:
-                    cost = best[first][0] + best[second][0]
-                    cost += _pair(first, second, kept, legs, leaf_variants, size)
-                    if found is None or cost < found[0]:
-                        found = (cost, first, second)
+                if second:
+                    c1, c2 = cost[first], cost[second]
+                    if c1 >= 0 and c2 >= 0:
+                        if first in variants or second in variants:
+                            here = _pair(first, second, kept, enter, variants, size)
+                        else:
+                            involved = enter[first] | enter[second]
+                            here = size(involved) if involved == kept else 2 * size(involved)
+                        here += c1 + c2
+                        if found < 0 or here < found:
+                            found, chosen = here, first
                 if not sub:
                     break
                 sub = (sub - 1) & rest
-            if found is not None:
-                best[mask] = found
-    if full not in best:
+            cost[mask], split[mask] = found, chosen
+    if cost[full] < 0:
         return None
     pairs: list[Pair] = []
     ids: dict[int, int] = {1 << t: t for t in range(count)}
@@ -82,7 +90,8 @@ def exact(network: Network, *, memory_limit: int | None = None) -> list[Step] | 
         mask, done = stack.pop()
         if mask in ids:
             continue
-        _, first, second = best[mask]
+        first = split[mask]
+        second = mask ^ first
         if done:
             pairs.append((ids[first], ids[second]))
             ids[mask] = count + len(pairs) - 1
@@ -108,24 +117,17 @@ def _pair(
     first: int,
     second: int,
     kept: int,
-    legs: list[int],
-    variants: list[list[tuple[int, int]]],
-    size: object,
+    enter: list[int],
+    variants: dict[int, list[tuple[int, int]]],
+    size: Callable[[int], int],
 ) -> int:
-    """The cheapest cost of contracting the two parts into ``kept`` (an operand alone
-    enters whole or reduced, whichever is cheaper)."""
-    sides = []
-    for part in (first, second):
-        if part & (part - 1):
-            sides.append([(legs[part], 0)])
-        else:
-            sides.append(variants[part.bit_length() - 1])
+    """The cheapest cost of contracting the two parts into ``kept`` (an operand with
+    alone labels enters whole or reduced, whichever is cheaper)."""
     best = -1
-    for left, extra_left in sides[0]:
-        for right, extra_right in sides[1]:
+    for left, extra_left in variants.get(first, [(enter[first], 0)]):
+        for right, extra_right in variants.get(second, [(enter[second], 0)]):
             involved = left | right
-            cost = size(involved) * (1 if involved == kept else 2)  # type: ignore[operator]
-            cost += extra_left + extra_right
-            if best < 0 or cost < best:
-                best = cost
+            here = size(involved) * (1 if involved == kept else 2) + extra_left + extra_right
+            if best < 0 or here < best:
+                best = here
     return best
