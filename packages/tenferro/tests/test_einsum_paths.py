@@ -111,11 +111,14 @@ def test_every_planner_gives_a_valid_path_costed_as_recounted(net: Any, optimize
 
 
 @settings(max_examples=80, deadline=None)
-@given(networks(most=8))
+@given(networks(most=9))
 def test_auto_is_never_worse_than_greedy_optimal_dp_or_branch(net: Any) -> None:
     subscripts, shapes = net
     _, auto = tf.einsum_path(subscripts, *shapes, shapes=True)
-    for other in ("greedy", "optimal", "dp", "branch-all", "branch-2", "random-greedy"):
+    others = ["greedy", "dp", "branch-2", "random-greedy"]
+    if len(shapes) <= 8:  # exhaustive searches take seconds beyond
+        others += ["optimal", "branch-all"]
+    for other in others:
         _, info = tf.einsum_path(subscripts, *shapes, shapes=True, optimize=other)
         assert auto.opt_cost <= info.opt_cost, (other, auto.path, info.path)
 
