@@ -17,7 +17,8 @@ execution): ``clamp(greedy flops / 2e9, 20 ms, 0.65 s)``. ``auto-hq``'s grows wi
 network's size (:func:`hq_budget_seconds`, at most 10 s), for networks worth planning
 hard. Both are wall-clock budgets: large networks may get different (never worse than
 greedy) paths on machines of different speed. Paths known for the same subscripts at
-other extents (``seeds``) shrink the budget to a quarter: the search polishes them.
+other extents (``seeds``) shrink the budget to a quarter: the search polishes them
+(``dp`` and ``optimal`` are not run then).
 
 With a memory limit, a path whose intermediates fit competes with the best path
 sliced to fit (and with that path annealed towards small intermediates, sliced), by
@@ -47,9 +48,9 @@ from tenferro.einsum.planners.tree import Labels, Tree
 __all__ = ["auto", "auto_hq", "budget_seconds", "hq_budget_seconds"]
 
 DP_LIMIT = 40
-DP_SECONDS = 0.25
-"""At least this long for ``dp`` (usually done in milliseconds), so that ``auto`` matches
-it wherever it finishes quickly, whatever the budget."""
+DP_SECONDS, DP_FLOOR_LIMIT = 0.25, 16
+"""Up to ``DP_FLOOR_LIMIT`` operands ``dp`` gets at least ``DP_SECONDS`` (it usually
+needs milliseconds there), so that ``auto`` matches it whatever the budget."""
 MIN_BUDGET, MAX_BUDGET, FLOPS_PER_SECOND = 0.02, 0.65, 2e9
 HQ_MIN_BUDGET, HQ_MAX_BUDGET, HQ_SECONDS_PER_OPERAND = 1.0, 10.0, 0.0625
 WARM_FRACTION = 0.25
@@ -185,11 +186,11 @@ def _unlimited(
     deadline = start + budget
     for known in seeds:
         offer(with_singles(network, known))
-    if count <= DP_LIMIT:
+    if count <= DP_LIMIT and not seeds:  # known paths: polish them instead
         with contextlib.suppress(DPTimeoutError):
-            dp_seconds = max(0.4 * budget, DP_SECONDS)
-            offer(dynamic_programming(network, deadline=start + dp_seconds))
-    if count <= OPERAND_LIMIT:
+            floor = DP_SECONDS if count <= DP_FLOOR_LIMIT else 0.0
+            offer(dynamic_programming(network, deadline=start + max(0.4 * budget, floor)))
+    if count <= OPERAND_LIMIT and not seeds:
         try:
             offer(optimal(network, bound=best_cost, deadline=start + 0.5 * budget))
         except OptimalTimeoutError:
