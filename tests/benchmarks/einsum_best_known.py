@@ -35,6 +35,15 @@ def load() -> dict[str, Any]:
     return json.loads(FILE.read_text()) if FILE.exists() else {}
 
 
+def save(known: dict[str, Any]) -> None:
+    """One instance per entry, each path on one line."""
+    entries = []
+    for name, entry in known.items():
+        fields = [f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in entry.items()]
+        entries.append(f"{json.dumps(name)}: {{\n" + ",\n".join(fields) + "\n}")
+    FILE.write_text("{\n" + ",\n".join(entries) + "\n}\n")
+
+
 def cost(instance: dict[str, Any], path: list[list[int]]) -> tuple[int, int]:
     network = network_of(instance)
     flops, largest, _ = path_cost(network, linear_to_ssa(path, len(network.inputs)))
@@ -86,7 +95,7 @@ def main() -> None:
             "path": path,
         }
         print(f"{name:45s} {math.log10(max(flops, 1)):.4f}  {source}", flush=True)
-        FILE.write_text(json.dumps(known, indent=1) + "\n")
+        save(known)
 
 
 if __name__ == "__main__":
