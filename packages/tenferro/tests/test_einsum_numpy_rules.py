@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -51,7 +52,7 @@ def calls(draw: Any) -> tuple[str, list[tuple[int, ...]]]:
     return subscripts, shapes
 
 
-@settings(max_examples=400, deadline=None)
+@fuzz_settings(400)
 @given(calls())
 def test_accepts_what_numpy_accepts_with_numpys_values(call: Any) -> None:
     subscripts, shapes = call

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -92,7 +93,7 @@ def valid(path: list[tuple[int, ...]], count: int) -> bool:
     return remaining == 1
 
 
-@settings(max_examples=60, deadline=None)
+@fuzz_settings(60)
 @given(networks(), st.sampled_from(NAMES))
 def test_every_planner_gives_a_valid_path_costed_as_recounted(net: Any, optimize: str) -> None:
     subscripts, shapes = net
@@ -110,7 +111,7 @@ def test_every_planner_gives_a_valid_path_costed_as_recounted(net: Any, optimize
     )
 
 
-@settings(max_examples=80, deadline=None)
+@fuzz_settings(80)
 @given(networks(most=9))
 def test_auto_is_never_worse_than_greedy_optimal_dp_or_branch(net: Any) -> None:
     subscripts, shapes = net
@@ -140,7 +141,7 @@ def test_the_reported_cases_auto_lost() -> None:
     assert dp.opt_cost == recount("aab,fa,df,ecc->bde", shapes, dp.path)[0]
 
 
-@settings(max_examples=60, deadline=None)
+@fuzz_settings(60)
 @given(networks(), st.sampled_from(["auto", "greedy", "dp", "branch-2"]))
 def test_paths_round_trip_through_opt_einsums_format(net: Any, optimize: str) -> None:
     subscripts, shapes = net
@@ -155,7 +156,7 @@ def test_paths_round_trip_through_opt_einsums_format(net: Any, optimize: str) ->
 
 
 @pytest.mark.skipif(not HAVE_OPT_EINSUM, reason="opt_einsum is not installed")
-@settings(max_examples=120, deadline=None)
+@fuzz_settings(120)
 @given(networks(), st.data())
 def test_path_info_is_opt_einsums_report(net: Any, data: Any) -> None:
     import opt_einsum as oe
@@ -191,7 +192,7 @@ def test_path_info_is_opt_einsums_report(net: Any, data: Any) -> None:
 
 
 @pytest.mark.skipif(not HAVE_OPT_EINSUM, reason="opt_einsum is not installed")
-@settings(max_examples=60, deadline=None)
+@fuzz_settings(60)
 @given(networks(most=6), st.sampled_from(["greedy", "optimal", "dp", "branch-2", "branch-all"]))
 def test_named_planners_cost_what_opt_einsums_do(net: Any, optimize: str) -> None:
     import opt_einsum as oe

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 from einsum_support import data
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -52,7 +53,7 @@ def _sliced_nodes(subscripts: str, operands: list[Any], limit: int) -> list[Slic
     return [op for op, _, _ in program.instructions if isinstance(op, SlicedContraction)]
 
 
-@settings(max_examples=40, deadline=None)
+@fuzz_settings(40)
 @given(limited())
 def test_sliced_einsum_equals_the_unsliced_one(case: Any) -> None:
     subscripts, shapes, limit, dtype = case
@@ -83,7 +84,7 @@ def test_sliced_einsum_equals_the_unsliced_one(case: Any) -> None:
         assert max(pairs[:-1], default=1) <= bound
 
 
-@settings(max_examples=25, deadline=None)
+@fuzz_settings(25)
 @given(limited())
 def test_gradients_of_sliced_einsums_equal_the_unsliced_ones(case: Any) -> None:
     subscripts, shapes, limit, dtype = case

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 import tenferro as tf
-from tenferro import transforms
 from tenferro.traced.program import liveness_peak
+from tenferro.transforms import plans
 
 RNG = np.random.default_rng(5)
 N = 16
@@ -35,7 +35,7 @@ def tanh_loss(x: Any) -> Any:
 def _only_program(run: Callable[[], Any]) -> Any:
     tf.clear_caches()
     run()
-    (plan,) = list(transforms._JVP_PROGRAMS._entries.values())
+    (plan,) = list(plans._JVP_PROGRAMS._entries.values())
     return plan.program.program
 
 
@@ -85,6 +85,7 @@ def _collections(run: Callable[[], Any]) -> list[int]:
     return started
 
 
+@pytest.mark.slow
 def test_long_programs_are_built_without_the_cyclic_collector():
     x = np.ones(3)
     for make in (
@@ -155,6 +156,7 @@ def _mlp_args() -> tuple[Any, ...]:
     )
 
 
+@pytest.mark.slow
 def test_peaks_stay_within_the_liveness_minimum():
     x0 = np.linspace(0.0, 1.0, SIZE)
     # (function, arguments, argnums, arrays of SIZE elements its residuals hold at least)

@@ -13,12 +13,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tenferro as tf
-from tenferro import transforms
+from tenferro.transforms import plans
 
 BATCH = np.array([1.0, 2.0, 3.0])
 W = np.array([0.5, -1.0, 2.0])
@@ -113,10 +114,10 @@ def test_pullbacks_and_linear_maps_keep_the_values_of_their_own_call():
 
 def test_a_changed_batch_reuses_the_derivative_program():
     caches = [
-        transforms._GRAD_PROGRAMS,
-        transforms._JVP_PROGRAMS,
-        transforms._VJP_PROGRAMS,
-        transforms._FORWARD_PROGRAMS,
+        plans._GRAD_PROGRAMS,
+        plans._JVP_PROGRAMS,
+        plans._VJP_PROGRAMS,
+        plans._FORWARD_PROGRAMS,
     ]
     data = np.array([1.0, 2.0, 3.0])
 
@@ -158,7 +159,7 @@ def _central_difference(fun: Any, w: np.ndarray, direction: np.ndarray) -> float
 arrays = hnp.arrays(np.float64, 3, elements=st.floats(-2.0, 2.0))
 
 
-@settings(max_examples=25)
+@fuzz_settings(25)
 @given(w=arrays, v=arrays, batches=st.lists(arrays, min_size=2, max_size=3))
 def test_transforms_follow_closure_data_changed_between_calls(
     w: np.ndarray, v: np.ndarray, batches: list[np.ndarray]

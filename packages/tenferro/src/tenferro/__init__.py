@@ -21,11 +21,12 @@ Complex derivatives follow the conjugate convention: ``grad(sum(|z|^2)) = 2z``,
 equal to PyTorch's and the conjugate of JAX's.
 """
 
+import sys as _sys
+
 import computegraph
 from tenferro import extension, lax, ops, random, testing, tree_util
-from tenferro.batching import vmap
 from tenferro.concrete import Tensor
-from tenferro.custom_rules import custom_jvp, custom_vjp, stop_gradient
+from tenferro.core.kinds import register_concrete as _register_concrete
 from tenferro.dtypes import (
     DTYPES,
     bool_,
@@ -40,7 +41,6 @@ from tenferro.dtypes import (
 from tenferro.eager import (
     EagerTensor,
     Tape,
-    checkpoint,
     composite,
     default_tape,
     is_grad_enabled,
@@ -67,7 +67,6 @@ from tenferro.errors import (
     TenferroError,
     UnsupportedError,
 )
-from tenferro.jacobians import hessian, jacfwd, jacobian, jacrev
 from tenferro.meta import Meta
 from tenferro.surface import (
     abs,
@@ -236,12 +235,29 @@ from tenferro.surface import (
     zeros,
     zeros_like,
 )
-from tenferro.surface.convert import register_concrete as _register_concrete
 from tenferro.surface.dispatch import register_instance_binding as _register_instance_binding
 from tenferro.surface.dispatch import register_replayable as _register_replayable
+from tenferro.surface.methods import register_tensor_methods as _register_tensor_methods
 from tenferro.traced.program import evaluate, format_graph, graph_to_dot
 from tenferro.traced.tensor import TracedTensor, placeholder, traced
-from tenferro.transforms import grad, hvp, jit, jvp, linearize, value_and_grad, vjp
+from tenferro.transforms import (
+    checkpoint,
+    custom_jvp,
+    custom_vjp,
+    grad,
+    hessian,
+    hvp,
+    jacfwd,
+    jacobian,
+    jacrev,
+    jit,
+    jvp,
+    linearize,
+    stop_gradient,
+    value_and_grad,
+    vjp,
+    vmap,
+)
 
 _register_concrete(Tensor)
 _register_replayable(Tensor)  # concrete kinds replay cached dispatch (surface.dispatch)
@@ -249,6 +265,8 @@ _register_replayable(EagerTensor)
 _register_instance_binding(TracedTensor)  # traced values bind known instances directly
 
 from tenferro import array_api, linalg  # noqa: E402  (uses the surface registered above)
+
+_register_tensor_methods(_sys.modules[__name__], array_api)  # every kind's methods
 
 __version__ = "0.1.0"
 

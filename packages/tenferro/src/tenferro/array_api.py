@@ -17,17 +17,21 @@ from typing import Any
 
 import numpy as _np
 
-import tenferro as _tf
+from tenferro import dtypes as _dtypes
+from tenferro import linalg as _tf_linalg
+from tenferro import surface as _tf
 from tenferro.core.flags import check_flag as _check_flag
 from tenferro.core.flags import check_optional_flag as _check_optional_flag
 from tenferro.errors import ParameterError as _ParameterError
+from tenferro.errors import UnsupportedError as _UnsupportedError
+from tenferro.meta import broadcast_shapes as _broadcast_shapes
 
 __array_api_version__ = "2023.12"
 
-bool = _tf.bool_
-float32, float64 = _tf.float32, _tf.float64
-complex64, complex128 = _tf.complex64, _tf.complex128
-int32, int64 = _tf.int32, _tf.int64
+bool = _dtypes.bool_
+float32, float64 = _dtypes.float32, _dtypes.float64
+complex64, complex128 = _dtypes.complex64, _dtypes.complex128
+int32, int64 = _dtypes.int32, _dtypes.int64
 
 e, pi, inf, nan, newaxis = _math.e, _math.pi, _math.inf, _math.nan, None
 
@@ -284,14 +288,10 @@ def cumulative_prod(
 
 def _no_initial(op: str, include_initial: _builtins.bool) -> None:
     if _check_flag(op, "include_initial", include_initial):
-        from tenferro.errors import UnsupportedError
-
-        raise UnsupportedError(op, "include_initial=True is not supported")
+        raise _UnsupportedError(op, "include_initial=True is not supported")
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    from tenferro.meta import broadcast_shapes as _broadcast_shapes
-
     return _broadcast_shapes(*shapes, op="broadcast_shapes")
 
 
@@ -342,7 +342,7 @@ class _Linalg:
         return _tf.diagonal(x, offset, -2, -1)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(_tf.linalg, name)
+        return getattr(_tf_linalg, name)
 
 
 linalg = _Linalg()

@@ -7,12 +7,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from tenferro.core.methods import TensorMethods
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import AllocationError, DTypeError, ScalarOverflowError
 from tenferro.ieee import quiet, restore
 from tenferro.meta import Meta
-from tenferro.surface.methods import TensorMethods
 
 __all__ = ["Tensor", "filled", "to_array"]
 

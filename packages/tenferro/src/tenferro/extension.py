@@ -47,7 +47,7 @@ only emit operations that have rules themselves (built-in primitives do).
 For ``tf.vmap``, a family may also define a batching rule ``batch(xs, dims)`` (a
 method, or ``define(..., batch=...)``): ``xs`` hold the whole batch, ``dims[i]`` is
 the batch axis of ``xs[i]`` (``None``: not batched); it returns the outputs and
-their batch axes. :mod:`tenferro.batching.rules` has helpers (``leading`` for
+their batch axes. :mod:`tenferro.ops.batching` has helpers (``leading`` for
 families that accept leading batch axes, ``elementwise``, ``to_front``). A family
 without one is batched by applying it to each example and stacking the results.
 """
@@ -61,11 +61,11 @@ import numpy as np
 
 from tenferro.core.bind import lift
 from tenferro.core.flags import check_flag
+from tenferro.core.kinds import asarray
 from tenferro.core.primitive import RuleValue, TensorPrimitive, primitive
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import ExecutionError, TenferroError
 from tenferro.meta import Meta
-from tenferro.surface.convert import asarray
 from tidu import ADRuleError
 
 __all__ = [
@@ -309,7 +309,7 @@ class ExtensionFamily:
 
     def defbatch(self, rule: Callable[..., Any]) -> Callable[..., Any]:
         """Decorator: set the batching rule ``rule(xs, dims, **params)`` (see
-        :mod:`tenferro.batching.rules`; without one, ``vmap`` loops over examples)."""
+        :mod:`tenferro.ops.batching`; without one, ``vmap`` loops over examples)."""
         self.batch_rule = rule
         return rule
 
@@ -342,7 +342,7 @@ def define(
       optional AD rules (see the module documentation); ``linear=True`` means the
       family is linear in all operands, so only ``transpose`` is needed;
     * ``batch(xs, dims, **params)``: optional batching rule for ``tf.vmap``, returning
-      ``(outputs, out_dims)`` (see :mod:`tenferro.batching.rules`); without one,
+      ``(outputs, out_dims)`` (see :mod:`tenferro.ops.batching`); without one,
       ``vmap`` applies the family to each example and stacks the results.
 
     Parameters are passed as keywords when calling the family and must be hashable.

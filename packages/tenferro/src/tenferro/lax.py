@@ -23,77 +23,26 @@ from typing import Any
 
 import numpy as np
 
+from tenferro import ops
+from tenferro.core.bind import lift
 from tenferro.core.flags import check_flag
-from tenferro.core.operands import takes
+from tenferro.core.kinds import asarray
+from tenferro.core.operands import declarer
 from tenferro.core.params import as_int, as_ints
+from tenferro.core.primitive import register_default_rules
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import int64, is_complex, is_integer
-from tenferro.errors import ArgumentTypeError, AxisError, DTypeError, ParameterError, ShapeError
+from tenferro.errors import (
+    ArgumentTypeError,
+    AxisError,
+    DTypeError,
+    ParameterError,
+    ScalarOverflowError,
+    ShapeError,
+)
 from tenferro.meta import HasMeta, Meta, normalize_axes, normalize_axis
-from tenferro.ops.analytic import (
-    Cos,
-    Exp,
-    Expm1,
-    Log,
-    Log1p,
-    Log2,
-    Log10,
-    Pow,
-    Rsqrt,
-    Sin,
-    Sqrt,
-    Tanh,
-)
-from tenferro.ops.contraction import DotGeneral
-from tenferro.ops.dynamic import Constant, DynamicTruncate, PadToMatch, ShapeOf
-from tenferro.ops.elementwise import (
-    Abs,
-    Add,
-    Clamp,
-    Compare,
-    Complex,
-    Conj,
-    Direction,
-    Div,
-    Imag,
-    Maximum,
-    Minimum,
-    Mul,
-    Neg,
-    Real,
-    Rem,
-    Round,
-    Select,
-    Sign,
-    Sub,
-)
-from tenferro.ops.indexing import (
-    Concatenate,
-    DynamicSlice,
-    DynamicUpdateSlice,
-    Gather,
-    Pad,
-    Scatter,
-    Slice,
-)
-from tenferro.ops.inverse import Acos, Acosh, Asin, Asinh, Atan, Atan2, Atanh
-from tenferro.ops.reduction import ReduceMax, ReduceMin, ReduceProd, ReduceSum, ReduceSumSquares
-from tenferro.ops.scan import Cumprod, Cumsum
-from tenferro.ops.sorting import ApplyPermutation, ArgMax, ArgMin, Argsort, Sort
-from tenferro.ops.special import Erf, Erfc
-from tenferro.ops.stop_gradient import StopGradient
-from tenferro.ops.structural import (
-    BroadcastInDim,
-    Convert,
-    EmbedDiag,
-    ExtractDiag,
-    Reshape,
-    Reverse,
-    Transpose,
-    Tril,
-    Triu,
-)
-from tenferro.ops.undefined import NoDerivative
+from tenferro.ops.batching import loop
+from tenferro.ops.elementwise import Direction
 from tidu import RuleContractError
 
 __all__ = [
@@ -184,88 +133,141 @@ __all__ = [
 ]
 
 
+def _unify(
+    op: str, names: tuple[str, ...], same: tuple[bool, ...], spread: tuple[bool, ...], *values: Any
+) -> tuple[Any, ...]:
+    """The elementwise operands ``values`` (tensors, named ``names``) made to agree as
+    ``jax.lax`` makes them (see :mod:`tenferro.core.operands`): weak operands of the ``same``
+    group take the dtype of its strong ones when of their kind; rank-0 operands that may
+    ``spread`` are broadcast to the shape of the first operand that may not (or of the
+    first of rank 1 or more). Whatever still disagrees is left to the primitive, whose
+    error names the shapes and dtypes."""
+    metas = [v.meta for v in values]
+    if (
+        len({m.shape for m in metas}) == 1
+        and len({m.dtype for m, g in zip(metas, same, strict=True) if g}) <= 1
+    ):
+        return values  # nothing to do (dtypes equal but not identical objects)
+    values = tuple(lift(values))
+    metas = [v.meta for v in values]
+    strong = [m.dtype for m, grouped in zip(metas, same, strict=True) if grouped and not m.weak]
+    fixed = [m for m, may in zip(metas, spread, strict=True) if not may]
+    target = fixed[0] if fixed else next((m for m in metas if m.shape != ()), None)
+    found = []
+    for name, value, meta, grouped, may in zip(names, values, metas, same, spread, strict=True):
+        if grouped and strong and meta.weak:
+            dtype = strong[0]
+            if meta.dtype != dtype and meta.dtype.kind == dtype.kind:
+                _check_fits(op, name, value, dtype)
+                value = convert_element_type(value, dtype)
+        if may and meta.shape == () and target is not None and target.shape != ():
+            value = broadcast_in_dim(value, target.shape, ())
+        found.append(value)
+    return tuple(found)
+
+
+def _check_fits(op: str, name: str, value: Any, dtype: np.dtype[Any]) -> None:
+    """A concrete weak integer operand fits the integer ``dtype`` it is converted to."""
+    data = getattr(value, "_value", None)
+    if dtype.kind != "i" or data is None:
+        return
+    info = np.iinfo(dtype)
+    data = np.asarray(data).ravel()
+    outside = data[(data < info.min) | (data > info.max)]
+    if outside.size:
+        raise ScalarOverflowError(
+            op,
+            f"operand {name} holds {outside[0]}, out of bounds for {dtype}, the dtype of "
+            f"the other operands",
+        )
+
+
+takes = declarer(_unify)
+"""Declares a lax function's operands (see :mod:`tenferro.core.operands`)."""
+
+
 # ---------------------------------------------------------------------- arithmetic
 
 
 @takes("x", "y", elementwise=("x", "y"))
 def add(x: Any, y: Any) -> Any:
     """``x + y``; ``x`` and ``y`` share shape and dtype (integer, floating or complex)."""
-    return Add.bind(x, y)
+    return ops.Add.bind(x, y)
 
 
 @takes("x", "y", elementwise=("x", "y"))
 def sub(x: Any, y: Any) -> Any:
     """``x - y``; ``x`` and ``y`` share shape and dtype (integer, floating or complex)."""
-    return Sub.bind(x, y)
+    return ops.Sub.bind(x, y)
 
 
 @takes("x", "y", elementwise=("x", "y"))
 def mul(x: Any, y: Any) -> Any:
     """``x * y``; ``x`` and ``y`` share shape and dtype (integer, floating or complex)."""
-    return Mul.bind(x, y)
+    return ops.Mul.bind(x, y)
 
 
 @takes("x", "y", elementwise=("x", "y"))
 def div(x: Any, y: Any) -> Any:
     """``x / y``; one shape and dtype; integers truncate toward zero, a zero divisor raises."""
-    return Div.bind(x, y)
+    return ops.Div.bind(x, y)
 
 
 @takes("x", "y", elementwise=("x", "y"))
 def rem(x: Any, y: Any) -> Any:
     """``fmod(x, y)``: the remainder with the sign of ``x``; one integer or floating dtype."""
-    return Rem.bind(x, y)
+    return ops.Rem.bind(x, y)
 
 
 @takes("x")
 def neg(x: Any) -> Any:
     """``-x``."""
-    return Neg.bind(x)
+    return ops.Neg.bind(x)
 
 
 @takes("x")
 def abs(x: Any) -> Any:
     """``|x|``; a complex ``x`` gives its real dtype's modulus."""
-    return Abs.bind(x)
+    return ops.Abs.bind(x)
 
 
 @takes("x")
 def sign(x: Any) -> Any:
     """-1, 0 or 1 by the sign of ``x`` (complex: ``x / |x|``, 0 at 0); zero derivative."""
-    return Sign.bind(x)
+    return ops.Sign.bind(x)
 
 
 @takes("x")
 def round(x: Any, method: str) -> Any:
     """Floating ``x`` rounded by ``method``: floor, ceil, trunc or nearest_even."""
-    return Round.bind(x, method=method)
+    return ops.Round.bind(x, method=method)
 
 
 @takes("x")
 def stop_gradient(x: Any) -> Any:
     """``x``, with a zero derivative by contract (every mode, every order)."""
-    return StopGradient.bind(x)
+    return ops.StopGradient.bind(x)
 
 
 @takes("x", "y", elementwise=("x", "y"))
 def max(x: Any, y: Any) -> Any:
     """Elementwise maximum of real ``x`` and ``y`` (one shape and dtype); ties split the
     derivative in half."""
-    return Maximum.bind(x, y)
+    return ops.Maximum.bind(x, y)
 
 
 @takes("x", "y", elementwise=("x", "y"))
 def min(x: Any, y: Any) -> Any:
     """Elementwise minimum of real ``x`` and ``y`` (one shape and dtype); ties split the
     derivative in half."""
-    return Minimum.bind(x, y)
+    return ops.Minimum.bind(x, y)
 
 
 @takes("lower", "x", "upper", elementwise=("lower", "x", "upper"), scalars=("lower", "upper"))
 def clamp(lower: Any, x: Any, upper: Any) -> Any:
     """``min(max(x, lower), upper)`` of real values of one dtype, in ``jax.lax.clamp``'s
     order (bounds around the operand); a bound has ``x``'s shape or is rank-0."""
-    return Clamp.bind(x, lower, upper)
+    return ops.Clamp.bind(x, lower, upper)
 
 
 # ---------------------------------------------------------------------- analytic functions
@@ -274,122 +276,122 @@ def clamp(lower: Any, x: Any, upper: Any) -> Any:
 @takes("x")
 def exp(x: Any) -> Any:
     """``e ** x`` of floating or complex ``x``."""
-    return Exp.bind(x)
+    return ops.Exp.bind(x)
 
 
 @takes("x")
 def log(x: Any) -> Any:
     """The natural logarithm (principal branch for complex) of floating or complex ``x``."""
-    return Log.bind(x)
+    return ops.Log.bind(x)
 
 
 @takes("x")
 def sin(x: Any) -> Any:
     """``sin(x)`` of floating or complex ``x``."""
-    return Sin.bind(x)
+    return ops.Sin.bind(x)
 
 
 @takes("x")
 def cos(x: Any) -> Any:
     """``cos(x)`` of floating or complex ``x``."""
-    return Cos.bind(x)
+    return ops.Cos.bind(x)
 
 
 @takes("x")
 def tanh(x: Any) -> Any:
     """``tanh(x)`` of floating or complex ``x``."""
-    return Tanh.bind(x)
+    return ops.Tanh.bind(x)
 
 
 @takes("x")
 def asin(x: Any) -> Any:
     """The inverse sine (principal branch) of floating or complex ``x``."""
-    return Asin.bind(x)
+    return ops.Asin.bind(x)
 
 
 @takes("x")
 def acos(x: Any) -> Any:
     """The inverse cosine (principal branch) of floating or complex ``x``."""
-    return Acos.bind(x)
+    return ops.Acos.bind(x)
 
 
 @takes("x")
 def atan(x: Any) -> Any:
     """The inverse tangent (principal branch) of floating or complex ``x``."""
-    return Atan.bind(x)
+    return ops.Atan.bind(x)
 
 
 @takes("x")
 def asinh(x: Any) -> Any:
     """The inverse hyperbolic sine (principal branch) of floating or complex ``x``."""
-    return Asinh.bind(x)
+    return ops.Asinh.bind(x)
 
 
 @takes("x")
 def acosh(x: Any) -> Any:
     """The inverse hyperbolic cosine (principal branch) of floating or complex ``x``."""
-    return Acosh.bind(x)
+    return ops.Acosh.bind(x)
 
 
 @takes("x")
 def atanh(x: Any) -> Any:
     """The inverse hyperbolic tangent (principal branch) of floating or complex ``x``."""
-    return Atanh.bind(x)
+    return ops.Atanh.bind(x)
 
 
 @takes("y", "x", elementwise=("y", "x"))
 def atan2(y: Any, x: Any) -> Any:
     """The angle of the point ``(x, y)``, in ``[-pi, pi]``, of real ``y`` and ``x`` (one
     shape and dtype)."""
-    return Atan2.bind(y, x)
+    return ops.Atan2.bind(y, x)
 
 
 @takes("x")
 def sqrt(x: Any) -> Any:
     """The (principal) square root of floating or complex ``x``."""
-    return Sqrt.bind(x)
+    return ops.Sqrt.bind(x)
 
 
 @takes("x")
 def rsqrt(x: Any) -> Any:
     """``1 / sqrt(x)`` of floating or complex ``x``."""
-    return Rsqrt.bind(x)
+    return ops.Rsqrt.bind(x)
 
 
 @takes("x")
 def expm1(x: Any) -> Any:
     """``exp(x) - 1``, accurate near 0, of floating or complex ``x``."""
-    return Expm1.bind(x)
+    return ops.Expm1.bind(x)
 
 
 @takes("x")
 def log1p(x: Any) -> Any:
     """``log(1 + x)``, accurate near 0, of floating or complex ``x``."""
-    return Log1p.bind(x)
+    return ops.Log1p.bind(x)
 
 
 @takes("x")
 def log2(x: Any) -> Any:
     """The base-2 logarithm of floating or complex ``x`` (exact at powers of two)."""
-    return Log2.bind(x)
+    return ops.Log2.bind(x)
 
 
 @takes("x")
 def log10(x: Any) -> Any:
     """The base-10 logarithm of floating or complex ``x`` (exact at powers of ten)."""
-    return Log10.bind(x)
+    return ops.Log10.bind(x)
 
 
 @takes("x")
 def erf(x: Any) -> Any:
     """The error function of floating or complex ``x``."""
-    return Erf.bind(x)
+    return ops.Erf.bind(x)
 
 
 @takes("x")
 def erfc(x: Any) -> Any:
     """The complementary error function ``1 - erf(x)``, accurate for large ``x``."""
-    return Erfc.bind(x)
+    return ops.Erfc.bind(x)
 
 
 @takes("x", "y", elementwise=("x", "y"))
@@ -399,7 +401,7 @@ def pow(x: Any, y: Any) -> Any:
     exponents only."""
     if y.meta.dtype.kind == "i" and x.meta.dtype.kind in "fc":
         y = convert_element_type(y, x.meta.dtype, y.meta.weak)
-    return Pow.bind(x, y)
+    return ops.Pow.bind(x, y)
 
 
 # ---------------------------------------------------------------------- comparison and selection
@@ -409,14 +411,14 @@ def pow(x: Any, y: Any) -> Any:
 def compare(x: Any, y: Any, direction: Direction) -> Any:
     """Bool ``x <direction> y`` (eq, ne, lt, le, gt, ge) of one shape and dtype; complex
     values compare only for eq and ne."""
-    return Compare.bind(x, y, direction=direction)
+    return ops.Compare.bind(x, y, direction=direction)
 
 
 @takes("pred", "on_true", "on_false", elementwise=("on_true", "on_false"), scalars=("pred",))
 def select(pred: Any, on_true: Any, on_false: Any) -> Any:
     """``on_true`` where the bool ``pred`` holds, else ``on_false``: the cases share one
     shape and dtype; ``pred`` has their shape or is rank-0 (one choice for all)."""
-    return Select.bind(pred, on_true, on_false)
+    return ops.Select.bind(pred, on_true, on_false)
 
 
 # ---------------------------------------------------------------------- complex parts
@@ -427,25 +429,25 @@ def conj(x: Any) -> Any:
     """The complex conjugate; ``x`` itself (no operation) for real values."""
     if not is_complex(x.meta.dtype):
         return x
-    return Conj.bind(x)
+    return ops.Conj.bind(x)
 
 
 @takes("x")
 def real(x: Any) -> Any:
     """The real part of complex ``x``, in the matching real dtype."""
-    return Real.bind(x)
+    return ops.Real.bind(x)
 
 
 @takes("x")
 def imag(x: Any) -> Any:
     """The imaginary part of complex ``x``, in the matching real dtype."""
-    return Imag.bind(x)
+    return ops.Imag.bind(x)
 
 
 @takes("re", "im", elementwise=("re", "im"))
 def complex(re: Any, im: Any) -> Any:
     """``re + i im`` from two floating values of one shape and dtype."""
-    return Complex.bind(re, im)
+    return ops.Complex.bind(re, im)
 
 
 # ---------------------------------------------------------------------- reductions
@@ -457,32 +459,46 @@ def _reduced_axes(x: Any, axes: Sequence[int], op: str) -> tuple[int, ...]:
 
 @takes("x")
 def reduce_sum(x: Any, axes: Sequence[int]) -> Any:
-    """The sum over ``axes`` (unique, negative counted from the end), which are dropped."""
-    return ReduceSum.bind(x, axes=_reduced_axes(x, axes, "reduce_sum"))
+    """The sum over ``axes`` (unique, negative counted from the end), which are dropped.
+    A data-dependent axis summed over is first padded with zeros to its static bound."""
+    reduced = _reduced_axes(x, axes, "reduce_sum")
+    for axis in x.meta.dynamic:
+        if axis in reduced:
+            bound = Meta((x.meta.shape[axis],) + (1,) * (x.meta.ndim - 1), x.meta.dtype)
+            reference = transpose(full(bound, 0, x), _moved(x.meta.ndim, axis))
+            x = pad_to_match(x, reference, axis)
+    return ops.ReduceSum.bind(x, axes=reduced)
+
+
+def _moved(ndim: int, axis: int) -> tuple[int, ...]:
+    """The permutation that moves axis 0 to ``axis``."""
+    order = list(range(1, ndim))
+    order.insert(axis, 0)
+    return tuple(order)
 
 
 @takes("x")
 def reduce_sum_squares(x: Any, axes: Sequence[int]) -> Any:
     """The sum of squares of floating ``x`` over ``axes``, which are dropped."""
-    return ReduceSumSquares.bind(x, axes=_reduced_axes(x, axes, "reduce_sum_squares"))
+    return ops.ReduceSumSquares.bind(x, axes=_reduced_axes(x, axes, "reduce_sum_squares"))
 
 
 @takes("x")
 def reduce_prod(x: Any, axes: Sequence[int]) -> Any:
     """The product over ``axes``, which are dropped."""
-    return ReduceProd.bind(x, axes=_reduced_axes(x, axes, "reduce_prod"))
+    return ops.ReduceProd.bind(x, axes=_reduced_axes(x, axes, "reduce_prod"))
 
 
 @takes("x")
 def reduce_max(x: Any, axes: Sequence[int]) -> Any:
     """The maximum of real ``x`` over ``axes`` (dropped); ties share the derivative equally."""
-    return ReduceMax.bind(x, axes=_reduced_axes(x, axes, "reduce_max"))
+    return ops.ReduceMax.bind(x, axes=_reduced_axes(x, axes, "reduce_max"))
 
 
 @takes("x")
 def reduce_min(x: Any, axes: Sequence[int]) -> Any:
     """The minimum of real ``x`` over ``axes`` (dropped); ties share the derivative equally."""
-    return ReduceMin.bind(x, axes=_reduced_axes(x, axes, "reduce_min"))
+    return ops.ReduceMin.bind(x, axes=_reduced_axes(x, axes, "reduce_min"))
 
 
 # ---------------------------------------------------------------------- scans and ordering
@@ -498,47 +514,47 @@ def _axis(x: Any, axis: int, op: str) -> int:
 def cumsum(x: Any, axis: int, reverse: bool = False) -> Any:
     """The inclusive cumulative sum along ``axis`` (from the end when ``reverse``)."""
     flag = check_flag("cumsum", "reverse", reverse)
-    return Cumsum.bind(x, axis=_axis(x, axis, "cumsum"), reverse=flag)
+    return ops.Cumsum.bind(x, axis=_axis(x, axis, "cumsum"), reverse=flag)
 
 
 @takes("x")
 def cumprod(x: Any, axis: int, reverse: bool = False) -> Any:
     """The inclusive cumulative product along ``axis``; its derivative is exact at zeros."""
     flag = check_flag("cumprod", "reverse", reverse)
-    return Cumprod.bind(x, axis=_axis(x, axis, "cumprod"), reverse=flag)
+    return ops.Cumprod.bind(x, axis=_axis(x, axis, "cumprod"), reverse=flag)
 
 
 @takes("x")
 def sort(x: Any, axis: int, descending: bool = False) -> Any:
     """``x`` sorted along ``axis`` (stable; NaNs last ascending)."""
     flag = check_flag("sort", "descending", descending)
-    return Sort.bind(x, axis=_axis(x, axis, "sort"), descending=flag)
+    return ops.Sort.bind(x, axis=_axis(x, axis, "sort"), descending=flag)
 
 
 @takes("x")
 def argsort(x: Any, axis: int, descending: bool = False) -> Any:
     """The int64 indices of the stable sort of ``x`` along ``axis``."""
     flag = check_flag("argsort", "descending", descending)
-    return Argsort.bind(x, axis=_axis(x, axis, "argsort"), descending=flag)
+    return ops.Argsort.bind(x, axis=_axis(x, axis, "argsort"), descending=flag)
 
 
 @takes("x")
 def argmax(x: Any, axis: int) -> Any:
     """The int64 index of the first maximum along ``axis`` (dropped)."""
-    return ArgMax.bind(x, axis=_axis(x, axis, "argmax"))
+    return ops.ArgMax.bind(x, axis=_axis(x, axis, "argmax"))
 
 
 @takes("x")
 def argmin(x: Any, axis: int) -> Any:
     """The int64 index of the first minimum along ``axis`` (dropped)."""
-    return ArgMin.bind(x, axis=_axis(x, axis, "argmin"))
+    return ops.ArgMin.bind(x, axis=_axis(x, axis, "argmin"))
 
 
 @takes("x", "permutation")
 def apply_permutation(x: Any, permutation: Any, axis: int) -> Any:
     """``take_along_axis(x, permutation, axis)`` for a ``permutation`` along ``axis`` (as
     ``argsort`` gives); linear in ``x``, transposed by the inverse permutation."""
-    return ApplyPermutation.bind(x, permutation, axis=_axis(x, axis, "apply_permutation"))
+    return ops.ApplyPermutation.bind(x, permutation, axis=_axis(x, axis, "apply_permutation"))
 
 
 # ---------------------------------------------------------------------- structural
@@ -550,7 +566,7 @@ def transpose(x: Any, permutation: Sequence[int]) -> Any:
     perm = as_ints("transpose", "permutation", permutation, x.meta.ndim, AxisError)
     if perm == tuple(range(len(perm))) and len(perm) == x.meta.ndim:
         return x
-    return Transpose.bind(x, permutation=perm)
+    return ops.Transpose.bind(x, permutation=perm)
 
 
 @takes("x")
@@ -559,7 +575,7 @@ def reshape(x: Any, shape: Sequence[int]) -> Any:
     target = as_ints("reshape", "shape", shape)
     if target == x.meta.shape and not x.meta.dynamic:
         return x
-    return Reshape.bind(x, shape=target)
+    return ops.Reshape.bind(x, shape=target)
 
 
 @takes("x")
@@ -570,7 +586,7 @@ def broadcast_in_dim(x: Any, shape: Sequence[int], dims: Sequence[int]) -> Any:
     positions = as_ints("broadcast_in_dim", "dims", dims, x.meta.ndim, AxisError)
     if target == x.meta.shape and positions == tuple(range(len(target))) and not x.meta.dynamic:
         return x
-    return BroadcastInDim.bind(x, shape=target, dims=positions)
+    return ops.BroadcastInDim.bind(x, shape=target, dims=positions)
 
 
 @takes("x")
@@ -581,14 +597,16 @@ def convert_element_type(x: Any, dtype: Any, weak_type: bool = False) -> Any:
     target = as_dtype(dtype, "convert")
     if target == x.meta.dtype:
         return x
-    return Convert.bind(x, dtype=target, weak=True) if weak else Convert.bind(x, dtype=target)
+    return (
+        ops.Convert.bind(x, dtype=target, weak=True) if weak else ops.Convert.bind(x, dtype=target)
+    )
 
 
 @takes("x")
 def extract_diag(x: Any, axis_a: int, axis_b: int) -> Any:
     """The diagonal between ``axis_a`` and ``axis_b``: ``axis_b`` is dropped and the
     diagonal (the shorter extent) takes ``axis_a``'s place."""
-    return ExtractDiag.bind(
+    return ops.ExtractDiag.bind(
         x,
         axis_a=as_int("extract_diag", "axis_a", axis_a, AxisError),
         axis_b=as_int("extract_diag", "axis_b", axis_b, AxisError),
@@ -599,7 +617,7 @@ def extract_diag(x: Any, axis_a: int, axis_b: int) -> Any:
 def embed_diag(x: Any, axis_a: int, axis_b: int) -> Any:
     """A new output axis ``axis_b`` as long as ``axis_a``, with ``x`` on the diagonal of
     the two and zeros elsewhere (the inverse of ``extract_diag``)."""
-    return EmbedDiag.bind(
+    return ops.EmbedDiag.bind(
         x,
         axis_a=as_int("embed_diag", "axis_a", axis_a, AxisError),
         axis_b=as_int("embed_diag", "axis_b", axis_b, AxisError),
@@ -609,13 +627,13 @@ def embed_diag(x: Any, axis_a: int, axis_b: int) -> Any:
 @takes("x")
 def tril(x: Any, k: int = 0) -> Any:
     """The lower triangle of the last two axes (column - row <= ``k``), zeros above."""
-    return Tril.bind(x, k=_diagonal("tril", x, k))
+    return ops.Tril.bind(x, k=_diagonal("tril", x, k))
 
 
 @takes("x")
 def triu(x: Any, k: int = 0) -> Any:
     """The upper triangle of the last two axes (column - row >= ``k``), zeros below."""
-    return Triu.bind(x, k=_diagonal("triu", x, k))
+    return ops.Triu.bind(x, k=_diagonal("triu", x, k))
 
 
 def _diagonal(op: str, x: Any, k: Any) -> int:
@@ -632,7 +650,7 @@ def rev(x: Any, axes: Sequence[int]) -> Any:
     normalized = tuple(sorted(normalize_axes(axes, x.meta.ndim, "rev")))
     if not normalized:
         return x
-    return Reverse.bind(x, axes=normalized)
+    return ops.Reverse.bind(x, axes=normalized)
 
 
 # ---------------------------------------------------------------------- indexing
@@ -653,7 +671,7 @@ def slice(
         and strides_t == (1,) * x.meta.ndim
     ):
         return x
-    return Slice.bind(x, starts=starts_t, limits=limits_t, strides=strides_t)
+    return ops.Slice.bind(x, starts=starts_t, limits=limits_t, strides=strides_t)
 
 
 @takes("x")
@@ -668,7 +686,7 @@ def pad(x: Any, low: Sequence[int], high: Sequence[int], interior: Sequence[int]
     )
     if all(v == 0 for part in config for v in part):
         return x
-    return Pad.bind(x, low=config[0], high=config[1], interior=config[2])
+    return ops.Pad.bind(x, low=config[0], high=config[1], interior=config[2])
 
 
 @takes("operands[]")
@@ -682,7 +700,7 @@ def concatenate(operands: Sequence[Any], axis: int) -> Any:
         if not 0 <= position < ndim:
             raise AxisError("concatenate", f"axis {position} invalid for operands of rank {ndim}")
         return operands[0]
-    return Concatenate.bind(*operands, axis=position)
+    return ops.Concatenate.bind(*operands, axis=position)
 
 
 @takes("x")
@@ -690,14 +708,14 @@ def dynamic_slice(x: Any, starts: Any, sizes: Sequence[int]) -> Any:
     """The ``sizes`` window of ``x`` at ``starts``, clamped to fit: ``starts`` is a rank-1
     integer tensor or array, or (as in ``jax.lax``) a sequence of scalar integers."""
     sizes_t = as_ints("dynamic_slice", "slice sizes", sizes, x.meta.ndim)
-    return DynamicSlice.bind(x, _start_indices("dynamic_slice", starts, x), sizes=sizes_t)
+    return ops.DynamicSlice.bind(x, _start_indices("dynamic_slice", starts, x), sizes=sizes_t)
 
 
 @takes("x", "update")
 def dynamic_update_slice(x: Any, update: Any, starts: Any) -> Any:
     """A copy of ``x`` with ``update`` written at ``starts`` (as for :func:`dynamic_slice`),
     clamped to fit."""
-    return DynamicUpdateSlice.bind(x, update, _start_indices("dynamic_update_slice", starts, x))
+    return ops.DynamicUpdateSlice.bind(x, update, _start_indices("dynamic_update_slice", starts, x))
 
 
 def _start_indices(op: str, starts: Any, x: Any) -> Any:
@@ -708,8 +726,6 @@ def _start_indices(op: str, starts: Any, x: Any) -> Any:
     if isinstance(starts, HasMeta):
         return starts
     if isinstance(starts, np.ndarray) or not any(isinstance(s, HasMeta) for s in _items(starts)):
-        from tenferro.surface.convert import asarray
-
         values = as_ints(op, "start indices", starts, x.meta.ndim)
         clamped = [_fit(v, n) for v, n in zip(values, x.meta.shape, strict=True)]
         return asarray(np.array(clamped, dtype=np.int64), op=op)
@@ -757,7 +773,7 @@ def gather(
 ) -> Any:
     """StableHLO gather (``jax.lax.gather`` dimension numbers); start indices are clamped
     so that the slices fit."""
-    return Gather.bind(
+    return ops.Gather.bind(
         operand,
         indices,
         offset_dims=as_ints("gather", "offset_dims", offset_dims, error=AxisError),
@@ -784,7 +800,7 @@ def scatter_add(
     """StableHLO scatter with addition: ``operand`` plus ``updates`` added at the windows
     ``indices`` select (``jax.lax.scatter_add`` dimension numbers); windows out of bounds
     are dropped."""
-    return Scatter.bind(
+    return ops.Scatter.bind(
         operand,
         indices,
         updates,
@@ -819,7 +835,7 @@ def dot_general(
     """Contract ``lhs_contracting[i]`` with ``rhs_contracting[i]`` and pair the batch axes
     (one dtype, no conjugation); the output axes are the batch axes, then the free axes of
     ``lhs``, then those of ``rhs``."""
-    return DotGeneral.bind(
+    return ops.DotGeneral.bind(
         lhs,
         rhs,
         lhs_contracting=as_ints("dot_general", "lhs_contracting", lhs_contracting, error=AxisError),
@@ -840,27 +856,29 @@ def constant(value: Any, dtype: Any, like: Any) -> Any:
         bits = np.asarray(value, dtype=target).tobytes()
     except (TypeError, ValueError, OverflowError):
         raise ParameterError("constant", f"value {value!r} is not a {target} scalar") from None
-    return Constant.bind(like=like, dtype=target, bits=bits)
+    return ops.Constant.bind(like=like, dtype=target, bits=bits)
 
 
 @takes("x")
 def shape_of(x: Any, axis: int) -> Any:
     """The runtime extent of ``x`` along ``axis`` (non-negative) as a float64 scalar; not
     differentiable."""
-    return ShapeOf.bind(x, axis=as_int("shape_of", "axis", axis, AxisError))
+    return ops.ShapeOf.bind(x, axis=as_int("shape_of", "axis", axis, AxisError))
 
 
 @takes("x", "size")
 def dynamic_truncate(x: Any, size: Any, axis: int) -> Any:
     """The prefix of length ``size`` (a real scalar, rounded and clamped to the extent)
     along ``axis``, which becomes data-dependent."""
-    return DynamicTruncate.bind(x, size, axis=as_int("dynamic_truncate", "axis", axis, AxisError))
+    return ops.DynamicTruncate.bind(
+        x, size, axis=as_int("dynamic_truncate", "axis", axis, AxisError)
+    )
 
 
 @takes("x", "reference")
 def pad_to_match(x: Any, reference: Any, axis: int) -> Any:
     """``x`` zero-padded at the end of ``axis`` to ``reference``'s (static) extent there."""
-    return PadToMatch.bind(x, reference, axis=as_int("pad_to_match", "axis", axis, AxisError))
+    return ops.PadToMatch.bind(x, reference, axis=as_int("pad_to_match", "axis", axis, AxisError))
 
 
 @takes()
@@ -868,7 +886,7 @@ def no_derivative(operation: str, slot: int, tangent: Any, result: Meta, reason:
     """In a JVP rule: the tangent of output ``slot`` of ``operation`` (meta ``result``),
     which has no derivative for ``reason``; ``tangent`` is any tangent of the rule's inputs.
     Evaluating or transposing it raises :class:`tidu.ADRuleError`."""
-    return NoDerivative.bind(
+    return ops.NoDerivative.bind(
         tangent,
         operation=operation,
         slot=as_int("no_derivative", "slot", slot),
@@ -972,3 +990,8 @@ def not_linear(primitive: Any, what: str) -> RuleContractError:
     return RuleContractError(
         f"{primitive.name} is not linear in {what}; it cannot be transposed so"
     )
+
+
+# The base class of primitives writes its default rules (the JVP of a linear primitive,
+# the batching loop) with these; it sits below this module, so they are given to it here.
+register_default_rules(zeros_like=zeros_like, loop=loop)

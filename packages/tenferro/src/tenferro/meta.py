@@ -14,12 +14,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tenferro.core.params import as_int, as_ints
+from tenferro.core.params import as_int, as_int_or_ints, as_ints
 from tenferro.errors import AxisError, ShapeError
 
 __all__ = [
     "MAX_ELEMENTS",
+    "MAX_RANK",
     "Meta",
+    "as_shape",
     "broadcast_shapes",
     "check_permutation",
     "check_size",
@@ -30,6 +32,33 @@ __all__ = [
 MAX_ELEMENTS = sys.maxsize // 16
 """More elements than any array can have (16 bytes each, the widest dtype, would exceed
 the address space): a shape beyond it is refused before numpy tries to allocate it."""
+
+MAX_RANK = 64
+"""The largest rank numpy supports (tenferro tensors are numpy arrays underneath)."""
+
+
+def as_shape(shape: Any, op: str, *, allow_unknown: bool = False) -> tuple[int, ...]:
+    """``shape`` (an integer or a sequence of integers) as a tuple of extents.
+
+    Rejects, with a ``ShapeError`` naming ``op`` and the shape: non-integer extents
+    (``2.5``, strings, bools), negative extents (``-1`` is allowed once when
+    ``allow_unknown``), ranks above :data:`MAX_RANK`, and sizes no array can have.
+    """
+    if type(shape) is tuple and len(shape) <= MAX_RANK:  # the common case, checked fast
+        for n in shape:
+            if type(n) is not int or n < 0:
+                break
+        else:
+            if math.prod(shape) <= MAX_ELEMENTS:
+                return shape
+    extents = as_int_or_ints(op, "shape", shape, ShapeError)
+    if len(extents) > MAX_RANK:
+        raise ShapeError(op, f"rank {len(extents)} exceeds the maximum rank {MAX_RANK}")
+    lowest = -1 if allow_unknown else 0
+    if any(n < lowest for n in extents) or (allow_unknown and extents.count(-1) > 1):
+        raise ShapeError(op, f"invalid shape {extents}: extents must be non-negative")
+    check_size(op, extents)
+    return extents
 
 
 class Meta(NamedTuple):

@@ -24,11 +24,14 @@ from typing import Any
 
 import numpy as np
 
+from tenferro.concrete import Tensor
 from tenferro.core.params import as_int, as_ints, as_real, is_listed
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64, int64, is_complex, real_dtype
+from tenferro.eager import EagerTensor
 from tenferro.errors import ArgumentTypeError, DTypeError, ParameterError, ShapeError
-from tenferro.surface.convert import as_shape
+from tenferro.surface.convert import as_shape, asarray
+from tenferro.surface.indexing import take
 
 __all__ = ["Generator", "default_rng"]
 
@@ -47,9 +50,6 @@ def _inexact(dtype: Any, op: str) -> np.dtype[Any]:
 
 
 def _wrap(values: Any, dt: np.dtype[Any], requires_grad: bool) -> Any:
-    from tenferro.concrete import Tensor
-    from tenferro.eager import EagerTensor
-
     array = np.asarray(values, dtype=dt)
     if requires_grad:
         if dt.kind not in "fc":
@@ -184,9 +184,6 @@ class Generator:
             if x < 0:
                 raise ParameterError("permutation", f"needs a non-negative length, got {x}")
             return _wrap(self._rng.permutation(int(x)), np.dtype(int64), False)
-        from tenferro.surface.convert import asarray
-        from tenferro.surface.indexing import take
-
         a = asarray(x, op="permutation")
         if a.meta.ndim == 0:
             raise ShapeError("permutation", "a scalar has no rows to permute")
@@ -209,9 +206,6 @@ class Generator:
         if not is_listed(a):
             count = as_int("choice", "a", a)
             return _wrap(self._pick(count, shape, replace, probabilities), np.dtype(int64), False)
-        from tenferro.surface.convert import asarray
-        from tenferro.surface.indexing import take
-
         values = asarray(a, op="choice")
         picks = self._pick(values.meta.shape[0], shape, replace, probabilities)
         return take(values, _wrap(picks, np.dtype(int64), False), axis=0)

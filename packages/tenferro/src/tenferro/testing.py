@@ -27,7 +27,8 @@ from tenferro.concrete import Tensor
 from tenferro.core.params import as_int
 from tenferro.core.pytree import flatten, unflatten
 from tenferro.errors import ParameterError
-from tenferro.transforms import jvp, vjp
+from tenferro.transforms.jvp import jvp
+from tenferro.transforms.vjp import vjp
 
 __all__ = ["check_grads", "numerical_jvp"]
 

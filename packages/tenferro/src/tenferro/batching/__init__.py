@@ -1,10 +1,2 @@
-"""Batching: the ``vmap`` transform and the helpers batching rules are written with.
-
-Each primitive defines its batching rule as its ``batch(xs, dims)`` method, beside
-its other rules (see :mod:`tenferro.batching.rules`); the transform itself
-(:mod:`tenferro.batching.vmap`) is primitive-agnostic.
-"""
-
-from tenferro.batching.vmap import vmap
-
-__all__ = ["vmap"]
+"""The helpers batching rules are written with, under their former name: they live in
+:mod:`tenferro.ops.batching`, beside the primitives whose rules use them."""

@@ -2,13 +2,14 @@
 
 ``jax.lax`` functions accept numpy arrays and Python or numpy scalars wherever an array
 is expected, and return an array. Each ``tenferro.lax`` function declares its operand
-parameters with :func:`takes`; the declaration wraps it so that an operand that is not
-a tensor (an ``ndarray``, a numpy scalar, a Python bool/int/float/complex) is made a
-concrete :class:`~tenferro.Tensor` first (Python scalars weak, as everywhere), and
-anything else (a list, a string, ``None``) raises :class:`ArgumentTypeError` naming
-the function and the parameter. Operands that are tensors of any kind (and values of
-AD rules) pass unchanged: the wrapper is generated with the function's own signature,
-so that path costs one type check per operand and no argument packing.
+parameters with ``takes`` (made by :func:`declarer`); the declaration wraps it so that
+an operand that is not a tensor (an ``ndarray``, a numpy scalar, a Python
+bool/int/float/complex) is made a concrete :class:`~tenferro.Tensor` first (Python
+scalars weak, as everywhere), and anything else (a list, a string, ``None``) raises
+:class:`ArgumentTypeError` naming the function and the parameter. Operands that are
+tensors of any kind (and values of AD rules) pass unchanged: the wrapper is generated
+with the function's own signature, so that path costs one type check per operand and no
+argument packing.
 
 Elementwise functions also take what ``jax.lax`` takes beside an array (``jax.lax``
 0.10.2, checked by ``tests/test_lax_scalar_operands.py``):
@@ -43,10 +44,11 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
+from tenferro.core.kinds import asarray
 from tenferro.errors import ArgumentTypeError
 from tenferro.meta import HasMeta
 
-__all__ = ["DECLARED", "ELEMENTWISE", "lift_operand", "takes", "unify"]
+__all__ = ["DECLARED", "ELEMENTWISE", "Unify", "declarer", "lift_operand"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,7 +58,7 @@ operands)."""
 
 ELEMENTWISE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 """Each elementwise function's name, the operands that share one dtype and the operands
-that may be rank-0 beside the others (see :func:`takes`)."""
+that may be rank-0 beside the others (see :func:`declarer`)."""
 
 _DATA = (bool, int, float, complex, np.generic, np.ndarray)
 """What ``jax.lax`` takes as an operand besides its arrays."""
@@ -73,8 +75,6 @@ def lift_operand(op: str, name: str, value: Any) -> Any:
             f"operand {name} must be a tensor, a numpy array or a scalar, got "
             f"{type(value).__name__} {_short(value)}",
         )
-    from tenferro.surface.convert import asarray
-
     return asarray(value, op=op)
 
 
@@ -87,84 +87,43 @@ def lift_operands(op: str, name: str, values: Any) -> list[Any]:
     return [lift_operand(op, f"{name}[{i}]", v) for i, v in enumerate(values)]
 
 
-def takes(
-    *operands: str, elementwise: tuple[str, ...] = (), scalars: tuple[str, ...] | None = None
-) -> Callable[[F], F]:
-    """Declare the operand parameters of a lax function (``name[]`` for a parameter
-    holding a sequence of operands) and make it lift non-tensor operands (see the
-    module documentation). Without operands the function is only recorded.
-
-    ``elementwise`` names the operands combined elementwise in one dtype (a weak one
-    takes the strong ones' dtype when of their kind); ``scalars`` those of them, or
-    others, that may be rank-0 beside the rest and are then broadcast (all of
-    ``elementwise`` unless given)."""
-    spread = elementwise if scalars is None else scalars
-
-    def declare(function: F) -> F:
-        name = function.__name__
-        DECLARED[name] = operands
-        if elementwise or spread:
-            ELEMENTWISE[name] = (elementwise, spread)
-        if not operands:
-            return function
-        wrapper = _wrapper(function, operands, elementwise, spread)
-        return cast(F, functools.update_wrapper(wrapper, function))
-
-    return declare
+Unify = Callable[..., tuple[Any, ...]]
+"""``unify(op, names, same, spread, *values)``: the elementwise operands ``values`` made
+to agree (weak dtypes, rank-0 operands broadcast), by the rules of the functions
+declared with it; it is given by the module that declares them (:mod:`tenferro.lax`,
+whose primitives it applies)."""
 
 
-def unify(
-    op: str, names: tuple[str, ...], same: tuple[bool, ...], spread: tuple[bool, ...], *values: Any
-) -> tuple[Any, ...]:
-    """The elementwise operands ``values`` (tensors, named ``names``) made to agree as
-    ``jax.lax`` makes them (see the module documentation): weak operands of the ``same``
-    group take the dtype of its strong ones when of their kind; rank-0 operands that may
-    ``spread`` are broadcast to the shape of the first operand that may not (or of the
-    first of rank 1 or more). Whatever still disagrees is left to the primitive, whose
-    error names the shapes and dtypes."""
-    metas = [v.meta for v in values]
-    if (
-        len({m.shape for m in metas}) == 1
-        and len({m.dtype for m, g in zip(metas, same, strict=True) if g}) <= 1
-    ):
-        return values  # nothing to do (dtypes equal but not identical objects)
-    from tenferro import lax
-    from tenferro.core.bind import lift
+def declarer(unify: Unify) -> Callable[..., Callable[[F], F]]:
+    """``takes``, the decorator that declares a function's operands, whose wrappers make
+    elementwise operands agree with ``unify``."""
 
-    values = tuple(lift(values))
-    metas = [v.meta for v in values]
-    strong = [m.dtype for m, grouped in zip(metas, same, strict=True) if grouped and not m.weak]
-    fixed = [m for m, may in zip(metas, spread, strict=True) if not may]
-    target = fixed[0] if fixed else next((m for m in metas if m.shape != ()), None)
-    found = []
-    for name, value, meta, grouped, may in zip(names, values, metas, same, spread, strict=True):
-        if grouped and strong and meta.weak:
-            dtype = strong[0]
-            if meta.dtype != dtype and meta.dtype.kind == dtype.kind:
-                _check_fits(op, name, value, dtype)
-                value = lax.convert_element_type(value, dtype)
-        if may and meta.shape == () and target is not None and target.shape != ():
-            value = lax.broadcast_in_dim(value, target.shape, ())
-        found.append(value)
-    return tuple(found)
+    def takes(
+        *operands: str, elementwise: tuple[str, ...] = (), scalars: tuple[str, ...] | None = None
+    ) -> Callable[[F], F]:
+        """Declare the operand parameters of a lax function (``name[]`` for a parameter
+        holding a sequence of operands) and make it lift non-tensor operands (see the
+        module documentation). Without operands the function is only recorded.
 
+        ``elementwise`` names the operands combined elementwise in one dtype (a weak one
+        takes the strong ones' dtype when of their kind); ``scalars`` those of them, or
+        others, that may be rank-0 beside the rest and are then broadcast (all of
+        ``elementwise`` unless given)."""
+        spread = elementwise if scalars is None else scalars
 
-def _check_fits(op: str, name: str, value: Any, dtype: np.dtype[Any]) -> None:
-    """A concrete weak integer operand fits the integer ``dtype`` it is converted to."""
-    data = getattr(value, "_value", None)
-    if dtype.kind != "i" or data is None:
-        return
-    info = np.iinfo(dtype)
-    data = np.asarray(data).ravel()
-    outside = data[(data < info.min) | (data > info.max)]
-    if outside.size:
-        from tenferro.errors import ScalarOverflowError
+        def declare(function: F) -> F:
+            name = function.__name__
+            DECLARED[name] = operands
+            if elementwise or spread:
+                ELEMENTWISE[name] = (elementwise, spread)
+            if not operands:
+                return function
+            wrapper = _wrapper(function, operands, elementwise, spread, unify)
+            return cast(F, functools.update_wrapper(wrapper, function))
 
-        raise ScalarOverflowError(
-            op,
-            f"operand {name} holds {outside[0]}, out of bounds for {dtype}, the dtype of "
-            f"the other operands",
-        )
+        return declare
+
+    return takes
 
 
 def _wrapper(
@@ -172,9 +131,10 @@ def _wrapper(
     operands: tuple[str, ...],
     elementwise: tuple[str, ...],
     spread: tuple[str, ...],
+    unify: Unify,
 ) -> Callable[..., Any]:
     """A function of ``function``'s signature that lifts ``operands``, makes the
-    elementwise ones agree (:func:`unify`) and calls it."""
+    elementwise ones agree (``unify``) and calls it."""
     signature = inspect.signature(function)
     parameters, arguments = [], []
     defaults: dict[str, Any] = {}

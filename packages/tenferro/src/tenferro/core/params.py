@@ -193,7 +193,7 @@ def as_data(op: str, what: str, value: Any, error: type[TenferroError] = Paramet
 
 
 def _is_tensor(value: Any) -> bool:
-    """A tensor of any kind (the test :func:`tenferro.surface.convert.is_tensor` makes;
+    """A tensor of any kind (the test :func:`tenferro.core.kinds.is_tensor` makes;
     this module sits below the tensor classes)."""
     return getattr(type(value), "_priority", None) is not None
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -49,12 +49,49 @@ __all__ = [
     "check_static",
     "extent_pattern",
     "primitive",
+    "register_default_rules",
     "rule_bind",
 ]
 
 P = TypeVar("P", bound="TensorPrimitive")
 
 _INSTANCE_LIMIT = 1 << 16
+
+
+class _DefaultRules:
+    """What the base class's default rules are written with, which only the primitive
+    catalogue built on this base can provide: zeros of a value's meta (the missing
+    tangents of a linear primitive's JVP) and the per-example loop that batches a
+    primitive without a batching rule. :mod:`tenferro.lax` provides them when it is
+    loaded (:func:`register_default_rules`), so this module imports nothing above it."""
+
+    __slots__ = ("loop", "zeros_like")
+
+    def __init__(self) -> None:
+        self.zeros_like: Callable[[Any], Any] = _not_loaded
+        self.loop: Callable[
+            [TensorPrimitive, Sequence[Any], Sequence[int | None]], tuple[list[Any], list[Any]]
+        ] = _not_loaded
+
+
+def _not_loaded(*args: Any) -> Any:
+    raise TenferroError("primitive", "tenferro.lax is not loaded: import tenferro first")
+
+
+_DEFAULTS = _DefaultRules()
+
+
+def register_default_rules(
+    *,
+    zeros_like: Callable[[Any], Any],
+    loop: Callable[
+        [TensorPrimitive, Sequence[Any], Sequence[int | None]], tuple[list[Any], list[Any]]
+    ],
+) -> None:
+    """Provide what the default JVP of linear primitives and the default batching rule
+    are written with (see :class:`_DefaultRules`)."""
+    _DEFAULTS.zeros_like = zeros_like
+    _DEFAULTS.loop = loop
 
 
 class TensorPrimitive:
@@ -281,9 +318,8 @@ class TensorPrimitive:
         themselves to the tangents; anything else has no rule."""
         if not self.linear:
             raise ADRuleError(self.name, "jvp")
-        from tenferro import lax
-
-        operands = [t if t is not None else lax.zeros_like(x) for t, x in zip(ts, xs, strict=True)]
+        zeros_like = _DEFAULTS.zeros_like
+        operands = [t if t is not None else zeros_like(x) for t, x in zip(ts, xs, strict=True)]
         return rule_bind(self, operands)
 
     def transpose(
@@ -305,13 +341,11 @@ class TensorPrimitive:
     batching rule, or nobody has written one yet)."""
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        """The batching rule used by ``tf.vmap`` (see :mod:`tenferro.batching.rules`):
+        """The batching rule used by ``tf.vmap`` (see :mod:`tenferro.ops.batching`):
         ``xs`` hold the whole batch, ``dims[i]`` is the batch axis of ``xs[i]`` (``None``:
         not batched); returns the outputs and their batch axes. Default: the loop
         fallback (the primitive per example, results stacked)."""
-        from tenferro.batching.rules import loop
-
-        return loop(self, xs, dims)
+        return _DEFAULTS.loop(self, xs, dims)
 
     def jvp_rule(
         self,

@@ -28,11 +28,11 @@ import numpy as np
 
 from computegraph import GraphBuilder, Local, LocalValueId, ValueKey
 from tenferro.concrete import Tensor
+from tenferro.core.kinds import asarray
 from tenferro.core.pytree import flatten, unflatten
 from tenferro.eager.mode import capture_state, close_capture, is_grad_enabled, open_capture
 from tenferro.eager.tensor import _UNTRACKED, EagerTensor
 from tenferro.errors import TenferroError
-from tenferro.surface.convert import asarray
 from tidu import ADRuleError
 from tidu.eager import EagerInput, RecordedGraph
 

@@ -29,7 +29,7 @@ from tenferro.core.bind import bind
 from tenferro.core.flags import check_flag, check_optional_flag
 from tenferro.core.primitive import ADD_ANY, AddAny, TensorPrimitive
 from tenferro.eager.extents import extent_class, specialize, specialize_evaluation, stand_in
-from tenferro.eager.tensor import EagerTensor, _OutputKey
+from tenferro.eager.tensor import EagerTensor, _OutputKey, provide_tape
 from tenferro.errors import (
     DTypeError,
     InactiveError,
@@ -37,10 +37,10 @@ from tenferro.errors import (
     ReleasedGraphError,
     ShapeError,
     TenferroError,
+    one_warning_per_call,
 )
 from tenferro.ieee import quiet, restore
 from tenferro.meta import Meta
-from tenferro.surface.convert import broadcast_to
 from tidu import ADRuleError, linear_transpose
 from tidu import ReleasedGraphError as _Released
 from tidu.eager import (
@@ -496,7 +496,12 @@ class Tape:
             value = self._result(cotangents.get(leaf.key), leaf, False)
             leaf._grad = value if leaf._grad is None else lax.add(leaf._grad, value)
 
-    def _reverse(
+    def _reverse(self, *args: Any) -> dict[Any, Any]:
+        """One reverse pass (:meth:`_reverse_pass`), its findings warned once."""
+        with one_warning_per_call():
+            return self._reverse_pass(*args)
+
+    def _reverse_pass(
         self,
         op: str,
         output: Any,
@@ -766,7 +771,13 @@ def _at_actual_shape(
     """The rank-0 elementwise ``operation`` of a shape-generic program, instantiated for
     its operands' shape (rank-0 constants broadcast to it), to be recorded as such."""
     shape = np.broadcast_shapes(*(o.meta.shape for o in operands))
-    operands = [o if o.meta.shape == shape else broadcast_to(o, shape) for o in operands]
+    rank = len(shape)
+    operands = [
+        o
+        if o.meta.shape == shape
+        else lax.broadcast_in_dim(o, shape, range(rank - o.meta.ndim, rank))
+        for o in operands
+    ]
     metas = tuple(o.meta for o in operands)
     key = (operation, metas)
     instance = _AT_SHAPE.get(key)
@@ -803,3 +814,11 @@ def _check_reverse_flags(op: str, create_graph: Any, allow_unused: Any, retain_g
     check_flag(op, "create_graph", create_graph)
     check_flag(op, "allow_unused", allow_unused)
     check_optional_flag(op, "retain_graph", retain_graph)
+
+
+provide_tape(
+    adopt_fresh_leaf=adopt_fresh_leaf,
+    default_tape=default_tape,
+    instance_plan=_instance_plan,
+    refuse_tracked=_refuse_tracked,
+)

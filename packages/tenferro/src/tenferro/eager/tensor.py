@@ -14,7 +14,7 @@ to save): one Python frame per call fewer than a call into the tape.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -31,7 +31,7 @@ from tenferro.meta import Meta
 from tidu.eager import Trace
 from tidu.eager.tape import next_trace_serial
 
-__all__ = ["EagerTensor"]
+__all__ = ["EagerTensor", "provide_tape"]
 
 _set_errors = error_state.set
 _reset_errors = error_state.reset
@@ -67,16 +67,35 @@ _TRACKABLE = frozenset(d for d in DTYPES if d.kind in "fc")
 """The supported dtypes a leaf may be tracked in (floating and complex)."""
 
 
-_ADOPT: list[Any] = []
-"""``[tenferro.eager.tape.adopt_fresh_leaf]`` once loaded (the tape module imports this
-one, so it is resolved at the first tracked leaf)."""
+class _TapeFunctions:
+    """What an ``EagerTensor`` asks of the tape: to adopt a new leaf (the default tape's
+    ``adopt_fresh_leaf``, or ``default_tape()`` and the check ``refuse_tracked``), and how
+    to record a primitive instance (``instance_plan``). They are defined by
+    :mod:`tenferro.eager.tape`, which is built on this module, so it gives them when it
+    is loaded (:func:`provide_tape`)."""
+
+    __slots__ = ("adopt_fresh_leaf", "default_tape", "instance_plan", "refuse_tracked")
+    adopt_fresh_leaf: Callable[[EagerTensor], None]
+    default_tape: Callable[[], Any]
+    instance_plan: Callable[[TensorPrimitive, int, int], Any]
+    refuse_tracked: Callable[[Any], None]
+
+    def __init__(self) -> None:
+        for name in self.__slots__:
+            setattr(self, name, _not_loaded)
 
 
-def _adopter() -> Any:
-    from tenferro.eager.tape import adopt_fresh_leaf
+def _not_loaded(*args: Any) -> Any:
+    raise TenferroError("EagerTensor", "tenferro.eager.tape is not loaded: import tenferro")
 
-    _ADOPT.append(adopt_fresh_leaf)
-    return adopt_fresh_leaf
+
+_TAPE = _TapeFunctions()
+
+
+def provide_tape(**functions: Callable[..., Any]) -> None:
+    """Give ``EagerTensor`` the tape's functions (see :class:`_TapeFunctions`)."""
+    for name, function in functions.items():
+        setattr(_TAPE, name, function)
 
 
 class EagerTensor(Tensor):
@@ -114,7 +133,7 @@ class EagerTensor(Tensor):
                 self.meta = Meta(value.shape, meta_dtype)
                 self.node = None
                 self._grad = None
-                (_ADOPT[0] if _ADOPT else _adopter())(self)  # the default tape's leaf
+                _TAPE.adopt_fresh_leaf(self)  # the default tape's leaf
                 return
         if isinstance(data, Tensor) and dtype is None:
             value, meta = data._value, data.meta
@@ -128,10 +147,8 @@ class EagerTensor(Tensor):
         self.tape = None
         self._grad = None
         if requires_grad:
-            from tenferro.eager.tape import _refuse_tracked, default_tape
-
-            _refuse_tracked(data)
-            (tape if tape is not None else default_tape()).adopt_leaf(self)
+            _TAPE.refuse_tracked(data)
+            (tape if tape is not None else _TAPE.default_tape()).adopt_leaf(self)
         elif tape is not None:
             raise TenferroError("EagerTensor", "a tape is given but requires_grad is False")
 
@@ -247,9 +264,7 @@ class EagerTensor(Tensor):
             try:
                 plan = op._tape_plans[code]  # type: ignore[index]  # None: TypeError, below
             except (AttributeError, TypeError, KeyError):  # no plans yet, or not for ``code``
-                from tenferro.eager.tape import _instance_plan
-
-                plan = _instance_plan(op, code, count)
+                plan = _TAPE.instance_plan(op, code, count)
             recorded, active, one_key, one_position, save_inputs, save_outputs, instance = plan
             saved: dict[ValueKey, Any]
             if one_key is not None:  # the common save: one input

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tenferro.core import kinds
 from tenferro.core.bind import bind1
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.einsum.parse import Equation
@@ -28,7 +29,6 @@ from tenferro.ops.contraction import DotGeneral
 from tenferro.ops.elementwise import Mul
 from tenferro.ops.reduction import ReduceSum
 from tenferro.ops.structural import BroadcastInDim, EmbedDiag, ExtractDiag, Reshape, Transpose
-from tenferro.surface import convert
 
 __all__ = ["Program", "lower"]
 
@@ -50,7 +50,7 @@ class Program:
         """The result for ``operands`` (tensors of one kind, as :func:`einsum` passes
         them): each primitive bound in turn, or, for concrete tensors, which record
         nothing, evaluated on their arrays in one loop (what binding each would do)."""
-        if type(operands[0]) is convert._concrete:
+        if type(operands[0]) is kinds._concrete:
             return self._evaluate(operands)
         values: list[Any] = list(operands)
         for op, args, free in self.instructions:
@@ -67,7 +67,7 @@ class Program:
             result = self.evaluate([o._value for o in operands])
         finally:
             restore(token)
-        return convert._concrete._wrap(result, self.instructions[-1][0].outputs[0].weak)
+        return kinds._concrete._wrap(result, self.instructions[-1][0].outputs[0].weak)
 
     def evaluate(self, arrays: Sequence[Any]) -> Any:
         """The result array for operand arrays (each instruction's kernel in turn,

@@ -110,6 +110,6 @@ def raise_per_matrix(
 def scipy_linalg() -> Any:
     """``scipy.linalg``, imported on first use (``import tenferro`` stays light: scipy's
     compiled modules load only when a kernel runs)."""
-    import scipy.linalg  # type: ignore[import-untyped]
+    import scipy.linalg  # type: ignore[import-untyped]  # on first use: import stays light
 
     return scipy.linalg

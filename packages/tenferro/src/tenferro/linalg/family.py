@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from tenferro.batching.rules import leading
 from tenferro.concrete import Tensor
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.extension import ExtensionOp
 from tenferro.linalg._common import inexact_operands
 from tenferro.linalg.checks import check_matrix, check_square
+from tenferro.ops.batching import leading
 
 __all__ = ["LinalgOp", "matrix_operand"]
 

@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-import tenferro
-from tenferro import lax
+from tenferro import lax, surface
 from tenferro.algebra import adjoint, eye_like, matmul
 from tenferro.core.bind import bind1
 from tenferro.core.params import as_int
 from tenferro.core.primitive import RuleValue
+from tenferro.einsum import api as einsum_api
 from tenferro.errors import ParameterError, ShapeError
 from tenferro.extension import register
 from tenferro.linalg._common import (
@@ -150,7 +150,7 @@ def matrix_power(a: Any, n: int) -> Any:
     stays a result of ``a`` on a tape). Integer matrices stay integer for ``n >= 0``
     (numpy's rule)."""
     n = as_int("matrix_power", "n", n)
-    (x,) = inexact_operands("matrix_power", a) if n < 0 else (tenferro.asarray(a),)
+    (x,) = inexact_operands("matrix_power", a) if n < 0 else (surface.asarray(a),)
     check_square("matrix_power", x.meta)
     if n < 0:
         x = inv(x)
@@ -193,13 +193,13 @@ def multi_dot(arrays: Sequence[Any]) -> Any:
     matrix-chain dynamic programme."""
     if len(arrays) < 2:
         raise ParameterError("multi_dot", f"needs at least two arrays, got {len(arrays)}")
-    operands = [tenferro.asarray(x) for x in arrays]
+    operands = [surface.asarray(x) for x in arrays]
     first_vector = operands[0].ndim == 1
     last_vector = operands[-1].ndim == 1
     if first_vector:
-        operands[0] = tenferro.reshape(operands[0], (1, -1))
+        operands[0] = surface.reshape(operands[0], (1, -1))
     if last_vector:
-        operands[-1] = tenferro.reshape(operands[-1], (-1, 1))
+        operands[-1] = surface.reshape(operands[-1], (-1, 1))
     for position, x in enumerate(operands):
         if x.ndim != 2:
             raise ShapeError(
@@ -213,7 +213,7 @@ def multi_dot(arrays: Sequence[Any]) -> Any:
                 f"{tuple(operands[position].shape)} and {tuple(operands[position + 1].shape)}"
                 " do not chain",
             )
-    einsum = getattr(tenferro, "einsum", None)
+    einsum = getattr(einsum_api, "einsum", None)
     if einsum is not None:
         letters = [chr(ord("a") + i) for i in range(len(operands) + 1)]
         inputs = ",".join(letters[i] + letters[i + 1] for i in range(len(operands)))
@@ -221,11 +221,11 @@ def multi_dot(arrays: Sequence[Any]) -> Any:
     else:
         result = _evaluate(_chain_order([tuple(x.shape) for x in operands]), operands)
     if first_vector and last_vector:
-        return tenferro.reshape(result, ())
+        return surface.reshape(result, ())
     if first_vector:
-        return tenferro.reshape(result, (-1,))
+        return surface.reshape(result, (-1,))
     if last_vector:
-        return tenferro.reshape(result, (-1,))
+        return surface.reshape(result, (-1,))
     return result
 
 
@@ -233,7 +233,7 @@ def _evaluate(order: Any, operands: list[Any]) -> Any:
     if isinstance(order, int):
         return operands[order]
     left, right = order
-    return tenferro.matmul(_evaluate(left, operands), _evaluate(right, operands))
+    return surface.matmul(_evaluate(left, operands), _evaluate(right, operands))
 
 
 def tensorinv(a: Any, ind: int = 2) -> Any:

@@ -16,14 +16,16 @@ from typing import Any
 import numpy as np
 
 from tenferro import lax
-from tenferro.batching.rules import batch_size, to_front
 from tenferro.core.flags import check_flag
 from tenferro.core.params import as_int_or_ints, as_real
 from tenferro.errors import AxisError, LinAlgError, ParameterError, ShapeError
 from tenferro.extension import register
 from tenferro.linalg.checks import inexact_dtype
 from tenferro.linalg.family import LinalgOp
+from tenferro.linalg.solvers import inv
+from tenferro.linalg.spectral import svdvals
 from tenferro.meta import Meta, normalize_axis
+from tenferro.ops.batching import batch_size, to_front
 from tenferro.surface.convert import asarray
 from tenferro.surface.dispatch import dispatch_cached
 from tenferro.surface.math import abs as abs_
@@ -223,8 +225,6 @@ def matrix_norm(
         else:
             result = _smallest(op, sums, other, True, f"ord={ord}", x.meta.shape)
         return result if keepdims else lax.reshape(result, _dropped(result.meta.shape, axes))
-    from tenferro.linalg.spectral import svdvals
-
     s = svdvals(moveaxis(x, (rows, cols), (-2, -1)))
     if ord == "nuc":
         result = sum(s, axis=-1)
@@ -252,13 +252,9 @@ def cond(x: Any, p: Any = None) -> Any:
     if p is not None:
         p = _matrix_order(op, p, "p")
     if p is None or p in (2, -2):
-        from tenferro.linalg.spectral import svdvals
-
         s = svdvals(x)
         largest, smallest = amax(s, axis=-1), amin(s, axis=-1)
         return smallest / largest if p == -2 else largest / smallest
-    from tenferro.linalg.solvers import inv
-
     return matrix_norm(x, p) * matrix_norm(inv(x), p)
 
 

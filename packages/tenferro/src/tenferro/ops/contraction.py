@@ -20,6 +20,7 @@ from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs, check_ki
 from tenferro.errors import AxisError, DTypeError, ShapeError
 from tenferro.meta import Meta
 from tenferro.ops import dot_plans
+from tenferro.ops.batching import move_axis, rebind
 
 __all__ = ["DotGeneral"]
 
@@ -105,8 +106,6 @@ class DotGeneral(TensorPrimitive):
         return run
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         (lhs, rhs), (dl, dr) = xs, dims
         nb = len(self.lhs_batch)
 

@@ -25,6 +25,7 @@ from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64
 from tenferro.errors import ShapeError
 from tenferro.meta import Meta, normalize_axis
+from tenferro.ops.batching import batch_size, loop, move_axis, rebind, to_front
 
 __all__ = [
     "Constant",
@@ -69,8 +70,6 @@ class ShapeOf(TensorPrimitive):
     name = "shape_of"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         return rebind(self, [x], axis=self.axis + 1), [None]  # every example has one extent
 
@@ -102,8 +101,6 @@ class DynamicTruncate(TensorPrimitive):
     batch_loop = "a batched size gives each example its own extent (the loop then raises)"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import batch_size, loop, rebind, to_front
-
         if dims[1] is not None:
             return loop(self, xs, dims)
         size = batch_size(xs, dims)
@@ -159,8 +156,6 @@ class PadToMatch(TensorPrimitive):
     name = "pad_to_match"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import batch_size, rebind, to_front
-
         size = batch_size(xs, dims)
         operands = [to_front(v, d, size) for v, d in zip(xs, dims, strict=True)]
         return rebind(self, operands, axis=self.axis + 1), [0]

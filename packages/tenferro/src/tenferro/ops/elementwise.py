@@ -26,6 +26,7 @@ from tenferro.core.primitive import (
 from tenferro.dtypes import bool_, complex_dtype, is_complex, real_dtype
 from tenferro.errors import DTypeError, ExecutionError, ParameterError, ShapeError
 from tenferro.meta import Meta
+from tenferro.ops.batching import elementwise
 
 __all__ = [
     "Abs",
@@ -58,8 +59,6 @@ class Elementwise(TensorPrimitive):
         return dtype
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import elementwise
-
         return elementwise(self, xs, dims)
 
     def infer(self) -> tuple[Meta]:
@@ -377,8 +376,6 @@ class Select(TensorPrimitive):
     extent_generic = True  # elementwise, without a ufunc
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import elementwise
-
         return elementwise(self, xs, dims)
 
     def infer(self) -> tuple[Meta]:
@@ -436,8 +433,6 @@ class Clamp(TensorPrimitive):
     name = "clamp"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import elementwise
-
         return elementwise(self, xs, dims)
 
     def infer(self) -> tuple[Meta]:

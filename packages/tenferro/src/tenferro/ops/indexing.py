@@ -31,6 +31,7 @@ from tenferro.core.primitive import (
 )
 from tenferro.errors import AxisError, DTypeError, ShapeError
 from tenferro.meta import Meta, normalize_axis
+from tenferro.ops.batching import batch_size, counted_indices, loop, move_axis, rebind, to_front
 
 __all__ = [
     "Concatenate",
@@ -61,8 +62,6 @@ class Slice(TensorPrimitive):
     name = "slice"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         starts, limits = (0, *self.starts), (x.meta.shape[0], *self.limits)
         return rebind(self, [x], starts=starts, limits=limits, strides=(1, *self.strides)), [0]
@@ -98,7 +97,12 @@ class Slice(TensorPrimitive):
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
-        check_static(self.name, x)
+        if any(
+            (self.starts[a], self.limits[a], self.strides[a]) != (0, x.shape[a], 1)
+            for a in x.dynamic
+            if a < len(self.starts) and a < len(self.limits) and a < len(self.strides)
+        ):
+            check_static(self.name, x)  # a data-dependent axis is taken whole, or not at all
         if not len(self.starts) == len(self.limits) == len(self.strides) == x.ndim:
             raise AxisError(
                 self.name,
@@ -116,7 +120,7 @@ class Slice(TensorPrimitive):
                     f"and stride {stride} >= 1",
                 )
             shape.append(-(-(limit - start) // stride))
-        return (Meta(tuple(shape), x.dtype, x.weak),)
+        return (Meta(tuple(shape), x.dtype, x.weak, x.dynamic),)
 
     def impl(self, x: Any) -> Any:
         index = self._prepared
@@ -162,8 +166,6 @@ class Pad(TensorPrimitive):
     name = "pad"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         config = {k: (0, *getattr(self, k)) for k in ("low", "high", "interior")}
         return rebind(self, [x], **config), [0]
@@ -225,7 +227,12 @@ class Pad(TensorPrimitive):
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
-        check_static(self.name, x)
+        if any(
+            (self.low[a], self.high[a], self.interior[a]) != (0, 0, 0)
+            for a in x.dynamic
+            if a < min(len(self.low), len(self.high), len(self.interior))
+        ):
+            check_static(self.name, x)  # a data-dependent axis is never padded
         if not len(self.low) == len(self.high) == len(self.interior) == x.ndim:
             raise AxisError(self.name, f"padding needs one entry per axis of {x.shape}")
         shape = []
@@ -240,12 +247,14 @@ class Pad(TensorPrimitive):
                     self.name, f"axis {axis}: padding crops more than the extent {extent}"
                 )
             shape.append(size)
-        return (Meta(tuple(shape), x.dtype, x.weak),)
+        return (Meta(tuple(shape), x.dtype, x.weak, x.dynamic),)
 
     def impl(self, x: Any) -> Any:
         x = np.asarray(x)
         plan = self._prepared
-        if plan is None:
+        if self.inputs[0].dynamic:  # planned for the run-time extents
+            plan = _pad_plan(self.low, self.high, self.interior, x.shape)
+        elif plan is None:
             plan = self._plan()
             object.__setattr__(self, "_prepared", plan)
         grown, placed, crop = plan
@@ -315,8 +324,6 @@ class Concatenate(TensorPrimitive):
     name = "concatenate"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import batch_size, rebind, to_front
-
         size = batch_size(xs, dims)
         fronted = [to_front(x, d, size) for x, d in zip(xs, dims, strict=True)]
         return rebind(self, fronted, axis=self.axis + 1), [0]
@@ -334,7 +341,9 @@ class Concatenate(TensorPrimitive):
             raise ShapeError(self.name, "needs at least one operand")
         first = self.inputs[0]
         for meta in self.inputs:
-            check_static(self.name, meta)
+            # Data-dependent axes are allowed away from the axis joined, alike in all.
+            if self.axis in meta.dynamic or meta.dynamic != first.dynamic:
+                check_static(self.name, meta)
         axis = normalize_axis(self.axis, first.ndim, self.name) if first.ndim else -1
         if first.ndim == 0 or axis != self.axis:
             raise AxisError(
@@ -358,9 +367,23 @@ class Concatenate(TensorPrimitive):
             total += meta.shape[axis]
         shape = list(first.shape)
         shape[axis] = total
-        return (Meta(tuple(shape), first.dtype, all(m.weak for m in self.inputs)),)
+        weak = all(m.weak for m in self.inputs)
+        return (Meta(tuple(shape), first.dtype, weak, first.dynamic),)
 
     def impl(self, *operands: Any) -> Any:
+        if self.inputs[0].dynamic:  # data-dependent extents must agree at run time
+            shapes = [np.shape(x) for x in operands]
+            if any(
+                s[: self.axis] + s[self.axis + 1 :]
+                != shapes[0][: self.axis] + shapes[0][self.axis + 1 :]
+                for s in shapes
+            ):
+                raise ShapeError(
+                    self.name,
+                    f"operands of run-time shapes {shapes} differ away from axis {self.axis} "
+                    f"(their data-dependent extents disagree)",
+                    phase="execution",
+                )
         return np.concatenate(operands, axis=self.axis)
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
@@ -402,8 +425,6 @@ class DynamicSlice(TensorPrimitive):
     name = "dynamic_slice"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         if dims[1] is not None:
             # A window per example: the equivalent gather (it clamps starts the same way).
             rank = len(self.sizes)
@@ -456,8 +477,6 @@ class DynamicUpdateSlice(TensorPrimitive):
     batch_loop = "batched start indices write a different window per example"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import batch_size, loop, rebind, to_front
-
         if dims[2] is not None:
             return loop(self, xs, dims)
         size = batch_size(xs, dims)
@@ -544,8 +563,6 @@ class Gather(TensorPrimitive):
     name = "gather"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import counted_indices, move_axis, rebind
-
         offsets = tuple(d + 1 for d in self.offset_dims)
         if dims[1] is not None:
             indices = move_axis(xs[1], dims[1], 0)
@@ -687,8 +704,6 @@ class Scatter(TensorPrimitive):
     name = "scatter_add"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import batch_size, counted_indices, rebind, to_front
-
         size = batch_size(xs, dims)
         operand, updates = to_front(xs[0], dims[0], size), to_front(xs[2], dims[2], size)
         if dims[1] is not None:

@@ -24,6 +24,7 @@ from tenferro.core.primitive import (
 )
 from tenferro.errors import AxisError, ShapeError
 from tenferro.meta import Meta, normalize_axes
+from tenferro.ops.batching import move_axis, rebind
 
 _add_reduce = np.add.reduce
 
@@ -43,20 +44,21 @@ class Reduction(TensorPrimitive):
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
-        check_static(self.name, x)
+        if any(a in self.axes for a in x.dynamic) or (x.dynamic and self.name != "reduce_sum"):
+            check_static(self.name, x)
         check_kind(self.name, x, self.kinds)
         normalized = normalize_axes(self.axes, x.ndim, self.name)
         if normalized != self.axes or list(normalized) != sorted(normalized):
             raise AxisError(self.name, f"axes {self.axes} must be sorted and non-negative")
         shape = tuple(n for i, n in enumerate(x.shape) if i not in self.axes)
-        return (Meta(shape, x.dtype, x.weak),)
+        kept = [i for i in range(x.ndim) if i not in self.axes]
+        dynamic = tuple(kept.index(a) for a in x.dynamic)  # sums over static axes only
+        return (Meta(shape, x.dtype, x.weak, dynamic),)
 
     def kept(self) -> tuple[int, ...]:
         return tuple(i for i in range(self.inputs[0].ndim) if i not in self.axes)
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         return rebind(self, [x], axes=tuple(a + 1 for a in self.axes)), [0]
 

@@ -26,6 +26,7 @@ from tenferro.core.primitive import (
 )
 from tenferro.errors import AxisError
 from tenferro.meta import Meta, normalize_axis
+from tenferro.ops.batching import move_axis, rebind
 
 __all__ = ["Cumprod", "Cumsum"]
 
@@ -37,8 +38,6 @@ class Scan(TensorPrimitive):
     reverse: bool
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         return rebind(self, [x], axis=self.axis + 1), [0]
 

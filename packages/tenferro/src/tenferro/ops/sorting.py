@@ -29,6 +29,7 @@ from tenferro.core.primitive import (
 from tenferro.dtypes import int64
 from tenferro.errors import AxisError, DTypeError, ShapeError
 from tenferro.meta import Meta, normalize_axis
+from tenferro.ops.batching import batch_size, move_axis, rebind, to_front
 
 __all__ = ["ApplyPermutation", "ArgMax", "ArgMin", "Argsort", "Sort"]
 
@@ -39,8 +40,6 @@ class _AlongAxis(TensorPrimitive):
     axis: int
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         return rebind(self, [x], axis=self.axis + 1), [0] * len(self.outputs)
 
@@ -156,8 +155,6 @@ class ApplyPermutation(TensorPrimitive):
     axis: int
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import batch_size, rebind, to_front
-
         size = batch_size(xs, dims)
         fronted = [to_front(v, d, size) for v, d in zip(xs, dims, strict=True)]
         return rebind(self, fronted, axis=self.axis + 1), [0]

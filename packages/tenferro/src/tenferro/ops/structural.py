@@ -29,6 +29,7 @@ from tenferro.dtypes import bool_, is_inexact
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import AxisError, ScalarOverflowError, ShapeError
 from tenferro.meta import Meta, check_permutation, normalize_axes, normalize_axis
+from tenferro.ops.batching import elementwise, leading, move_axis, rebind
 
 __all__ = [
     "BroadcastInDim",
@@ -58,8 +59,6 @@ class Transpose(TensorPrimitive):
     name = "transpose"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         perm = (0, *(p + 1 for p in self.permutation))
         return rebind(self, [x], permutation=perm), [0]
@@ -96,8 +95,6 @@ class Reshape(TensorPrimitive):
     name = "reshape"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         return rebind(self, [x], shape=(x.meta.shape[0], *self.shape)), [0]
 
@@ -118,7 +115,6 @@ class Reshape(TensorPrimitive):
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
-        check_static(self.name, x)
         if any(not isinstance(n, int) or n < 0 for n in self.shape):
             raise ShapeError(self.name, f"invalid target shape {self.shape}")
         if math.prod(self.shape) != x.size:
@@ -127,9 +123,19 @@ class Reshape(TensorPrimitive):
                 f"cannot reshape {x.shape} ({x.size} elements) into {self.shape} "
                 f"({math.prod(self.shape)} elements)",
             )
+        if x.dynamic:
+            return (
+                Meta(
+                    self.shape, x.dtype, x.weak, (dynamic_reshape_axis(self.name, x, self.shape),)
+                ),
+            )
         return (Meta(self.shape, x.dtype, x.weak),)
 
     def impl(self, x: Any) -> Any:
+        if self.outputs[0].dynamic:  # the data-dependent axis takes what is left
+            shape = list(self.shape)
+            shape[self.outputs[0].dynamic[0]] = -1
+            return x.reshape(shape)
         return x.reshape(self.shape)  # np.reshape without its wrapper (arrays and scalars)
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
@@ -145,8 +151,6 @@ class BroadcastInDim(TensorPrimitive):
     name = "broadcast_in_dim"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         shape = (x.meta.shape[0], *self.shape)
         return rebind(self, [x], shape=shape, dims=(0, *(d + 1 for d in self.dims))), [0]
@@ -190,7 +194,6 @@ class BroadcastInDim(TensorPrimitive):
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
-        check_static(self.name, x)
         if any(not isinstance(n, int) or n < 0 for n in self.shape):
             raise ShapeError(self.name, f"invalid target shape {self.shape}")
         if len(self.dims) != x.ndim:
@@ -207,9 +210,21 @@ class BroadcastInDim(TensorPrimitive):
                     f"operand axis {axis} (extent {extent}) cannot broadcast to output axis "
                     f"{target} (extent {self.shape[target]}) of {self.shape}",
                 )
+        if x.dynamic:  # a data-dependent axis keeps its run-time extent where it lands
+            for axis in x.dynamic:
+                if x.shape[axis] != self.shape[self.dims[axis]]:
+                    raise ShapeError(
+                        self.name,
+                        f"the data-dependent operand axis {axis} of {x.describe()} cannot be "
+                        f"expanded to {self.shape[self.dims[axis]]}",
+                    )
+            dynamic = tuple(sorted(self.dims[axis] for axis in x.dynamic))
+            return (Meta(self.shape, x.dtype, x.weak, dynamic),)
         return (Meta(self.shape, x.dtype, x.weak),)
 
     def impl(self, x: Any) -> Any:
+        if self.inputs[0].dynamic:
+            return self._dynamic_impl(np.asarray(x))
         plan = self._prepared
         if plan is None:
             plan = self._plan()
@@ -225,6 +240,20 @@ class BroadcastInDim(TensorPrimitive):
             out[...] = x
             return out
         return np.broadcast_to(x, self.shape)
+
+    def _dynamic_impl(self, x: Any) -> Any:
+        """``impl`` for an operand with data-dependent axes: the output takes their
+        run-time extents."""
+        order = sorted(range(len(self.dims)), key=self.dims.__getitem__)
+        shape = list(self.shape)
+        for axis in self.inputs[0].dynamic:
+            shape[self.dims[axis]] = x.shape[axis]
+        expanded = [1] * len(shape)
+        for axis in order:
+            expanded[self.dims[axis]] = x.shape[axis]
+        if order != list(range(len(order))):
+            x = x.transpose(order)
+        return np.broadcast_to(x.reshape(expanded), shape)
 
     def _plan(self) -> tuple[tuple[int, ...] | None, tuple[int, ...], bool]:
         """(the operand's axis order, ``None`` when kept; its shape with the new axes as
@@ -264,8 +293,6 @@ class Convert(TensorPrimitive):
     name = "convert"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import elementwise
-
         return elementwise(self, xs, dims)
 
     extent_generic = True  # elementwise: its rules read dtypes only
@@ -322,8 +349,6 @@ class ExtractDiag(TensorPrimitive):
     name = "extract_diag"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         return rebind(self, [x], axis_a=self.axis_a + 1, axis_b=self.axis_b + 1), [0]
 
@@ -376,8 +401,6 @@ class EmbedDiag(TensorPrimitive):
     name = "embed_diag"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         return rebind(self, [x], axis_a=self.axis_a + 1, axis_b=self.axis_b + 1), [0]
 
@@ -438,8 +461,6 @@ class _Triangle(TensorPrimitive):
     extent_generic = True  # the diagonal offset is a parameter; its transpose is itself
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import leading
-
         return leading(self, xs, dims)
 
     def infer(self) -> tuple[Meta]:
@@ -497,8 +518,6 @@ class Reverse(TensorPrimitive):
     name = "reverse"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis, rebind
-
         x = move_axis(xs[0], dims[0], 0)  # type: ignore[arg-type]
         return rebind(self, [x], axes=tuple(a + 1 for a in self.axes)), [0]
 
@@ -517,3 +536,40 @@ class Reverse(TensorPrimitive):
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         return [lax.rev(cts[0], self.axes)]
+
+
+def dynamic_reshape_axis(op: str, x: Meta, shape: tuple[int, ...]) -> int:
+    """The output axis that keeps the one data-dependent axis of ``x`` when reshaped to
+    ``shape``: reshape groups axes into runs of equal size on both sides (row-major);
+    the data-dependent axis must lead its run, whose other axes are static, and it
+    becomes the leading axis of the matching output run (merging ``(<=k, d)`` into
+    ``(<=k*d,)`` or splitting it back)."""
+    if len(x.dynamic) != 1:
+        raise ShapeError(
+            op,
+            f"cannot reshape {x.describe()}: it has several data-dependent axes {x.dynamic} "
+            f"(apply pad_to_match first)",
+        )
+    (axis,) = x.dynamic
+    i = j = 0
+    while i < x.ndim or j < len(shape):
+        start_i, start_j = i, j
+        left = x.shape[i] if i < x.ndim else 1
+        right = shape[j] if j < len(shape) else 1
+        i, j = i + 1, j + 1
+        while left != right and (i < x.ndim or j < len(shape)):
+            if left < right and i < x.ndim:
+                left, i = left * x.shape[i], i + 1
+            elif j < len(shape):
+                right, j = right * shape[j], j + 1
+            else:
+                left, i = left * x.shape[i], i + 1
+        if start_i <= axis < i:
+            if axis != start_i or start_j >= len(shape) or 0 in shape:
+                break
+            return start_j
+    raise ShapeError(
+        op,
+        f"cannot reshape {x.describe()} into {shape}: the data-dependent axis {axis} must stay "
+        f"the leading axis of the axes it is merged with or split into",
+    )

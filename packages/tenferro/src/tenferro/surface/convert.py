@@ -10,7 +10,6 @@ explicit ``broadcast_in_dim``.
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -20,11 +19,11 @@ import numpy as np
 from computegraph import DictCache
 from tenferro import lax
 from tenferro.core.bind import lift
-from tenferro.core.params import as_int_or_ints
+from tenferro.core.kinds import asarray, is_tensor
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import promote_types
 from tenferro.errors import DTypeError, ScalarOverflowError, ShapeError
-from tenferro.meta import MAX_ELEMENTS, Meta, broadcast_shapes, check_size
+from tenferro.meta import MAX_RANK, Meta, as_shape, broadcast_shapes
 from tenferro.surface.dispatch import REPLAYABLE
 from tenferro.surface.signatures import preserving
 
@@ -37,62 +36,7 @@ __all__ = [
     "check_int_fits",
     "is_tensor",
     "prepare",
-    "register_concrete",
 ]
-
-MAX_RANK = 64
-"""The largest rank numpy supports (tenferro tensors are numpy arrays underneath)."""
-
-_concrete: Any = None
-
-
-def register_concrete(cls: type) -> None:
-    """Record the concrete tensor class (``tenferro.Tensor``) that plain data becomes."""
-    global _concrete
-    _concrete = cls
-
-
-def _concrete_class() -> Any:
-    """The concrete tensor class (registered by ``tenferro.concrete``)."""
-    return _concrete
-
-
-def is_tensor(value: Any) -> bool:
-    """Whether ``value`` is a tensor of some kind (concrete, eager, traced, rule value)."""
-    return getattr(type(value), "_priority", None) is not None
-
-
-def asarray(value: Any, dtype: Any = None, op: str = "asarray") -> Any:
-    """``value`` as a tensor: tensors pass through (converted if ``dtype`` is given);
-    arrays, sequences and scalars become concrete tensors (a ``DTypeError`` naming
-    ``op`` for anything that is not numeric data)."""
-    if is_tensor(value):
-        return value if dtype is None else astype(value, dtype)
-    return _concrete._convert(value, dtype, op)
-
-
-def as_shape(shape: Any, op: str, *, allow_unknown: bool = False) -> tuple[int, ...]:
-    """``shape`` (an integer or a sequence of integers) as a tuple of extents.
-
-    Rejects, with a ``ShapeError`` naming ``op`` and the shape: non-integer extents
-    (``2.5``, strings, bools), negative extents (``-1`` is allowed once when
-    ``allow_unknown``), ranks above :data:`MAX_RANK`, and sizes no array can have.
-    """
-    if type(shape) is tuple and len(shape) <= MAX_RANK:  # the common case, checked fast
-        for n in shape:
-            if type(n) is not int or n < 0:
-                break
-        else:
-            if math.prod(shape) <= MAX_ELEMENTS:
-                return shape
-    extents = as_int_or_ints(op, "shape", shape, ShapeError)
-    if len(extents) > MAX_RANK:
-        raise ShapeError(op, f"rank {len(extents)} exceeds the maximum rank {MAX_RANK}")
-    lowest = -1 if allow_unknown else 0
-    if any(n < lowest for n in extents) or (allow_unknown and extents.count(-1) > 1):
-        raise ShapeError(op, f"invalid shape {extents}: extents must be non-negative")
-    check_size(op, extents)
-    return extents
 
 
 def _is_integer(value: Any) -> bool:
@@ -205,8 +149,38 @@ def prepare(
     ]
     if broadcast and len(operands) > 1:
         shape = broadcast_shapes(*(o.meta.shape for o in operands), op=op)
+        given = [o.meta for o in operands]
         operands = [_broadcast(o, shape) for o in operands]
+        if any(m.dynamic for m in given):
+            operands = _share_dynamic_extents(op, given, operands)
     return operands
+
+
+def _share_dynamic_extents(op: str, given: list[Meta], operands: list[Any]) -> list[Any]:
+    """Broadcast operands (one shape) that meet data-dependent axes (traced truncations):
+    an operand broadcast along such an axis takes its run-time extent from an operand
+    that has it. A static extent above 1 cannot meet one (its length is unknown until
+    the program runs)."""
+    sources: dict[int, Any] = {}
+    for o in operands:
+        for axis in o.meta.dynamic:
+            sources.setdefault(axis, o)
+    shared = []
+    for meta, o in zip(given, operands, strict=True):
+        for axis in sorted(sources):
+            if axis in o.meta.dynamic:
+                continue
+            offset = axis - (o.meta.ndim - meta.ndim)  # the operand's own axis, if any
+            if offset >= 0 and meta.shape[offset] != 1:
+                raise ShapeError(
+                    op,
+                    f"the static extent {o.meta.shape[axis]} of {o.meta.describe()} meets the "
+                    f"data-dependent extent of {sources[axis].meta.describe()} on axis {axis} "
+                    f"(truncate it alike, or pad the other with pad_to_match)",
+                )
+            o = lax.dynamic_truncate(o, lax.shape_of(sources[axis], axis), axis)
+        shared.append(o)
+    return shared
 
 
 _SCALARS = (bool, int, float, complex)

@@ -10,20 +10,21 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import numpy as np
 
 from tenferro import lax
+from tenferro.concrete import Tensor
 from tenferro.core.flags import check_flag
+from tenferro.core.kinds import concrete_class
 from tenferro.core.params import as_int, as_real
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64
+from tenferro.eager import EagerTensor
+from tenferro.eager.tape import _refuse_tracked
 from tenferro.errors import AllocationError, DTypeError, ParameterError, ShapeError
 from tenferro.surface import convert as _convert
-from tenferro.surface.convert import _concrete_class, as_shape, check_int_fits
+from tenferro.surface.convert import as_shape, check_int_fits
 from tenferro.surface.signatures import TensorT, preserving
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
-
-    from tenferro.concrete import Tensor
-    from tenferro.eager import EagerTensor
 
 __all__ = [
     "arange",
@@ -43,20 +44,16 @@ __all__ = [
 
 def array(data: Any, dtype: Any = None) -> Tensor:
     """A concrete tensor holding a copy of ``data``."""
-    return _concrete_class()._convert(data, dtype, "array")
+    return concrete_class()._convert(data, dtype, "array")
 
 
 def tensor(data: Any, dtype: Any = None, *, requires_grad: bool = False) -> EagerTensor:
     """PyTorch's ``torch.tensor``: an ``EagerTensor`` holding a copy of ``data`` (so
     ``.requires_grad_()`` works on it later); with ``requires_grad``, a tracked leaf of
     the default tape. Data that is a tracked tensor is refused (``detach()`` it)."""
-    from tenferro.eager import EagerTensor
-
     requires_grad = check_flag("tensor", "requires_grad", requires_grad)
 
     if getattr(data, "tape", None) is not None:
-        from tenferro.eager.tape import _refuse_tracked
-
         _refuse_tracked(data)
     if _convert.is_tensor(data) and not hasattr(data, "_value"):
         raise DTypeError("tensor", f"a {type(data).__name__} has no data while it is traced")
@@ -119,7 +116,11 @@ def asarray(
         check_flag("asarray", "copy", copy)
     if requires_grad is not False and check_flag("asarray", "requires_grad", requires_grad):
         return tensor(x, dtype, requires_grad=True)
-    return _convert.asarray(x, dtype, "asarray")
+    if dtype is None:
+        return _convert.asarray(x, "asarray")
+    if _convert.is_tensor(x):
+        return _convert.astype(x, dtype)
+    return concrete_class()._convert(x, dtype, "asarray")
 
 
 def _physical_memory() -> int | None:
@@ -156,7 +157,7 @@ def _full(op: str, shape: Any, fill_value: Any, dtype: Any) -> Any:
     target = as_dtype(dtype if dtype is not None else fill.dtype, op)
     _check_fill(op, fill_value, fill, target)
     values = _allocate(op, extents, target, lambda: np.full(extents, fill, dtype=target))
-    return _concrete_class()._convert(values, None, op)
+    return concrete_class()._convert(values, None, op)
 
 
 def _check_fill(op: str, value: Any, fill: np.ndarray[Any, Any], target: np.dtype[Any]) -> None:
@@ -219,7 +220,7 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Te
     values = _allocate("arange", (length,), np.float64, lambda: np.arange(low, high, step))
     if dtype is None and values.dtype.kind == "i":
         values = values.astype(np.int64)
-    return _concrete_class()._convert(values, dtype, "arange")
+    return concrete_class()._convert(values, dtype, "arange")
 
 
 def linspace(
@@ -233,7 +234,7 @@ def linspace(
         values = np.linspace(start, stop, count, endpoint=endpoint)
     except (TypeError, ValueError) as error:
         raise ParameterError("linspace", f"{error} (start={start!r}, stop={stop!r})") from None
-    return _concrete_class()._convert(values, dtype, "linspace")
+    return concrete_class()._convert(values, dtype, "linspace")
 
 
 @preserving

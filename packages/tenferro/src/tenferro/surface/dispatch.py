@@ -28,6 +28,8 @@ import functools
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
+import numpy as np
+
 from computegraph import DictCache
 from tenferro.core.bind import bind
 from tenferro.core.primitive import TensorPrimitive
@@ -123,8 +125,6 @@ def static_key(value: Any) -> Any:
         if _INT_OR_NONE.issuperset((type(start), type(stop), type(step))):  # no bool or float
             return (slice, start, stop, step)
         return (slice, static_key(start), static_key(stop), static_key(step))
-    import numpy as np
-
     if isinstance(value, np.dtype):
         return (np.dtype, value)
     if isinstance(value, type) and issubclass(value, np.generic):

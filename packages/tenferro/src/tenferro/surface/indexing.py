@@ -22,9 +22,10 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.core.bind import lift
+from tenferro.core.kinds import concrete_class
 from tenferro.errors import AxisError, DTypeError, IndexingError, ShapeError
 from tenferro.meta import broadcast_shapes, normalize_axis
-from tenferro.surface.convert import _concrete_class, asarray, broadcast_to, is_tensor
+from tenferro.surface.convert import asarray, broadcast_to, is_tensor
 from tenferro.surface.dispatch import dispatch_cached
 from tenferro.surface.signatures import preserving
 
@@ -35,7 +36,7 @@ _SLICE = slice  # the builtin, before any shadowing
 
 def _is_concrete(value: Any) -> bool:
     """Holds its data now (Tensor and EagerTensor), as opposed to traced values."""
-    return isinstance(value, _concrete_class())
+    return isinstance(value, concrete_class())
 
 
 @dataclass(frozen=True)

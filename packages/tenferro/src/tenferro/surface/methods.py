@@ -1,18 +1,35 @@
-"""``TensorMethods``: the operators and methods of every tensor class, defined once.
+"""The operators and methods of every tensor kind, defined once, and their installation.
 
-``Tensor``, ``EagerTensor`` and ``TracedTensor`` inherit this mixin; each method
-calls the numpy-style function of the same name, so behaviour (broadcasting,
-promotion, errors) is identical across kinds. Tensors hash by identity and
-compare elementwise, like PyTorch's; numpy defers to their reflected operators.
+``Tensor``, ``EagerTensor`` and ``TracedTensor`` derive from
+:class:`~tenferro.core.methods.TensorMethods`, which declares these methods for type
+checkers; :func:`register_tensor_methods` (called by ``import tenferro``, as JAX's
+``register_jax_array_methods``) installs the definitions below on it. Each method calls
+the numpy-style function of the same name, so behaviour (broadcasting, promotion,
+errors) is identical across kinds. Tensors hash by identity and compare elementwise,
+like PyTorch's; numpy defers to their reflected operators.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, Self, cast
 
-from tenferro.errors import ArgumentTypeError, ParameterError
-from tenferro.meta import HasMeta, Meta
+import numpy as np
+
+from tenferro.core.flags import check_flag
+from tenferro.core.methods import TensorMethods
+from tenferro.eager.tape import default_tape
+from tenferro.errors import (
+    ArgumentTypeError,
+    DTypeError,
+    InPlaceError,
+    ParameterError,
+    ShapeError,
+    TenferroError,
+    UnsupportedError,
+)
+from tenferro.meta import Meta
 from tenferro.surface import contraction as _contraction
 from tenferro.surface import convert as _convert
 from tenferro.surface import indexing as _indexing
@@ -21,12 +38,13 @@ from tenferro.surface import numerics as _numerics
 from tenferro.surface import numpy_api as _numpy_api
 from tenferro.surface import reductions as _reductions
 from tenferro.surface import shapes as _shapes
+from tenferro.traced.tensor import TracedTensor, operator_lane
 
-__all__ = ["TensorMethods"]
+__all__ = ["TensorMethods", "register_tensor_methods"]
 
 
-class TensorMethods(HasMeta):
-    """Operators and methods shared by all tensor kinds (they only need ``meta``)."""
+class SurfaceMethods(TensorMethods):
+    """The definitions :func:`register_tensor_methods` installs (they only need ``meta``)."""
 
     __slots__ = ()
     meta: Meta
@@ -43,19 +61,6 @@ class TensorMethods(HasMeta):
         tenferro counterpart raises ``UnsupportedError``."""
         return _numpy_api.array_function(func, types, args, kwargs)
 
-    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
-        """The Array API namespace of tensors: :mod:`tenferro.array_api` (the standard's
-        function names and signatures over the tenferro functions)."""
-        from tenferro import array_api
-
-        if api_version not in (None, "2021.12", "2022.12", array_api.__array_api_version__):
-            raise ParameterError(
-                "__array_namespace__",
-                f"api_version {api_version!r} is not supported; tenferro implements "
-                f"{array_api.__array_api_version__!r}",
-            )
-        return array_api
-
     @property
     def device(self) -> str:
         """Where the data lives: always ``"cpu"`` (the Array API's attribute)."""
@@ -69,8 +74,6 @@ class TensorMethods(HasMeta):
 
     def backward(self, seed: Any = None) -> None:
         """Reverse mode into ``.grad``: only tracked ``EagerTensor`` values have it."""
-        from tenferro.errors import TenferroError
-
         raise TenferroError(
             "backward",
             f"a {type(self).__name__} records no operations, so it has no backward(); use "
@@ -108,8 +111,6 @@ class TensorMethods(HasMeta):
     def _need_matrix(self, name: str, *, batched: bool) -> None:
         ndim = len(self.meta.shape)
         if ndim < 2 or (ndim != 2 and not batched):
-            from tenferro.errors import ShapeError
-
             wanted = "rank >= 2" if batched else "a matrix (rank 2; use .mH for batches)"
             raise ShapeError(name, f".{name} needs {wanted}, got shape {self.meta.shape}")
 
@@ -121,16 +122,12 @@ class TensorMethods(HasMeta):
     def imag(self) -> Self:
         return _math.imag(self)
 
-    __hash__ = object.__hash__
+    __hash__ = object.__hash__  # defining __eq__ would otherwise remove it
 
     # ------------------------------------------------------------------ arithmetic
 
-    if TYPE_CHECKING:
-
-        def __add__(self, other: Any) -> Self: ...
-
-    else:
-        __add__ = _math.add  # the function itself: no wrapper frame on the hot path
+    if not TYPE_CHECKING:  # the function itself: no wrapper frame on the hot path
+        __add__ = _math.add
 
     def __radd__(self, other: Any) -> Self:
         return _math.add(other, self)
@@ -141,12 +138,8 @@ class TensorMethods(HasMeta):
     def __rsub__(self, other: Any) -> Self:
         return _math.subtract(other, self)
 
-    if TYPE_CHECKING:
-
-        def __mul__(self, other: Any) -> Self: ...
-
-    else:
-        __mul__ = _math.multiply  # the function itself: no wrapper frame on the hot path
+    if not TYPE_CHECKING:  # the function itself: no wrapper frame on the hot path
+        __mul__ = _math.multiply
 
     def __rmul__(self, other: Any) -> Self:
         return _math.multiply(other, self)
@@ -175,12 +168,8 @@ class TensorMethods(HasMeta):
     def __rpow__(self, other: Any) -> Self:
         return _math.power(other, self)
 
-    if TYPE_CHECKING:
-
-        def __matmul__(self, other: Any) -> Self: ...
-
-    else:
-        __matmul__ = _contraction.matmul  # the function itself: no wrapper frame on the hot path
+    if not TYPE_CHECKING:  # the function itself: no wrapper frame on the hot path
+        __matmul__ = _contraction.matmul
 
     def __rmatmul__(self, other: Any) -> Self:
         return _contraction.matmul(other, self)
@@ -217,8 +206,6 @@ class TensorMethods(HasMeta):
 
     def _boolean(self, operator: str) -> Any:
         if self.meta.dtype.kind != "b":
-            from tenferro.errors import DTypeError
-
             raise DTypeError(
                 operator, f"bitwise operators need bool tensors, got {self.meta.dtype}"
             )
@@ -246,12 +233,8 @@ class TensorMethods(HasMeta):
 
     # ------------------------------------------------------------------ indexing
 
-    if TYPE_CHECKING:
-
-        def __getitem__(self, index: Any) -> Self: ...
-
-    else:
-        __getitem__ = _indexing.getitem  # the function itself: no wrapper frame on the hot path
+    if not TYPE_CHECKING:  # the function itself: no wrapper frame on the hot path
+        __getitem__ = _indexing.getitem
 
     def __setitem__(self, index: Any, value: Any) -> NoReturn:
         raise TypeError(
@@ -362,8 +345,6 @@ class TensorMethods(HasMeta):
 
     def _refuse_in_place(self, operator: str) -> None:
         if getattr(self, "tape", None) is not None and getattr(self, "node", 1) is None:
-            from tenferro.errors import InPlaceError
-
             raise InPlaceError(
                 operator,
                 f"in-place {operator} on a tracked leaf ({self.meta.describe()}) would "
@@ -427,8 +408,6 @@ class TensorMethods(HasMeta):
         """The data of a concrete tensor; a traced tensor has none while it is traced."""
         value = getattr(self, "_value", None)
         if value is None:
-            from tenferro.errors import ArgumentTypeError
-
             raise ArgumentTypeError(
                 name,
                 f"a {type(self).__name__} ({self.meta.describe()}) has no concrete value "
@@ -438,8 +417,6 @@ class TensorMethods(HasMeta):
 
     def tolist(self) -> Any:
         """The data as nested Python lists of Python scalars (a scalar for a 0-d tensor)."""
-        import numpy as np
-
         return np.asarray(self._concrete_value("tolist")).tolist()
 
     def __format__(self, spec: str) -> str:
@@ -454,8 +431,6 @@ class TensorMethods(HasMeta):
                 f"unsupported format string {spec!r} for {type(self).__name__} of shape "
                 f"{self.meta.shape}: only 0-d tensors take a format spec",
             )
-        import numpy as np
-
         return format(np.asarray(self._concrete_value("__format__")).item(), spec)
 
     @property
@@ -476,9 +451,6 @@ class TensorMethods(HasMeta):
         a computed tensor cannot stop being tracked (use ``detach()``), as in PyTorch.
         Other kinds raise: ``Tensor`` has no AD and traced leaves are differentiated by
         ``.grad(wrt)``."""
-        from tenferro.core.flags import check_flag
-        from tenferro.errors import ArgumentTypeError, UnsupportedError
-
         requires_grad = check_flag("requires_grad_", "requires_grad", requires_grad)
         tape: Any = getattr(self, "tape", _NO_TAPE)
 
@@ -500,8 +472,6 @@ class TensorMethods(HasMeta):
             tape.release_leaf(self)
             return self
         if tape is None:
-            from tenferro.eager.tape import default_tape
-
             default_tape().adopt_leaf(self)  # type: ignore[arg-type]
         return self
 
@@ -512,8 +482,6 @@ class TensorMethods(HasMeta):
         tape = getattr(self, "tape", None)
         if tape is not None and getattr(self, "node", None) is None:
             return
-        from tenferro.errors import UnsupportedError
-
         raise UnsupportedError(
             "retain_grad",
             f"only tracked leaves keep a .grad; for the gradient with respect to this "
@@ -523,3 +491,47 @@ class TensorMethods(HasMeta):
 
 
 _NO_TAPE = object()
+
+
+_CLASS_ATTRIBUTES = frozenset({"__module__", "__qualname__", "__doc__", "__slots__"})
+
+_BINARY_LANES = (
+    ("__add__", _math.add, False),
+    ("__radd__", _math.add, True),
+    ("__sub__", _math.subtract, False),
+    ("__rsub__", _math.subtract, True),
+    ("__mul__", _math.multiply, False),
+    ("__rmul__", _math.multiply, True),
+    ("__truediv__", _math.true_divide, False),
+    ("__rtruediv__", _math.true_divide, True),
+)
+"""The operators a ``TracedTensor`` answers from its keys' memos (see
+:func:`tenferro.traced.tensor.operator_lane`): name, surface function, operands swapped."""
+
+
+def register_tensor_methods(namespace: ModuleType, array_namespace: ModuleType) -> None:
+    """Install the operators and methods on every tensor kind (on their base,
+    :class:`~tenferro.core.methods.TensorMethods`) and the traced kind's operator lanes;
+    numpy functions applied to tensors run as the functions of ``namespace`` (``tenferro``)
+    and ``__array_namespace__`` returns ``array_namespace`` (:mod:`tenferro.array_api`).
+    Called once, by ``import tenferro``."""
+    _numpy_api.dispatch_to(namespace)
+    for name, value in vars(SurfaceMethods).items():
+        if name not in _CLASS_ATTRIBUTES and (callable(value) or isinstance(value, property)):
+            setattr(TensorMethods, name, value)
+    version = array_namespace.__array_api_version__
+
+    def __array_namespace__(self: Any, *, api_version: str | None = None) -> Any:  # noqa: N807
+        """The Array API namespace of tensors: :mod:`tenferro.array_api` (the standard's
+        function names and signatures over the tenferro functions)."""
+        if api_version not in (None, "2021.12", "2022.12", version):
+            raise ParameterError(
+                "__array_namespace__",
+                f"api_version {api_version!r} is not supported; tenferro implements {version!r}",
+            )
+        return array_namespace
+
+    __array_namespace__.__qualname__ = "TensorMethods.__array_namespace__"
+    TensorMethods.__array_namespace__ = __array_namespace__  # type: ignore[method-assign]
+    for name, function, swapped in _BINARY_LANES:
+        setattr(TracedTensor, name, operator_lane(name, function, swapped))

@@ -22,12 +22,26 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from tenferro.core.flags import check_flag
+from tenferro.core.methods import TensorMethods
 from tenferro.errors import UnsupportedError
+from tenferro.surface import (
+    arrangement,
+    contraction,
+    convert,
+    creation,
+    indexing,
+    math,
+    predicates,
+    reductions,
+    shapes,
+)
+from tenferro.surface.convert import is_tensor
 
 __all__ = ["array_function", "array_ufunc", "supported_functions", "supported_ufuncs"]
 
@@ -38,8 +52,6 @@ to the implementation's keyword, or to ``None`` when any value is accepted and i
 
 def array_function(func: Any, types: Any, args: Any, kwargs: Any) -> Any:
     """The ``__array_function__`` protocol for every tensor kind."""
-    from tenferro.surface.methods import TensorMethods
-
     for kind in types:
         if not issubclass(kind, (np.ndarray, TensorMethods)):
             return NotImplemented  # another library's arrays: let it answer
@@ -54,7 +66,7 @@ def array_function(func: Any, types: Any, args: Any, kwargs: Any) -> Any:
             raise _unsupported(name, "function")
         return _forward(name, func, target, args, kwargs)
     if func is np.einsum or func is np.einsum_path:
-        implementation = _lazy("tenferro", func.__name__)
+        implementation = _public(func.__name__)
         if implementation is not None:
             if kwargs.get("out") is not None:
                 raise UnsupportedError(name, "out= is not supported: tensors are immutable")
@@ -68,7 +80,7 @@ def array_function(func: Any, types: Any, args: Any, kwargs: Any) -> Any:
                     )
             return implementation(*args, **kwargs)
     elif (short := getattr(func, "__name__", "")) in _BY_NAME and getattr(np, short, None) is func:
-        target = _lazy("tenferro", _BY_NAME[short])
+        target = _public(_BY_NAME[short])
         if target is not None:
             return _forward(name, func, target, args, kwargs)
     if func in _data_only():
@@ -92,7 +104,7 @@ def supported_functions() -> list[Any]:
             functions.append(function)
     for numpy_name, tenferro_name in _BY_NAME.items():
         function = getattr(np, numpy_name, None)
-        if function is not None and _lazy("tenferro", tenferro_name) is not None:
+        if function is not None and _public(tenferro_name) is not None:
             functions.append(function)
     return functions
 
@@ -219,8 +231,6 @@ def _last_two(function_name: str) -> Callable[[], Callable[..., Any] | None]:
     """Array-API ``numpy.linalg`` functions over the last two axes (diagonal, trace)."""
 
     def resolve() -> Callable[..., Any] | None:
-        from tenferro.surface import convert, shapes
-
         if function_name == "diagonal":
             return lambda x, offset=0: shapes.diagonal(x, offset, -2, -1)
 
@@ -234,12 +244,12 @@ def _last_two(function_name: str) -> Callable[[], Callable[..., Any] | None]:
 
 
 _LINALG_EXTRAS: dict[str, Callable[[], Callable[..., Any] | None]] = {
-    "matmul": lambda: _lazy("tenferro", "matmul"),
-    "outer": lambda: _lazy("tenferro", "outer"),
-    "tensordot": lambda: _lazy("tenferro", "tensordot"),
-    "vecdot": lambda: _lazy("tenferro", "vecdot"),
-    "cross": lambda: _lazy("tenferro", "cross"),
-    "matrix_transpose": lambda: _lazy("tenferro", "matrix_transpose") or (lambda x: x.mT),
+    "matmul": lambda: _public("matmul"),
+    "outer": lambda: _public("outer"),
+    "tensordot": lambda: _public("tensordot"),
+    "vecdot": lambda: _public("vecdot"),
+    "cross": lambda: _public("cross"),
+    "matrix_transpose": lambda: _public("matrix_transpose") or (lambda x: x.mT),
     "diagonal": _last_two("diagonal"),
     "trace": _last_two("trace"),
 }
@@ -247,8 +257,6 @@ _LINALG_EXTRAS: dict[str, Callable[[], Callable[..., Any] | None]] = {
 
 def array_ufunc(ufunc: Any, method: str, inputs: Sequence[Any], kwargs: dict[str, Any]) -> Any:
     """The ``__array_ufunc__`` protocol: ufuncs run as the tenferro function of that name."""
-    from tenferro.surface.methods import TensorMethods
-
     for value in (*inputs, *kwargs.get("out", ())):
         if hasattr(value, "__array_ufunc__") and not isinstance(
             value, (np.ndarray, np.generic, TensorMethods)
@@ -320,6 +328,22 @@ def _equal(given: Any, default: Any) -> bool:
         return False
 
 
+_NAMESPACE: list[ModuleType] = []
+"""The namespace numpy's functions are dispatched to, by name: ``tenferro`` itself (set
+by ``import tenferro``: :func:`dispatch_to`)."""
+
+
+def dispatch_to(namespace: ModuleType) -> None:
+    """Run numpy functions on tensors as the functions of ``namespace`` of the same name,
+    looked up at call time (a function that arrives later is found)."""
+    _NAMESPACE[:] = [namespace]
+
+
+def _public(attribute: str) -> Callable[..., Any] | None:
+    """``tenferro.attribute`` (see :func:`dispatch_to`) looked up now."""
+    return getattr(_NAMESPACE[0], attribute, None) if _NAMESPACE else None
+
+
 def _lazy(module_name: str, attribute: str) -> Callable[..., Any] | None:
     """``module_name.attribute`` looked up now (it may arrive in a later release)."""
     try:
@@ -353,8 +377,6 @@ def _on_data(name: str, func: Any, args: Any, kwargs: Any) -> Any:
 
 
 def _data(name: str, values: Any) -> list[Any]:
-    from tenferro.surface.convert import is_tensor
-
     converted = []
     for value in values:
         if is_tensor(value):
@@ -374,8 +396,6 @@ def _data(name: str, values: Any) -> list[Any]:
 
 
 def _mean(x: Any, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Any:
-    from tenferro.surface import convert, reductions
-
     return reductions.mean(x if dtype is None else convert.astype(x, dtype), axis, keepdims)
 
 
@@ -390,8 +410,6 @@ def _spread(function: Any) -> Any:
         dtype: Any = None,
         correction: Any = None,
     ) -> Any:
-        from tenferro.surface import convert
-
         if correction is not None:
             ddof = correction
         return function(x if dtype is None else convert.astype(x, dtype), axis, keepdims, ddof)
@@ -403,8 +421,6 @@ def _join(function: Any) -> Any:
     """``concatenate``/``stack`` with numpy's ``dtype`` (and ``axis=None``: flattened)."""
 
     def apply(arrays: Any, axis: Any = 0, dtype: Any = None) -> Any:
-        from tenferro.surface import convert, shapes
-
         if convert.is_tensor(arrays):  # the sequence of its rows, joined without splitting
             rows = arrays if dtype is None else convert.astype(arrays, dtype)
             if axis is None and function is shapes.concatenate:
@@ -424,8 +440,6 @@ def _stacked(function: Any) -> Any:
     """``vstack``/``hstack``/``dstack``/``column_stack`` with numpy's ``dtype``."""
 
     def apply(arrays: Any, dtype: Any = None) -> Any:
-        from tenferro.surface import convert
-
         if convert.is_tensor(arrays):  # the sequence of its rows, joined without splitting
             return function(arrays if dtype is None else convert.astype(arrays, dtype))
         items = [convert.asarray(a, op="stack") for a in arrays]
@@ -446,8 +460,6 @@ def _spread_args(function: Any) -> Any:
 
 
 def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
-    from tenferro.surface import math
-
     if x is None or y is None:
         raise UnsupportedError(
             "numpy.where",
@@ -458,16 +470,12 @@ def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
 
 
 def _clip(x: Any, a_min: Any = None, a_max: Any = None, low: Any = None, high: Any = None) -> Any:
-    from tenferro.surface import math
-
     lower = a_min if low is None else low
     upper = a_max if high is None else high
     return math.clip(x, lower, upper)
 
 
 def _pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
-    from tenferro.surface import shapes
-
     if mode != "constant" or not _equal(constant_values, 0):
         raise UnsupportedError(
             "numpy.pad", f"only zero constant padding is supported (mode={mode!r})"
@@ -480,15 +488,11 @@ def _size(x: Any, axis: Any = None) -> int:
 
 
 def _trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None) -> Any:
-    from tenferro.surface import convert, shapes
-
     result = shapes.trace(x, offset, axis1, axis2)
     return result if dtype is None else convert.astype(result, dtype)
 
 
 def _result_type(*values: Any) -> Any:
-    from tenferro.surface.convert import is_tensor
-
     return np.result_type(*(v.meta.dtype if is_tensor(v) else v for v in values))
 
 
@@ -513,17 +517,6 @@ def _spec(target: Callable[..., Any], text: str) -> _Entry:
 def _table() -> dict[Any, _Entry]:
     if _TABLE:
         return _TABLE
-    from tenferro.surface import (
-        arrangement,
-        contraction,
-        convert,
-        creation,
-        indexing,
-        math,
-        reductions,
-        shapes,
-    )
-
     reduce = "a->x axis keepdims dtype"
     extremum = "a->x axis keepdims"
     spread = "a->x axis keepdims ddof dtype correction"
@@ -622,13 +615,10 @@ def _data_only() -> set[Any]:
 
 
 def _ufuncs() -> dict[str, Callable[..., Any]]:
-    from tenferro.surface import contraction, predicates
-    from tenferro.surface import math as _math
-
     if not _UFUNCS:
-        _UFUNCS.update({name: getattr(_math, name) for name in _UFUNC_NAMES})
+        _UFUNCS.update({name: getattr(math, name) for name in _UFUNC_NAMES})
         _UFUNCS.update(
-            conjugate=_math.conj,
+            conjugate=math.conj,
             matmul=contraction.matmul,
             vecdot=contraction.vecdot,
             isnan=predicates.isnan,
@@ -640,8 +630,6 @@ def _ufuncs() -> dict[str, Callable[..., Any]]:
 
 def _reduction(name: str) -> Callable[[], Callable[..., Any]]:
     def resolve() -> Callable[..., Any]:
-        from tenferro.surface import reductions
-
         return getattr(reductions, name)
 
     return resolve

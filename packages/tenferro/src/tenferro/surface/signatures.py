@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
     from tenferro.concrete import Tensor
-    from tenferro.surface.methods import TensorMethods
+    from tenferro.core.methods import TensorMethods
 
 __all__ = [
     "Binary",

@@ -16,12 +16,12 @@ from typing import Any, cast
 from computegraph import External, Input, Linearized, gc_paused, structural_view
 from tenferro import lax
 from tenferro.core.keys import AliasKey, CheckpointKey
+from tenferro.core.kinds import asarray
 from tenferro.dtypes import is_inexact
 from tenferro.errors import BindingError, DTypeError, InactiveError, NonScalarError, ShapeError
 from tenferro.ops.structural import Convert
-from tenferro.surface.convert import asarray
 from tenferro.traced.program import ALIASES
-from tenferro.traced.tensor import TracedTensor
+from tenferro.traced.tensor import TracedTensor, provide
 from tidu import (
     GraphPrimitiveBuilder,
     fresh_pass_id,
@@ -207,3 +207,6 @@ def checkpoint(value: TracedTensor) -> TracedTensor:
         return TracedTensor(Input(AliasKey(value.meta, value.key)), value.meta)
     meta = value.meta
     return TracedTensor(Input(CheckpointKey(meta, data.numpy(), value.key)), meta)
+
+
+provide(grad=grad, vjp=vjp, jvp=jvp, checkpoint=checkpoint)  # TracedTensor's AD methods

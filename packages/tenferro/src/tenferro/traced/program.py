@@ -27,6 +27,7 @@ from computegraph import (
     materialize_merge,
     structural_view,
 )
+from tenferro.concrete import Tensor
 from tenferro.core.keys import (
     AliasKey,
     ArgKey,
@@ -37,15 +38,15 @@ from tenferro.core.keys import (
     SlotCheckpointKey,
     SlotKey,
 )
-from tenferro.errors import AllocationError, BindingError
+from tenferro.errors import AllocationError, BindingError, one_warning_per_call
 from tenferro.meta import Meta
 from tenferro.traced.structure import structure
+from tenferro.traced.tensor import provide
 
 __all__ = [
     "ALIASES",
     "SUBSTITUTIONS",
     "TracedProgram",
-    "clear_caches",
     "evaluate",
     "format_graph",
     "graph_to_dot",
@@ -115,7 +116,7 @@ class TracedProgram:
                 inputs.append(what)
             else:
                 inputs.append(_bound(what, bindings))
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), one_warning_per_call():
             return self.program.eval(inputs)
 
 
@@ -180,8 +181,6 @@ programs: BoundedCache[tuple[ValueKey, ...], TracedProgram] = BoundedCache(512, 
 
 def evaluate(tensors: Sequence[Any], bindings: Mapping[Any, Any] | None = None) -> list[Any]:
     """Evaluate traced tensors together (one program); return concrete ``Tensor``s."""
-    from tenferro.concrete import Tensor
-
     shape = structure([t.key for t in tensors])
     keys = shape.keys
     program = programs.get_or_create(keys, lambda: TracedProgram(keys))
@@ -271,11 +270,4 @@ def _array(value: Any) -> Any:
     return value if isinstance(value, np.ndarray) else np.asarray(value)
 
 
-def clear_caches() -> None:
-    """Drop every cached traced program (and the traced scalar constants)."""
-    from tenferro.traced import remat, structure, tensor
-
-    programs.clear()
-    remat.clear_caches()
-    tensor.clear_caches()
-    structure.clear_caches()
+provide(evaluate=evaluate)  # TracedTensor.eval

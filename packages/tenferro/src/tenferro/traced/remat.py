@@ -36,12 +36,13 @@ from computegraph import (
     structural_view,
 )
 from tenferro.core.bind import bind
+from tenferro.core.kinds import asarray
 from tenferro.core.primitive import RuleValue, TensorPrimitive, primitive, rule_bind
 from tenferro.core.pytree import flatten, unflatten
 from tenferro.dtypes import is_inexact
 from tenferro.errors import TenferroError
 from tenferro.meta import Meta
-from tenferro.surface.convert import asarray
+from tenferro.traced.ad import jvp_tensors, vjp_tensors
 from tenferro.traced.program import SUBSTITUTIONS
 from tenferro.traced.tensor import TracedTensor, _records, _unpickle
 
@@ -265,8 +266,6 @@ def _make(
 
 def _jvp_segment(segment: Segment, active: tuple[bool, ...]) -> _Derived:
     """The segment ``(inputs, tangents of the active inputs) -> output tangents``."""
-    from tenferro.traced.ad import jvp_tensors
-
     args = _body_args(segment)
     first = max(segment.params, default=-1) + 1
     wrt = [a for a, on in zip(args, active, strict=True) if on]
@@ -288,8 +287,6 @@ def _vjp_segment(segment: Segment, active: tuple[bool, ...], seeded: tuple[bool,
     """The transpose of a segment linear in its ``active`` operands: ``(fixed operands,
     given output cotangents) -> cotangents of the active operands``. Its program
     recomputes the forward values it reads from the fixed operands."""
-    from tenferro.traced.ad import vjp_tensors
-
     args = _body_args(segment)
     first = max(segment.params, default=-1) + 1
     outputs = [o for o, s in zip(_outputs(segment), seeded, strict=True) if s]

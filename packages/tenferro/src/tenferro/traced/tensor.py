@@ -14,7 +14,7 @@ import itertools
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -30,16 +30,16 @@ from computegraph import (
     memo_put,
 )
 from tenferro import lax
+from tenferro.concrete import Tensor
 from tenferro.core.flags import check_flag
 from tenferro.core.keys import AliasKey, CheckpointKey, LeafKey, PlaceholderKey
+from tenferro.core.methods import TensorMethods
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import ArgumentTypeError, TenferroError
-from tenferro.meta import Meta
-from tenferro.surface import math as _math
-from tenferro.surface.methods import TensorMethods
+from tenferro.meta import Meta, as_shape
 
-__all__ = ["TracedTensor", "placeholder", "traced"]
+__all__ = ["TracedTensor", "operator_lane", "placeholder", "provide", "traced"]
 
 
 EAGER_CAPTURE: ContextVar[Callable[[Any], Any] | None] = ContextVar(
@@ -88,7 +88,7 @@ def _serial(op: TensorPrimitive) -> int:
         return serial
 
 
-def _operator_lane(name: str, function: Callable[[Any, Any], Any], swapped: bool) -> Any:
+def operator_lane(name: str, function: Callable[[Any, Any], Any], swapped: bool) -> Any:
     """A binary operator method of :class:`TracedTensor` (``function(self, other)``, or
     ``function(other, self)`` when ``swapped``): a call whose structure was seen before
     binds the primitive instance the surface chose then, without its frames; one met
@@ -194,6 +194,38 @@ def _reads_no_input(root: ValueKey) -> bool:
     return True
 
 
+class _Provided:
+    """The functions behind :class:`TracedTensor`'s evaluation and AD methods. They are
+    defined by :mod:`tenferro.traced.program` (``evaluate``) and :mod:`tenferro.traced.ad`
+    (``grad``, ``vjp``, ``jvp``, ``checkpoint``), which are built on this module, so each
+    gives its own when it is loaded (:func:`provide`)."""
+
+    __slots__ = ("checkpoint", "evaluate", "grad", "jvp", "vjp")
+    checkpoint: Callable[..., Any]
+    evaluate: Callable[..., Any]
+    grad: Callable[..., Any]
+    jvp: Callable[..., Any]
+    vjp: Callable[..., Any]
+
+    def __init__(self) -> None:
+        for name in self.__slots__:
+            setattr(self, name, _not_loaded)
+
+
+def _not_loaded(*args: Any, **kwargs: Any) -> Any:
+    raise TenferroError("traced", "tenferro.traced.program is not loaded: import tenferro first")
+
+
+_PROVIDED = _Provided()
+
+
+def provide(**functions: Callable[..., Any]) -> None:
+    """Give :class:`TracedTensor`'s evaluation and AD methods the functions they call
+    (``evaluate``, ``grad``, ``vjp``, ``jvp``, ``checkpoint``; see :class:`_Provided`)."""
+    for name, function in functions.items():
+        setattr(_PROVIDED, name, function)
+
+
 class TracedTensor(TensorMethods):
     """A lazy tensor value on a computation graph (see the module documentation)."""
 
@@ -206,16 +238,6 @@ class TracedTensor(TensorMethods):
     def __init__(self, key: ValueKey, meta: Meta) -> None:
         self.key = key
         self.meta = meta
-
-    if not TYPE_CHECKING:  # the surface's signatures (TensorMethods) stand for these
-        __add__ = _operator_lane("__add__", _math.add, False)
-        __radd__ = _operator_lane("__radd__", _math.add, True)
-        __sub__ = _operator_lane("__sub__", _math.subtract, False)
-        __rsub__ = _operator_lane("__rsub__", _math.subtract, True)
-        __mul__ = _operator_lane("__mul__", _math.multiply, False)
-        __rmul__ = _operator_lane("__rmul__", _math.multiply, True)
-        __truediv__ = _operator_lane("__truediv__", _math.true_divide, False)
-        __rtruediv__ = _operator_lane("__rtruediv__", _math.true_divide, True)
 
     # ------------------------------------------------------------------ kind protocol
 
@@ -277,9 +299,7 @@ class TracedTensor(TensorMethods):
     def eval(self, bindings: Mapping[Any, Any] | None = None) -> Any:
         """The value, as a concrete ``Tensor`` (placeholders bound by ``bindings``:
         ``{placeholder_tensor: value}``)."""
-        from tenferro.traced.program import evaluate
-
-        return evaluate([self], bindings)[0]
+        return _PROVIDED.evaluate([self], bindings)[0]
 
     def is_leaf(self) -> bool:
         """Whether this value is an input of the computation (differentiable with respect to)."""
@@ -291,30 +311,26 @@ class TracedTensor(TensorMethods):
         """The gradient of this real scalar with respect to leaf ``wrt`` (or a sequence of
         them). A leaf this value does not depend on raises :class:`~tenferro.InactiveError`,
         or gives ``None`` with ``allow_unused=True``."""
-        from tenferro.traced.ad import grad
-
-        return grad(self, wrt, optional=check_flag("grad", "allow_unused", allow_unused))
+        return _PROVIDED.grad(self, wrt, optional=check_flag("grad", "allow_unused", allow_unused))
 
     def vjp(self, wrt: Any, cotangent: Any, *, allow_unused: bool = False) -> Any:
         """The vector-Jacobian product with ``cotangent`` (conjugate convention);
         ``allow_unused`` as in :meth:`grad`."""
-        from tenferro.traced.ad import vjp
-
-        return vjp(self, wrt, cotangent, optional=check_flag("vjp", "allow_unused", allow_unused))
+        return _PROVIDED.vjp(
+            self, wrt, cotangent, optional=check_flag("vjp", "allow_unused", allow_unused)
+        )
 
     def jvp(self, wrt: Any, tangent: Any, *, allow_unused: bool = False) -> Any:
         """The Jacobian-vector product along ``tangent`` (one per leaf in ``wrt``);
         ``allow_unused`` as in :meth:`grad`."""
-        from tenferro.traced.ad import jvp
-
-        return jvp(self, wrt, tangent, optional=check_flag("jvp", "allow_unused", allow_unused))
+        return _PROVIDED.jvp(
+            self, wrt, tangent, optional=check_flag("jvp", "allow_unused", allow_unused)
+        )
 
     def checkpoint(self) -> TracedTensor:
         """Evaluate now and continue from the stored value; derivatives still flow to the
         original inputs (the prefix is recomputed when a derivative needs it)."""
-        from tenferro.traced.ad import checkpoint
-
-        return checkpoint(self)
+        return _PROVIDED.checkpoint(self)
 
     def __repr__(self) -> str:
         return f"TracedTensor({self.meta.describe()}, key={self.key!r})"
@@ -444,16 +460,12 @@ def placeholder(
 
 
 def _shape(shape: Any) -> tuple[int, ...]:
-    from tenferro.surface.convert import as_shape
-
     return as_shape(shape, "placeholder")
 
 
 def traced(data: Any, dtype: Any = None, name: str = "leaf") -> TracedTensor:
     """A traced leaf holding ``data`` (evaluation uses the data; derivatives may be taken
     with respect to it)."""
-    from tenferro.concrete import Tensor
-
     tensor = data if isinstance(data, Tensor) and dtype is None else Tensor(data, dtype)
     meta = tensor.meta._replace(weak=False)
     return TracedTensor(Input(LeafKey(meta, np.asarray(tensor._value), name)), meta)

@@ -39,13 +39,14 @@ from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.bind import lift
 from tenferro.core.keys import AliasKey
+from tenferro.core.kinds import asarray
 from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs
 from tenferro.core.pytree import TreeDef, count_leaves, describe, flatten, unflatten
 from tenferro.errors import ArgumentTypeError, ShapeError, TenferroError
 from tenferro.extension import ExtensionOp, register
 from tenferro.meta import Meta
-from tenferro.surface.convert import asarray
 from tenferro.traced.tensor import TracedTensor
+from tenferro.transforms.arguments import _call
 from tidu import ADRuleError
 
 __all__ = ["custom_jvp", "custom_vjp", "stop_gradient"]
@@ -84,7 +85,6 @@ def _rule_args(metas: Sequence[Meta], offset: int = 0) -> list[TracedTensor]:
 def _call_traced(fun: Callable[..., Any], args: Sequence[Any]) -> Any:
     """``fun(*args)`` on traced values, as a transform trace (nested transforms inside
     a rule are symbolic)."""
-    from tenferro.transforms import _call
 
     return _call(fun, args)
 

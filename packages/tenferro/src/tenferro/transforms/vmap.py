@@ -26,7 +26,6 @@ import numpy as np
 
 from computegraph import After, BoundedCache, Derived, Input, OperationKey, ValueKey, fold
 from tenferro import lax
-from tenferro.batching.rules import move_axis
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.keys import (
@@ -38,14 +37,16 @@ from tenferro.core.keys import (
     SlotKey,
     alias_serial,
 )
+from tenferro.core.kinds import asarray
 from tenferro.core.primitive import AddAny, TensorPrimitive
 from tenferro.core.pytree import flatten, unflatten
 from tenferro.errors import ArgumentTypeError, AxisError, ParameterError, ShapeError
 from tenferro.meta import Meta
-from tenferro.surface.convert import asarray
+from tenferro.ops.batching import move_axis, to_front
 from tenferro.traced.program import TracedProgram, _array
 from tenferro.traced.structure import structure
 from tenferro.traced.tensor import EAGER_CAPTURE, TracedTensor
+from tenferro.transforms.arguments import _DEPTH, _call
 
 __all__ = ["vmap"]
 
@@ -120,7 +121,6 @@ def _vmap_call(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> Any:
-    from tenferro.transforms import _DEPTH
 
     leaves, treedef = flatten((args, kwargs))
     tensors = [asarray(leaf, op="vmap") for leaf in leaves]
@@ -215,7 +215,6 @@ class _Trace:
         tensors: Sequence[Any],
         dims: Sequence[int | None],
     ) -> None:
-        from tenferro.transforms import _call  # a trace: transforms inside are symbolic
 
         self.tensors, self.dims, self.treedef = tensors, dims, treedef
         self.env: dict[int, _Value] = {}
@@ -428,8 +427,6 @@ def _leaf(node: Any, name: Any) -> Any:
     """An input of the traced computation that is not a batched argument: a constant
     the function captured (concrete again), or a value of an enclosing trace."""
     if type(name) is LeafKey and name.label == "const":
-        from tenferro.concrete import Tensor
-
         return Tensor._wrap(name.data, name.meta.weak)
     return TracedTensor(node, name.meta)
 
@@ -440,8 +437,6 @@ def _apply(op: Any, operands: list[_Value]) -> list[_Value]:
     if isinstance(op, AddAny):
         return [_add_any(operands)]
     if not operands:
-        from tenferro.concrete import Tensor
-
         (array,) = op.eval((), None)
         return [(Tensor._wrap(np.asarray(array), op.outputs[0].weak), None)]
     if all(d is None for d in dims):
@@ -481,6 +476,5 @@ def _add_any(operands: list[_Value]) -> _Value:
     if da == db:
         return lax.add(a, b), da
     size = int(a.meta.shape[da]) if da is not None else int(b.meta.shape[db])
-    from tenferro.batching.rules import to_front
 
     return lax.add(to_front(a, da, size), to_front(b, db, size)), 0

@@ -31,12 +31,15 @@ from typing import Any, ParamSpec
 import numpy as np
 
 from tenferro import lax
-from tenferro.batching.vmap import vmap
+from tenferro.concrete import Tensor
 from tenferro.core.flags import check_flag
+from tenferro.core.kinds import asarray
 from tenferro.core.params import argnum_positions, as_argnums
 from tenferro.core.pytree import TreeDef, flatten, unflatten
 from tenferro.errors import ArgumentTypeError, DTypeError
-from tenferro.surface.convert import asarray
+from tenferro.transforms.jvp import jvp
+from tenferro.transforms.vjp import vjp
+from tenferro.transforms.vmap import vmap
 
 __all__ = ["hessian", "jacfwd", "jacobian", "jacrev"]
 
@@ -54,7 +57,6 @@ def jacfwd(
 
     @functools.wraps(fun, updated=())
     def jacobian_fwd(*args: Any, **kwargs: Any) -> Any:
-        from tenferro.transforms import jvp
 
         f = _keywords(fun, kwargs)
         selected = _Selected(args, argnums, "jacfwd")
@@ -98,7 +100,6 @@ def jacrev(
 
     @functools.wraps(fun, updated=())
     def jacobian_rev(*args: Any, **kwargs: Any) -> Any:
-        from tenferro.transforms import vjp
 
         f = _keywords(fun, kwargs)
         selected = _Selected(args, argnums, "jacrev")
@@ -257,7 +258,6 @@ class _Selected:
 def _basis(metas: Sequence[Any]) -> list[Any]:
     """The standard basis of the flattened leaves: for each leaf, its ``(N, *shape)`` slice
     of an ``N x N`` identity (``N`` the total size), in the leaf's dtype."""
-    from tenferro.concrete import Tensor
 
     total = sum(m.size for m in metas)
     basis, start = [], 0

@@ -18,6 +18,8 @@ from typing import Any, ParamSpec, TypeVar
 from tenferro.core.pytree import flatten
 from tenferro.eager.composite import composite
 from tenferro.errors import TenferroError
+from tenferro.traced.remat import checkpoint_traced
+from tenferro.traced.tensor import TracedTensor
 
 __all__ = ["checkpoint"]
 
@@ -38,12 +40,8 @@ def checkpoint(f: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(f)
     def segment(*args: Any, **kwargs: Any) -> Any:
-        from tenferro.traced.tensor import TracedTensor
-
         leaves, _ = flatten((args, kwargs))
         if any(isinstance(leaf, TracedTensor) for leaf in leaves):
-            from tenferro.traced.remat import checkpoint_traced
-
             return checkpoint_traced(f, args, kwargs)
         return eager(*args, **kwargs)
 

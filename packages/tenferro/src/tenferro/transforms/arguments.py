@@ -1,0 +1,93 @@
+"""A transform's call arguments: flattened, lifted to tensors, and the traced leaves
+standing for them while the function is traced."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from contextvars import ContextVar
+from typing import Any
+
+from computegraph import Input, gc_paused
+from tenferro.core.keys import AliasKey, ArgKey
+from tenferro.core.kinds import asarray
+from tenferro.core.pytree import TreeDef, count_leaves, flatten, unflatten
+from tenferro.errors import (
+    TenferroError,
+)
+from tenferro.meta import Meta
+from tenferro.traced.tensor import TracedTensor
+
+_DEPTH: ContextVar[int] = ContextVar("tenferro_transform_trace_depth", default=0)
+"""How many transform traces enclose the running code. Inside one, every transform is
+symbolic (its results are traced values of the enclosing trace), so a function that
+captures a value of an enclosing trace is differentiated correctly, as in JAX."""
+
+
+def _call(fun: Callable[..., Any], args: Sequence[Any]) -> Any:
+    """``fun(*args)`` as a trace (see ``_DEPTH``)."""
+    token = _DEPTH.set(_DEPTH.get() + 1)
+    try:
+        with gc_paused():  # tracing builds many long-lived keys and no cycles
+            return fun(*args)
+    finally:
+        _DEPTH.reset(token)
+
+
+class _Args:
+    """Flattened call arguments: concrete values (arrays) or traced tensors."""
+
+    __slots__ = ("metas", "traced", "treedef", "values")
+
+    def __init__(self, args: tuple[Any, ...]) -> None:
+        leaves, self.treedef = flatten(args)
+        tensors = [asarray(leaf) for leaf in leaves]
+        for tensor in tensors:
+            if getattr(tensor, "tape", None) is not None:
+                raise TenferroError(
+                    "transform",
+                    "a tracked EagerTensor was passed to a traced transform, which would "
+                    "drop its tape gradient; detach() it, or differentiate with the tape",
+                )
+        self.traced = _DEPTH.get() > 0 or any(isinstance(t, TracedTensor) for t in tensors)
+        self.metas = tuple(t.meta for t in tensors)
+        self.values = tensors
+
+    def signature(self) -> Hashable:
+        return (self.treedef, self.metas)
+
+    def arrays(self) -> list[Any]:
+        return [t._value for t in self.values]
+
+
+def _arg_leaves(metas: Sequence[Meta], offset: int = 0) -> list[TracedTensor]:
+    """Traced function arguments (structural: the same for every trace)."""
+    return [TracedTensor(Input(ArgKey(offset + i, m)), m) for i, m in enumerate(metas)]
+
+
+def _alias_leaves(values: Sequence[Any]) -> list[TracedTensor]:
+    """Fresh leaves standing for the given (traced or concrete) values."""
+    leaves = []
+    for value in values:
+        traced = value if isinstance(value, TracedTensor) else TracedTensor._lift(value)
+        leaves.append(TracedTensor(Input(AliasKey(traced.meta, traced.key)), traced.meta))
+    return leaves
+
+
+def _as_traced(value: Any) -> TracedTensor:
+    tensor = asarray(value)
+    return tensor if isinstance(tensor, TracedTensor) else TracedTensor._lift(tensor)
+
+
+def _split(treedef: TreeDef, leaves: list[Any]) -> list[Any]:
+    """Top-level positional arguments of the flattened ``args`` tuple."""
+    return list(unflatten(treedef, leaves))
+
+
+def _leaf_ranges(treedef: TreeDef, count: int) -> list[range]:
+    """For each top-level argument, the range of its leaves in the flat list."""
+    ranges, start = [], 0
+    for child in treedef[1]:  # type: ignore[index]
+        size = count_leaves(child)
+        ranges.append(range(start, start + size))
+        start += size
+    return ranges
