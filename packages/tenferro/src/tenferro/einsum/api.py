@@ -25,12 +25,14 @@ from tenferro.core.primitive import TensorPrimitive
 from tenferro.einsum.lowering import Program, lower
 from tenferro.einsum.parse import OP, Equation, parse, parse_interleaved
 from tenferro.einsum.path_info import PathInfo, describe
-from tenferro.einsum.planners import Network, Pair, Step, plan
+from tenferro.einsum.planners import Network, Pair, Step, auto_hq, plan
+from tenferro.einsum.planners import auto as auto_planner
 from tenferro.einsum.planners.network import binarize, ssa_to_linear
 from tenferro.einsum.planners.registry import PlanningError
 from tenferro.einsum.planners.singles import reduced
 from tenferro.einsum.planners.slicing import slice_to_fit
 from tenferro.einsum.planners.three import three_operand_path
+from tenferro.einsum.sliced import lower_sliced
 from tenferro.errors import DTypeError, ParameterError, TenferroError
 from tenferro.meta import Meta
 from tenferro.ops.contraction import DotGeneral
@@ -150,7 +152,11 @@ def _lowered(subscripts: str, metas: tuple[Meta, ...], optimize: Any, memory_lim
         or any(m.dynamic for m in metas)
     ):
         planned = _plan(subscripts, [m.shape for m in metas], optimize, memory_limit)
-        return lower(planned.equation, metas, planned.pairs, planned.sliced, planned.limit)
+        if planned.sliced:
+            return lower_sliced(
+                planned.equation, metas, planned.pairs, planned.sliced, planned.limit
+            )
+        return lower(planned.equation, metas, planned.pairs)
     ranks = (subscripts, tuple((m.ndim, m.dtype, m.weak) for m in metas), optimize)
     structure: Hashable
     if len(metas) <= 2:  # one path at every extent: neither parse nor plan
@@ -330,9 +336,6 @@ def _plan(
     searched = optimize is True or optimize is None or optimize in ("auto", "auto-hq")
     hint_key = (subscripts, tuple(len(s) for s in shapes), optimize_key, limit_key)
     if searched and count > 2:
-        from tenferro.einsum.planners import auto as auto_planner
-        from tenferro.einsum.planners import auto_hq
-
         planner = auto_hq if optimize == "auto-hq" else auto_planner
         seeds = _hints.get(hint_key) or ()
     try:

@@ -30,7 +30,7 @@ from tenferro.ops.elementwise import Mul
 from tenferro.ops.reduction import ReduceSum
 from tenferro.ops.structural import BroadcastInDim, EmbedDiag, ExtractDiag, Reshape, Transpose
 
-__all__ = ["Program", "lower"]
+__all__ = ["Builder", "Program", "finish", "lower", "prepare_operands"]
 
 Instruction = tuple[TensorPrimitive, tuple[int, ...], tuple[int, ...]]
 """``(primitive, argument slots, slots to free afterwards)``; the result takes the next slot."""
@@ -99,7 +99,7 @@ def _evaluation(op: TensorPrimitive) -> Any:
     return evaluate
 
 
-class _Builder:
+class Builder:
     def __init__(self, metas: Sequence[Meta], sizes: dict[str, int]) -> None:
         self.metas: list[Meta] = list(metas)
         self.code: list[tuple[TensorPrimitive, tuple[int, ...]]] = []
@@ -128,42 +128,11 @@ class _Builder:
         return Program(tuple(instructions), result)
 
 
-def lower(
-    equation: Equation,
-    metas: Sequence[Meta],
-    ssa: Sequence[Pair],
-    sliced: tuple[str, ...] = (),
-    memory_limit: int = 0,
-) -> Program:
+def lower(equation: Equation, metas: Sequence[Meta], ssa: Sequence[Pair]) -> Program:
     """The program computing ``equation`` for operands of ``metas`` along the binary SSA
-    path ``ssa``; with ``sliced`` labels, the pairs run as one
-    :class:`~tenferro.einsum.sliced.SlicedContraction` planned for ``memory_limit``."""
-    builder = _Builder(metas, equation.sizes)
+    path ``ssa``."""
+    builder, slots, terms, needed = prepare_operands(equation, metas)
     output = equation.output
-    count = len(metas)
-    needed: dict[str, int] = {}
-    for labels in equation.inputs:
-        for label in set(labels):
-            needed[label] = needed.get(label, 0) + 1
-    slots: list[int] = []
-    terms: list[str] = []
-    for i, labels in enumerate(equation.inputs):
-        slot, labels = _single(builder, i, labels, equation.broadcast[i], needed, output)
-        slots.append(slot)
-        terms.append(labels)
-    if sliced:
-        from tenferro.einsum.sliced import SlicedContraction
-
-        unique = "".join(dict.fromkeys(output))
-        slot = builder.emit(
-            SlicedContraction,
-            tuple(slots),
-            subscripts=",".join(terms) + "->" + unique,
-            pairs=tuple(tuple(pair) for pair in ssa),
-            sliced=tuple(label for label in sliced if any(label in t for t in terms)),
-            memory_limit=memory_limit,
-        )
-        return builder.finish(_finish(builder, slot, unique, output, needed), count)
     for step, (a, b) in enumerate(ssa):
         left, right = terms[a], terms[b]
         for label in set(left):
@@ -176,13 +145,39 @@ def lower(
             needed[label] = needed.get(label, 0) + 1
         slots.append(slot)
         terms.append(labels)
-    slot, labels = slots[-1], terms[-1]
-    slot = _finish(builder, slot, labels, output, needed)
-    return builder.finish(slot, count)
+    return finish(builder, slots[-1], terms[-1], output, needed, len(metas))
+
+
+def prepare_operands(
+    equation: Equation, metas: Sequence[Meta]
+) -> tuple[Builder, list[int], list[str], dict[str, int]]:
+    """A builder holding each operand's own reductions (broadcast size-1 axes squeezed,
+    diagonals taken, labels no other term needs summed): the builder, each operand's
+    slot and labels after them, and how many terms (the output counted) need each label."""
+    builder = Builder(metas, equation.sizes)
+    output = equation.output
+    needed: dict[str, int] = {}
+    for labels in equation.inputs:
+        for label in set(labels):
+            needed[label] = needed.get(label, 0) + 1
+    slots: list[int] = []
+    terms: list[str] = []
+    for i, labels in enumerate(equation.inputs):
+        slot, labels = _single(builder, i, labels, equation.broadcast[i], needed, output)
+        slots.append(slot)
+        terms.append(labels)
+    return builder, slots, terms, needed
+
+
+def finish(
+    builder: Builder, slot: int, labels: str, output: str, needed: dict[str, int], count: int
+) -> Program:
+    """The program whose result is ``slot`` (of ``labels``) arranged as ``output``."""
+    return builder.finish(_finish(builder, slot, labels, output, needed), count)
 
 
 def _single(
-    builder: _Builder,
+    builder: Builder,
     slot: int,
     labels: str,
     broadcast: frozenset[int],
@@ -214,7 +209,7 @@ def _single(
 
 
 def _pair(
-    builder: _Builder,
+    builder: Builder,
     a: int,
     left: str,
     b: int,
@@ -285,7 +280,7 @@ def _product_labels(left: str, right: str, kept: Any) -> str:
     )
 
 
-def _outer(builder: _Builder, a: int, left: str, b: int, right: str, labels: str) -> int | None:
+def _outer(builder: Builder, a: int, left: str, b: int, right: str, labels: str) -> int | None:
     """An outer product (each side has labels the other lacks; shared ones are batch
     labels) as a ``dot_general`` without contracted axes writing ``labels`` in order:
     its kernels beat a broadcast multiply (see ``DotGeneral._plan``). ``None`` when
@@ -312,7 +307,7 @@ def _outer(builder: _Builder, a: int, left: str, b: int, right: str, labels: str
     )
 
 
-def _arrange(builder: _Builder, slot: int, labels: str, target: str) -> int:
+def _arrange(builder: Builder, slot: int, labels: str, target: str) -> int:
     """``slot`` (axes ``labels``) laid out as ``target``: a transpose when it has every
     label, else a ``broadcast_in_dim`` to the full shape."""
     if labels == target:
@@ -326,7 +321,7 @@ def _arrange(builder: _Builder, slot: int, labels: str, target: str) -> int:
 
 
 def _sum_unneeded(
-    builder: _Builder, slot: int, labels: str, other: str, kept: Any
+    builder: Builder, slot: int, labels: str, other: str, kept: Any
 ) -> tuple[int, str]:
     axes = tuple(axis for axis, c in enumerate(labels) if c not in other and not kept(c))
     if not axes:
@@ -335,7 +330,7 @@ def _sum_unneeded(
     return slot, "".join(c for axis, c in enumerate(labels) if axis not in axes)
 
 
-def _finish(builder: _Builder, slot: int, labels: str, output: str, needed: dict[str, int]) -> int:
+def _finish(builder: Builder, slot: int, labels: str, output: str, needed: dict[str, int]) -> int:
     unique = "".join(dict.fromkeys(output))
     extra = tuple(axis for axis, c in enumerate(labels) if c not in unique)
     if extra:

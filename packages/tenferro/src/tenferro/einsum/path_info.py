@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from tenferro.einsum.parse import Equation
 from tenferro.einsum.planners.network import Network, Step, binarize, ssa_to_linear, step_flops
@@ -108,8 +109,6 @@ class PathInfo:
 
 def _sci(value: float) -> str:
     """``value`` as opt_einsum prints its ``Decimal`` costs (``{:.3e}``)."""
-    from decimal import Decimal
-
     return f"{Decimal(value):.3e}"
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from computegraph import DictCache
 from tenferro import lax
 from tenferro.core.primitive import RuleValue
+from tenferro.einsum.lowering import Program, finish, lower, prepare_operands
 from tenferro.einsum.parse import Equation
 from tenferro.einsum.planners import auto, plan
 from tenferro.einsum.planners.network import Network, Pair, binarize
@@ -32,6 +33,7 @@ from tenferro.einsum.planners.slicing import slice_to_fit
 from tenferro.errors import DTypeError, ParameterError, ShapeError
 from tenferro.extension import ExtensionOp, register
 from tenferro.meta import Meta
+from tenferro.ops.batching import move_axis
 
 __all__ = ["SlicedContraction", "sliced_plan"]
 
@@ -140,8 +142,6 @@ class SlicedContraction(ExtensionOp):
     def _prepare(self) -> tuple[Any, list[Any], Any, list[range]]:
         """The program of one slice, how to index the operands and the output per
         slice, and the slices' ranges (structure only)."""
-        from tenferro.einsum.lowering import lower
-
         terms, output = self.terms()
         sizes = self.sizes()
         sliced = self.sliced
@@ -210,8 +210,6 @@ class SlicedContraction(ExtensionOp):
         return results
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
-        from tenferro.batching.rules import move_axis
-
         terms, output = self.terms()
         used = set("".join(terms))
         label = next(chr(c) for c in itertools.count(0x2100) if chr(c) not in used)
@@ -258,3 +256,27 @@ def _contract(terms: list[str], output: str, operands: list[Any], memory_limit: 
         sliced=sliced,
         memory_limit=memory_limit,
     )
+
+
+def lower_sliced(
+    equation: Equation,
+    metas: Sequence[Meta],
+    ssa: Sequence[Pair],
+    sliced: tuple[str, ...],
+    memory_limit: int,
+) -> Program:
+    """The program computing ``equation`` for operands of ``metas``: each operand's own
+    reductions, then the pairs of the binary SSA path ``ssa`` as one
+    :class:`SlicedContraction` over the ``sliced`` labels, planned for ``memory_limit``."""
+    builder, slots, terms, needed = prepare_operands(equation, metas)
+    output = equation.output
+    unique = "".join(dict.fromkeys(output))
+    slot = builder.emit(
+        SlicedContraction,
+        tuple(slots),
+        subscripts=",".join(terms) + "->" + unique,
+        pairs=tuple(tuple(pair) for pair in ssa),
+        sliced=tuple(label for label in sliced if any(label in t for t in terms)),
+        memory_limit=memory_limit,
+    )
+    return finish(builder, slot, unique, output, needed, len(metas))

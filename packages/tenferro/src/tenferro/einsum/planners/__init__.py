@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tenferro.einsum.planners.auto import auto, auto_hq
+from tenferro.einsum.planners.auto import auto, auto_hq, budget_seconds
 from tenferro.einsum.planners.branch import branch_bound
 from tenferro.einsum.planners.dp import DPTimeoutError, dynamic_programming
 from tenferro.einsum.planners.greedy import greedy
@@ -190,8 +190,6 @@ def _random_greedy(repeats: int) -> Callable[[Network, int | None], list[Step]]:
 def _anneal(network: Network, memory_limit: int | None) -> list[Step]:
     if memory_limit is not None:
         return auto(network, memory_limit)
-    from tenferro.einsum.planners.auto import budget_seconds
-
     first = greedy(network)
     assert first is not None
     deadline = time.perf_counter() + budget_seconds(path_cost(network, first)[0])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from tenferro.einsum.planners.network import Network, Step
+from tenferro.einsum.planners.network import Network, Step, linear_to_ssa
 from tenferro.errors import TenferroError
 
 __all__ = [
@@ -62,7 +62,6 @@ def register_path_fn(name: str, fn: Callable[..., Sequence[Sequence[int]]]) -> N
     opt_einsum's arguments (a list of label sets, the output's set, each label's extent,
     the limit or ``None``), expecting opt_einsum's shrinking-list path, as opt_einsum's
     ``paths.register_path_fn`` does."""
-    from tenferro.einsum.planners.network import linear_to_ssa
 
     def planner(network: Network, memory_limit: int | None) -> Sequence[Step]:
         inputs = [set(term) for term in network.inputs]
