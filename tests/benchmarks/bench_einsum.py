@@ -218,6 +218,68 @@ def bench_w5_cached(report: Report, planned: list[Any], rounds: int = 5) -> None
         )
 
 
+def bench_numpy_operands(report: Report, rounds: int = 7) -> None:
+    """Operations on numpy operands (no copy of data the result does not alias): a cached
+    200-operand MPS inner product on numpy arrays against the same on ``tf.Tensor``s and
+    ``opt_einsum.contract_expression`` (same path), and ``tf.grad`` / ``tf.jit`` of the
+    100-matrix chain on numpy arguments against the same on ``tf.Tensor``s."""
+    named = {i["name"]: i for i in instances()}
+    for name, transform in (
+        ("str_mps_varying_inner_product_200", None),
+        ("str_matrix_chain_multiplication_100", "grad"),
+        ("str_matrix_chain_multiplication_100", "jit"),
+    ):
+        instance = named.get(name)
+        if instance is None:
+            continue
+        fmt = instance["format_string"]
+        shapes = [tuple(s) for s in instance["shapes"]]
+        rng = np.random.default_rng(0)
+        xs = [1.0 + 0.01 * rng.standard_normal(s) for s in shapes]
+        tensors = [tf.asarray(x) for x in xs]
+        path = [list(step) for step in tf.einsum_path(fmt, *xs)[0]]
+        peers: dict[str, Callable[[], Any]] = {}
+        if transform is None:
+            peers["numpy operands"] = lambda: tf.einsum(fmt, *xs)
+            peers["tf.Tensor operands"] = lambda: tf.einsum(fmt, *tensors)
+            if have("opt_einsum"):
+                import opt_einsum as oe
+
+                expression = oe.contract_expression(fmt, *shapes, optimize=path)
+                peers["opt_einsum"] = lambda: expression(*xs)
+        else:
+
+            def loss(*ms: Any) -> Any:
+                return tf.sum(tf.einsum(fmt, *ms))
+
+            run = (
+                tf.grad(loss, argnums=tuple(range(len(xs))))
+                if transform == "grad"
+                else tf.jit(loss)
+            )
+            peers["numpy operands"] = lambda: run(*xs)
+            peers["tf.Tensor operands"] = lambda: run(*tensors)
+        for f in peers.values():
+            f()
+        samples: dict[str, list[float]] = {k: [] for k in peers}
+        for _ in range(rounds):
+            for key, f in peers.items():
+                samples[key].append(median(timings(f, 5)))
+        base = samples["numpy operands"]
+        row: dict[str, Any] = {
+            "workload": "numpy operands" + (f" tf.{transform}" if transform else " einsum"),
+            "instance": name,
+            "ms": median(base) * 1e3,
+        }
+        for key in peers:
+            if key == "numpy operands":
+                continue
+            ratios = sorted(a / b for a, b in zip(base, samples[key], strict=True))
+            row[f"vs {key}"] = median(ratios)
+            row[f"{key} ms"] = median(samples[key]) * 1e3
+        report.add(**row)
+
+
 def bench_plan_reuse(report: Report, sites: int = 16) -> None:
     """Planning an MPS overlap (one einsum over both states) during a sweep whose bond
     dimension changes: the first bond dimension plans cold, a new one starts from the
@@ -519,6 +581,8 @@ if __name__ == "__main__":
     bench_sliced(report)
     header("einsum W5: cached contraction vs opt_einsum.contract_expression (same path)")
     bench_w5_cached(report, planned)
+    header("einsum: numpy operands (no copies) vs tf.Tensor operands and opt_einsum")
+    bench_numpy_operands(report)
     header("einsum: small-size eager overhead vs torch.einsum")
     bench_small(report)
     header("einsum W1: MPS norm gradient, L=32")

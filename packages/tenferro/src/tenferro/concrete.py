@@ -9,12 +9,22 @@ import numpy as np
 
 from tenferro.core.methods import TensorMethods
 from tenferro.core.primitive import TensorPrimitive
+from tenferro.core.pytree import flatten, unflatten
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import AllocationError, DTypeError, ScalarOverflowError
 from tenferro.ieee import quiet, restore
 from tenferro.meta import Meta
 
-__all__ = ["Tensor", "filled", "to_array"]
+__all__ = [
+    "Borrowed",
+    "Tensor",
+    "borrowed_roots",
+    "filled",
+    "memory_root",
+    "owned_array",
+    "released",
+    "to_array",
+]
 
 _PYTHON_DTYPES = {bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}
 
@@ -54,13 +64,13 @@ class Tensor(TensorMethods):
     """
 
     __slots__ = ("_value", "meta")
-    _priority: ClassVar[int] = 0
+    _priority: ClassVar[float] = 0
 
     _value: Any
     meta: Meta
 
     def __init__(self, data: Any, dtype: Any = None) -> None:
-        if isinstance(data, Tensor) and dtype is None:
+        if isinstance(data, Tensor) and type(data) is not Borrowed and dtype is None:
             self._value, self.meta = data._value, data.meta
             return
         array, weak = to_array(data, dtype)
@@ -166,6 +176,107 @@ class Tensor(TensorMethods):
 
     def __reduce__(self) -> Any:
         return (Tensor, (np.asarray(self._value), self.meta.dtype))
+
+
+class Borrowed(Tensor):
+    """A concrete operand whose array is a read-only view of the caller's numpy array,
+    not a copy: what an operation on plain numpy data consumes.
+
+    Tensors are immutable, and a caller may write into their array after the call, so a
+    borrowed buffer must never outlive the operation that consumed it. Nothing keeps
+    it: results are plain ``Tensor``s, copied where they may share memory with a
+    borrowed operand (a reshape, a transpose, a slice, ...); lifting it into a tape or a
+    trace (where it would be kept for a later backward, or frozen) copies it; and
+    ``tf.asarray`` returns an owned copy. An operation whose result does not alias its
+    operands therefore reads the caller's data without copying it.
+    """
+
+    __slots__ = ()
+    _priority: ClassVar[float] = 0.5  # above Tensor: mixed operands bind here, guarded
+
+    @classmethod
+    def _borrow(cls, array: np.ndarray[Any, Any]) -> Borrowed:
+        """``array`` (of a supported dtype, not copied) as a borrowed operand."""
+        view = array.view()
+        view.flags.writeable = False  # tenferro never writes into the caller's buffer
+        tensor = object.__new__(cls)
+        tensor._value = view
+        tensor.meta = Meta(view.shape, view.dtype, False)
+        return tensor
+
+    @classmethod
+    def _bind(
+        cls, op: TensorPrimitive, operands: Sequence[Tensor], like: Any = None
+    ) -> tuple[Tensor, ...]:
+        token = quiet()
+        try:
+            values = op.eval([o._value for o in operands], None)
+        except MemoryError as error:
+            raise AllocationError(op.name, str(error)) from None
+        finally:
+            restore(token)
+        roots = borrowed_roots(operands)
+        return tuple(
+            Tensor._wrap(owned_array(v, roots), m.weak)
+            for v, m in zip(values, op.outputs, strict=True)
+        )
+
+    @classmethod
+    def _lift(cls, value: Any) -> Tensor:
+        if isinstance(value, Tensor):
+            return value  # a plain Tensor's array is its own: Borrowed._bind reads it
+        raise TypeError(f"cannot use {type(value).__name__} as a concrete Tensor")
+
+    def _rewrap(self, meta: Meta) -> Tensor:
+        tensor = object.__new__(Borrowed)
+        tensor._value, tensor.meta = self._value, meta
+        return tensor
+
+    def _owned(self) -> Tensor:
+        """A plain ``Tensor`` holding a copy of the borrowed data."""
+        return Tensor._wrap(self._value.copy(), self.meta.weak)
+
+
+def memory_root(array: Any) -> Any:
+    """The object that owns ``array``'s memory: the end of its chain of bases."""
+    while True:
+        base = getattr(array, "base", None)
+        if base is None:
+            return array
+        array = base
+
+
+def borrowed_roots(operands: Sequence[Any]) -> frozenset[int]:
+    """The owners (by ``id``) of the memory of the borrowed ones among ``operands``."""
+    return frozenset([id(memory_root(o._value)) for o in operands if type(o) is Borrowed])
+
+
+def owned_array(value: Any, roots: frozenset[int]) -> Any:
+    """``value``, or a copy of it where it is a view into memory one of ``roots`` owns
+    (a caller's buffer, see :func:`borrowed_roots`): what a result that outlives the
+    call may hold. A fresh array (no base) shares memory with nothing."""
+    if (
+        roots
+        and isinstance(value, np.ndarray)
+        and value.base is not None
+        and id(memory_root(value)) in roots
+    ):
+        return value.copy()
+    return value
+
+
+def released(result: Any, roots: frozenset[int]) -> Any:
+    """``result`` (a pytree) with every concrete tensor that is a view into memory one
+    of ``roots`` owns replaced by a copy (see :func:`owned_array`)."""
+    if not roots:
+        return result
+    leaves, treedef = flatten(result)
+    for i, leaf in enumerate(leaves):
+        if type(leaf) is Tensor:
+            array = owned_array(leaf._value, roots)
+            if array is not leaf._value:
+                leaves[i] = Tensor._wrap(array, leaf.meta.weak)
+    return unflatten(treedef, leaves)
 
 
 def filled(meta: Meta, value: Any) -> np.ndarray[Any, Any]:

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from computegraph import DictCache
 from tenferro.core.flags import check_flag
+from tenferro.core.kinds import owned
 from tenferro.core.params import as_int
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.einsum.lowering import Program, lower
@@ -137,8 +138,8 @@ def einsum(*args: Any, optimize: Any = "auto", memory_limit: Any = None) -> Any:
                 )
         program = _lowered(subscripts, metas, optimize, memory_limit)
         _programs.put(key, program)
-    if not program.instructions:
-        return tensors[program.result]
+    if not program.instructions:  # the operand itself: never a caller's buffer
+        return owned(tensors[program.result])
     return program.run(tensors)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tenferro.concrete import borrowed_roots, owned_array
 from tenferro.core import kinds
 from tenferro.core.bind import bind1
 from tenferro.core.primitive import TensorPrimitive
@@ -50,7 +51,8 @@ class Program:
         """The result for ``operands`` (tensors of one kind, as :func:`einsum` passes
         them): each primitive bound in turn, or, for concrete tensors, which record
         nothing, evaluated on their arrays in one loop (what binding each would do)."""
-        if type(operands[0]) is kinds._concrete:
+        kind = type(operands[0])
+        if kind is kinds._concrete or kind is kinds._borrowed:
             return self._evaluate(operands)
         values: list[Any] = list(operands)
         for op, args, free in self.instructions:
@@ -62,11 +64,14 @@ class Program:
     def _evaluate(self, operands: Sequence[Any]) -> Any:
         """The concrete result: the primitives' evaluations on the operands' arrays,
         floating-point warnings silenced once around all of them (as around each)."""
+        arrays = [o._value for o in operands]
         token = quiet()
         try:
-            result = self.evaluate([o._value for o in operands])
+            result = self.evaluate(arrays)
         finally:
             restore(token)
+        # the result must not alias a caller's array (an operand consumed uncopied)
+        result = owned_array(result, borrowed_roots(operands))
         return kinds._concrete._wrap(result, self.instructions[-1][0].outputs[0].weak)
 
     def evaluate(self, arrays: Sequence[Any]) -> Any:

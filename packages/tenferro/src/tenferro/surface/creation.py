@@ -12,7 +12,7 @@ import numpy as np
 from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.flags import check_flag
-from tenferro.core.kinds import concrete_class
+from tenferro.core.kinds import concrete_class, owned
 from tenferro.core.params import as_int, as_real
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64
@@ -117,7 +117,7 @@ def asarray(
     if requires_grad is not False and check_flag("asarray", "requires_grad", requires_grad):
         return tensor(x, dtype, requires_grad=True)
     if dtype is None:
-        return _convert.asarray(x, "asarray")
+        return owned(_convert.asarray(x, "asarray"))
     if _convert.is_tensor(x):
         return _convert.astype(x, dtype)
     return concrete_class()._convert(x, dtype, "asarray")
