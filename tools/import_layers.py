@@ -44,13 +44,17 @@ TENFERRO_LAYERS: dict[str, int] = {
     "tenferro.core.keys": 0,
     "tenferro.core.pytree": 0,
     "tenferro.tree_util": 0,
-    # L1 core: the primitive base, binding, operands, asarray and the registry of kinds,
-    # the methods every kind has (declared; installed by the facade).
+    # L1 core: the primitive base, the values its rules compute with and its shape
+    # rules' checks, binding, operands, asarray and the registry of kinds, the methods
+    # every kind has (declared; installed by the facade).
     "tenferro.core.primitive": 1,
+    "tenferro.core.rules": 1,
+    "tenferro.core.checks": 1,
     "tenferro.core.bind": 1,
     "tenferro.core.operands": 1,
     "tenferro.core.kinds": 1,
     "tenferro.core.methods": 1,
+    "tenferro.typing": 1,
     # L2 primitives: the catalogue and its batching helpers, lax, the matrix algebra.
     "tenferro.ops": 2,
     "tenferro.lax": 2,

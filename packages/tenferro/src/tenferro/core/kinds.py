@@ -10,7 +10,7 @@ A tensor of any kind is recognised by its ``_priority`` (the order in which
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -59,10 +59,19 @@ def asarray(value: Any, op: str = "asarray") -> Any:
     return _concrete._convert(value, None, op)
 
 
-def owned(value: Any) -> Any:
+T = TypeVar("T")
+
+
+def owned(value: T) -> T:
     """``value`` itself, or for a borrowed operand (a caller's numpy array converted
     by :func:`asarray` without a copy) a tensor owning a copy of its data: what an
     operation returns where its result would otherwise be its operand (an identity
     reshape, transpose, ``real`` of real data ...), so that no caller's buffer
     outlives the call."""
-    return value._owned() if type(value) is _borrowed else value
+    if type(value) is _borrowed:
+        return cast("T", _copy_of(value))
+    return value
+
+
+def _copy_of(borrowed: Any) -> Any:
+    return borrowed._owned()

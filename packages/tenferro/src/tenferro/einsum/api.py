@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from decimal import Decimal
 from types import FunctionType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from computegraph import DictCache
 from tenferro.core.flags import check_flag
@@ -41,6 +41,12 @@ from tenferro.ops.elementwise import Mul
 from tenferro.ops.reduction import ReduceSum
 from tenferro.ops.structural import BroadcastInDim, EmbedDiag, ExtractDiag, Reshape, Transpose
 from tenferro.surface.convert import as_shape, asarray, prepare
+from tenferro.typing import TensorT
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from tenferro.concrete import Tensor
 
 __all__ = ["clear_caches", "einsum", "einsum_path"]
 
@@ -99,6 +105,31 @@ def clear_caches() -> None:
     _terms.clear()
 
 
+@overload
+def einsum(
+    subscripts: str,
+    x: TensorT,
+    /,
+    *operands: TensorT | ArrayLike,
+    optimize: Any = "auto",
+    memory_limit: Any = None,
+) -> TensorT: ...
+@overload
+def einsum(
+    subscripts: str,
+    x: ArrayLike,
+    y: TensorT,
+    /,
+    *operands: TensorT | ArrayLike,
+    optimize: Any = "auto",
+    memory_limit: Any = None,
+) -> TensorT: ...
+@overload
+def einsum(
+    subscripts: str, /, *operands: NDArray[Any], optimize: Any = "auto", memory_limit: Any = None
+) -> Tensor: ...
+@overload
+def einsum(*args: Any, optimize: Any = "auto", memory_limit: Any = None) -> Any: ...
 def einsum(*args: Any, optimize: Any = "auto", memory_limit: Any = None) -> Any:
     """numpy's ``einsum`` for every tensor kind, planned pairwise.
 
@@ -416,7 +447,8 @@ def _optimize_key(optimize: Any, subscripts: str) -> Any:
         raise ParameterError(
             OP, f"optimize {optimize!r} is not hashable in subscripts {subscripts!r}"
         ) from None
-    return optimize
+    hashable: Hashable = optimize
+    return hashable
 
 
 def _snapshot(value: Any) -> Hashable:
@@ -431,4 +463,5 @@ def _snapshot(value: Any) -> Hashable:
 def _freeze(value: Any) -> Hashable:
     if isinstance(value, (list, tuple)):
         return tuple(_freeze(v) for v in value)
-    return value
+    leaf: Hashable = value
+    return leaf

@@ -24,7 +24,7 @@ import numpy as np
 
 from computegraph import DictCache
 from tenferro import lax
-from tenferro.core.primitive import RuleValue
+from tenferro.core.rules import RuleValue
 from tenferro.einsum.lowering import Program, finish, lower, prepare_operands
 from tenferro.einsum.parse import Equation
 from tenferro.einsum.planners import auto, plan

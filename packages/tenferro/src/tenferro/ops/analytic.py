@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tenferro import lax
-from tenferro.core.primitive import RuleValue, Ts, Xs, primitive
+from tenferro.core.primitive import primitive
+from tenferro.core.rules import RuleValue, Ts, Xs, present
 from tenferro.errors import ExecutionError
 from tenferro.ops.elementwise import Elementwise
 
@@ -66,7 +67,7 @@ class Log(Analytic):
     ufunc = np.log
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        return [lax.div(ts[0], xs[0])]
+        return [lax.div(present(ts[0]), xs[0])]
 
 
 class _LogBase(Analytic):
@@ -78,7 +79,7 @@ class _LogBase(Analytic):
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         (x,) = xs
-        return [lax.div(ts[0], lax.mul(x, lax.full_like(x, math.log(self.base))))]
+        return [lax.div(present(ts[0]), lax.mul(x, lax.full_like(x, math.log(self.base))))]
 
 
 @primitive
@@ -135,7 +136,7 @@ class Sqrt(Analytic):
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         (y,) = ys
-        return [lax.div(ts[0], lax.add(y, y))]
+        return [lax.div(present(ts[0]), lax.add(y, y))]
 
 
 @primitive
@@ -169,7 +170,7 @@ class Log1p(Analytic):
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         (x,) = xs
-        return [lax.div(ts[0], lax.add(x, lax.full_like(x, 1)))]
+        return [lax.div(present(ts[0]), lax.add(x, lax.full_like(x, 1)))]
 
 
 @primitive

@@ -30,7 +30,7 @@ import functools
 import inspect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -40,8 +40,9 @@ from tenferro.concrete import Borrowed, Tensor
 from tenferro.core.bind import lift
 from tenferro.core.keys import AliasKey
 from tenferro.core.kinds import asarray
-from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs
+from tenferro.core.primitive import TensorPrimitive
 from tenferro.core.pytree import TreeDef, count_leaves, describe, flatten, unflatten
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import ArgumentTypeError, ShapeError, TenferroError
 from tenferro.extension import ExtensionOp, register
 from tenferro.meta import Meta
@@ -49,10 +50,13 @@ from tenferro.traced.tensor import TracedTensor
 from tenferro.transforms.arguments import _call
 from tidu import ADRuleError
 
+Tree = TypeVar("Tree")
+"""A tensor, or a pytree of them: given back with the same structure."""
+
 __all__ = ["custom_jvp", "custom_vjp", "stop_gradient"]
 
 
-def stop_gradient(x: Any) -> Any:
+def stop_gradient(x: Tree) -> Tree:
     """``x`` (a tensor or a pytree of them) with a zero derivative by contract.
 
     The value passes through unchanged; no derivative flows back through it in any
@@ -61,7 +65,8 @@ def stop_gradient(x: Any) -> Any:
     (``x.detach()`` is the PyTorch spelling; both stay available).
     """
     leaves, treedef = flatten(x)
-    return unflatten(treedef, [lax.stop_gradient(asarray(leaf)) for leaf in leaves])
+    stopped: Tree = unflatten(treedef, [lax.stop_gradient(asarray(leaf)) for leaf in leaves])
+    return stopped
 
 
 # ---------------------------------------------------------------------- rule tracing
@@ -551,7 +556,8 @@ class _CustomCall(ExtensionOp):
         return self.rule.evaluate(self, arrays)
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        return self.rule.jvp(self, xs, ys, ts)
+        tangents: list[RuleValue | None] = self.rule.jvp(self, xs, ys, ts)
+        return tangents
 
     def __str__(self) -> str:
         operands = " ".join(m.describe() for m in self.inputs)
@@ -622,7 +628,8 @@ class _CustomVJPLinear(ExtensionOp):
         ]
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        return self.rule.transpose(self, cts, xs, active)
+        cotangents: list[RuleValue | None] = self.rule.transpose(self, cts, xs, active)
+        return cotangents
 
     def __str__(self) -> str:
         operands = " ".join(m.describe() for m in self.inputs)

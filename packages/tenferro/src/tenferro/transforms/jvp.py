@@ -52,8 +52,10 @@ def jvp(
         )
     trace = _trace_call(fun, primal_call)
     plan = _jvp_plan(primal_call, tangent_call, trace)
-    result = plan(primal_call.arrays() + tangent_call.arrays(), trace.shape.slots)
-    return tangent_call.release(primal_call.release(result))
+    outputs: tuple[Any, ...] = tangent_call.release(
+        primal_call.release(plan(primal_call.arrays() + tangent_call.arrays(), trace.shape.slots))
+    )
+    return outputs
 
 
 def _jvp_with_aux(

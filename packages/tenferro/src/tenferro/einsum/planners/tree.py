@@ -44,7 +44,8 @@ class Labels:
             (base,) = groups
 
             def counted(mask: int) -> int:
-                return base ** mask.bit_count()
+                count: int = base ** mask.bit_count()
+                return count
 
             self.size = counted
         elif len(groups) <= 3:
