@@ -12,7 +12,7 @@ from tenferro.core.primitive import TensorPrimitive
 from tenferro.core.pytree import flatten, unflatten
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import AllocationError, DTypeError, ScalarOverflowError
-from tenferro.ieee import quiet, restore
+from tenferro.ieee import IGNORE, error_state, quiet, restore
 from tenferro.meta import Meta
 
 __all__ = [
@@ -105,14 +105,31 @@ class Tensor(TensorMethods):
     def _bind(
         cls, op: TensorPrimitive, operands: Sequence[Tensor], like: Any = None
     ) -> tuple[Tensor, ...]:
-        token = quiet()
+        # As EagerTensor._bind evaluates (the common arities without a list or extra
+        # frames), and the results take the primitive's output metas where the arrays
+        # match them (no Meta rebuilt per result): this is the plain kind's hot path.
+        count = len(operands)
+        token = _set_errors(IGNORE)  # IEEE special values are data: no warnings
         try:
-            values = op.eval([o._value for o in operands], None)
+            ufunc = op.ufunc
+            if ufunc is not None and count == 2:
+                values: Sequence[Any] = (ufunc(operands[0]._value, operands[1]._value),)
+            elif ufunc is not None and count == 1:
+                values = (ufunc(operands[0]._value),)
+            elif op.direct_impl and count == 1:
+                values = (op.impl(operands[0]._value),)
+            elif op.direct_impl and count == 2:
+                values = (op.impl(operands[0]._value, operands[1]._value),)
+            else:
+                values = op.eval([o._value for o in operands], None)
         except MemoryError as error:
             raise AllocationError(op.name, str(error)) from None
         finally:
-            restore(token)
-        return tuple(cls._wrap(v, m.weak) for v, m in zip(values, op.outputs, strict=True))
+            _reset_errors(token)
+        outputs = op.outputs
+        if len(values) == 1:
+            return (_result(values[0], outputs[0]),)
+        return tuple([_result(v, m) for v, m in zip(values, outputs, strict=True)])
 
     @classmethod
     def _full(cls, meta: Meta, value: Any) -> Tensor:
@@ -178,6 +195,27 @@ class Tensor(TensorMethods):
         return (Tensor, (np.asarray(self._value), self.meta.dtype))
 
 
+_set_errors = error_state.set
+_reset_errors = error_state.reset
+_new = object.__new__
+
+
+def _result(value: Any, meta: Meta) -> Tensor:
+    """A plain tensor of a primitive's result ``value``, declared by ``meta``."""
+    tensor = _new(Tensor)
+    tensor._value = value
+    if (
+        type(value) is np.ndarray
+        and value.dtype == meta.dtype
+        and value.shape == meta.shape
+        and not meta.dynamic
+    ):
+        tensor.meta = meta
+    else:  # a numpy scalar, or extents known only now
+        tensor.meta = Meta(np.shape(value), value.dtype, meta.weak)
+    return tensor
+
+
 class Borrowed(Tensor):
     """A concrete operand whose array is a read-only view of the caller's numpy array,
     not a copy: what an operation on plain numpy data consumes.
@@ -208,18 +246,15 @@ class Borrowed(Tensor):
     def _bind(
         cls, op: TensorPrimitive, operands: Sequence[Tensor], like: Any = None
     ) -> tuple[Tensor, ...]:
-        token = quiet()
-        try:
-            values = op.eval([o._value for o in operands], None)
-        except MemoryError as error:
-            raise AllocationError(op.name, str(error)) from None
-        finally:
-            restore(token)
-        roots = borrowed_roots(operands)
-        return tuple(
-            Tensor._wrap(owned_array(v, roots), m.weak)
-            for v, m in zip(values, op.outputs, strict=True)
-        )
+        results = Tensor._bind(op, operands)
+        for result in results:
+            value = result._value
+            if isinstance(value, np.ndarray) and value.base is not None:  # a view: of what?
+                roots = borrowed_roots(operands)
+                return tuple(
+                    [Tensor._wrap(owned_array(r._value, roots), r.meta.weak) for r in results]
+                )
+        return results  # fresh arrays: they share memory with nothing
 
     @classmethod
     def _lift(cls, value: Any) -> Tensor:
