@@ -179,8 +179,8 @@ def _cotengra(network: Network, seconds: float) -> float:
 
 
 def bench_w5_cached(report: Report, planned: list[Any], rounds: int = 5) -> None:
-    """A cached contraction (plan and program reused) vs opt_einsum.contract_expression
-    on numpy with the same path."""
+    """A cached contraction (plan and program reused) vs opt_einsum.contract_expression,
+    both on the same numpy operands, with the same path."""
     if not have("opt_einsum"):
         report.add(workload="W5 cached vs opt_einsum", skipped="opt_einsum not installed")
         return
@@ -192,11 +192,10 @@ def bench_w5_cached(report: Report, planned: list[Any], rounds: int = 5) -> None
         shapes = [tuple(s) for s in instance["shapes"]]
         rng = np.random.default_rng(0)
         xs = [1.0 + 0.1 * rng.standard_normal(s) for s in shapes]
-        tensors = [tf.asarray(x) for x in xs]
         expression = oe.contract_expression(instance["format_string"], *shapes, optimize=path)
 
-        def ours() -> Any:
-            return tf.einsum(instance["format_string"], *tensors)
+        def ours() -> Any:  # on the same numpy operands (read without a copy)
+            return tf.einsum(instance["format_string"], *xs)
 
         def theirs() -> Any:
             return expression(*xs)
@@ -235,7 +234,10 @@ def bench_numpy_operands(report: Report, rounds: int = 7) -> None:
         fmt = instance["format_string"]
         shapes = [tuple(s) for s in instance["shapes"]]
         rng = np.random.default_rng(0)
-        xs = [1.0 + 0.01 * rng.standard_normal(s) for s in shapes]
+        if transform is None:
+            xs = [1.0 + 0.01 * rng.standard_normal(s) for s in shapes]
+        else:  # a chain of products stays finite when each factor is scaled by its size
+            xs = [rng.standard_normal(s) / math.sqrt(s[0]) for s in shapes]
         tensors = [tf.asarray(x) for x in xs]
         path = [list(step) for step in tf.einsum_path(fmt, *xs)[0]]
         peers: dict[str, Callable[[], Any]] = {}

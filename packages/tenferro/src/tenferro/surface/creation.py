@@ -106,9 +106,11 @@ def asarray(
     copy: bool | None = None,
 ) -> Any:
     """``x`` as a tensor: a tensor passes through unchanged (converted if ``dtype`` is
-    given); arrays, sequences and scalars become a ``Tensor``. With ``requires_grad``
-    the result is a tracked leaf ``EagerTensor`` of the default tape sharing ``x``'s data
-    (PyTorch's ``torch.asarray(x, requires_grad=True)``). ``device`` may only be
+    given); arrays, sequences and scalars become a ``Tensor`` holding a copy of the
+    data (so writing into ``x`` later never changes it; functions given a numpy array
+    read it in place instead, copying only where a result would alias it). With
+    ``requires_grad`` the result is a tracked leaf ``EagerTensor`` of the default tape
+    (PyTorch's ``torch.asarray(x, requires_grad=True)``, but holding a copy). ``device`` may only be
     ``None``/``"cpu"``; ``copy`` is accepted for the array API (tensors are immutable,
     so a copy is never observable)."""
     if device not in (None, "cpu"):
