@@ -65,11 +65,12 @@ TENFERRO_LAYERS: dict[str, int] = {
     "tenferro.eager": 3,
     "tenferro.traced": 3,
     "tenferro.extension": 3,
-    # L4 library: the numpy-style surface, einsum, linalg, random.
+    # L4 library: the numpy-style surface, einsum, linalg, random, iterative solvers.
     "tenferro.surface": 4,
     "tenferro.einsum": 4,
     "tenferro.linalg": 4,
     "tenferro.random": 4,
+    "tenferro.solvers": 4,
     # L5 transforms (and the derivative checks built on them).
     "tenferro.transforms": 5,
     "tenferro.testing": 5,

@@ -22,6 +22,10 @@ transform; the families' modules are:
 * :mod:`tenferro.linalg.least_squares`: lstsq, matrix_rank.
 * :mod:`tenferro.linalg.functions`: matrix_exp, matrix_power, multi_dot, tensorinv,
   tensorsolve.
+
+The iterative (matrix-free) solvers ``cg``, ``gmres``, ``bicgstab``, ``eigsh`` and
+``eigs``, with implicit derivatives, live in :mod:`tenferro.solvers` and are named
+here too.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from tenferro.linalg.norms import cond, matrix_norm, norm, vector_norm
 from tenferro.linalg.pseudo_inverse import pinv
 from tenferro.linalg.singular_values import SVDResult, svd, svdvals, truncated_svd
 from tenferro.linalg.solvers import SlogdetResult, det, inv, slogdet, solve, solve_triangular
+from tenferro.solvers import EigenpairsResult, bicgstab, cg, eigs, eigsh, gmres
 
 __all__: list[str] = [
     "EigResult",
@@ -85,4 +90,12 @@ __all__ += [  # solvers
     "solve_triangular",
     "tensorinv",
     "tensorsolve",
+]
+__all__ += [  # iterative, matrix-free (tenferro.solvers)
+    "EigenpairsResult",
+    "bicgstab",
+    "cg",
+    "eigs",
+    "eigsh",
+    "gmres",
 ]

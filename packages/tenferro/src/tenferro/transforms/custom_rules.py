@@ -30,22 +30,21 @@ import functools
 import inspect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import numpy as np
 
-from computegraph import After, BoundedCache, Derived, Input, OperationKey, ValueKey, fold
+from computegraph import BoundedCache, Input, ValueKey
 from tenferro import lax
 from tenferro.concrete import Borrowed, Tensor
 from tenferro.core.bind import lift
-from tenferro.core.keys import AliasKey
 from tenferro.core.kinds import asarray
-from tenferro.core.primitive import TensorPrimitive
 from tenferro.core.pytree import TreeDef, count_leaves, describe, flatten, unflatten
 from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import ArgumentTypeError, ShapeError, TenferroError
 from tenferro.extension import ExtensionOp, register
 from tenferro.meta import Meta
+from tenferro.traced.replay import replay
 from tenferro.traced.tensor import TracedTensor
 from tenferro.transforms.arguments import _call
 from tidu import ADRuleError
@@ -113,34 +112,12 @@ def _replay(
     name: str, values: Sequence[RuleValue], outputs: Sequence[ValueKey], like: RuleValue
 ) -> list[RuleValue]:
     """Emit the traced computation of ``outputs`` into the scope of the rule being run,
-    ``RuleArgKey(i)`` standing for ``values[i]`` (an iterative walk: any depth)."""
-    scope = like.scope
-
-    def emit(operation: OperationKey, operands: list[RuleValue]) -> tuple[RuleValue, ...]:
-        return scope.emit(cast(TensorPrimitive, operation.operation), operands)
-
-    def argument(key: ValueKey) -> RuleValue | After[RuleValue]:
-        input_name = key.key if type(key) is Input else None
-        if type(input_name) is RuleArgKey:
-            return values[input_name.position]
-        if type(input_name) is AliasKey:  # a transform applied inside the rule
-            return After(input_name.origin, _itself)
-        raise TenferroError(
-            name,
-            f"a rule read {input_name!r}, a value that is not one of its arguments (an "
-            f"array or traced value captured from outside the rule); pass it as an "
-            f"argument of the function instead",
-        )
-
-    return fold(outputs, emit, _output, argument)
+    ``RuleArgKey(i)`` standing for ``values[i]``."""
+    return replay(name, values, outputs, like, _rule_position)
 
 
-def _output(results: tuple[RuleValue, ...], key: Derived) -> RuleValue:
-    return results[key.output_slot]
-
-
-def _itself(value: RuleValue) -> RuleValue:
-    return value
+def _rule_position(input_name: Hashable) -> int | None:
+    return input_name.position if type(input_name) is RuleArgKey else None
 
 
 def _check_result(
