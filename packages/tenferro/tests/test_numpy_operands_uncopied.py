@@ -245,3 +245,19 @@ def test_an_operation_on_a_numpy_argument_does_not_copy_it(run: Callable[..., An
         assert peak < x.nbytes // 4, peak
     else:
         assert peak < x.nbytes * 1.5, peak  # exp makes one result, and no copy of x
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        pytest.param(lambda p: p, id="the placeholder itself"),
+        pytest.param(lambda p: tf.reshape(p, (3, 1)), id="a reshape"),
+        pytest.param(lambda p: p * 2.0, id="a product"),
+    ],
+)
+def test_a_placeholder_bound_to_a_numpy_array_gives_results_that_do_not_view_it(
+    build: Callable[[Any], Any],
+) -> None:
+    placeholder = tf.placeholder((3,), np.float64)
+    x = np.arange(3.0)
+    _check(lambda a: build(placeholder).eval({placeholder: a}), x)

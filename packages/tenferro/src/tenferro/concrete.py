@@ -289,14 +289,12 @@ def borrowed_roots(operands: Sequence[Any]) -> frozenset[int]:
 def owned_array(value: Any, roots: frozenset[int]) -> Any:
     """``value``, or a copy of it where it is a view into memory one of ``roots`` owns
     (a caller's buffer, see :func:`borrowed_roots`): what a result that outlives the
-    call may hold. A fresh array (no base) shares memory with nothing."""
-    if (
-        roots
-        and isinstance(value, np.ndarray)
-        and value.base is not None
-        and id(memory_root(value)) in roots
-    ):
-        return value.copy()
+    call may hold. An array with no base owns its memory: one of the roots itself,
+    or a fresh array, which shares memory with nothing."""
+    if roots and isinstance(value, np.ndarray):
+        root = value if value.base is None else memory_root(value)
+        if id(root) in roots:
+            return value.copy()
     return value
 
 
