@@ -205,13 +205,13 @@ def _result(value: Any, meta: Meta) -> Tensor:
     tensor = _new(Tensor)
     tensor._value = value
     if (
-        type(value) is np.ndarray
+        isinstance(value, (np.ndarray, np.generic))
         and value.dtype == meta.dtype
         and value.shape == meta.shape
         and not meta.dynamic
     ):
         tensor.meta = meta
-    else:  # a numpy scalar, or extents known only now
+    else:  # extents known only now, or a value unlike its declaration
         tensor.meta = Meta(np.shape(value), value.dtype, meta.weak)
     return tensor
 
