@@ -24,11 +24,11 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_common import Report, header, median, timings  # noqa: E402
+from bench_common import QUICK, Report, have, header, median, timings  # noqa: E402
 
 import tenferro as tf  # noqa: E402
 from tenferro.einsum.parse import parse  # noqa: E402
-from tenferro.einsum.planners import Network, path_cost  # noqa: E402
+from tenferro.einsum.planners import Network, auto, auto_hq, path_cost  # noqa: E402
 from tenferro.einsum.planners.network import linear_to_ssa  # noqa: E402
 
 ROOT = Path(__file__).resolve()
@@ -40,12 +40,6 @@ FOLDER = next(
     ),
     Path("/work/shared/bench-instances"),
 )
-
-
-def have(name: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(name) is not None
 
 
 def instances() -> list[dict[str, Any]]:
@@ -73,51 +67,120 @@ def cost_of(network: Network, linear: list[tuple[int, ...]]) -> int:
     return path_cost(network, linear_to_ssa(linear, len(network.inputs)))[0]
 
 
-def bench_w5_plans(report: Report) -> list[tuple[dict[str, Any], list[tuple[int, int]], int]]:
-    """Path cost (opt_einsum's count) of our auto plan vs opt_einsum greedy vs shipped."""
+BEST_KNOWN = Path(__file__).with_name("einsum_best_known.json")
+"""The best known path of each instance (see ``einsum_best_known.py``), recounted here."""
+
+
+def best_known(instance: dict[str, Any], network: Network) -> tuple[float, float, str]:
+    """``(log10 flops, log2 largest intermediate, source)`` of the best known path: the
+    stored one (its cost recounted) or the shipped one, whichever is cheaper."""
+    shipped_flops, shipped_size, _ = path_cost(
+        network, linear_to_ssa(shipped(instance), len(network.inputs))
+    )
+    best = (math.log10(max(shipped_flops, 1)), math.log2(max(shipped_size, 1)), "shipped")
+    if BEST_KNOWN.exists():
+        entry = json.loads(BEST_KNOWN.read_text()).get(instance["name"])
+        if entry is not None:
+            path = [tuple(s) for s in entry["path"]]
+            flops, size, _ = path_cost(network, linear_to_ssa(path, len(network.inputs)))
+            if math.log10(max(flops, 1)) < best[0]:
+                best = (math.log10(max(flops, 1)), math.log2(max(size, 1)), entry["source"])
+    return best
+
+
+def _log10(flops: float) -> float:
+    return math.log10(max(float(flops), 1.0))
+
+
+def bench_w5_plans(report: Report) -> list[tuple[dict[str, Any], list[tuple[int, ...]], int]]:
+    """Plans of every instance, in opt_einsum's count: the best known path, the shipped
+    one, opt_einsum's greedy, ours (``auto``, ``auto-hq``; cold planning times) and
+    cotengra's hyper-optimizer given about as long as ``auto-hq`` (when installed)."""
     oe = None
     if have("opt_einsum"):
         import opt_einsum as oe
+    seeds = 1 if QUICK else 2
     planned = []
     for instance in instances():
+        subscripts = instance["format_string"]
         shapes = [tuple(s) for s in instance["shapes"]]
         network = network_of(instance)
+        count = len(shapes)
+        known, known_size, source = best_known(instance, network)
+        row: dict[str, Any] = {"workload": "W5 plan", "instance": instance["name"], "n": count}
+        row["best_known"] = known
+        row["best_known_log2_size"] = known_size
+        row["shipped"] = _log10(cost_of(network, shipped(instance)))
+        if oe is not None:
+            greedy_path, _ = oe.contract_path(subscripts, *shapes, shapes=True, optimize="greedy")
+            row["oe_greedy"] = _log10(cost_of(network, [tuple(s) for s in greedy_path]))
+        else:
+            row["greedy"] = _log10(
+                tf.einsum_path(subscripts, *shapes, shapes=True, optimize="greedy")[1].opt_cost
+            )
         tf.clear_caches()
         start = time.perf_counter()
-        path, info = tf.einsum_path(instance["format_string"], *shapes, shapes=True)
-        seconds = time.perf_counter() - start
-        row: dict[str, Any] = {
-            "workload": "W5 plan cost",
-            "instance": instance["name"],
-            "n": len(shapes),
-            "ours_log10": math.log10(max(info.opt_cost, 1)),
-        }
-        shipped_cost = cost_of(network, shipped(instance))
-        if oe is not None:
-            greedy_path, _ = oe.contract_path(
-                instance["format_string"], *shapes, shapes=True, optimize="greedy"
-            )
-            greedy_cost = cost_of(network, [tuple(s) for s in greedy_path])
-            row["oe_greedy_log10"] = math.log10(max(greedy_cost, 1))
-            row["oe_counts_our_path_equal"] = (
-                int(
-                    oe.contract_path(
-                        instance["format_string"], *shapes, shapes=True, optimize=path
-                    )[1].opt_cost
-                )
-                == info.opt_cost
-            )
-        row["shipped_log10"] = math.log10(max(shipped_cost, 1))
-        row["ours_minus_shipped"] = row["ours_log10"] - row["shipped_log10"]
-        row["plan_seconds_cold"] = seconds
+        path, info = tf.einsum_path(subscripts, *shapes, shapes=True)
+        row["auto_s"] = time.perf_counter() - start
+        row["auto"] = _log10(info.opt_cost)
+        row["auto_log2_size"] = math.log2(max(info.largest_intermediate, 1))
+        hq_costs, hq_times = [], []
+        for seed in range(seeds):
+            tf.clear_caches()
+            start = time.perf_counter()
+            if count > 3:
+                ssa = auto_hq(network, seed=seed)
+                hq_times.append(time.perf_counter() - start)
+                hq_costs.append(_log10(path_cost(network, ssa)[0]))
+            else:
+                _, hq = tf.einsum_path(subscripts, *shapes, shapes=True, optimize="auto-hq")
+                hq_times.append(time.perf_counter() - start)
+                hq_costs.append(_log10(hq.opt_cost))
+        row["auto_hq"] = max(hq_costs)  # the worse of the seeds
+        row["auto_hq_best"] = min(hq_costs)
+        row["auto_hq_s"] = max(hq_times)
+        row["hq_minus_best_known"] = max(hq_costs) - known
+        if count > 3 and have("cotengra"):
+            row["cotengra"] = _cotengra(network, 2.0 if QUICK else max(hq_times))
+        row["best_known_source"] = source
         report.add(**row)
         planned.append((instance, path, info.opt_cost))
     return planned
 
 
+def cotengra_path(network: Network, seconds: float) -> list[tuple[int, ...]]:
+    """cotengra's hyper-optimizer (greedy trials, each annealed and reconfigured) for
+    ``seconds``: its best path, in opt_einsum's form."""
+    import warnings
+
+    import cotengra as ctg
+
+    optimizer = ctg.HyperOptimizer(
+        methods=["greedy"],
+        max_time=seconds,
+        max_repeats=10**6,
+        parallel=False,
+        progbar=False,
+        simulated_annealing_opts={},
+        reconf_opts={},
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = optimizer.search(
+            [tuple(sorted(t)) for t in network.inputs],
+            tuple(sorted(network.output)),
+            dict(network.sizes),
+        )
+    return [tuple(step) for step in tree.get_path()]
+
+
+def _cotengra(network: Network, seconds: float) -> float:
+    return _log10(cost_of(network, cotengra_path(network, seconds)))
+
+
 def bench_w5_cached(report: Report, planned: list[Any], rounds: int = 5) -> None:
-    """A cached contraction (plan and program reused) vs opt_einsum.contract_expression
-    on numpy with the same path."""
+    """A cached contraction (plan and program reused) vs opt_einsum.contract_expression,
+    both on the same numpy operands, with the same path."""
     if not have("opt_einsum"):
         report.add(workload="W5 cached vs opt_einsum", skipped="opt_einsum not installed")
         return
@@ -129,11 +192,10 @@ def bench_w5_cached(report: Report, planned: list[Any], rounds: int = 5) -> None
         shapes = [tuple(s) for s in instance["shapes"]]
         rng = np.random.default_rng(0)
         xs = [1.0 + 0.1 * rng.standard_normal(s) for s in shapes]
-        tensors = [tf.asarray(x) for x in xs]
         expression = oe.contract_expression(instance["format_string"], *shapes, optimize=path)
 
-        def ours() -> Any:
-            return tf.einsum(instance["format_string"], *tensors)
+        def ours() -> Any:  # on the same numpy operands (read without a copy)
+            return tf.einsum(instance["format_string"], *xs)
 
         def ours_numpy_inputs() -> Any:  # what users pass: numpy arrays, converted per call
             return tf.einsum(instance["format_string"], *xs)
@@ -161,6 +223,176 @@ def bench_w5_cached(report: Report, planned: list[Any], rounds: int = 5) -> None
             ratio_range=f"{ratios[0]:.2f}..{ratios[-1]:.2f}",
             ratio_numpy_inputs=median(array_ratios),
         )
+
+
+def bench_numpy_operands(report: Report, rounds: int = 7) -> None:
+    """Operations on numpy operands (no copy of data the result does not alias): a cached
+    200-operand MPS inner product on numpy arrays against the same on ``tf.Tensor``s and
+    ``opt_einsum.contract_expression`` (same path), and ``tf.grad`` / ``tf.jit`` of the
+    100-matrix chain on numpy arguments against the same on ``tf.Tensor``s."""
+    named = {i["name"]: i for i in instances()}
+    for name, transform in (
+        ("str_mps_varying_inner_product_200", None),
+        ("str_matrix_chain_multiplication_100", "grad"),
+        ("str_matrix_chain_multiplication_100", "jit"),
+    ):
+        instance = named.get(name)
+        if instance is None:
+            continue
+        fmt = instance["format_string"]
+        shapes = [tuple(s) for s in instance["shapes"]]
+        rng = np.random.default_rng(0)
+        if transform is None:
+            xs = [1.0 + 0.01 * rng.standard_normal(s) for s in shapes]
+        else:  # a chain of products stays finite when each factor is scaled by its size
+            xs = [rng.standard_normal(s) / math.sqrt(s[0]) for s in shapes]
+        tensors = [tf.asarray(x) for x in xs]
+        path = [list(step) for step in tf.einsum_path(fmt, *xs)[0]]
+        peers: dict[str, Callable[[], Any]] = {}
+        if transform is None:
+            peers["numpy operands"] = lambda: tf.einsum(fmt, *xs)
+            peers["tf.Tensor operands"] = lambda: tf.einsum(fmt, *tensors)
+            if have("opt_einsum"):
+                import opt_einsum as oe
+
+                expression = oe.contract_expression(fmt, *shapes, optimize=path)
+                peers["opt_einsum"] = lambda: expression(*xs)
+        else:
+
+            def loss(*ms: Any) -> Any:
+                return tf.sum(tf.einsum(fmt, *ms))
+
+            run = (
+                tf.grad(loss, argnums=tuple(range(len(xs))))
+                if transform == "grad"
+                else tf.jit(loss)
+            )
+            peers["numpy operands"] = lambda: run(*xs)
+            peers["tf.Tensor operands"] = lambda: run(*tensors)
+        for f in peers.values():
+            f()
+        samples: dict[str, list[float]] = {k: [] for k in peers}
+        for _ in range(rounds):
+            for key, f in peers.items():
+                samples[key].append(median(timings(f, 5)))
+        base = samples["numpy operands"]
+        row: dict[str, Any] = {
+            "workload": "numpy operands" + (f" tf.{transform}" if transform else " einsum"),
+            "instance": name,
+            "ms": median(base) * 1e3,
+        }
+        for key in peers:
+            if key == "numpy operands":
+                continue
+            ratios = sorted(a / b for a, b in zip(base, samples[key], strict=True))
+            row[f"vs {key}"] = median(ratios)
+            row[f"{key} ms"] = median(samples[key]) * 1e3
+        report.add(**row)
+
+
+def bench_plan_reuse(report: Report, sites: int = 16) -> None:
+    """Planning an MPS overlap (one einsum over both states) during a sweep whose bond
+    dimension changes: the first bond dimension plans cold, a new one starts from the
+    paths of the others (a warm polish), a repeated one is a cached plan."""
+    bra = [(f"a{k}", f"s{k}", f"a{k + 1}") for k in range(sites)]
+    ket = [(f"b{k}", f"s{k}", f"b{k + 1}") for k in range(sites)]
+    labels = sorted({c for term in bra + ket for c in term})
+    letter = {c: chr(0x3B1 + k) for k, c in enumerate(labels)}
+    terms = ["".join(letter[c] for c in t) for t in bra + ket]
+    subscripts = ",".join(terms) + "->"
+    tf.clear_caches()
+    for chi in (16, 24, 32, 24, 48, 16):
+        shapes = []
+        for _ in range(2):
+            for k in range(sites):
+                shapes.append((1 if k == 0 else chi, 2, 1 if k == sites - 1 else chi))
+        start = time.perf_counter()
+        _, info = tf.einsum_path(subscripts, *shapes, shapes=True)
+        seconds = time.perf_counter() - start
+        network = Network(
+            tuple(frozenset(t) for t in terms),
+            frozenset(),
+            {
+                c: n
+                for t, shape in zip(terms, shapes, strict=True)
+                for c, n in zip(t, shape, strict=True)
+            },
+        )
+        start = time.perf_counter()
+        cold = path_cost(network, auto(network))[0]  # the same plan without known paths
+        report.add(
+            workload="W5 plan reuse (MPS overlap sweep)",
+            operands=len(shapes),
+            chi=chi,
+            plan_ms=seconds * 1e3,
+            log10_flops=_log10(info.opt_cost),
+            cold_plan_ms=(time.perf_counter() - start) * 1e3,
+            cold_log10_flops=_log10(cold),
+        )
+
+
+def bench_sliced(report: Report, side: int = 4, bond: int = 6) -> None:
+    """A closed ``side x side`` grid network whose best path's largest intermediate is
+    over a memory limit: contracted unsliced and with ``memory_limit`` (sliced), value,
+    time and peak memory (tracemalloc) of each; its gradient too."""
+    import tracemalloc
+
+    letters = iter(chr(0x100 + k) for k in range(10 * side * side))
+    right = [[next(letters) for _ in range(side)] for _ in range(side)]
+    down = [[next(letters) for _ in range(side)] for _ in range(side)]
+    terms = []
+    for i in range(side):
+        for j in range(side):
+            terms.append(
+                right[i][j] + right[i][(j - 1) % side] + down[i][j] + down[(i - 1) % side][j]
+            )
+    subscripts = ",".join(terms) + "->"
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal((bond,) * 4) / bond for _ in terms]
+    _, free = tf.einsum_path(subscripts, *[x.shape for x in xs], shapes=True)
+    limit = max(free.largest_intermediate // 8, 1)
+    _, info = tf.einsum_path(subscripts, *[x.shape for x in xs], shapes=True, memory_limit=limit)
+
+    def measured(memory_limit: Any) -> tuple[float, float, float]:
+        tf.einsum(subscripts, *xs, memory_limit=memory_limit)  # plan and lower first
+        tracemalloc.start()
+        start = time.perf_counter()
+        value = float(np.asarray(tf.einsum(subscripts, *xs, memory_limit=memory_limit)))
+        seconds = time.perf_counter() - start
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return value, seconds, peak / 8  # float64 elements
+
+    value_free, seconds_free, peak_free = measured(None)
+    value_sliced, seconds_sliced, peak_sliced = measured(limit)
+    report.add(
+        workload="W5 sliced contraction",
+        network=f"{side}x{side} periodic grid, bond {bond}",
+        memory_limit=limit,
+        largest_unsliced=free.largest_intermediate,
+        sliced=",".join(info.sliced) or "-",
+        slices=info.slices,
+        sliced_largest=info.sliced_largest_intermediate,
+        peak_elements_unsliced=peak_free,
+        peak_elements_sliced=peak_sliced,
+        seconds_unsliced=seconds_free,
+        seconds_sliced=seconds_sliced,
+        flops_ratio=info.sliced_cost / max(info.opt_cost, 1),
+        relative_difference=abs(value_sliced - value_free) / max(abs(value_free), 1e-300),
+    )
+    grad = tf.grad(lambda *a: tf.einsum(subscripts, *a, memory_limit=limit), argnums=0)
+    tracemalloc.start()
+    start = time.perf_counter()
+    grad(*xs)
+    seconds = time.perf_counter() - start
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    report.add(
+        workload="W5 sliced contraction gradient",
+        memory_limit=limit,
+        peak_elements=peak / 8,
+        seconds=seconds,
+    )
 
 
 def bench_small(report: Report, rounds: int = 7) -> None:
@@ -434,8 +666,14 @@ if __name__ == "__main__":
     header("einsum W5: plan cost (log10 flops, opt_einsum's count) and cold planning time")
     report = Report("einsum")
     planned = bench_w5_plans(report)
+    header("einsum W5: planning during a bond-dimension sweep (plan reuse)")
+    bench_plan_reuse(report)
+    header("einsum W5: a sliced contraction under a memory limit (peak memory)")
+    bench_sliced(report)
     header("einsum W5: cached contraction vs opt_einsum.contract_expression (same path)")
     bench_w5_cached(report, planned)
+    header("einsum: numpy operands (no copies) vs tf.Tensor operands and opt_einsum")
+    bench_numpy_operands(report)
     header("einsum: small-size eager overhead vs torch.einsum")
     bench_small(report)
     header("einsum W1: MPS norm gradient, L=32")

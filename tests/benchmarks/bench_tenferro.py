@@ -573,6 +573,17 @@ def bench_eager_ops(report: Report, rounds: int = 7) -> None:
         "linalg.solve": (lambda: tf.linalg.solve(x, y), lambda: torch.linalg.solve(xt, yt)),
         "linalg.inv": (lambda: tf.linalg.inv(x), lambda: torch.linalg.inv(xt)),
     }
+    px, py = tf.asarray(a), tf.asarray(b)  # plain Tensors: the same ops, no tape
+    plain: dict[str, Callable[[], Any]] = {
+        "add": lambda: px + py,
+        "mul": lambda: px * py,
+        "sin": lambda: tf.sin(px),
+        "matmul": lambda: px @ py,
+        "x[1:3]": lambda: px[1:3],
+        "sum": lambda: tf.sum(px),
+        "reshape": lambda: tf.reshape(px, (16,)),
+        "einsum ij,jk->ik": lambda: tf.einsum("ij,jk->ik", px, py),
+    }
     linalg_rows = linalg_table(torch, rng)
     table.update(linalg_rows)
     for name, (ours, theirs) in table.items():
@@ -580,17 +591,22 @@ def bench_eager_ops(report: Report, rounds: int = 7) -> None:
             _check_same(ours(), theirs())
         else:
             np.testing.assert_allclose(_value(ours()), theirs().detach().numpy(), rtol=1e-9)
-        got = _interleaved(
-            {"tf": _per_call(ours, calls), "torch": _per_call(theirs, calls)}, rounds, 10
-        )
+        runs = {"tf": _per_call(ours, calls), "torch": _per_call(theirs, calls)}
+        if name in plain:
+            runs["plain"] = _per_call(plain[name], calls)
+        got = _interleaved(runs, rounds, 10)
         ratio, spread = _ratio(got["tf"], got["torch"])
-        report.add(
-            workload=name if name in linalg_rows else f"4x4 tracked forward: {name}",
-            tenferro_us=median(got["tf"]) / calls * 1e6,
-            torch_us=median(got["torch"]) / calls * 1e6,
-            ratio_tenferro_over_torch=ratio,
-            ratio_range=spread,
-        )
+        row: dict[str, Any] = {
+            "workload": name if name in linalg_rows else f"4x4 tracked forward: {name}",
+            "tenferro_us": median(got["tf"]) / calls * 1e6,
+            "torch_us": median(got["torch"]) / calls * 1e6,
+            "ratio_tenferro_over_torch": ratio,
+            "ratio_range": spread,
+        }
+        if name in plain:  # plain Tensor ops must not cost more than tracked ones
+            row["plain_tensor_us"] = median(got["plain"]) / calls * 1e6
+            row["ratio_plain_over_tracked"] = _ratio(got["plain"], got["tf"])[0]
+        report.add(**row)
 
     # W3 eager at n = 16, forward + backward.
     v16 = np.linspace(0.1, 0.9, 16)

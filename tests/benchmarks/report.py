@@ -40,8 +40,13 @@ SECTIONS: dict[str, tuple[str, str]] = {
     ),
     "W5": (
         "W5 - einsum instances",
-        "Plan cost against opt_einsum greedy and the shipped paths; cached contraction "
-        "against `opt_einsum.contract_expression` on numpy with the same path.",
+        "Plans of the shipped instances in log10 flops (opt_einsum's count): the best known "
+        "path (`tests/benchmarks/einsum_best_known.json`, recounted), the shipped one, "
+        "opt_einsum's greedy, `auto` and `auto-hq` (cold planning seconds; `auto_hq` is the "
+        "worse of its seeds) and cotengra's hyper-optimizer given as long as `auto-hq`; "
+        "planning during a bond-dimension sweep; a sliced contraction under a memory limit "
+        "(peak memory by tracemalloc); cached contraction against "
+        "`opt_einsum.contract_expression` on numpy with the same path.",
     ),
     "W6": (
         "W6 - linear-algebra AD grid",
@@ -64,6 +69,12 @@ SECTIONS: dict[str, tuple[str, str]] = {
         "stops mattering.",
     ),
     "small": ("Small einsum overhead", "`ij,jk->ik` at 2x2 and 8x8 on the eager tape."),
+    "opt_einsum suite": (
+        "opt_einsum's test suite against tenferro",
+        "opt_einsum's own tests with `contract`, `contract_path`, `contract_expression` and "
+        "its named path functions answered by tenferro (`tests/benchmarks/opt_einsum_shim.py`); "
+        "other backends, object arrays and its sharing caches stay opt_einsum's.",
+    ),
     "solvers": (
         "Iterative solvers: implicit against unrolled derivatives",
         "Gradients through `tf.fixed_point`, `tf.custom_root`, `tf.linalg.cg` and "

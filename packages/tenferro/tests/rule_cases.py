@@ -17,6 +17,7 @@ import numpy as np
 from tenferro_support import COMPLEX, FLOATS, INEXACT, sample
 
 from tenferro import lax
+from tenferro.einsum.sliced import SlicedContraction, sliced_plan
 
 Build = Callable[[np.dtype[Any], tuple[int, ...], np.random.Generator], tuple[Any, list[Any]]]
 
@@ -271,6 +272,23 @@ def _apply_permutation(dt: np.dtype[Any], _shape: tuple[int, ...], rng: np.rando
     )
 
 
+def _sliced_contraction(
+    dt: np.dtype[Any], _shape: tuple[int, ...], rng: np.random.Generator
+) -> Any:
+    # memory_limit=4 is below every pairwise intermediate: einsum's sliced primitive,
+    # whose derivatives are sliced contractions again
+    terms, shapes = ["ab", "bc", "cd"], [(3, 4), (4, 5), (5, 3)]
+    pairs, sliced = sliced_plan(terms, "ad", shapes, 4)
+    assert sliced
+
+    def contract(a: Any, b: Any, c: Any) -> Any:
+        return SlicedContraction.bind(
+            a, b, c, subscripts="ab,bc,cd->ad", pairs=pairs, sliced=sliced, memory_limit=4
+        )
+
+    return contract, [sample(s, dt, rng) for s in shapes]
+
+
 ELEMENTWISE = ((), (0,), (2, 3))
 
 CASES = [
@@ -326,6 +344,7 @@ CASES = [
     Case("dot_general_batched_outer", _dot((2, 3, 4), (3, 5), (), (), (1,), (0,)), shapes=((),)),
     Case("dot_general_inner", _dot((3,), (3,), (0,), (0,)), shapes=((),)),
     Case("dot_general_empty", _dot((2, 0), (0, 3), (1,), (0,)), shapes=((),)),
+    Case("einsum_sliced_contraction", _sliced_contraction, shapes=((),)),
     # ---- reductions
     Case("reduce_sum", _structural(lambda x: lax.reduce_sum(x, (0, 2)), (2, 3, 4)), shapes=((),)),
     Case("reduce_sum_all", unary(lambda x: lax.reduce_sum(x, tuple(range(x.ndim))))),

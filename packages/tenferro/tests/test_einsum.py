@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
+from tenferro.einsum import PlanningError
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 TOL = {np.float32: 2e-5, np.float64: 1e-12, np.complex64: 2e-5, np.complex128: 1e-12}
@@ -267,17 +268,27 @@ def test_explicit_paths_trees_and_optimizer_objects():
 
 
 def test_memory_limit_caps_intermediates():
-    shapes = [(8, 2), (2, 8), (8, 2), (2, 8)]
-    for optimize in ("auto", "greedy", "dp", "optimal"):
-        for limit in (16, "max_input"):
-            _, info = tf.einsum_path(
-                "ab,bc,cd,de->ae", *shapes, shapes=True, optimize=optimize, memory_limit=limit
-            )
-            assert max(info.size_list[:-1]) <= 16  # the output itself may exceed the cap
-        _, free = tf.einsum_path("ab,bc,cd,de->ae", *shapes, shapes=True, optimize=optimize)
+    """``auto`` keeps every intermediate but the output within the limit; opt_einsum's
+    planners keep opt_einsum's meaning (the output counts, so greedy and optimal end with
+    one step over the terms left -- here the last pair -- and dp finds no path). Every
+    one computes the value."""
+    subscripts, shapes = "ab,bc,cd,de->ae", [(8, 2), (2, 8), (8, 2), (2, 8)]
+    xs = [np.random.default_rng(k).standard_normal(s) for k, s in enumerate(shapes)]
+    for limit in (16, "max_input"):
+        _, info = tf.einsum_path(subscripts, *shapes, shapes=True, memory_limit=limit)
+        assert max(info.size_list[:-1]) <= 16  # the output itself may exceed the cap
+        _, free = tf.einsum_path(subscripts, *shapes, shapes=True)
         assert free.opt_cost <= info.opt_cost
-    with pytest.raises(tf.ParameterError, match="memory_limit"):
-        tf.einsum_path("ab,bc,cd->ad", (2, 8), (8, 8), (8, 2), shapes=True, memory_limit=4)
+        for optimize in ("greedy", "optimal"):
+            path, _ = tf.einsum_path(
+                subscripts, *shapes, shapes=True, optimize=optimize, memory_limit=limit
+            )
+            assert path == [(1, 2), (0, 2), (0, 1)]  # opt_einsum 3.4's answer
+        with pytest.raises(PlanningError, match="memory_limit"):
+            tf.einsum_path(subscripts, *shapes, shapes=True, optimize="dp", memory_limit=limit)
+        for optimize in ("auto", "greedy", "optimal"):
+            got = tf.einsum(subscripts, *xs, optimize=optimize, memory_limit=limit)
+            np.testing.assert_allclose(got, np.einsum(subscripts, *xs), rtol=1e-12)
 
 
 def test_einsum_path_info():
@@ -414,7 +425,8 @@ BAD = [
     ("i.j->", [(2, 3)], "invalid character '.'"),
     ("ij->i->j", [(2, 3)], "more than one '->'"),
     ("i-j", [(2, 3)], "'-' or '>'"),
-    ("...i->i", [(2, 3)], "no ellipsis"),
+    ("...i->i", [(2, 3)], "the output has no '...'"),
+    ("...i->i", [(1, 3)], "the output has no '...'"),  # numpy: even over extent 1
     ("...,...->...", [(2,), (3,)], "ellipsis axes do not broadcast"),
     ("ii->i", [(2, 3)], "label 'i' has extent"),
 ]
@@ -450,4 +462,4 @@ def test_bad_paths_and_options_are_errors():
     with pytest.raises(tf.ParameterError, match="einsum"):
         tf.einsum(np.ones(2), [0.5])
     with pytest.raises(tf.ParameterError, match="memory_limit"):
-        tf.einsum("i->", np.ones(2), memory_limit=-1)
+        tf.einsum("i->", np.ones(2), memory_limit=-2)

@@ -20,7 +20,9 @@ from fuzz_support import fuzz_settings
 from hypothesis import given
 
 import tenferro as tf
-from tenferro.einsum.planners import Network, greedy, path_cost, plan
+from tenferro.einsum.planners import Network, path_cost, plan
+from tenferro.einsum.planners.network import binarize
+from tenferro.einsum.planners.singles import with_singles
 from tenferro.einsum.planners.three import three_operand_path
 
 api = sys.modules["tenferro.einsum.api"]
@@ -66,8 +68,8 @@ def test_programs_re_made_at_new_extents_equal_fresh_ones(case: Any, dtype: Any)
             np.asarray(got), np.einsum(subscripts, *operands), rtol=1e-12, atol=1e-12
         )
         metas = tuple(tf.asarray(o).meta for o in operands)
-        equation, _, ssa = api._plan(subscripts, list(shapes), "auto", None)
-        fresh = lowering.lower(equation, metas, ssa)
+        planned = api._plan(subscripts, list(shapes), "auto", None)
+        fresh = lowering.lower(planned.equation, metas, planned.pairs)
         used = api._programs.get((subscripts, metas, "auto", None))
         assert used is not None
         assert _structure(used) == _structure(fresh)
@@ -115,23 +117,25 @@ def three_term_networks(draw: Any) -> Any:
 @fuzz_settings(300)
 @given(three_term_networks())
 def test_the_three_operand_path_is_the_exhaustive_planners_choice(network: Any) -> None:
-    """Where it answers, it picks the path ``auto`` and ``optimal`` pick, in their SSA
-    form; it declines exactly when two paths tie for the cheapest."""
+    """Where it answers, it picks the pairs ``auto`` runs (its path with the one-term
+    steps set aside); it declines exactly when two trees tie for the cheapest (each
+    operand's alone labels summed first where that is cheaper)."""
     got = three_operand_path(network.inputs, network.output, network.sizes)
-    costs = sorted(path_cost(network, [(i, j), (k, 3)])[0] for i, j, k in _ORDERS)
+    costs = sorted(path_cost(network, with_singles(network, pairs))[0] for pairs in _TREES)
     assert (got is None) == (costs[0] == costs[1])
     if got is not None:
 
         def fail(message: str) -> Exception:
             return AssertionError(message)
 
-        assert got == plan(network, "auto", None, fail) == plan(network, "optimal", None, fail)
-        greedy_path = greedy(network)
-        assert greedy_path is not None
-        assert path_cost(network, got)[0] <= path_cost(network, greedy_path)[0]
+        chosen = plan(network, "auto", None, fail)
+        assert got == binarize(chosen, 3)
+        assert path_cost(network, chosen)[0] == costs[0]
+        for other in ("greedy", "optimal", "dp"):
+            assert costs[0] <= path_cost(network, plan(network, other, None, fail))[0]
 
 
-_ORDERS = ((0, 1, 2), (0, 2, 1), (1, 2, 0))
+_TREES = ([(0, 2), (3, 1)], [(0, 1), (3, 2)], [(1, 2), (0, 3)])
 
 
 def test_a_three_operand_call_at_new_extents_is_neither_parsed_nor_planned(
@@ -147,7 +151,7 @@ def test_a_three_operand_call_at_new_extents_is_neither_parsed_nor_planned(
     planned: list[Any] = []
     original = api._plan
     monkeypatch.setattr(api, "_plan", lambda *a: planned.append(a) or original(*a))
-    seen = {((1, 2), (0, 3))}  # the first call's path
+    seen = {tuple(original(subscripts, [(2, 3), (2, 4, 5), (3, 4, 5)], "auto", None).pairs)}
     # each case's cheapest path is unique; (4, 7, 3, 2) and (9, 3, 2, 2) meet new ones
     for b, c, t, d in [(3, 5, 2, 4), (4, 7, 3, 2), (9, 3, 2, 2), (7, 2, 4, 3), (5, 8, 3, 2)]:
         shapes = [(b, c), (b, t, d), (c, t, d)]
@@ -156,10 +160,10 @@ def test_a_three_operand_call_at_new_extents_is_neither_parsed_nor_planned(
         got = tf.einsum(subscripts, *operands)
         np.testing.assert_allclose(np.asarray(got), np.einsum(subscripts, *operands), rtol=1e-12)
         metas = tuple(tf.asarray(o).meta for o in operands)
-        equation, _, ssa = original(subscripts, shapes, "auto", None)
+        fresh = original(subscripts, shapes, "auto", None)
         used = api._programs.get((subscripts, metas, "auto", None))
-        assert _structure(used) == _structure(lowering.lower(equation, metas, ssa))
-        path = tuple(tuple(pair) for pair in ssa)
+        assert _structure(used) == _structure(lowering.lower(fresh.equation, metas, fresh.pairs))
+        path = tuple(tuple(pair) for pair in fresh.pairs)
         assert (len(planned) > before) == (path not in seen)  # lowered once per path
         seen.add(path)
     assert len(seen) == 3

@@ -28,6 +28,7 @@ import sys as _sys
 
 import computegraph
 from tenferro import extension, lax, ops, random, testing, tree_util
+from tenferro.concrete import Borrowed as _Borrowed
 from tenferro.concrete import Tensor
 from tenferro.core.kinds import register_concrete as _register_concrete
 from tenferro.core.names import public_dir as _public_dir
@@ -315,7 +316,7 @@ from tenferro.transforms import (
     vmap,
 )
 
-_register_concrete(Tensor)
+_register_concrete(Tensor, _Borrowed)
 _register_replayable(Tensor)  # concrete kinds replay cached dispatch (surface.dispatch)
 _register_replayable(EagerTensor)
 _register_instance_binding(TracedTensor)  # traced values bind known instances directly

@@ -11,13 +11,23 @@ from tenferro import lax
 from tenferro.core.bind import lift
 from tenferro.core.methods import TensorMethods
 from tenferro.core.primitive import TensorPrimitive
+from tenferro.core.pytree import flatten, unflatten
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import promote_types
 from tenferro.errors import AllocationError, DTypeError, ScalarOverflowError, ShapeError
-from tenferro.ieee import quiet, restore
+from tenferro.ieee import IGNORE, error_state, quiet, restore
 from tenferro.meta import Meta
 
-__all__ = ["Tensor", "filled", "to_array"]
+__all__ = [
+    "Borrowed",
+    "Tensor",
+    "borrowed_roots",
+    "filled",
+    "memory_root",
+    "owned_array",
+    "released",
+    "to_array",
+]
 
 _PYTHON_DTYPES = {bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}
 
@@ -57,13 +67,13 @@ class Tensor(TensorMethods):
     """
 
     __slots__ = ("_value", "meta")
-    _priority: ClassVar[int] = 0
+    _priority: ClassVar[float] = 0
 
     _value: Any
     meta: Meta
 
     def __init__(self, data: Any, dtype: Any = None) -> None:
-        if isinstance(data, Tensor) and dtype is None:
+        if isinstance(data, Tensor) and type(data) is not Borrowed and dtype is None:
             self._value, self.meta = data._value, data.meta
             return
         array, weak = to_array(data, dtype)
@@ -106,14 +116,31 @@ class Tensor(TensorMethods):
     def _bind(
         cls, op: TensorPrimitive, operands: Sequence[Tensor], like: Any = None
     ) -> tuple[Tensor, ...]:
-        token = quiet()
+        # As EagerTensor._bind evaluates (the common arities without a list or extra
+        # frames), and the results take the primitive's output metas where the arrays
+        # match them (no Meta rebuilt per result): this is the plain kind's hot path.
+        count = len(operands)
+        token = _set_errors(IGNORE)  # IEEE special values are data: no warnings
         try:
-            values = op.eval([o._value for o in operands], None)
+            ufunc = op.ufunc
+            if ufunc is not None and count == 2:
+                values: Sequence[Any] = (ufunc(operands[0]._value, operands[1]._value),)
+            elif ufunc is not None and count == 1:
+                values = (ufunc(operands[0]._value),)
+            elif op.direct_impl and count == 1:
+                values = (op.impl(operands[0]._value),)
+            elif op.direct_impl and count == 2:
+                values = (op.impl(operands[0]._value, operands[1]._value),)
+            else:
+                values = op.eval([o._value for o in operands], None)
         except MemoryError as error:
             raise AllocationError(op.name, str(error)) from None
         finally:
-            restore(token)
-        return tuple(cls._wrap(v, m.weak) for v, m in zip(values, op.outputs, strict=True))
+            _reset_errors(token)
+        outputs = op.outputs
+        if len(values) == 1:
+            return (_result(values[0], outputs[0]),)
+        return tuple([_result(v, m) for v, m in zip(values, outputs, strict=True)])
 
     @classmethod
     def _full(cls, meta: Meta, value: Any) -> Tensor:
@@ -257,6 +284,123 @@ def _stacked(data: Any, dtype: Any, op: str) -> Any:
     if dtype is not None:
         result = lax.convert_element_type(result, as_dtype(dtype, op))
     return result
+
+
+_set_errors = error_state.set
+_reset_errors = error_state.reset
+_new = object.__new__
+
+
+def _result(value: Any, meta: Meta) -> Tensor:
+    """A plain tensor of a primitive's result ``value``, declared by ``meta``."""
+    tensor = _new(Tensor)
+    tensor._value = value
+    if (
+        isinstance(value, (np.ndarray, np.generic))
+        and value.dtype == meta.dtype
+        and value.shape == meta.shape
+        and not meta.dynamic
+    ):
+        tensor.meta = meta
+    else:  # extents known only now, or a value unlike its declaration
+        tensor.meta = Meta(np.shape(value), value.dtype, meta.weak)
+    return tensor
+
+
+class Borrowed(Tensor):
+    """A concrete operand whose array is a read-only view of the caller's numpy array,
+    not a copy: what an operation on plain numpy data consumes.
+
+    Tensors are immutable, and a caller may write into their array after the call, so a
+    borrowed buffer must never outlive the operation that consumed it. Nothing keeps
+    it: results are plain ``Tensor``s, copied where they may share memory with a
+    borrowed operand (a reshape, a transpose, a slice, ...); lifting it into a tape or a
+    trace (where it would be kept for a later backward, or frozen) copies it; and
+    ``tf.asarray`` returns an owned copy. An operation whose result does not alias its
+    operands therefore reads the caller's data without copying it.
+    """
+
+    __slots__ = ()
+    _priority: ClassVar[float] = 0.5  # above Tensor: mixed operands bind here, guarded
+
+    @classmethod
+    def _borrow(cls, array: np.ndarray[Any, Any]) -> Borrowed:
+        """``array`` (of a supported dtype, not copied) as a borrowed operand."""
+        view = array.view()
+        view.flags.writeable = False  # tenferro never writes into the caller's buffer
+        tensor = object.__new__(cls)
+        tensor._value = view
+        tensor.meta = Meta(view.shape, view.dtype, False)
+        return tensor
+
+    @classmethod
+    def _bind(
+        cls, op: TensorPrimitive, operands: Sequence[Tensor], like: Any = None
+    ) -> tuple[Tensor, ...]:
+        results = Tensor._bind(op, operands)
+        for result in results:
+            value = result._value
+            if isinstance(value, np.ndarray) and value.base is not None:  # a view: of what?
+                roots = borrowed_roots(operands)
+                return tuple(
+                    [Tensor._wrap(owned_array(r._value, roots), r.meta.weak) for r in results]
+                )
+        return results  # fresh arrays: they share memory with nothing
+
+    @classmethod
+    def _lift(cls, value: Any) -> Tensor:
+        if isinstance(value, Tensor):
+            return value  # a plain Tensor's array is its own: Borrowed._bind reads it
+        raise TypeError(f"cannot use {type(value).__name__} as a concrete Tensor")
+
+    def _rewrap(self, meta: Meta) -> Tensor:
+        tensor = object.__new__(Borrowed)
+        tensor._value, tensor.meta = self._value, meta
+        return tensor
+
+    def _owned(self) -> Tensor:
+        """A plain ``Tensor`` holding a copy of the borrowed data."""
+        return Tensor._wrap(self._value.copy(), self.meta.weak)
+
+
+def memory_root(array: Any) -> Any:
+    """The object that owns ``array``'s memory: the end of its chain of bases."""
+    while True:
+        base = getattr(array, "base", None)
+        if base is None:
+            return array
+        array = base
+
+
+def borrowed_roots(operands: Sequence[Any]) -> frozenset[int]:
+    """The owners (by ``id``) of the memory of the borrowed ones among ``operands``."""
+    return frozenset([id(memory_root(o._value)) for o in operands if type(o) is Borrowed])
+
+
+def owned_array(value: Any, roots: frozenset[int]) -> Any:
+    """``value``, or a copy of it where it is a view into memory one of ``roots`` owns
+    (a caller's buffer, see :func:`borrowed_roots`): what a result that outlives the
+    call may hold. An array with no base owns its memory: one of the roots itself,
+    or a fresh array, which shares memory with nothing."""
+    if roots and isinstance(value, np.ndarray):
+        root = value if value.base is None else memory_root(value)
+        if id(root) in roots:
+            return value.copy()
+    return value
+
+
+def released(result: Any, roots: frozenset[int]) -> Any:
+    """``result`` (a pytree) with every concrete tensor that is a view into memory one
+    of ``roots`` owns replaced by a copy (see :func:`owned_array`)."""
+    if not roots:
+        return result
+    leaves, treedef = flatten(result)
+    for i, leaf in enumerate(leaves):
+        if type(leaf) is Tensor:
+            array = owned_array(leaf._value, roots)
+            if array is not leaf._value:
+                leaves[i] = Tensor._wrap(array, leaf.meta.weak)
+    return unflatten(treedef, leaves)
 
 
 def filled(meta: Meta, value: Any) -> np.ndarray[Any, Any]:

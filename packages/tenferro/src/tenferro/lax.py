@@ -26,7 +26,7 @@ import numpy as np
 from tenferro import ops
 from tenferro.core.bind import lift
 from tenferro.core.flags import check_flag
-from tenferro.core.kinds import asarray
+from tenferro.core.kinds import asarray, owned
 from tenferro.core.names import public_dir as _public_dir
 from tenferro.core.operands import declarer
 from tenferro.core.params import as_int, as_ints
@@ -516,7 +516,7 @@ def select(pred: Any, on_true: Any, on_false: Any) -> Any:
 def conj(x: T) -> T:
     """The complex conjugate; ``x`` itself (no operation) for real values."""
     if not is_complex(x.meta.dtype):
-        return x
+        return owned(x)
     return ops.Conj.bind(x)
 
 
@@ -657,7 +657,7 @@ def transpose(x: T, permutation: Sequence[int]) -> T:
     """Permute axes: output axis ``i`` is axis ``permutation[i]`` of ``x``."""
     perm = as_ints("transpose", "permutation", permutation, x.meta.ndim, AxisError)
     if perm == tuple(range(len(perm))) and len(perm) == x.meta.ndim:
-        return x
+        return owned(x)
     return ops.Transpose.bind(x, permutation=perm)
 
 
@@ -666,7 +666,7 @@ def reshape(x: T, shape: Sequence[int]) -> T:
     """The elements of ``x`` in row-major (C) order, in ``shape`` (same size)."""
     target = as_ints("reshape", "shape", shape)
     if target == x.meta.shape and not x.meta.dynamic:
-        return x
+        return owned(x)
     return ops.Reshape.bind(x, shape=target)
 
 
@@ -677,7 +677,7 @@ def broadcast_in_dim(x: T, shape: Sequence[int], dims: Sequence[int]) -> T:
     target = as_ints("broadcast_in_dim", "shape", shape)
     positions = as_ints("broadcast_in_dim", "dims", dims, x.meta.ndim, AxisError)
     if target == x.meta.shape and positions == tuple(range(len(target))) and not x.meta.dynamic:
-        return x
+        return owned(x)
     return ops.BroadcastInDim.bind(x, shape=target, dims=positions)
 
 
@@ -688,7 +688,7 @@ def convert_element_type(x: T, dtype: DTypeLike, weak_type: bool = False) -> T:
     weak = weak_type is not False and check_flag("convert_element_type", "weak_type", weak_type)
     target = as_dtype(dtype, "convert")
     if target == x.meta.dtype:
-        return x
+        return owned(x)
     return (
         ops.Convert.bind(x, dtype=target, weak=True) if weak else ops.Convert.bind(x, dtype=target)
     )
@@ -743,7 +743,7 @@ def rev(x: T, axes: Sequence[int]) -> T:
     """``x`` with the order of elements along ``axes`` reversed."""
     normalized = tuple(sorted(normalize_axes(axes, x.meta.ndim, "rev")))
     if not normalized:
-        return x
+        return owned(x)
     return ops.Reverse.bind(x, axes=normalized)
 
 
@@ -764,7 +764,7 @@ def slice(
         and limits_t == x.meta.shape
         and strides_t == (1,) * x.meta.ndim
     ):
-        return x
+        return owned(x)
     return ops.Slice.bind(x, starts=starts_t, limits=limits_t, strides=strides_t)
 
 
@@ -779,7 +779,7 @@ def pad(x: T, low: Sequence[int], high: Sequence[int], interior: Sequence[int]) 
         as_ints("pad", "interior", interior, ndim),
     )
     if all(v == 0 for part in config for v in part):
-        return x
+        return owned(x)
     return ops.Pad.bind(x, low=config[0], high=config[1], interior=config[2])
 
 

@@ -28,7 +28,7 @@ __all__ = ["TensorKind", "bind", "bind1", "lift"]
 class TensorKind(Protocol):
     """What a tensor class provides to :func:`bind`."""
 
-    _priority: int
+    _priority: float
 
     @classmethod
     def _bind(
@@ -87,10 +87,10 @@ def _highest_kind(operands: Sequence[Any]) -> tuple[Any, bool]:
     return kind, mixed
 
 
-def _priority(kind: type) -> int:
+def _priority(kind: type) -> float:
     priority = getattr(kind, "_priority", None)
     if priority is None:
         raise TenferroError(
             "bind", f"{kind.__name__} is not a tensor; convert it with tf.asarray first"
         )
-    return int(priority)
+    return float(priority)

@@ -22,6 +22,7 @@ import numpy as np
 from computegraph import Input, ValueKey
 from tenferro.concrete import Tensor, filled, to_array
 from tenferro.core.flags import check_flag
+from tenferro.core.kinds import owned
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.dtypes import DTYPES
 from tenferro.eager.mode import capture_state, captures_open, grad_state, no_grad_open
@@ -400,6 +401,8 @@ class EagerTensor(Tensor):
     @classmethod
     def _lift(cls, value: Any) -> EagerTensor:
         if isinstance(value, Tensor):
+            # a tape keeps its constants for the backward pass: never a caller's buffer
+            value = owned(value)
             return cls._make(value._value, value.meta, None, None, None)
         raise TypeError(f"cannot use {type(value).__name__} as an EagerTensor")
 

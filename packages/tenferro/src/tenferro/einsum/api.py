@@ -14,17 +14,26 @@ so every AD mode differentiates einsum through the primitives' own rules.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from decimal import Decimal
+from types import FunctionType
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from computegraph import DictCache
 from tenferro.core.flags import check_flag
+from tenferro.core.kinds import owned
 from tenferro.core.params import as_int
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.einsum.lowering import Program, lower
 from tenferro.einsum.parse import OP, Equation, parse, parse_interleaved
 from tenferro.einsum.path_info import PathInfo, describe
-from tenferro.einsum.planners import Network, Pair, plan
+from tenferro.einsum.planners import Network, Pair, Step, auto_hq, plan
+from tenferro.einsum.planners import auto as auto_planner
+from tenferro.einsum.planners.network import binarize, ssa_to_linear
+from tenferro.einsum.planners.registry import PlanningError
+from tenferro.einsum.planners.singles import reduced
+from tenferro.einsum.planners.slicing import slice_to_fit
 from tenferro.einsum.planners.three import three_operand_path
+from tenferro.einsum.sliced import lower_sliced
 from tenferro.errors import DTypeError, ParameterError, TenferroError
 from tenferro.meta import Meta
 from tenferro.ops.contraction import DotGeneral
@@ -42,9 +51,28 @@ if TYPE_CHECKING:
 __all__ = ["clear_caches", "einsum", "einsum_path"]
 
 CACHE_LIMIT = 1024
-_plans: DictCache[Hashable, tuple[Equation, Network, list[Pair]]] = DictCache(
-    CACHE_LIMIT, "einsum plans"
+
+
+class Planned(NamedTuple):
+    """A plan: the parsed equation, its network, the path (SSA steps, as reported), the
+    binary path it runs along, the labels it slices (memory limit) and that limit."""
+
+    equation: Equation
+    network: Network
+    ssa: list[Step]
+    pairs: list[Pair]
+    sliced: tuple[str, ...]
+    limit: int
+
+
+_plans: DictCache[Hashable, Planned] = DictCache(CACHE_LIMIT, "einsum plans")
+_hints: DictCache[Hashable, tuple[tuple[Pair, ...], ...]] = DictCache(
+    CACHE_LIMIT, "einsum paths by structure"
 )
+"""(subscripts, operand ranks, optimize, memory limit) -> the binary paths ``auto``
+chose for them at other extents (the few latest): seeds of its search at new extents,
+so a sweep over bond dimensions refines a known order instead of planning cold."""
+HINTS = 4
 _programs: DictCache[Hashable, Program] = DictCache(CACHE_LIMIT, "einsum programs")
 _structures: DictCache[Hashable, tuple[tuple[str, ...], Program, Any, Any] | None] = DictCache(
     CACHE_LIMIT, "einsum programs by ranks"
@@ -71,6 +99,7 @@ def clear_caches() -> None:
     """Drop every cached einsum plan and lowered program (``tf.clear_caches`` does too:
     both caches are registered)."""
     _plans.clear()
+    _hints.clear()
     _programs.clear()
     _structures.clear()
     _terms.clear()
@@ -105,10 +134,16 @@ def einsum(*args: Any, optimize: Any = "auto", memory_limit: Any = None) -> Any:
     """numpy's ``einsum`` for every tensor kind, planned pairwise.
 
     ``einsum("ij,jk->ik", a, b)`` or numpy's interleaved ``einsum(a, [0, 1], b, [1, 2],
-    [0, 2])``. ``optimize``: ``"auto"`` (default), ``"greedy"``, ``"optimal"``, ``"dp"``,
-    ``False`` (left to right), an explicit pair path (opt_einsum's form), a nested tuple
-    tree of operand positions, or any opt_einsum-style ``PathOptimizer``.
-    ``memory_limit`` (elements, or ``"max_input"``) caps the largest intermediate.
+    [0, 2])``. ``optimize``: ``"auto"`` (default; also ``True``, ``None``),
+    ``"auto-hq"`` (a longer search for hard networks), any of opt_einsum's names
+    (``"greedy"``, ``"optimal"``, ``"dp"``, ``"branch-2"``, ``"random-greedy-128"``,
+    ...), ``False`` (one step over every operand, run left to right), an explicit path
+    (opt_einsum's form), a nested tuple tree of operand positions, or any
+    opt_einsum-style ``PathOptimizer`` (an object is asked again whenever its
+    attributes changed; a function on every call).
+    ``memory_limit`` (elements, ``-1`` or ``"max_input"``, opt_einsum's meaning) bounds
+    every intermediate: a path that fits, or else the contraction is sliced (run once
+    per value of a few labels, see ``einsum_path``'s ``sliced``), derivatives alike.
     The result has the operands' kind and numpy's promoted dtype.
     """
     if not args:
@@ -119,7 +154,12 @@ def einsum(*args: Any, optimize: Any = "auto", memory_limit: Any = None) -> Any:
         subscripts, operands = parse_interleaved(args)
     tensors = _operands(operands)
     metas = tuple(t.meta for t in tensors)
-    key = (subscripts, metas, _optimize_key(optimize, subscripts), _limit_key(memory_limit))
+    optimize_key = _optimize_key(optimize, subscripts)
+    if optimize_key is _ASKED:  # a function: its path is asked for on every call
+        planned = _plan(subscripts, [m.shape for m in metas], optimize, memory_limit)
+        optimize_key = ("path", tuple(planned.ssa))
+        optimize = [tuple(p) for p in ssa_to_linear(planned.ssa, len(metas))]
+    key = (subscripts, metas, optimize_key, _limit_key(memory_limit))
     program = _programs.get(key)
     if program is None:
         for meta in metas:
@@ -129,8 +169,8 @@ def einsum(*args: Any, optimize: Any = "auto", memory_limit: Any = None) -> Any:
                 )
         program = _lowered(subscripts, metas, optimize, memory_limit)
         _programs.put(key, program)
-    if not program.instructions:
-        return tensors[program.result]
+    if not program.instructions:  # the operand itself: never a caller's buffer
+        return owned(tensors[program.result])
     return program.run(tensors)
 
 
@@ -143,8 +183,12 @@ def _lowered(subscripts: str, metas: tuple[Meta, ...], optimize: Any, memory_lim
         or not isinstance(optimize, (str, bool))
         or any(m.dynamic for m in metas)
     ):
-        equation, _, ssa = _plan(subscripts, [m.shape for m in metas], optimize, memory_limit)
-        return lower(equation, metas, ssa)
+        planned = _plan(subscripts, [m.shape for m in metas], optimize, memory_limit)
+        if planned.sliced:
+            return lower_sliced(
+                planned.equation, metas, planned.pairs, planned.sliced, planned.limit
+            )
+        return lower(planned.equation, metas, planned.pairs)
     ranks = (subscripts, tuple((m.ndim, m.dtype, m.weak) for m in metas), optimize)
     structure: Hashable
     if len(metas) <= 2:  # one path at every extent: neither parse nor plan
@@ -154,24 +198,31 @@ def _lowered(subscripts: str, metas: tuple[Meta, ...], optimize: Any, memory_lim
             remade = _remade(*found, metas)
             if remade is not None:
                 return remade
-        equation, _, ssa = _plan(subscripts, [m.shape for m in metas], optimize, None)
+        planned = _plan(subscripts, [m.shape for m in metas], optimize, None)
     else:  # the path depends on the extents; the lowering along it does not
         known = _three_operand_path(ranks, optimize, metas)
         if known is None:
-            equation, network, ssa = _plan(subscripts, [m.shape for m in metas], optimize, None)
+            planned = _plan(subscripts, [m.shape for m in metas], optimize, None)
             if len(metas) == 3:
-                _terms.put(ranks, (equation.inputs, network.inputs, network.output))
+                _terms.put(
+                    ranks,
+                    (planned.equation.inputs, planned.network.inputs, planned.network.output),
+                )
+            pairs = planned.pairs
         else:
-            ssa = known
-        structure = (*ranks, tuple(tuple(pair) for pair in ssa))
+            pairs = known
+        structure = (*ranks, tuple(tuple(pair) for pair in pairs))
         found = _structures.get(structure)
         if found is not None:
             remade = _remade(*found, metas)
             if remade is not None:
                 return remade
-        equation, _, ssa = _plan(subscripts, [m.shape for m in metas], optimize, None)
-        structure = (*ranks, tuple(tuple(pair) for pair in ssa))
-    program = lower(equation, metas, ssa)
+        planned = _plan(subscripts, [m.shape for m in metas], optimize, None)
+        structure = (*ranks, tuple(tuple(pair) for pair in planned.pairs))
+    equation = planned.equation
+    program = lower(equation, metas, planned.pairs)
+    if any(equation.broadcast):  # extents of 1 broadcast here: not a template for others
+        return program
     if structure not in _structures:
         if all(isinstance(op, _EXTENT_FREE) for op, _, _ in program.instructions):
             _structures.put(structure, (equation.inputs, program, None, _steps(program)))
@@ -194,7 +245,7 @@ def _three_operand_path(
     (:func:`three_operand_path`: ``auto`` and ``optimal`` pick the same, without parsing
     or planning); ``None`` when it must be planned in full (other planners, a tie,
     labels whose extents disagree)."""
-    if len(metas) != 3 or not (optimize is True or optimize in ("auto", "optimal")):
+    if len(metas) != 3 or not (optimize is True or optimize == "auto"):
         return None
     terms = _terms.get(ranks)
     if terms is None:
@@ -260,10 +311,11 @@ def _remade(
 
 def einsum_path(
     *args: Any, optimize: Any = "auto", shapes: bool = False, memory_limit: Any = None
-) -> tuple[list[Pair], PathInfo]:
-    """``(path, info)``: the pair path ``einsum`` would follow (opt_einsum's form) and a
-    :class:`~tenferro.einsum.path_info.PathInfo` (costs, largest intermediate, a
-    printable table). With ``shapes=True`` the operands are shapes."""
+) -> tuple[list[Step], PathInfo]:
+    """``(path, info)``: the path ``einsum`` would follow (opt_einsum's shrinking-list
+    form) and a :class:`~tenferro.einsum.path_info.PathInfo` equal to
+    ``opt_einsum.contract_path``'s report of that path (plus how a memory limit
+    slices it). With ``shapes=True`` the operands are shapes."""
     shapes = check_flag("einsum_path", "shapes", shapes)
     if not args:
         raise ParameterError(OP, "needs subscripts and operands")
@@ -275,8 +327,8 @@ def einsum_path(
         shape_list = [as_shape(s, OP) for s in operands]
     else:
         shape_list = [tuple(asarray(o).meta.shape) for o in operands]
-    equation, network, ssa = _plan(subscripts, shape_list, optimize, memory_limit)
-    info = describe(equation, network, ssa)
+    planned = _plan(subscripts, shape_list, optimize, memory_limit)
+    info = describe(planned.equation, planned.network, planned.ssa, planned.sliced, shape_list)
     return info.path, info
 
 
@@ -296,9 +348,11 @@ def _plan(
     shapes: Sequence[tuple[int, ...]],
     optimize: Any,
     memory_limit: Any,
-) -> tuple[Equation, Network, list[Pair]]:
-    key = (subscripts, tuple(shapes), _optimize_key(optimize, subscripts), _limit_key(memory_limit))
-    cached = _plans.get(key)
+) -> Planned:
+    optimize_key = _optimize_key(optimize, subscripts)
+    limit_key = _limit_key(memory_limit)
+    key = (subscripts, tuple(shapes), optimize_key, limit_key)
+    cached = None if optimize_key is _ASKED else _plans.get(key)
     if cached is not None:
         return cached
     equation = parse(subscripts, shapes)
@@ -306,27 +360,58 @@ def _plan(
         tuple(frozenset(t) for t in equation.inputs), frozenset(equation.output), equation.sizes
     )
     limit = _limit(memory_limit, shapes, subscripts)
+    count = len(network.inputs)
 
     def fail(message: str) -> Exception:
         return ParameterError(OP, f"{message} in subscripts {subscripts!r}")
 
-    ssa = plan(network, optimize, limit, fail)
-    entry = (equation, network, ssa)
-    _plans.put(key, entry)
+    searched = optimize is True or optimize is None or optimize in ("auto", "auto-hq")
+    hint_key = (subscripts, tuple(len(s) for s in shapes), optimize_key, limit_key)
+    if searched and count > 2:
+        planner = auto_hq if optimize == "auto-hq" else auto_planner
+        seeds = _hints.get(hint_key) or ()
+    try:
+        if searched and count > 2:
+            ssa = list(planner(network, limit, seeds=seeds))
+        else:
+            ssa = plan(network, optimize, limit, fail)
+        pairs = binarize(ssa, count)
+        sliced: tuple[str, ...] = ()
+        if limit is not None and len(pairs) > 1:
+            target = max(limit, network.size(network.output))
+            sliced = slice_to_fit(reduced(network), pairs, target)
+    except PlanningError as error:
+        raise PlanningError(OP, f"{error.detail} in subscripts {subscripts!r}") from None
+    if searched and count > 2:
+        known = _hints.get(hint_key) or ()
+        entry_pairs: tuple[Pair, ...] = tuple((a, b) for a, b in pairs)
+        if entry_pairs not in known:
+            _hints.put(hint_key, (entry_pairs, *known)[:HINTS])
+    entry = Planned(equation, network, ssa, pairs, sliced, limit or 0)
+    if optimize_key is not _ASKED:
+        _plans.put(key, entry)
     return entry
 
 
 def _limit(memory_limit: Any, shapes: Sequence[tuple[int, ...]], subscripts: str) -> int | None:
+    """``memory_limit`` in elements (opt_einsum's forms: ``None`` or ``-1`` for none,
+    ``"max_input"`` for the largest operand, a positive integer)."""
     if memory_limit is None:
         return None
     if isinstance(memory_limit, str) and memory_limit == "max_input":
         sizes = [Meta(s, None).size for s in shapes]  # type: ignore[arg-type]
         return max(sizes, default=1)
-    limit = None if isinstance(memory_limit, str) else as_int(OP, "memory_limit", memory_limit)
+    if isinstance(memory_limit, Decimal) and memory_limit == memory_limit.to_integral_value():
+        memory_limit = int(memory_limit)  # opt_einsum's limits may be Decimals
+    limit = (
+        None if isinstance(memory_limit, (str, bool)) else as_int(OP, "memory_limit", memory_limit)
+    )
+    if limit == -1:
+        return None
     if limit is None or limit < 1:
         raise ParameterError(
             OP,
-            f"memory_limit must be a positive integer or 'max_input', got {memory_limit!r} "
+            f"memory_limit must be a positive integer, -1 or 'max_input', got {memory_limit!r} "
             f"in subscripts {subscripts!r}",
         )
     return limit
@@ -336,9 +421,26 @@ def _limit_key(memory_limit: Any) -> Hashable:
     return memory_limit if isinstance(memory_limit, (int, str, type(None))) else repr(memory_limit)
 
 
-def _optimize_key(optimize: Any, subscripts: str) -> Hashable:
+class _Asked:
+    """The key of an optimizer that is asked for its path on every call."""
+
+
+_ASKED = _Asked()
+
+
+def _optimize_key(optimize: Any, subscripts: str) -> Any:
+    """What identifies ``optimize`` in the caches: itself (names, flags), the frozen
+    path, or an optimizer object's type and attributes (so changing a setting plans
+    again); :data:`_ASKED` for a callable without attributes (asked every call)."""
+    if optimize.__class__ is str or optimize is None or optimize is True or optimize is False:
+        return optimize
     if isinstance(optimize, (list, tuple)):
         return (type(optimize).__name__, _freeze(optimize))
+    if callable(optimize):
+        state = getattr(optimize, "__dict__", None)
+        if not state or isinstance(optimize, FunctionType):
+            return _ASKED
+        return (type(optimize), tuple((k, _snapshot(state[k])) for k in sorted(state)))
     try:
         hash(optimize)
     except TypeError:
@@ -347,6 +449,15 @@ def _optimize_key(optimize: Any, subscripts: str) -> Hashable:
         ) from None
     hashable: Hashable = optimize
     return hashable
+
+
+def _snapshot(value: Any) -> Hashable:
+    """An attribute's value as a cache key part (its repr when unhashable)."""
+    if isinstance(value, (int, float, str, bytes, bool, type(None))):
+        return value
+    if isinstance(value, tuple):
+        return tuple(_snapshot(v) for v in value)
+    return (type(value).__name__, repr(value))
 
 
 def _freeze(value: Any) -> Hashable:

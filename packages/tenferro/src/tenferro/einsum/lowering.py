@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tenferro.concrete import borrowed_roots, owned_array
 from tenferro.core import kinds
 from tenferro.core.bind import bind1
 from tenferro.core.primitive import TensorPrimitive
@@ -30,7 +31,7 @@ from tenferro.ops.elementwise import Mul
 from tenferro.ops.reduction import ReduceSum
 from tenferro.ops.structural import BroadcastInDim, EmbedDiag, ExtractDiag, Reshape, Transpose
 
-__all__ = ["Program", "lower"]
+__all__ = ["Builder", "Program", "finish", "lower", "prepare_operands"]
 
 Instruction = tuple[TensorPrimitive, tuple[int, ...], tuple[int, ...]]
 """``(primitive, argument slots, slots to free afterwards)``; the result takes the next slot."""
@@ -50,7 +51,8 @@ class Program:
         """The result for ``operands`` (tensors of one kind, as :func:`einsum` passes
         them): each primitive bound in turn, or, for concrete tensors, which record
         nothing, evaluated on their arrays in one loop (what binding each would do)."""
-        if type(operands[0]) is kinds._concrete:
+        kind = type(operands[0])
+        if kind is kinds._concrete or kind is kinds._borrowed:
             return self._evaluate(operands)
         values: list[Any] = list(operands)
         for op, args, free in self.instructions:
@@ -62,25 +64,35 @@ class Program:
     def _evaluate(self, operands: Sequence[Any]) -> Any:
         """The concrete result: the primitives' evaluations on the operands' arrays,
         floating-point warnings silenced once around all of them (as around each)."""
+        arrays = [o._value for o in operands]
+        token = quiet()
+        try:
+            result = self.evaluate(arrays)
+        finally:
+            restore(token)
+        if getattr(result, "base", None) is not None:  # a view: never of a caller's array
+            result = owned_array(result, borrowed_roots(operands))
+        return kinds._concrete._wrap(result, self.instructions[-1][0].outputs[0].weak)
+
+    def evaluate(self, arrays: Sequence[Any]) -> Any:
+        """The result array for operand arrays (each instruction's kernel in turn,
+        intermediates freed after their last use)."""
         kernels = self._kernels
         if kernels is None:
             kernels = self._kernels = tuple(
                 (op.impl if op.direct_impl else _evaluation(op), args, free)
                 for op, args, free in self.instructions
             )
-        values = [o._value for o in operands]
-        token = quiet()
+        values = list(arrays)
         try:
             for kernel, args, free in kernels:
                 values.append(kernel(*[values[a] for a in args]))
                 for slot in free:
                     values[slot] = None
         except MemoryError as error:
-            op = self.instructions[len(values) - len(operands)][0]
+            op = self.instructions[len(values) - len(arrays)][0]
             raise AllocationError(op.name, str(error)) from None
-        finally:
-            restore(token)
-        return kinds._concrete._wrap(values[self.result], self.instructions[-1][0].outputs[0].weak)
+        return values[self.result]
 
 
 def _evaluation(op: TensorPrimitive) -> Any:
@@ -92,7 +104,7 @@ def _evaluation(op: TensorPrimitive) -> Any:
     return evaluate
 
 
-class _Builder:
+class Builder:
     def __init__(self, metas: Sequence[Meta], sizes: dict[str, int]) -> None:
         self.metas: list[Meta] = list(metas)
         self.code: list[tuple[TensorPrimitive, tuple[int, ...]]] = []
@@ -122,20 +134,10 @@ class _Builder:
 
 
 def lower(equation: Equation, metas: Sequence[Meta], ssa: Sequence[Pair]) -> Program:
-    """The program computing ``equation`` for operands of ``metas`` along ``ssa``."""
-    builder = _Builder(metas, equation.sizes)
+    """The program computing ``equation`` for operands of ``metas`` along the binary SSA
+    path ``ssa``."""
+    builder, slots, terms, needed = prepare_operands(equation, metas)
     output = equation.output
-    count = len(metas)
-    needed: dict[str, int] = {}
-    for labels in equation.inputs:
-        for label in set(labels):
-            needed[label] = needed.get(label, 0) + 1
-    slots: list[int] = []
-    terms: list[str] = []
-    for i, labels in enumerate(equation.inputs):
-        slot, labels = _single(builder, i, labels, equation.broadcast[i], needed, output)
-        slots.append(slot)
-        terms.append(labels)
     for step, (a, b) in enumerate(ssa):
         left, right = terms[a], terms[b]
         for label in set(left):
@@ -148,13 +150,39 @@ def lower(equation: Equation, metas: Sequence[Meta], ssa: Sequence[Pair]) -> Pro
             needed[label] = needed.get(label, 0) + 1
         slots.append(slot)
         terms.append(labels)
-    slot, labels = slots[-1], terms[-1]
-    slot = _finish(builder, slot, labels, output, needed)
-    return builder.finish(slot, count)
+    return finish(builder, slots[-1], terms[-1], output, needed, len(metas))
+
+
+def prepare_operands(
+    equation: Equation, metas: Sequence[Meta]
+) -> tuple[Builder, list[int], list[str], dict[str, int]]:
+    """A builder holding each operand's own reductions (broadcast size-1 axes squeezed,
+    diagonals taken, labels no other term needs summed): the builder, each operand's
+    slot and labels after them, and how many terms (the output counted) need each label."""
+    builder = Builder(metas, equation.sizes)
+    output = equation.output
+    needed: dict[str, int] = {}
+    for labels in equation.inputs:
+        for label in set(labels):
+            needed[label] = needed.get(label, 0) + 1
+    slots: list[int] = []
+    terms: list[str] = []
+    for i, labels in enumerate(equation.inputs):
+        slot, labels = _single(builder, i, labels, equation.broadcast[i], needed, output)
+        slots.append(slot)
+        terms.append(labels)
+    return builder, slots, terms, needed
+
+
+def finish(
+    builder: Builder, slot: int, labels: str, output: str, needed: dict[str, int], count: int
+) -> Program:
+    """The program whose result is ``slot`` (of ``labels``) arranged as ``output``."""
+    return builder.finish(_finish(builder, slot, labels, output, needed), count)
 
 
 def _single(
-    builder: _Builder,
+    builder: Builder,
     slot: int,
     labels: str,
     broadcast: frozenset[int],
@@ -186,7 +214,7 @@ def _single(
 
 
 def _pair(
-    builder: _Builder,
+    builder: Builder,
     a: int,
     left: str,
     b: int,
@@ -257,7 +285,7 @@ def _product_labels(left: str, right: str, kept: Any) -> str:
     )
 
 
-def _outer(builder: _Builder, a: int, left: str, b: int, right: str, labels: str) -> int | None:
+def _outer(builder: Builder, a: int, left: str, b: int, right: str, labels: str) -> int | None:
     """An outer product (each side has labels the other lacks; shared ones are batch
     labels) as a ``dot_general`` without contracted axes writing ``labels`` in order:
     its kernels beat a broadcast multiply (see ``DotGeneral._plan``). ``None`` when
@@ -284,7 +312,7 @@ def _outer(builder: _Builder, a: int, left: str, b: int, right: str, labels: str
     )
 
 
-def _arrange(builder: _Builder, slot: int, labels: str, target: str) -> int:
+def _arrange(builder: Builder, slot: int, labels: str, target: str) -> int:
     """``slot`` (axes ``labels``) laid out as ``target``: a transpose when it has every
     label, else a ``broadcast_in_dim`` to the full shape."""
     if labels == target:
@@ -298,7 +326,7 @@ def _arrange(builder: _Builder, slot: int, labels: str, target: str) -> int:
 
 
 def _sum_unneeded(
-    builder: _Builder, slot: int, labels: str, other: str, kept: Any
+    builder: Builder, slot: int, labels: str, other: str, kept: Any
 ) -> tuple[int, str]:
     axes = tuple(axis for axis, c in enumerate(labels) if c not in other and not kept(c))
     if not axes:
@@ -307,7 +335,7 @@ def _sum_unneeded(
     return slot, "".join(c for axis, c in enumerate(labels) if axis not in axes)
 
 
-def _finish(builder: _Builder, slot: int, labels: str, output: str, needed: dict[str, int]) -> int:
+def _finish(builder: Builder, slot: int, labels: str, output: str, needed: dict[str, int]) -> int:
     unique = "".join(dict.fromkeys(output))
     extra = tuple(axis for axis, c in enumerate(labels) if c not in unique)
     if extra:

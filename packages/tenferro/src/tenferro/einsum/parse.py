@@ -10,7 +10,10 @@ Rules (numpy's, plus diagonal embedding):
   operands, where extents broadcast (equal or 1);
 * a label repeated in one operand takes the diagonal (``ii->i``, ``ii->``); a label
   repeated in the output embeds on the diagonal (``i->ii``, which numpy rejects);
-* every output label must occur in some input; extents of a label must agree.
+* every output label must occur in some input; extents of a label must agree, except
+  that an extent of 1 broadcasts against the label's extent in other operands (numpy);
+* an explicit output must have ``...`` when the inputs' ellipsis covers any axis
+  (numpy's rule).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tenferro.errors import ParameterError, ShapeError
+from tenferro.errors import ArgumentTypeError, ParameterError, ShapeError
 
 __all__ = ["Equation", "parse", "parse_interleaved"]
 
@@ -53,17 +56,22 @@ class _Fail:
         return ShapeError(OP, f"{what} in subscripts {self.subscripts!r}")
 
 
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
 def _fresh(used: set[str]) -> Iterator[str]:
-    """Characters usable as labels that are not in ``used``."""
-    code = 0x100  # beyond Latin-1, past the common ASCII and Latin labels
+    """Labels not in ``used``, in opt_einsum's order (``gen_unused_symbols``: the 52
+    letters, then from U+00C0 skipping surrogates), so ellipsis axes get the labels
+    opt_einsum gives them."""
+    code = 0
     while True:
+        if code < len(_LETTERS):
+            char = _LETTERS[code]
+        else:
+            char = chr(code + 140 if code + 140 < 0xD800 else code + 2048)
         code += 1
-        if 0xD800 <= code <= 0xDFFF:
-            continue
-        char = chr(code)
-        if char.isspace() or char in _RESERVED or char in used:
-            continue
-        yield char
+        if char not in used:
+            yield char
 
 
 def _split_term(term: str, fail: _Fail, where: str) -> tuple[str, str | None]:
@@ -112,37 +120,48 @@ def parse(subscripts: str, shapes: Sequence[Sequence[int]]) -> Equation:
 
 def parse_interleaved(args: Sequence[Any]) -> tuple[str, list[Any]]:
     """numpy's interleaved form ``(op0, labels0, op1, labels1, ..., [output])`` to
-    ``(subscripts, operands)``; integer labels (and ``Ellipsis``) become characters."""
+    ``(subscripts, operands)``. Integer labels become characters in numpy's order;
+    labels may also be any other hashable values (opt_einsum's extension: ``("left",
+    "bond")``), mapped to characters in their sorted order, or their order of appearance
+    when they do not sort; ``Ellipsis`` stands for ``...``."""
     operands = list(args[0::2])
     lists = list(args[1::2])
     output: Any = None
     if len(args) % 2 == 1:
         output = operands.pop()
-    symbols: dict[Any, str] = {}
-
-    def term(labels: Any, where: str) -> str:
+    every = [*lists, *([output] if output is not None else [])]
+    for where, labels in enumerate(every):
         if not isinstance(labels, (list, tuple)):
-            raise ParameterError(
-                OP, f"interleaved {where} labels must be a list, got {type(labels).__name__}"
+            what = "output" if where == len(lists) else f"operand {where}"
+            raise ArgumentTypeError(
+                OP, f"interleaved {what} labels must be a list, got {type(labels).__name__}"
             )
-        out = []
-        for label in labels:
-            if label is Ellipsis:
-                out.append("...")
-                continue
-            if isinstance(label, bool) or not isinstance(label, int) or label < 0:
-                raise ParameterError(
-                    OP, f"interleaved {where} label {label!r} is not a non-negative integer"
-                )
-            if label not in symbols:
-                symbols[label] = _symbol(label)
-            out.append(symbols[label])
-        return "".join(out)
+    used = [label for labels in every for label in labels if label is not Ellipsis]
+    for label in used:
+        if isinstance(label, (bool, float, complex)) or (isinstance(label, int) and label < 0):
+            raise ParameterError(  # numpy's labels are non-negative integers
+                OP, f"interleaved label {label!r} is not a non-negative integer"
+            )
+        try:
+            hash(label)
+        except TypeError:
+            raise ArgumentTypeError(OP, f"interleaved label {label!r} is not hashable") from None
+    symbols: dict[Any, str] = {}
+    if all(type(label) is int and label >= 0 for label in used):
+        symbols = {label: _symbol(label) for label in used}
+    else:
+        try:
+            ordered = sorted(set(used))
+        except TypeError:
+            ordered = list(dict.fromkeys(used))
+        symbols = {label: _symbol(rank) for rank, label in enumerate(ordered)}
 
-    inputs = [term(labels, f"operand {i}") for i, labels in enumerate(lists)]
-    subscripts = ",".join(inputs)
+    def term(labels: Any) -> str:
+        return "".join("..." if label is Ellipsis else symbols[label] for label in labels)
+
+    subscripts = ",".join(term(labels) for labels in lists)
     if output is not None:
-        subscripts += "->" + term(output, "output")
+        subscripts += "->" + term(output)
     return subscripts, operands
 
 
@@ -184,9 +203,11 @@ def _build(
                 )
             ellipsis_rank = max(ellipsis_rank, len(shape) - len(labels))
     fresh = _fresh(used)
-    ellipsis = "".join(next(fresh) for _ in range(ellipsis_rank))
+    widest = max((len(shape) for shape in shapes), default=0)
+    ellipsis = "".join(next(fresh) for _ in range(widest))[widest - ellipsis_rank :]
     inputs: list[str] = []
     sizes: dict[str, int] = {}
+    mine: dict[str, int] = {}
     owner: dict[str, int] = {}
     broadcast: list[frozenset[int]] = []
     ellipsis_sizes: dict[str, int] = {}
@@ -198,6 +219,7 @@ def _build(
             cut = len(position)
             full = labels[:cut] + ellipsis[ellipsis_rank - covered :] + labels[cut:]
         inputs.append(full)
+        mine.clear()
         for label, extent in zip(full, shape, strict=True):
             extent = int(extent)
             if label in ellipsis:
@@ -209,14 +231,23 @@ def _build(
                     )
                 ellipsis_sizes[label] = max(known, extent) if extent != 1 else known
                 continue
-            if label in sizes and sizes[label] != extent:
-                other = owner[label]
+            if mine.setdefault(label, extent) != extent:
                 raise fail.shape(
-                    f"label {label!r} has extent {sizes[label]} in operand {other} "
-                    f"and {extent} in operand {i}"
+                    f"label {label!r} has extents {mine[label]} and {extent} in operand {i}"
                 )
+            seen = sizes.get(label)
+            if seen is not None and seen != extent:
+                other = owner[label]
+                # numpy broadcasts a label of extent 1 across operands
+                if seen != 1 and extent != 1:
+                    raise fail.shape(
+                        f"label {label!r} has extent {seen} in operand {other} "
+                        f"and {extent} in operand {i}"
+                    )
+                if extent == 1:
+                    continue
             sizes[label] = extent
-            owner.setdefault(label, i)
+            owner[label] = i
     for label in ellipsis:
         sizes[label] = ellipsis_sizes.get(label, 1)
     for full, shape in zip(inputs, shapes, strict=True):
@@ -224,7 +255,7 @@ def _build(
             frozenset(
                 axis
                 for axis, (label, extent) in enumerate(zip(full, shape, strict=True))
-                if label in ellipsis and int(extent) == 1 and sizes[label] != 1
+                if int(extent) == 1 and sizes[label] != 1
             )
         )
     if explicit is None:
@@ -240,8 +271,11 @@ def _build(
             if label not in everywhere:
                 raise fail.parameter(f"output label {label!r} occurs in no input")
         if out_ellipsis is None:
-            if ellipsis and any(sizes[c] != 1 for c in ellipsis):
-                raise fail.shape("inputs' ellipsis covers axes but the output has no ellipsis")
+            if ellipsis:  # numpy's rule, even when the axes it covers have extent 1
+                raise fail.shape(
+                    "the inputs' ellipsis covers axes but the output has no '...' "
+                    "(numpy: write '...' in the output, or sum those axes explicitly)"
+                )
             output = out_labels
         else:
             cut = len(out_ellipsis)

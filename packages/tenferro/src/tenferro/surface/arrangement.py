@@ -19,6 +19,7 @@ import numpy as np
 from tenferro import lax
 from tenferro.core.bind import lift
 from tenferro.core.flags import check_flag
+from tenferro.core.kinds import owned
 from tenferro.core.params import as_int, as_int_or_ints, is_listed
 from tenferro.errors import AxisError, ParameterError, ShapeError
 from tenferro.meta import MAX_ELEMENTS, broadcast_shapes, check_size, normalize_axis
@@ -132,7 +133,7 @@ def roll(x: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = 
         starts[n], limits[n] = split, extent
         tail = lax.slice(a, starts, limits)
         a = lax.concatenate([tail, head], n)
-    return a
+    return owned(a)
 
 
 @preserving
@@ -260,7 +261,7 @@ def _at_least(op: str, arrays: tuple[Any, ...], rank: int) -> tuple[Any, ...]:
     result = []
     for value in arrays:
         a = asarray(value, op=op)
-        result.append(_reshaped(a, _at_least_shape(a.meta.shape, rank)))
+        result.append(owned(_reshaped(a, _at_least_shape(a.meta.shape, rank))))
     return tuple(result)
 
 
@@ -393,7 +394,7 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
     if order < 0:
         raise ParameterError("diff", f"order must be non-negative, got n={n!r}")
     if order == 0:
-        return x
+        return owned(x)
     if x.meta.ndim == 0:
         raise ShapeError("diff", "needs an input with at least one axis, got a 0-d value")
     position = normalize_axis(axis, x.meta.ndim, "diff")

@@ -19,7 +19,7 @@ import numpy as np
 from computegraph import DictCache
 from tenferro import lax
 from tenferro.core.bind import lift
-from tenferro.core.kinds import asarray, is_tensor
+from tenferro.core.kinds import asarray, is_tensor, owned
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import promote_types
 from tenferro.errors import DTypeError, ScalarOverflowError, ShapeError
@@ -84,7 +84,7 @@ def broadcast_to(x: Any, shape: Sequence[int]) -> Any:
         x = asarray(x, op="broadcast_to")
         meta = x.meta
     if type(shape) is tuple and meta.shape == shape:  # the common internal call
-        return x
+        return owned(x)
     return _broadcast(x, as_shape(shape, "broadcast_to"))
 
 
@@ -92,7 +92,7 @@ def _broadcast(x: Any, target: tuple[int, ...]) -> Any:
     """``broadcast_to`` for a validated target shape."""
     shape = x.meta.shape
     if shape == target:
-        return x
+        return owned(x)
     if len(target) < len(shape) or broadcast_shapes(shape, target, op="broadcast_to") != target:
         raise ShapeError("broadcast_to", f"cannot broadcast {shape} to {target}")
     offset = len(target) - len(shape)

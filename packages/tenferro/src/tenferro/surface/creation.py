@@ -12,7 +12,7 @@ import numpy as np
 from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.flags import check_flag
-from tenferro.core.kinds import concrete_class
+from tenferro.core.kinds import concrete_class, owned
 from tenferro.core.params import as_int, as_real
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64
@@ -148,10 +148,11 @@ def asarray(
     copy: bool | None = None,
 ) -> Any:
     """``x`` as a tensor: a tensor passes through unchanged (converted if ``dtype`` is
-    given); arrays, sequences and scalars become a ``Tensor``. With ``requires_grad``
-    the result is a tracked leaf ``EagerTensor`` of the default tape holding a copy of
-    ``x``'s data (PyTorch's ``torch.asarray(x, requires_grad=True)``, which shares it:
-    tenferro's tensors are immutable, so they never alias a mutable array;
+    given); arrays, sequences and scalars become a ``Tensor`` holding a copy of the
+    data (so writing into ``x`` later never changes it; functions given a numpy array
+    read it in place instead, copying only where a result would alias it). With
+    ``requires_grad`` the result is a tracked leaf ``EagerTensor`` of the default tape
+    (PyTorch's ``torch.asarray(x, requires_grad=True)``, but holding a copy;
     ``tf.from_dlpack(x, copy=False)`` shares read-only). ``device`` may only be
     ``None``/``"cpu"``; ``copy`` is accepted for the array API (tensors are immutable,
     so a copy is never observable)."""
@@ -162,7 +163,7 @@ def asarray(
     if requires_grad is not False and check_flag("asarray", "requires_grad", requires_grad):
         return tensor(x, dtype, requires_grad=True)
     if dtype is None:
-        return _convert.asarray(x, "asarray")
+        return owned(_convert.asarray(x, "asarray"))
     if _convert.is_tensor(x):
         return _convert.astype(x, dtype)
     return concrete_class()._convert(x, dtype, "asarray")

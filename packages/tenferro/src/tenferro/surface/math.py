@@ -10,6 +10,7 @@ from computegraph import DictCache
 from tenferro import lax
 from tenferro.core.bind import lift
 from tenferro.core.flags import check_flag
+from tenferro.core.kinds import owned
 from tenferro.core.params import as_int
 from tenferro.dtypes import float64, is_complex
 from tenferro.errors import DTypeError, ParameterError, ScalarOverflowError
@@ -346,7 +347,7 @@ def _rounding(op: str, method: str) -> Unary:
     def apply(x: Any) -> Any:
         a = asarray(x)
         if a.meta.dtype.kind in "bi":
-            return a
+            return owned(a)
         if a.meta.dtype.kind == "c":
             raise DTypeError(op, "complex values cannot be rounded")
         return lax.round(a, method)
@@ -379,7 +380,7 @@ def round(x: Any, decimals: int = 0) -> Any:
     if kind == "c":
         return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
     if kind in "bi" and decimals >= 0:
-        return a
+        return owned(a)
     if kind == "b":
         raise DTypeError("round", f"bool values cannot be rounded to {decimals} decimals")
     if decimals == 0:
@@ -422,7 +423,7 @@ def negative(x: Any) -> Any:
 @unary
 def positive(x: Any) -> Any:
     (a,) = prepare("positive", (x,), kinds=NUMERIC)
-    return a
+    return owned(a)
 
 
 @unary
@@ -695,7 +696,7 @@ def hypot(x: Any, y: Any) -> Any:
 def real(x: Any) -> Any:
     """The real part (the value itself for real dtypes)."""
     a = asarray(x)
-    return lax.real(a) if is_complex(a.meta.dtype) else a
+    return lax.real(a) if is_complex(a.meta.dtype) else owned(a)
 
 
 @unary

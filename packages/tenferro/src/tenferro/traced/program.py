@@ -27,7 +27,7 @@ from computegraph import (
     materialize_merge,
     structural_view,
 )
-from tenferro.concrete import Tensor
+from tenferro.concrete import Tensor, memory_root, owned_array
 from tenferro.core.keys import (
     AliasKey,
     ArgKey,
@@ -197,7 +197,14 @@ def evaluate(tensors: Sequence[Any], bindings: Mapping[Any, Any] | None = None) 
         values = program.run((), shape.slots, bindings)
     except MemoryError as error:
         raise AllocationError("evaluate", str(error)) from None
-    return [Tensor._wrap(_array(v), t.meta.weak) for v, t in zip(values, tensors, strict=True)]
+    # a placeholder bound to a caller's numpy array reads it in place: no result views it
+    roots = frozenset(
+        [id(memory_root(v)) for v in (bindings or {}).values() if isinstance(v, np.ndarray)]
+    )
+    return [
+        Tensor._wrap(owned_array(_array(v), roots), t.meta.weak)
+        for v, t in zip(values, tensors, strict=True)
+    ]
 
 
 def _check_placeholder_names(slots: Sequence[Any]) -> None:

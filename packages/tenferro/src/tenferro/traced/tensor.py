@@ -33,6 +33,7 @@ from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.flags import check_flag
 from tenferro.core.keys import AliasKey, CheckpointKey, LeafKey, PlaceholderKey
+from tenferro.core.kinds import owned
 from tenferro.core.methods import TensorMethods
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.dtypes import dtype as as_dtype
@@ -274,7 +275,7 @@ class TracedTensor(TensorMethods):
                 "would be lost); detach() it to use its value as a constant",
             )
         meta = value.meta
-        data = np.asarray(value._value)
+        data = np.asarray(owned(value)._value)  # a trace may keep it (jit freezes it)
         if meta.shape == ():
             # Scalars become structural constants, so retracing gives the same graph.
             (constant,) = _constant_like(data, meta)

@@ -7,8 +7,9 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from computegraph import Input
+from tenferro.concrete import borrowed_roots, released
 from tenferro.core.keys import AliasKey, ArgKey
-from tenferro.core.kinds import asarray
+from tenferro.core.kinds import asarray, owned
 from tenferro.core.pytree import TreeDef, count_leaves, flatten, unflatten
 from tenferro.errors import (
     TenferroError,
@@ -22,13 +23,21 @@ _call = call_traced
 
 
 class _Args:
-    """Flattened call arguments: concrete values (arrays) or traced tensors."""
+    """Flattened call arguments: concrete values (arrays) or traced tensors.
 
-    __slots__ = ("metas", "traced", "treedef", "values")
+    A caller's numpy array is consumed without a copy (a borrowed operand): results
+    pass through :meth:`release`, which copies any that would be a view of one. With
+    ``keep`` (the arguments outlive the call: a ``vjp`` or ``linearize`` closure runs
+    later) borrowed arrays are copied at once instead."""
 
-    def __init__(self, args: tuple[Any, ...]) -> None:
+    __slots__ = ("metas", "roots", "traced", "treedef", "values")
+
+    def __init__(self, args: tuple[Any, ...], keep: bool = False) -> None:
         leaves, self.treedef = flatten(args)
         tensors = [asarray(leaf) for leaf in leaves]
+        if keep:
+            tensors = [owned(t) for t in tensors]
+        self.roots = borrowed_roots(tensors)
         for tensor in tensors:
             if getattr(tensor, "tape", None) is not None:
                 raise TenferroError(
@@ -45,6 +54,11 @@ class _Args:
 
     def arrays(self) -> list[Any]:
         return [t._value for t in self.values]
+
+    def release(self, result: Any) -> Any:
+        """``result`` (a pytree of results of this call) with every concrete tensor that
+        is a view of a borrowed argument replaced by a copy."""
+        return released(result, self.roots)
 
 
 def _arg_leaves(metas: Sequence[Meta], offset: int = 0) -> list[TracedTensor]:

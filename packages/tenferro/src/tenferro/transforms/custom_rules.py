@@ -41,7 +41,7 @@ import numpy as np
 
 from computegraph import After, BoundedCache, Derived, Input, OperationKey, ValueKey, fold
 from tenferro import lax
-from tenferro.concrete import Tensor
+from tenferro.concrete import Borrowed, Tensor
 from tenferro.core.bind import lift
 from tenferro.core.keys import AliasKey, LeafKey
 from tenferro.core.kinds import asarray
@@ -355,7 +355,7 @@ class _CustomFunction:
                 self.name,
                 f"{error}; non-tensor arguments go in nondiff_argnums",
             ) from None
-        if all(type(t) is Tensor for t in tensors):
+        if all(type(t) is Tensor or type(t) is Borrowed for t in tensors):
             return self.fun(*args)  # nothing to differentiate: the function itself, as in JAX
         tensors = lift(tensors)
         metas = tuple(t.meta for t in tensors)

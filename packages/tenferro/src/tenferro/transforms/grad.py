@@ -127,7 +127,7 @@ def _value_and_grad_transform(
 
         key = (call.signature(), positions, single, trace.key)
         plan = _GRAD_PROGRAMS.get_or_create(key, derive)
-        (value, aux_values), gradient = plan(call.arrays(), trace.shape.slots)
+        (value, aux_values), gradient = call.release(plan(call.arrays(), trace.shape.slots))
         return ((value, aux.rebuild(aux_values)), gradient) if has_aux else (value, gradient)
 
     return transformed

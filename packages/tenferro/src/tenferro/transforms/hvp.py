@@ -52,4 +52,5 @@ def hvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
     key = ("hvp", primal_call.signature(), tangent_call.signature(), trace.key)
     plan = _JVP_PROGRAMS.get_or_create(key, derive)
     result = plan(primal_call.arrays() + tangent_call.arrays(), trace.shape.slots)
+    result = tangent_call.release(primal_call.release(result))
     return result[0] if count == 1 else result

@@ -71,7 +71,7 @@ def jit(
             return _Plan(outputs, out_treedef)
 
         key = ("keywords", call.signature()) if kwargs else call.signature()
-        return cache.get_or_create(key, trace)(call.arrays())
+        return call.release(cache.get_or_create(key, trace)(call.arrays()))
 
     compiled.cache = cache  # type: ignore[attr-defined]
     return compiled
@@ -206,4 +206,4 @@ def _jit_static(
         return _Plan(*_traced_outputs(_call(full, (traced_args, traced_kwargs))))
 
     key = ("static", call.signature(), tuple([(at, _static_key(v)) for at, v in statics]))
-    return cache.get_or_create(key, trace)(call.arrays())
+    return call.release(cache.get_or_create(key, trace)(call.arrays()))

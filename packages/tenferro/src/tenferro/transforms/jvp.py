@@ -70,7 +70,9 @@ def jvp(
         )
     trace = _trace_call(fun, primal_call)
     plan = _jvp_plan(primal_call, tangent_call, trace)
-    outputs: tuple[Any, ...] = plan(primal_call.arrays() + tangent_call.arrays(), trace.shape.slots)
+    outputs: tuple[Any, ...] = tangent_call.release(
+        primal_call.release(plan(primal_call.arrays() + tangent_call.arrays(), trace.shape.slots))
+    )
     return outputs
 
 
@@ -102,8 +104,8 @@ def _jvp_with_aux(
 
     key = ("aux", count, primal_call.signature(), tangent_call.signature(), trace.key)
     plan = _JVP_PROGRAMS.get_or_create(key, derive)
-    primal_out, tangent_out, aux_values = plan(
-        primal_call.arrays() + tangent_call.arrays(), trace.shape.slots
+    primal_out, tangent_out, aux_values = tangent_call.release(
+        primal_call.release(plan(primal_call.arrays() + tangent_call.arrays(), trace.shape.slots))
     )
     return primal_out, tangent_out, aux.rebuild(aux_values)
 

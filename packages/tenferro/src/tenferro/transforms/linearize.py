@@ -52,7 +52,7 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
     _check_has_aux(has_aux, "linearize")
     if has_aux:
         return _linearize_with_aux(fun, primals)
-    call = _Args(primals)
+    call = _Args(primals, keep=True)  # jvp_fn reads the primals' residuals later
     if call.traced:
 
         def symbolic_jvp_fn(*tangents: Any) -> Any:
@@ -78,7 +78,7 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
             for t, p in zip(tangent_call.arrays(), call.metas, strict=True)
         ]
         values = plan.split.apply(residual_values, arrays)
-        return plan.wrap(values, plan.tangent_metas, plan.out_treedef)
+        return tangent_call.release(plan.wrap(values, plan.tangent_metas, plan.out_treedef))
 
     return out, jvp_fn
 
@@ -94,7 +94,7 @@ def _linearize_with_aux(fun: Callable[..., Any], primals: tuple[Any, ...]) -> tu
         return out
 
     out, jvp_fn = linearize(main, *primals)
-    call = _Args(primals)
+    call = _Args(primals, keep=True)  # jvp_fn reads the primals' residuals later
     if call.traced:
         return out, jvp_fn, found[0]
     aux = _Aux(found[0])

@@ -45,7 +45,7 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[
     traced once, with the values it reads when ``vjp`` is called."""
     _callable(fun, "vjp")
     _check_has_aux(has_aux, "vjp")
-    call = _Args(primals)
+    call = _Args(primals, keep=True)  # vjp_fn runs the backward later
     if call.traced:
         return _symbolic_vjp(fun, call, has_aux)
     result = _call(fun, _split(call.treedef, _arg_leaves(call.metas)))
@@ -86,7 +86,9 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[
 
         key = (call.signature(), ct_call.signature(), count, trace.key)
         plan = _VJP_PROGRAMS.get_or_create(key, derive)
-        cotangents: tuple[Any, ...] = plan(call.arrays() + ct_call.arrays(), trace.shape.slots)
+        cotangents: tuple[Any, ...] = ct_call.release(
+            plan(call.arrays() + ct_call.arrays(), trace.shape.slots)
+        )
         return cotangents
 
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)

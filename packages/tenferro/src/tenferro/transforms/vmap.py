@@ -26,7 +26,7 @@ import numpy as np
 
 from computegraph import After, BoundedCache, Derived, Input, OperationKey, ValueKey, fold
 from tenferro import lax
-from tenferro.concrete import Tensor
+from tenferro.concrete import Borrowed, Tensor, borrowed_roots, released
 from tenferro.core.bind import bind
 from tenferro.core.keys import (
     AliasKey,
@@ -127,16 +127,17 @@ def _vmap_call(
     dims, size = _batch_axes(tensors, _leaf_axes(in_axes, args, kwargs), axis_size)
     trace = _Trace(fun, treedef, tensors, dims)
     out_specs = _broadcast_prefix(out_axes, trace.result, "out_axes")
-    if _DEPTH.get() == 0 and all(type(t) is Tensor for t in tensors):
+    roots = borrowed_roots(tensors)  # numpy arguments, read uncopied: results never view them
+    if _DEPTH.get() == 0 and all(type(t) is Tensor or type(t) is Borrowed for t in tensors):
         outputs = trace.run_cached(out_specs, size)
         if outputs is not None:
-            return unflatten(trace.out_treedef, outputs)
+            return released(unflatten(trace.out_treedef, outputs), roots)
     values = _interpret(trace.out_keys, trace.live)
     outputs = [
         _place(value, dim, spec, size, index)
         for index, ((value, dim), spec) in enumerate(zip(values, out_specs, strict=True))
     ]
-    return unflatten(trace.out_treedef, outputs)
+    return released(unflatten(trace.out_treedef, outputs), roots)
 
 
 def _leaf_axes(in_axes: AxisSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:

@@ -1,44 +1,75 @@
-"""Einsum contraction planning: which pairs to contract, in which order.
+"""Einsum contraction planning: which terms to contract, in which order.
 
 Every planner takes a :class:`~tenferro.einsum.planners.network.Network` and returns an
-SSA path (pairs of value ids; operands are ``0..n-1``, each result takes the next id).
-:func:`plan` resolves an ``optimize=`` argument: ``"auto"``, ``"greedy"``,
-``"optimal"``, ``"dp"``, ``False`` (left to right), a shrinking-list pair path, a nested
-tuple tree, or an opt_einsum-style ``PathOptimizer`` object.
+SSA path (steps of value ids; operands are ``0..n-1``, each step's result takes the
+next id). :func:`plan` resolves an ``optimize=`` argument as ``opt_einsum`` does:
+
+* ``"auto"`` (also ``True`` and ``None``) and ``"auto-hq"``: ours (:mod:`.auto`);
+* opt_einsum's names, each mapped to our port of its planner: ``"greedy"`` (and its
+  aliases ``"eager"``, ``"opportunistic"``), ``"optimal"``, ``"branch-all"``,
+  ``"branch-2"``, ``"branch-1"``, ``"dp"`` / ``"dynamic-programming"``,
+  ``"random-greedy"``, ``"random-greedy-128"`` and ``"random-greedy-N"``;
+* ``"anneal"``: greedy refined by tree annealing alone (:mod:`.refine`);
+* ``False``: one step over every operand;
+* an explicit path (opt_einsum's shrinking list, numpy's ``["einsum_path", ...]``), a
+  nested tuple tree of operand positions, or an opt_einsum-style ``PathOptimizer``
+  (any callable ``(inputs, output, size_dict, memory_limit) -> path``).
+
+More names can be registered (:func:`.registry.register`).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
+import time
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from tenferro.einsum.planners.auto import auto
-from tenferro.einsum.planners.dp import dynamic_programming
+from tenferro.einsum.planners.auto import auto, auto_hq, budget_seconds
+from tenferro.einsum.planners.branch import branch_bound
+from tenferro.einsum.planners.dp import DPTimeoutError, dynamic_programming
 from tenferro.einsum.planners.greedy import greedy
 from tenferro.einsum.planners.network import (
     Network,
     Pair,
+    Step,
     linear_to_ssa,
     path_cost,
     ssa_to_linear,
     tree_to_ssa,
 )
-from tenferro.einsum.planners.optimal import optimal
+from tenferro.einsum.planners.optimal import OPERAND_LIMIT, OptimalTimeoutError, optimal
+from tenferro.einsum.planners.random_greedy import random_greedy
+from tenferro.einsum.planners.refine import refine
+from tenferro.einsum.planners.registry import (
+    PlanningError,
+    PlanningWarning,
+    lookup,
+    names,
+    register,
+    register_family,
+)
 
 __all__ = [
     "Network",
     "Pair",
+    "PlanningError",
+    "PlanningWarning",
+    "Step",
     "auto",
+    "auto_hq",
     "dynamic_programming",
     "greedy",
     "optimal",
     "path_cost",
     "plan",
+    "register",
     "ssa_to_linear",
 ]
 
-NAMED = ("auto", "greedy", "optimal", "dp")
+EXACT_SECONDS = 10.0
+"""How long ``optimal``, ``dp`` and ``branch-*`` may search before they say so and
+return another planner's path."""
 
 
 def plan(
@@ -46,59 +77,164 @@ def plan(
     optimize: Any,
     memory_limit: int | None,
     fail: Callable[[str], Exception],
-) -> list[Pair]:
+) -> list[Step]:
     """The SSA path for ``optimize`` (see the module docstring); ``fail(message)`` builds
     the error for an ``optimize`` that does not fit the operands."""
     count = len(network.inputs)
-    if count == 1:
-        return []
-    if memory_limit is not None:  # the output itself is not an intermediate
-        memory_limit = max(memory_limit, network.size(network.output))
-    if optimize is True or optimize == "auto":
-        path = auto(network, memory_limit=memory_limit)
-    elif optimize is False or optimize is None:
-        path = [(0, 1)] + [(count + s - 1, s + 1) for s in range(1, count - 1)]
-    elif optimize == "greedy":
-        path = greedy(network, memory_limit=memory_limit)
-    elif optimize == "optimal":
-        bound = _bound(network, memory_limit)
-        path = optimal(network, memory_limit=memory_limit, bound=bound) if count <= 12 else None
-        path = path or greedy(network, memory_limit=memory_limit)
-    elif optimize == "dp":
-        bound = _bound(network, memory_limit)
-        path = dynamic_programming(network, bound=bound, memory_limit=memory_limit)
-        path = path or greedy(network, memory_limit=memory_limit)
-    elif isinstance(optimize, str):
-        raise fail(f"unknown optimize {optimize!r} (expected one of {', '.join(NAMED)})")
-    elif isinstance(optimize, (list, tuple)):
-        path = _explicit(optimize, count, fail)
-    elif callable(optimize):
-        linear = optimize(
-            [set(t) for t in network.inputs], set(network.output), dict(network.sizes), memory_limit
-        )
-        path = _linear(list(linear), count, fail, "the optimizer's path")
-    else:
+    if optimize is False:
+        return [tuple(range(count))]
+    if isinstance(optimize, (list, tuple)):
+        return _explicit(optimize, count, fail)
+    if optimize is True or optimize is None:
+        optimize = "auto"
+    if isinstance(optimize, str):
+        planner = lookup(optimize)
+        if planner is None:
+            raise fail(
+                f"unknown optimize {optimize!r} (expected one of {', '.join(names())}, "
+                "a path, or a path optimizer)"
+            )
+        if count <= 2:  # one path (opt_einsum asks no planner either)
+            return [tuple(range(count))]
+        return list(planner(network, memory_limit))
+    if not callable(optimize):
         raise fail(f"invalid optimize {optimize!r}")
-    if path is None:
-        raise fail(f"no contraction path keeps intermediates within memory_limit={memory_limit}")
-    return path
+    if count <= 2:
+        return [tuple(range(count))]
+    if callable(optimize):
+        try:
+            linear = optimize(
+                [set(t) for t in network.inputs],
+                set(network.output),
+                dict(network.sizes),
+                memory_limit,
+            )
+        except TypeError as error:
+            raise fail(f"the path optimizer {optimize!r} failed: {error}") from None
+        return _linear(list(linear), count, fail, "the optimizer's path")
+    raise fail(f"invalid optimize {optimize!r}")
 
 
-def _bound(network: Network, memory_limit: int | None) -> float:
-    start = greedy(network, memory_limit=memory_limit)
-    return math.inf if start is None else path_cost(network, start)[0]
+# ---------------------------------------------------------------- the named planners
+
+
+def _greedy(network: Network, memory_limit: int | None) -> list[Step]:
+    if memory_limit is not None:  # opt_einsum: greedy under a limit is branch-1
+        return _branch(1)(network, memory_limit)
+    path = greedy(network)
+    assert path is not None
+    return list(path)
+
+
+def _optimal(network: Network, memory_limit: int | None) -> list[Step]:
+    count = len(network.inputs)
+    if count > OPERAND_LIMIT:
+        return _fallback(
+            network,
+            memory_limit,
+            f"optimize='optimal' searches every path and takes at most {OPERAND_LIMIT} "
+            f"operands, got {count}",
+        )
+    try:
+        found = optimal(
+            network, memory_limit=memory_limit, deadline=time.perf_counter() + EXACT_SECONDS
+        )
+    except OptimalTimeoutError:
+        return _fallback(
+            network, memory_limit, f"optimize='optimal' did not finish in {EXACT_SECONDS:g} s"
+        )
+    assert found is not None  # without a bound some path is found
+    return found
+
+
+def _dp(network: Network, memory_limit: int | None) -> list[Step]:
+    try:
+        return dynamic_programming(
+            network, memory_limit=memory_limit, deadline=time.perf_counter() + EXACT_SECONDS
+        )
+    except DPTimeoutError:
+        return _fallback(
+            network, memory_limit, f"optimize='dp' did not finish in {EXACT_SECONDS:g} s"
+        )
+
+
+def _branch(nbranch: int | None) -> Callable[[Network, int | None], list[Step]]:
+    def planner(network: Network, memory_limit: int | None) -> list[Step]:
+        found = branch_bound(
+            network,
+            nbranch=nbranch,
+            memory_limit=memory_limit,
+            deadline=time.perf_counter() + EXACT_SECONDS,
+        )
+        if found is None:
+            return _fallback(
+                network,
+                memory_limit,
+                f"branch and bound found no path in {EXACT_SECONDS:g} s",
+            )
+        return found
+
+    return planner
+
+
+def _random_greedy(repeats: int) -> Callable[[Network, int | None], list[Step]]:
+    def planner(network: Network, memory_limit: int | None) -> list[Step]:
+        found = random_greedy(network, repeats=repeats, memory_limit=memory_limit)
+        if found is None:
+            return _branch(1)(network, memory_limit)
+        return list(found)
+
+    return planner
+
+
+def _anneal(network: Network, memory_limit: int | None) -> list[Step]:
+    if memory_limit is not None:
+        return auto(network, memory_limit)
+    first = greedy(network)
+    assert first is not None
+    deadline = time.perf_counter() + budget_seconds(path_cost(network, first)[0])
+    return list(refine(network, deadline))
+
+
+def _fallback(network: Network, memory_limit: int | None, why: str) -> list[Step]:
+    """``auto-hq``'s path, with a :class:`PlanningWarning` saying why."""
+    warnings.warn(
+        f"einsum: {why}; using optimize='auto-hq''s path instead (not proven optimal)",
+        PlanningWarning,
+        stacklevel=4,
+    )
+    return auto_hq(network, memory_limit)
+
+
+register("auto", auto)
+register("auto-hq", auto_hq)
+for _name in ("greedy", "eager", "opportunistic"):
+    register(_name, _greedy)
+register("optimal", _optimal)
+register("dp", _dp)
+register("dynamic-programming", _dp)
+register("branch-all", _branch(None))
+register("branch-2", _branch(2))
+register("branch-1", _branch(1))
+register("random-greedy", _random_greedy(32))
+register("random-greedy-128", _random_greedy(128))
+register_family("random-greedy", _random_greedy)
+register("anneal", _anneal)
+
+
+# ---------------------------------------------------------------- explicit paths
 
 
 def _explicit(
     optimize: list[Any] | tuple[Any, ...], count: int, fail: Callable[[str], Exception]
-) -> list[Pair]:
+) -> list[Step]:
     steps = list(optimize)
     if steps and steps[0] == "einsum_path":
         steps = steps[1:]
     if isinstance(optimize, tuple):
         leaves = _leaves(optimize)
         if leaves is not None and sorted(leaves) == list(range(count)):
-            return tree_to_ssa(optimize, count)
+            return list(tree_to_ssa(optimize, count))
     return _linear(steps, count, fail, "path")
 
 
@@ -118,8 +254,8 @@ def _leaves(tree: Any) -> list[int] | None:
 
 
 def _linear(
-    steps: list[Any], count: int, fail: Callable[[str], Exception], what: str
-) -> list[Pair]:
+    steps: Sequence[Any], count: int, fail: Callable[[str], Exception], what: str
+) -> list[Step]:
     remaining = count
     clean: list[tuple[int, ...]] = []
     for number, step in enumerate(steps):
@@ -133,5 +269,5 @@ def _linear(
         clean.append(positions)
         remaining -= len(positions) - 1
     if remaining != 1:
-        raise fail(f"{what} {steps!r} leaves {remaining} operands uncontracted")
+        raise fail(f"{what} {list(steps)!r} leaves {remaining} operands uncontracted")
     return linear_to_ssa(clean, count)

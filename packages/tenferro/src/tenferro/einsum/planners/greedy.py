@@ -7,8 +7,9 @@ each term proposes its best partner) minimising
 ``size(result) - costmod * (size(left) + size(right)) + flops_weight * flops`` is
 contracted; what is left is joined by outer products, smallest first. With a
 ``temperature`` the choice is Boltzmann-sampled among the best few candidates (every
-pair is proposed then), as in opt_einsum's ``RandomGreedy``. With the defaults the
-path is opt_einsum's greedy path.
+pair is proposed then), as in opt_einsum's ``RandomGreedy``; ``jitter`` multiplies
+each score by a normal variate of that relative spread (its ``memory-removed-jitter``).
+With the defaults the path is opt_einsum's greedy path.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def greedy(
     rng: random.Random | None = None,
     memory_limit: int | None = None,
     flops_weight: float = 0.0,
+    jitter: float = 0.0,
 ) -> list[Pair] | None:
     """An SSA path, or ``None`` when ``memory_limit`` admits no complete path."""
     sizes = network.sizes
@@ -74,6 +76,9 @@ def greedy(
         cost = size12 - costmod * (footprints[k1] + footprints[k2])
         if flops_weight:
             cost += flops_weight * size_of(either)
+        if jitter:
+            assert rng is not None
+            cost *= rng.gauss(1.0, jitter)
         id1, id2 = remaining[k1], remaining[k2]
         if id1 > id2:
             k1, id1, k2, id2 = k2, id2, k1, id1

@@ -1,95 +1,134 @@
 """Subtree reconfiguration (as in cotengra): cut a small subtree out of a contraction tree
-where it costs most, re-plan its leaves exactly, and splice the cheaper order back."""
+where it costs most, re-plan it exactly, and splice the cheaper order back in place.
+
+The subtree under a node ``v`` is grown by opening its costliest internal frontier node
+until it has ``leaves`` frontier terms; those terms and ``v``'s legs form a small
+network that dynamic programming over every split of every subset solves exactly (outer
+products included), in opt_einsum's count. Nodes are visited costliest first, passes
+repeat while they improve, until the deadline.
+"""
 
 from __future__ import annotations
 
 import time
 
-from tenferro.einsum.planners.dp import dynamic_programming
-from tenferro.einsum.planners.network import Network, Pair, pair_flops, path_cost
+from tenferro.einsum.planners.tree import Tree
 
 __all__ = ["reconfigure"]
 
 
-def reconfigure(network: Network, ssa: list[Pair], deadline: float, leaves: int = 7) -> list[Pair]:
-    """``ssa`` improved by exact re-planning of subtrees of up to ``leaves`` leaves, until
-    no subtree improves or the deadline (``time.perf_counter`` seconds) passes."""
-    count = len(network.inputs)
-    if len(ssa) < 2:
-        return ssa
-    tried: set[tuple[int, ...]] = set()
+def reconfigure(tree: Tree, deadline: float, leaves: int = 8) -> bool:
+    """Improve ``tree`` in place; ``True`` if its cost fell."""
+    count = tree.count
+    if len(tree.left) - count < 2:
+        return False
+    improved_any = False
+    tried: set[tuple[int, int]] = set()
     while time.perf_counter() < deadline:
-        _, _, results = path_cost(network, ssa)
-        indices: dict[int, frozenset[str]] = dict(enumerate(network.inputs))
-        children: dict[int, Pair] = {}
-        flops: dict[int, int] = {}
-        for step, ((a, b), kept) in enumerate(zip(ssa, results, strict=True)):
-            node = count + step
-            indices[node] = kept
-            children[node] = (a, b)
-            flops[node] = pair_flops(network, indices[a], indices[b], kept)
         improved = False
-        for node in sorted(children, key=flops.__getitem__, reverse=True):
+        order = sorted(range(count, len(tree.left)), key=tree.flops.__getitem__, reverse=True)
+        for node in order:
             if time.perf_counter() > deadline:
                 break
-            frontier, inner = [node], []
-            while len(frontier) < leaves:
-                expandable = [f for f in frontier if f in children]
-                if not expandable:
-                    break
-                chosen = max(expandable, key=flops.__getitem__)
-                frontier.remove(chosen)
-                frontier.extend(children[chosen])
-                inner.append(chosen)
+            frontier, inner = _subtree(tree, node, leaves)
             if len(frontier) < 3:
                 continue
-            signature = (node, *sorted(frontier))
-            if signature in tried:
+            key = (node, sum(1 << (f % 62) for f in frontier))
+            if key in tried:
                 continue
-            tried.add(signature)
-            old = sum(flops[x] for x in inner)
-            sub = Network(tuple(indices[f] for f in frontier), indices[node], network.sizes)
-            better = dynamic_programming(sub, bound=old - 1, deadline=deadline)
-            if better is None or path_cost(sub, better)[0] >= old:
-                continue
-            ssa = _splice(ssa, count, node, frontier, better)
-            improved = True
-            break
+            tried.add(key)
+            if _replan(tree, node, frontier, inner):
+                improved = improved_any = True
         if not improved:
             break
-    return ssa
+    return improved_any
 
 
-def _splice(
-    ssa: list[Pair], count: int, node: int, frontier: list[int], sub: list[Pair]
-) -> list[Pair]:
-    """``ssa`` with the subtree at ``node`` (leaves ``frontier``) contracted by ``sub``."""
-    children = {count + s: pair for s, pair in enumerate(ssa)}
-    fresh = count + len(ssa) + 1_000_000
-    names = list(frontier)
-    for step, (a, b) in enumerate(sub):
-        name = node if step == len(sub) - 1 else fresh + step
-        children[name] = (names[a], names[b])
-        names.append(name)
-    # Re-number bottom-up from the root (iteratively).
-    root = count + len(ssa) - 1
-    order: list[int] = []
-    stack = [(root, False)]
+def _subtree(tree: Tree, node: int, leaves: int) -> tuple[list[int], list[int]]:
+    """The frontier (up to ``leaves`` terms) and inner nodes of the subtree under
+    ``node``, opened costliest first."""
+    count, left, right, flops = tree.count, tree.left, tree.right, tree.flops
+    frontier, inner = [left[node], right[node]], [node]
+    while len(frontier) < leaves:
+        chosen = -1
+        for f in frontier:
+            if f >= count and (chosen < 0 or flops[f] > flops[chosen]):
+                chosen = f
+        if chosen < 0:
+            break
+        frontier.remove(chosen)
+        frontier.append(left[chosen])
+        frontier.append(right[chosen])
+        inner.append(chosen)
+    return frontier, inner
+
+
+def _replan(tree: Tree, node: int, frontier: list[int], inner: list[int]) -> bool:
+    """Re-plan the subtree exactly; splice it in (reusing the inner node ids, ``node``
+    as its root) when cheaper."""
+    legs, flops = tree.legs, tree.flops
+    size = tree.labels.size
+    k = len(frontier)
+    full = (1 << k) - 1
+    masks = [legs[f] for f in frontier]
+    union = [0] * (full + 1)
+    for mask in range(1, full + 1):
+        low = mask & -mask
+        union[mask] = union[mask ^ low] | masks[low.bit_length() - 1]
+    top = legs[node]
+    kept = [0] * (full + 1)
+    for mask in range(1, full + 1):
+        kept[mask] = union[mask] & (union[full ^ mask] | top)
+    for i, term in enumerate(masks):  # a term enters whole (a leaf may hold alone labels)
+        kept[1 << i] = term
+    best_cost = [0] * (full + 1)
+    best_split = [0] * (full + 1)
+    old = sum(flops[x] for x in inner)
+    by_count: list[list[int]] = [[] for _ in range(k + 1)]
+    for mask in range(1, full + 1):
+        by_count[mask.bit_count()].append(mask)
+    for n in range(2, k + 1):
+        for mask in by_count[n]:
+            result = kept[mask]
+            low = mask & -mask
+            rest = mask ^ low
+            found = -1
+            split = 0
+            sub = rest
+            while True:
+                first = sub | low
+                second = mask ^ first
+                if second:
+                    involved = kept[first] | kept[second]
+                    cost = best_cost[first] + best_cost[second]
+                    cost += size(involved) if involved == result else 2 * size(involved)
+                    if found < 0 or cost < found:
+                        found, split = cost, first
+                if not sub:
+                    break
+                sub = (sub - 1) & rest
+            best_cost[mask], best_split[mask] = found, split
+    if best_cost[full] >= old:
+        return False
+    # Splice: inner node ids are reused, ``node`` stays the subtree's root.
+    spare = [x for x in inner if x != node]
+    left, right, parent = tree.left, tree.right, tree.parent
+    stack = [(full, node)]
     while stack:
-        current, done = stack.pop()
-        if current < count:
-            continue
-        if done:
-            order.append(current)
-            continue
-        stack.append((current, True))
-        a, b = children[current]
-        stack.append((b, False))
-        stack.append((a, False))
-    ids = {i: i for i in range(count)}
-    path: list[Pair] = []
-    for current in order:
-        a, b = children[current]
-        path.append((ids[a], ids[b]))
-        ids[current] = count + len(path) - 1
-    return path
+        mask, target = stack.pop()
+        first = best_split[mask]
+        second = mask ^ first
+        children = []
+        for part in (first, second):
+            if part & (part - 1):
+                child = spare.pop()
+                stack.append((part, child))
+            else:
+                child = frontier[part.bit_length() - 1]
+            children.append(child)
+            parent[child] = target
+        left[target], right[target] = children
+        involved = kept[first] | kept[second]
+        legs[target] = kept[mask]
+        flops[target] = size(involved) if involved == kept[mask] else 2 * size(involved)
+    return True
