@@ -820,7 +820,7 @@ def nan_to_num(
     check_flag("nan_to_num", "copy", copy)
     a = asarray(x, op="nan_to_num")
     if a.meta.dtype.kind in "bi":
-        return a
+        return owned(a)
     if is_complex(a.meta.dtype):
         parts = [nan_to_num(part, True, nan, posinf, neginf) for part in (lax.real(a), lax.imag(a))]
         return lax.complex(*parts)
