@@ -52,6 +52,7 @@ class Analytic(Elementwise):
 @primitive
 class Exp(Analytic):
     name = "exp"
+    lax_name = "exp"
 
     ufunc = np.exp
 
@@ -62,6 +63,7 @@ class Exp(Analytic):
 @primitive
 class Log(Analytic):
     name = "log"
+    lax_name = "log"
 
     ufunc = np.log
 
@@ -75,6 +77,9 @@ class _LogBase(Analytic):
 
     __slots__ = ()
     base: ClassVar[float]
+
+    def lower(self, lo: Any, x: Any) -> Any:
+        return lo.lax.div(lo.lax.log(x), lo.lax.log(lo.full((), self.base, x.dtype)))
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         (x,) = xs
@@ -100,6 +105,7 @@ class Log10(_LogBase):
 @primitive
 class Sin(Analytic):
     name = "sin"
+    lax_name = "sin"
 
     ufunc = np.sin
 
@@ -110,6 +116,7 @@ class Sin(Analytic):
 @primitive
 class Cos(Analytic):
     name = "cos"
+    lax_name = "cos"
 
     ufunc = np.cos
 
@@ -120,6 +127,7 @@ class Cos(Analytic):
 @primitive
 class Tanh(Analytic):
     name = "tanh"
+    lax_name = "tanh"
 
     ufunc = np.tanh
 
@@ -130,6 +138,7 @@ class Tanh(Analytic):
 @primitive
 class Sqrt(Analytic):
     name = "sqrt"
+    lax_name = "sqrt"
 
     ufunc = np.sqrt
 
@@ -143,6 +152,7 @@ class Rsqrt(Analytic):
     """``1 / sqrt(x)``; derivative ``-y / (2 x)``."""
 
     name = "rsqrt"
+    lax_name = "rsqrt"
 
     def impl(self, x: Any) -> Any:
         return np.reciprocal(np.sqrt(x))
@@ -154,6 +164,7 @@ class Rsqrt(Analytic):
 @primitive
 class Expm1(Analytic):
     name = "expm1"
+    lax_name = "expm1"
 
     ufunc = np.expm1
 
@@ -164,6 +175,7 @@ class Expm1(Analytic):
 @primitive
 class Log1p(Analytic):
     name = "log1p"
+    lax_name = "log1p"
 
     ufunc = np.log1p
 
@@ -192,6 +204,11 @@ class Pow(Elementwise):
 
     def kernel(self) -> Any:
         return self.impl if self.inputs[0].dtype.kind == "i" else np.power
+
+    def lower(self, lo: Any, x: Any, y: Any) -> Any:
+        if self.inputs[0].dtype.kind == "i":  # repeated squaring (XLA gives 0 for y < 0)
+            return lo.jnp.power(x, y)
+        return lo.lax.pow(x, y)
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         x, y = xs

@@ -39,12 +39,14 @@ from tenferro.transforms.linearize import linearize
 from tenferro.transforms.plans import clear_caches
 from tenferro.transforms.vjp import vjp
 from tenferro.transforms.vmap import vmap
+from tenferro.transforms.xla import default_backend
 
 __all__ = [
     "checkpoint",
     "clear_caches",
     "custom_jvp",
     "custom_vjp",
+    "default_backend",
     "grad",
     "hessian",
     "hvp",

@@ -38,9 +38,9 @@ class _Args:
 
     __slots__ = ("metas", "traced", "treedef", "values")
 
-    def __init__(self, args: tuple[Any, ...]) -> None:
+    def __init__(self, args: tuple[Any, ...], convert: Callable[[Any], Any] = asarray) -> None:
         leaves, self.treedef = flatten(args)
-        tensors = [asarray(leaf) for leaf in leaves]
+        tensors = [convert(leaf) for leaf in leaves]
         for tensor in tensors:
             if getattr(tensor, "tape", None) is not None:
                 raise TenferroError(

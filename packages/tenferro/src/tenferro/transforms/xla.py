@@ -1,0 +1,325 @@
+"""The XLA backend of ``jit``: traced programs compiled by XLA through JAX.
+
+``tf.jit(f, backend="xla")`` traces ``f`` as the numpy backend does -- every transform
+inside it (``grad``, ``vmap``, ``hvp``, ``jacrev``, ...) is tenferro's own, symbolic --
+and compiles the *final* program (after tenferro's linearize, transpose, merge and CSE)
+once more: each instruction through its primitive's lowering rule
+(:mod:`tenferro.ops.lowering`) inside a function that ``jax.jit`` traces and XLA
+compiles. JAX never differentiates, so derivatives, the complex convention and the
+regularised spectral rules are exactly the numpy backend's.
+
+* Arrays stay where they are: JAX arrays in give JAX arrays out, on their devices
+  (sharded inputs keep their sharding and XLA's partitioner spreads the work); numpy
+  arrays, scalars and ``tf.Tensor``s in give ``tf.Tensor``s out, as on the numpy backend.
+* 64-bit types work without touching JAX's global configuration: programs are traced,
+  compiled and called inside ``jax.enable_x64(True)``, a thread-local context.
+* One executable per (program structure, shapes, dtypes, shardings, devices), in a
+  bounded cache emptied by ``tf.clear_caches()``.
+* ``jitted.lower(*args)`` gives the program's StableHLO (``as_stablehlo()``) and a
+  ``jax.export.Exported`` (``export()``) to ship it.
+
+JAX is imported only when this backend is asked for (:func:`tenferro.ops.lowering.load_jax`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from typing import Any
+
+import numpy as np
+
+from computegraph import BoundedCache
+from tenferro.concrete import Tensor
+from tenferro.core.kinds import asarray
+from tenferro.core.pytree import TreeDef, unflatten
+from tenferro.dtypes import dtype as as_dtype
+from tenferro.errors import BindingError, LoweringError, ParameterError
+from tenferro.meta import Meta
+from tenferro.ops.lowering import Lowering, load_jax, missing_lowerings
+from tenferro.traced.program import TracedProgram
+from tenferro.traced.tensor import TracedTensor
+
+__all__ = ["BACKENDS", "Lowered", "XlaPlan", "current_backend", "default_backend"]
+
+BACKENDS = ("numpy", "xla")
+
+_DEFAULT: ContextVar[str] = ContextVar("tenferro_default_backend", default="numpy")
+
+
+def check_backend(op: str, backend: Any) -> str:
+    """``backend`` if it names a backend; a ``ParameterError`` naming ``op`` otherwise."""
+    if backend not in BACKENDS:
+        raise ParameterError(op, f"backend must be one of {BACKENDS}, got {backend!r}")
+    return str(backend)
+
+
+def current_backend() -> str:
+    """The backend a ``jit`` without an explicit ``backend`` uses now (see
+    :func:`default_backend`)."""
+    return _DEFAULT.get()
+
+
+@contextlib.contextmanager
+def default_backend(backend: str) -> Iterator[None]:
+    """Make ``backend`` (``"numpy"`` or ``"xla"``) the backend of every ``tf.jit``
+    without an explicit ``backend`` that is *called* inside the ``with`` block (this
+    thread or task only)::
+
+        with tf.default_backend("xla"):
+            step(params, batch)        # step = tf.jit(...) runs on XLA here
+    """
+    token = _DEFAULT.set(check_backend("default_backend", backend))
+    try:
+        yield
+    finally:
+        _DEFAULT.reset(token)
+
+
+# ---------------------------------------------------------------------- arguments
+
+
+class DeviceLeaf:
+    """A JAX array passed to a jitted function: its meta and the array itself (never
+    copied to the host)."""
+
+    __slots__ = ("_value", "meta")
+
+    def __init__(self, value: Any, meta: Meta) -> None:
+        self._value = value
+        self.meta = meta
+
+
+def device_leaf(leaf: Any) -> Any:
+    """A JAX array as a :class:`DeviceLeaf`; anything else as ``asarray`` makes it."""
+    jax = sys.modules.get("jax")  # a JAX array exists only once jax is imported
+    if jax is not None and isinstance(leaf, jax.Array):
+        return DeviceLeaf(leaf, Meta(tuple(leaf.shape), as_dtype(leaf.dtype, "jit")))
+    return asarray(leaf)
+
+
+def _x64(jax: Any) -> Any:
+    """A context in which JAX keeps 64-bit dtypes (thread-local; the global flag is
+    never changed)."""
+    enable = getattr(jax, "enable_x64", None)
+    if enable is not None and callable(enable):
+        return enable(True)
+    # older JAX releases keep the same thread-local switch under jax.experimental (jax is
+    # optional: imported only when the XLA backend is asked for)
+    from jax.experimental import enable_x64
+
+    return enable_x64(True)
+
+
+# ---------------------------------------------------------------------- plans
+
+
+class _Executable:
+    """A compiled program for one set of input shardings: the XLA executable, the
+    captured data placed for it, and the host-side checks its extra outputs feed."""
+
+    __slots__ = ("checks", "compiled", "data")
+
+    def __init__(self, compiled: Any, data: tuple[Any, ...], checks: list[Any]) -> None:
+        self.compiled = compiled
+        self.data = data
+        self.checks = checks
+
+
+_EXECUTABLES: BoundedCache[Any, _Executable] = BoundedCache(256, "xla executables")
+"""XLA executables by (plan, input shardings): a plan is one traced program structure at
+one set of shapes and dtypes, so a key is (structure, shapes, dtypes, shardings and
+devices). Bounded; emptied by ``tf.clear_caches()``."""
+
+
+class XlaPlan:
+    """A traced computation lowered to XLA: its compiled tenferro program and how each
+    program input is bound (a call argument, or data the function captured); its
+    executables are in ``_EXECUTABLES``."""
+
+    __slots__ = (
+        "arg_positions",
+        "data",
+        "jax",
+        "layout",
+        "metas",
+        "out_treedef",
+        "program",
+    )
+
+    def __init__(self, outputs: list[TracedTensor], out_treedef: TreeDef) -> None:
+        self.jax = load_jax()
+        traced = TracedProgram(tuple(o.key for o in outputs))
+        self.program = traced.program
+        missing = missing_lowerings(self.program)
+        if missing:
+            raise LoweringError(
+                "jit(backend='xla')",
+                "the program uses operations that do not lower to XLA: "
+                + "; ".join(missing)
+                + "; run it with backend='numpy'",
+            )
+        arg_positions: list[int] = []
+        data: list[Any] = []
+        for kind, what in traced.sources:
+            if kind == "arg":
+                arg_positions.append(what)
+            elif kind == "data":
+                data.append(np.asarray(what))
+            else:
+                raise BindingError(
+                    "jit(backend='xla')",
+                    "the function reads a placeholder or a checkpointed value that is not "
+                    "bound by its arguments; pass it as an argument",
+                    "bind",
+                )
+        self.arg_positions = tuple(arg_positions)
+        self.layout = tuple(kind == "arg" for kind, _ in traced.sources)
+        """Per program input: an argument (true) or captured data (false)."""
+        self.data = tuple(data)
+        self.metas = [o.meta for o in outputs]
+        self.out_treedef = out_treedef
+
+    # ------------------------------------------------------------------ tracing
+
+    def function(
+        self, platform: str, checks: list[Any] | None, data: Sequence[Any] | None = None
+    ) -> Callable[..., Any]:
+        """The function ``jax.jit`` traces: program inputs (the used arguments, then the
+        captured data unless ``data`` embeds it) to the outputs and, when ``checks``
+        collects them, the values of the host-side checks."""
+        program, positions, layout = self.program, self.arg_positions, self.layout
+        jax = self.jax
+
+        def run(*flat: Any) -> Any:
+            args = flat[: len(positions)]
+            captured = flat[len(positions) :] if data is None else data
+            inputs = _bind(layout, args, captured)
+            lowering = Lowering(jax, platform)
+            outputs = lowering.run(program, inputs)
+            if checks is None:
+                return tuple(outputs)
+            checks.extend(callback for callback, _ in lowering.checks)
+            return tuple(outputs), tuple(values for _, values in lowering.checks)
+
+        return run
+
+    def _compile(self, inputs: Sequence[Any]) -> _Executable:
+        jax = self.jax
+        platform = _platform(jax, inputs)
+        data = tuple(_placed(jax, d, inputs) for d in self.data)
+        checks: list[Any] = []
+        with _x64(jax):
+            lowered = jax.jit(self.function(platform, checks)).lower(*inputs, *data)
+            return _Executable(lowered.compile(), data, checks)
+
+    # ------------------------------------------------------------------ calls
+
+    def inputs(self, arrays: Sequence[Any]) -> list[Any]:
+        return [arrays[p] for p in self.arg_positions]
+
+    def __call__(self, arrays: Sequence[Any]) -> Any:
+        inputs = self.inputs(arrays)
+        jax = self.jax
+        on_device = any(isinstance(a, jax.Array) for a in inputs)
+        if on_device and any(isinstance(a, jax.core.Tracer) for a in inputs):
+            # called inside the user's own jax transformation: inline the program there
+            outputs = self.function(_platform(jax, inputs), None)(*inputs, *self.data)
+            return unflatten(self.out_treedef, list(outputs))
+        key = (self, *[getattr(a, "sharding", None) for a in inputs])
+        executable = _EXECUTABLES.get(key)
+        if executable is None:
+            executable = self._compile(inputs)
+            _EXECUTABLES.put(key, executable)
+        with _x64(jax):
+            outputs, check_values = executable.compiled(*inputs, *executable.data)
+        for callback, values in zip(executable.checks, check_values, strict=True):
+            callback(*values)
+        if on_device:
+            return unflatten(self.out_treedef, list(outputs))
+        return unflatten(
+            self.out_treedef,
+            [Tensor._wrap(np.asarray(v), m.weak) for v, m in zip(outputs, self.metas, strict=True)],
+        )
+
+    def lower(self, arrays: Sequence[Any]) -> Lowered:
+        """The program lowered for ``arrays`` (see :class:`Lowered`)."""
+        inputs = self.inputs(arrays)
+        jax = self.jax
+        data = [jax.numpy.asarray(d) for d in self.data]
+        with _x64(jax):
+            function = jax.jit(self.function(_platform(jax, inputs), None, data))
+            return Lowered(jax, function, inputs, function.lower(*inputs))
+
+
+def _bind(layout: Sequence[bool], args: Sequence[Any], data: Sequence[Any]) -> list[Any]:
+    """The program inputs: arguments where ``layout`` says so, captured data elsewhere,
+    each in order."""
+    args_iter, data_iter = iter(args), iter(data)
+    return [next(args_iter) if is_arg else next(data_iter) for is_arg in layout]
+
+
+def _platform(jax: Any, inputs: Sequence[Any]) -> str:
+    """The platform the program runs on: its JAX inputs' devices', else JAX's default."""
+    for value in inputs:
+        if isinstance(value, jax.Array):
+            return str(next(iter(value.sharding.device_set)).platform)
+    return str(jax.default_backend())
+
+
+def _placed(jax: Any, data: Any, inputs: Sequence[Any]) -> Any:
+    """Captured data placed once where the inputs are (replicated over a mesh)."""
+    for value in inputs:
+        if isinstance(value, jax.Array):
+            sharding = value.sharding
+            if len(sharding.device_set) == 1:
+                return jax.device_put(data, sharding)
+            mesh = getattr(sharding, "mesh", None)
+            if mesh is not None:
+                replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+                return jax.device_put(data, replicated)
+            return data
+    return data
+
+
+class Lowered:
+    """A jitted function lowered to XLA for some arguments (``jitted.lower(*args)``).
+
+    * :meth:`as_stablehlo`: the program as StableHLO text (MLIR);
+    * :meth:`export`: a ``jax.export.Exported`` (serialisable with ``.serialize()``,
+      callable from JAX with ``.call(*arrays)``), whose inputs are the function's array
+      arguments (flattened) and whose outputs are its results (flattened);
+    * :meth:`compile`: JAX's compiled executable (``.as_text()`` shows the optimised HLO).
+
+    Data the function captured are constants of the lowered program.
+    """
+
+    def __init__(self, jax: Any, function: Any, inputs: Sequence[Any], lowered: Any) -> None:
+        self._jax = jax
+        self._function = function
+        self._inputs = list(inputs)
+        self._lowered = lowered
+
+    def as_stablehlo(self) -> str:
+        """The StableHLO (MLIR) text of the program."""
+        return str(self._lowered.as_text())
+
+    def compile(self) -> Any:
+        """JAX's compiled executable of the program."""
+        with _x64(self._jax):
+            return self._lowered.compile()
+
+    def export(self) -> Any:
+        """The program as a ``jax.export.Exported`` (``.serialize()`` to ship it,
+        ``.mlir_module()`` for its StableHLO)."""
+        jax = self._jax
+        with _x64(jax):
+            specs = [jax.ShapeDtypeStruct(np.shape(a), _dtype_of(a)) for a in self._inputs]
+            return jax.export.export(self._function)(*specs)
+
+
+def _dtype_of(value: Any) -> Any:
+    dtype = getattr(value, "dtype", None)
+    return dtype if dtype is not None else np.asarray(value).dtype
