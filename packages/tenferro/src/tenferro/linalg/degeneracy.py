@@ -148,6 +148,9 @@ class _TieIdentity(LinalgOp):
     def any_extent_kernel(self) -> Any:
         return self.impl  # the identity (a check of the arrays it is given)
 
+    def lower(self, lo: Any, values: Any, x: Any) -> Any:
+        return x
+
     def _params(self) -> dict[str, Any]:
         return {"family_name": self.family_name, "eps": self.eps}
 
@@ -174,6 +177,16 @@ class TieCheck(_TieIdentity):
         _warn(self.family_name, np.asarray(values), np.asarray(x), self.eps)
         return x
 
+    def lower(self, lo: Any, values: Any, x: Any) -> Any:
+        """The identity; after each run the host reads whether any tied pair got uneven
+        cotangents (one flag computed in the program) and warns as :meth:`impl` does."""
+        lo.check(self._warn_after_run, _lowered_uneven(lo, values, x, self.eps), values, x)
+        return x
+
+    def _warn_after_run(self, flag: Any, values: Any, x: Any) -> None:
+        if bool(flag):
+            _warn(self.family_name, np.asarray(values), np.asarray(x), self.eps)
+
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         return [None if ts[1] is None else TieCheck.bind(xs[0], ts[1], **self._params())]
 
@@ -181,6 +194,20 @@ class TieCheck(_TieIdentity):
         if cts[0] is None:
             return [None, None]
         return [None, TieGuard.bind(xs[0], cts[0], **self._params())]
+
+
+def _lowered_uneven(lo: Any, values: Any, cotangent: Any, eps: float) -> Any:
+    """Whether :func:`uneven_on_ties` flags any pair, computed in JAX (a bool scalar)."""
+    jnp = lo.jnp
+    if values.shape[-1] < 2:
+        return jnp.zeros((), bool)
+    gaps = jnp.abs(values[..., 1:] - values[..., :-1])
+    scale = jnp.max(jnp.abs(values), axis=-1, keepdims=True)
+    ties = gaps <= jnp.maximum(scale * _rounding(np.dtype(values.dtype)), 10 * eps)
+    steps = jnp.abs(jnp.diff(cotangent, axis=-1))
+    size = jnp.max(jnp.abs(cotangent), axis=-1, keepdims=True)
+    uneven = steps > np.sqrt(np.finfo(np.dtype(cotangent.dtype)).eps) * size
+    return jnp.any(ties & uneven)
 
 
 def guard_ties(family: str, values: RuleValue, tangent: RuleValue, eps: float) -> RuleValue:

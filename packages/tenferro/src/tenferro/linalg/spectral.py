@@ -50,7 +50,7 @@ from tenferro.core.params import as_int
 from tenferro.core.primitive import RuleValue
 from tenferro.errors import LinAlgError, ParameterError
 from tenferro.extension import register
-from tenferro.linalg import lapack
+from tenferro.linalg import lapack, lowered
 from tenferro.linalg.checks import (
     check_eps,
     check_finite,
@@ -231,6 +231,9 @@ class Lorentzian(LinalgOp):
         out += self.eps * self.eps
         return np.divide(x, out, out=out)
 
+    def lower(self, lo: Any, x: Any) -> Any:
+        return x / (x * x + self.eps * self.eps)
+
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         (x,), (dx,) = xs, ts
         return [None if dx is None else lax.mul(_lorentzian_slope(x, self.eps), dx)]
@@ -270,6 +273,14 @@ class GapInverse(LinalgOp):
         k = v.shape[-1]
         f.reshape((*v.shape[:-1], k * k))[..., :: k + 1] = 0  # the diagonal
         return f
+
+    def lower(self, lo: Any, v: Any) -> Any:
+        jnp = lo.jnp
+        p = v * v if self.squared else v
+        g = p[..., None, :] - p[..., :, None]
+        f = g / (g * g + self.eps * self.eps)
+        k = v.shape[-1]
+        return jnp.where(jnp.eye(k, dtype=bool), jnp.zeros((), f.dtype), f)
 
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         (v,), (dv,) = xs, ts
@@ -453,6 +464,17 @@ class Svd(LinalgOp):
         u, partner, mask = _canonicalize(u, vh)
         return u, s, partner, mask
 
+    def lower(self, lo: Any, a: Any) -> Any:
+        if 0 in a.shape[-2:]:
+            jnp = lo.jnp
+            u, s, vh = (jnp.zeros(meta.shape, meta.dtype) for meta in self.outputs[:3])
+        else:
+            u, s, vh = lo.linalg.svd(a, full_matrices=False)
+        if self.gauge != "canonical":
+            return u, s, vh
+        u, partner, mask = lowered.canonicalize(lo, u, vh)
+        return u, s, partner, mask
+
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         (da,) = ts
         count = len(self.outputs)
@@ -502,6 +524,21 @@ class SvdComplement(LinalgOp):
         if self.gauge == "canonical":
             extra = _canonicalize(extra, None)[0]
         return np.swapaxes(extra, -1, -2).conj()
+
+    def lower(self, lo: Any, a: Any) -> Any:
+        jnp = lo.jnp
+        (out,) = self.outputs
+        if 0 in out.shape:
+            return jnp.zeros(out.shape, out.dtype)
+        k = min(a.shape[-2:])
+        u, _, vh = lo.linalg.svd(a, full_matrices=True)
+        if self.side == "left":
+            extra = u[..., :, k:]
+            return lowered.canonicalize(lo, extra, None)[0] if self.gauge == "canonical" else extra
+        extra = lowered.adjoint(lo, vh[..., k:, :])
+        if self.gauge == "canonical":
+            extra = lowered.canonicalize(lo, extra, None)[0]
+        return lowered.adjoint(lo, extra)
 
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         (da,) = ts
@@ -559,6 +596,10 @@ class SvdTruncate(LinalgOp):
         r = self.rank
         return u[..., :r], s[..., :r], vh[..., :r, :]
 
+    def lower(self, lo: Any, u: Any, s: Any, vh: Any) -> Any:
+        r = self.rank
+        return u[..., :r], s[..., :r], vh[..., :r, :]
+
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         missing = self.inputs[1].shape[-1] - self.rank
         result: list[RuleValue | None] = []
@@ -596,6 +637,17 @@ class Eigh(LinalgOp):
         if self.gauge != "canonical":
             return w, v
         v, _, mask = _canonicalize(v, None)
+        return w, v, mask
+
+    def lower(self, lo: Any, a: Any) -> Any:
+        if a.shape[-1] == 0:
+            jnp = lo.jnp
+            w, v = (jnp.zeros(meta.shape, meta.dtype) for meta in self.outputs[:2])
+        else:  # ascending eigenvalues, from one triangle
+            v, w = lo.linalg.eigh(a, lower=self.uplo == "L", symmetrize_input=False)
+        if self.gauge != "canonical":
+            return w, v
+        v, _, mask = lowered.canonicalize(lo, v, None)
         return w, v, mask
 
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
@@ -648,6 +700,21 @@ class Eig(LinalgOp):
         except np.linalg.LinAlgError:  # defective: eigenvalue derivatives do not exist
             vinv = np.full(v.shape, np.nan, dtype=dt)
         return w.astype(dt, copy=False), v, vinv
+
+    def lower(self, lo: Any, a: Any) -> Any:
+        if not lo.on_cpu:
+            raise lo.refuse(
+                self,
+                f"XLA computes non-Hermitian eigendecompositions on CPU only, not on "
+                f"{lo.platform}; pass arrays on a CPU device (jax.devices('cpu'))",
+            )
+        jnp = lo.jnp
+        dt = self.outputs[0].dtype
+        if a.shape[-1] == 0:
+            return tuple(jnp.zeros(meta.shape, meta.dtype) for meta in self.outputs)
+        w, v = lo.linalg.eig(a, compute_left_eigenvectors=False)
+        v = v.astype(dt)
+        return w.astype(dt), v, jnp.linalg.inv(v)  # NaN/Inf where V is singular (defective A)
 
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         (da,) = ts

@@ -38,18 +38,22 @@ from computegraph import After, BoundedCache, Derived, Input, OperationKey, Valu
 from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.bind import lift
-from tenferro.core.keys import AliasKey
+from tenferro.core.keys import AliasKey, ArgKey
 from tenferro.core.kinds import asarray
 from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs
 from tenferro.core.pytree import TreeDef, count_leaves, describe, flatten, unflatten
 from tenferro.errors import ArgumentTypeError, ShapeError, TenferroError
 from tenferro.extension import ExtensionOp, register
 from tenferro.meta import Meta
+from tenferro.traced.program import TracedProgram
 from tenferro.traced.tensor import TracedTensor
 from tenferro.transforms.arguments import _call
 from tidu import ADRuleError
 
 __all__ = ["custom_jvp", "custom_vjp", "stop_gradient"]
+
+_LOWERED: BoundedCache[Any, TracedProgram] = BoundedCache(256, "custom function programs")
+"""The traced programs of custom functions lowered to XLA, by application (structure)."""
 
 
 def stop_gradient(x: Any) -> Any:
@@ -302,6 +306,35 @@ class _CustomFunction:
             )
         return tuple(asarray(leaf)._value for leaf in leaves)
 
+    def lower(self, lo: Any, op: _CustomCall, values: Sequence[Any]) -> Any:
+        """The function traced on the operands' metas and its program lowered inline
+        (the XLA backend's :meth:`evaluate`)."""
+        program = _LOWERED.get_or_create(op, lambda: self._traced_program(op))
+        inputs = [
+            values[what] if kind == "arg" else lo.jnp.asarray(what)
+            for kind, what in program.sources
+        ]
+        outputs = lo.run(program.program, inputs)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _traced_program(self, op: _CustomCall) -> TracedProgram:
+        leaves = [TracedTensor(Input(ArgKey(i, m)), m) for i, m in enumerate(op.inputs)]
+        diff = unflatten(op.in_tree, leaves)
+        result = _call(self.fun, self.merge(op.statics, list(diff)))
+        outputs, out_tree = flatten(result)
+        if out_tree != op.out_tree:
+            raise TenferroError(
+                self.name,
+                f"the function returned structure {describe(out_tree)}, traced as "
+                f"{describe(op.out_tree)} (its output structure must depend only on its "
+                f"arguments' shapes and dtypes)",
+            )
+        traced = [asarray(leaf) for leaf in outputs]
+        keys = tuple(
+            (t if isinstance(t, TracedTensor) else TracedTensor._lift(t)).key for t in traced
+        )
+        return TracedProgram(keys)
+
     def jvp(self, op: _CustomCall, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         raise NotImplementedError
 
@@ -550,6 +583,9 @@ class _CustomCall(ExtensionOp):
     def impl(self, *arrays: Any) -> Any:
         return self.rule.evaluate(self, arrays)
 
+    def lower(self, lo: Any, *values: Any) -> Any:
+        return self.rule.lower(lo, self, values)
+
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         return self.rule.jvp(self, xs, ys, ts)
 
@@ -600,6 +636,9 @@ class _CustomVJPLinear(ExtensionOp):
 
     def impl(self, *arrays: Any) -> Any:
         raise self._forward_error()
+
+    def lower(self, lo: Any, *values: Any) -> Any:
+        raise self._forward_error()  # evaluating it is forward mode, which it lacks
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         """The map is linear in its tangent operands, so its derivative there is the map

@@ -248,8 +248,8 @@ class XlaPlan:
         """The program lowered for ``arrays`` (see :class:`Lowered`)."""
         inputs = self.inputs(arrays)
         jax = self.jax
-        data = [jax.numpy.asarray(d) for d in self.data]
         with _x64(jax):
+            data = [jax.numpy.asarray(d) for d in self.data]
             function = jax.jit(self.function(_platform(jax, inputs), None, data))
             return Lowered(jax, function, inputs, function.lower(*inputs))
 
@@ -264,7 +264,7 @@ def _bind(layout: Sequence[bool], args: Sequence[Any], data: Sequence[Any]) -> l
 def _platform(jax: Any, inputs: Sequence[Any]) -> str:
     """The platform the program runs on: its JAX inputs' devices', else JAX's default."""
     for value in inputs:
-        if isinstance(value, jax.Array):
+        if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer):
             return str(next(iter(value.sharding.device_set)).platform)
     return str(jax.default_backend())
 
