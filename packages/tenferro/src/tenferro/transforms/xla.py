@@ -209,9 +209,9 @@ class XlaPlan:
     def _compile(self, inputs: Sequence[Any]) -> _Executable:
         jax = self.jax
         platform = _platform(jax, inputs)
-        data = tuple(_placed(jax, d, inputs) for d in self.data)
         checks: list[Any] = []
         with _x64(jax):
+            data = tuple(_placed(jax, d, inputs) for d in self.data)
             lowered = jax.jit(self.function(platform, checks)).lower(*inputs, *data)
             return _Executable(lowered.compile(), data, checks)
 
