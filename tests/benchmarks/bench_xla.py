@@ -129,6 +129,19 @@ def torch_w1(torch: Any, ts: list[Any]) -> Callable[[], Any]:
 
 # ---------------------------------------------------------------------- the rows
 
+JITS = ("tf xla", "jax.jit")
+
+
+def fresh(maker: Callable[[], Any], inputs: list[Any]) -> Callable[[], Callable[[], Any]]:
+    """A maker of a new function calling a freshly made ``maker()`` on ``inputs``."""
+    import jax
+
+    def make() -> Callable[[], Any]:
+        function = maker()
+        return lambda: jax.block_until_ready(function(*inputs))
+
+    return make
+
 
 def bench(report: Report) -> None:
     import jax
@@ -168,10 +181,7 @@ def bench(report: Report) -> None:
             for peer in runs:
                 if peer != "tf xla":
                     row[f"xla_over_{peer}"] = ratio(samples, "tf xla", peer)
-            first = {
-                name: first_call_ms(lambda name=name: lambda f=makers[name](): block(f(*tj)), jax)
-                for name in ("tf xla", "jax.jit")
-            }
+            first = {name: first_call_ms(fresh(makers[name], tj), jax) for name in JITS}
             row["tf xla_first_call_ms"] = first["tf xla"]
             row["jax.jit_first_call_ms"] = first["jax.jit"]
             row["xla_first_over_jax.jit_first"] = first["tf xla"] / first["jax.jit"]
@@ -214,10 +224,7 @@ def bench(report: Report) -> None:
         for peer in runs:
             if peer != "tf xla":
                 row[f"xla_over_{peer}"] = ratio(samples, "tf xla", peer)
-        first = {
-            name: first_call_ms(lambda name=name: lambda f=makers[name](): block(f(*cj)), jax)
-            for name in ("tf xla", "jax.jit")
-        }
+        first = {name: first_call_ms(fresh(makers[name], cj), jax) for name in JITS}
         row["tf xla_first_call_ms"] = first["tf xla"]
         row["jax.jit_first_call_ms"] = first["jax.jit"]
         row["xla_first_over_jax.jit_first"] = first["tf xla"] / first["jax.jit"]
