@@ -21,6 +21,7 @@ from tenferro import linalg
 from tenferro.algebra import adjoint, eye_like, matmul
 from tenferro.core.bind import bind
 from tenferro.linalg import lapack
+from tenferro.linalg.adjugate import Adjugate, AdjugateDerivative
 from tenferro.linalg.functions import expm_frechet
 from tenferro.linalg.solvers import Solve, solve_with_factors
 
@@ -35,6 +36,39 @@ def dominant(shape: tuple[int, ...], dt: Any, rng: np.random.Generator) -> np.nd
 
 def _square(fn: Callable[..., Any], n: int = 4) -> Any:
     return lambda dt, batch, rng: (fn, [dominant((*batch, n, n), dt, rng)])
+
+
+def _rank_deficient(rank: int, n: int = 4) -> Any:
+    """Square matrices of rank ``rank`` (below ``n``: singular) in random bases, singular
+    values well separated: ``det`` is a polynomial, smooth there too."""
+
+    def build(dt: Any, batch: tuple[int, ...], rng: np.random.Generator) -> Any:
+        levels = np.array([2.5, 1.5, 1.0, 0.6][:n])
+        levels[rank:] = 0.0
+        out = np.empty((*batch, n, n), dt)
+        for index in np.ndindex(*batch):
+            q1, _ = np.linalg.qr(sample((n, n), dt, rng).astype(np.complex128))
+            q2, _ = np.linalg.qr(sample((n, n), dt, rng).astype(np.complex128))
+            if dt.kind != "c":
+                q1, q2 = q1.real, q2.real
+                q1, _ = np.linalg.qr(q1)
+                q2, _ = np.linalg.qr(q2)
+            out[index] = ((q1 * levels) @ np.conj(q2.T)).astype(dt)
+        return linalg.det, [out]
+
+    return build
+
+
+def _adjugate(dt: Any, batch: tuple[int, ...], rng: np.random.Generator) -> Any:
+    """``adj(A)`` (the gradient of det) at rank-deficient matrices."""
+    return (lambda x: Adjugate.bind(x)), _rank_deficient(3)(dt, batch, rng)[1]
+
+
+def _adjugate_derivative(dt: Any, batch: tuple[int, ...], rng: np.random.Generator) -> Any:
+    """``D adj(A)[E]`` at a rank-deficient ``A`` (the second derivative of det), as a
+    function of both: its derivatives are the third and fourth of det."""
+    a = _rank_deficient(2)(dt, batch, rng)[1][0]
+    return (lambda x, e: AdjugateDerivative.bind(x, e)), [a, sample(a.shape, dt, rng)]
 
 
 def _solve_like(fn: Callable[..., Any], n: int = 4, k: int = 3) -> Any:
@@ -131,6 +165,11 @@ CASES: list[Case] = [
     ),
     Case("linalg_inv", _square(linalg.inv), shapes=BATCHES),
     Case("linalg_det", _square(linalg.det), shapes=BATCHES),
+    Case("linalg_det_rank_3_of_4", _rank_deficient(3), shapes=((), (2,))),
+    Case("linalg_det_rank_2_of_4", _rank_deficient(2), shapes=((),)),
+    Case("linalg_det_rank_1_of_4", _rank_deficient(1), shapes=((),)),
+    Case("linalg_adjugate", _adjugate, shapes=((), (2,))),
+    Case("linalg_adjugate_derivative", _adjugate_derivative, shapes=((),)),
     Case("linalg_slogdet", _square(linalg.slogdet), shapes=BATCHES),
     Case("linalg_qr_tall", _general(linalg.qr, 5, 3), shapes=BATCHES),
     Case("linalg_qr_wide", _general(linalg.qr, 3, 5), shapes=BATCHES),

@@ -17,7 +17,8 @@ from tenferro_support import FLOATS, sample
 import tenferro as tf
 from tenferro.algebra import adjoint, scale_columns
 from tenferro.linalg.degeneracy import TieCheck, TieGuard
-from tenferro.linalg.spectral import GapInverse, Lorentzian, SvdTruncate
+from tenferro.linalg.gaps import ClusterBlocks, GapScale, SpectralBlock, TiedInverse
+from tenferro.linalg.spectral import SvdTruncate
 
 MATRICES = ((3, 3), (4, 2), (2, 4), (2, 3, 3))
 SQUARE = ((3, 3), (2, 3, 3))
@@ -57,9 +58,11 @@ def _well_conditioned(a: np.ndarray[Any, Any]) -> bool:
         _pivot_margin(np.conj(np.swapaxes(vh, -1, -2))) > 0.02,
     ]
     if a.shape[-1] == a.shape[-2]:
+        hermitian_part = (a + np.conj(np.swapaxes(a, -1, -2))) / 2
         for uplo in ("L", "U"):
-            w, v = np.linalg.eigh(a, UPLO=uplo)
-            checks += [_gaps(w) > 0.1, _pivot_margin(v) > 0.02]
+            for m in (a, hermitian_part):
+                w, v = np.linalg.eigh(m, UPLO=uplo)
+                checks += [_gaps(w) > 0.1, _pivot_margin(v) > 0.02]
     return all(checks)
 
 
@@ -101,16 +104,22 @@ def _svd_canonical(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Gen
     return f, [_matrix(dt, shape, rng)]
 
 
+def _hermitian(a: Any) -> Any:
+    """``(A + A^H)/2``: functions of Hermitian inputs are differentiated as such (the
+    tangent's Hermitian part), so finite differences must move the input along Hermitian
+    directions (as torch's OpInfo does)."""
+    return (a + tf.conj(tf.swapaxes(a, -1, -2))) * 0.5
+
+
 def _eigh(uplo: str, gauge: str) -> Any:
     def build(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
         def f(a: Any) -> Any:
-            w, v = tf.linalg.eigh(a, uplo, gauge=gauge)
+            w, v = tf.linalg.eigh(_hermitian(a), uplo, gauge=gauge)
             f_w = (tf.tanh(w) + 2).astype(v.dtype)
             projected = tf.matmul(v * tf.expand_dims(f_w, -2), tf.conj(tf.swapaxes(v, -1, -2)))
             vectors = v if gauge == "canonical" else _abs2(v)
             return w, projected, vectors
 
-        # Not Hermitian: eigh reads one triangle, so the derivative is that function's.
         return f, [_matrix(dt, shape, rng)]
 
     return build
@@ -129,7 +138,7 @@ def _pinv(hermitian: bool) -> Any:
         a = _matrix(dt, shape, rng)
         if hermitian:
             a = (a + np.conj(np.swapaxes(a, -1, -2))).astype(dt)
-            return (lambda x: tf.linalg.pinv(x, hermitian=True)), [a]
+            return (lambda x: tf.linalg.pinv(_hermitian(x), hermitian=True)), [a]
         return tf.linalg.pinv, [a]
 
     return build
@@ -218,12 +227,66 @@ def _svd_truncate(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Gene
     return (lambda u, s, vh: SvdTruncate.bind(u, s, vh, rank=k - 1)), factors
 
 
-def _spectral_coefficient(primitive: Any, **params: Any) -> Any:
-    """A spectral-derivative coefficient on separated values (gaps well above eps)."""
+def _gap_scale(kind: str, pre: str, pair: int) -> Any:
+    """The gap kernel on separated values (no tie): linear in its matrix operand (the
+    spectrum's own derivative flows through the block, exercised by the svd/eigh cases)."""
 
     def build(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
-        values = np.cumsum(rng.uniform(0.5, 1.5, shape), axis=-1).astype(dt)
-        return (lambda v: primitive.bind(v, **params)), [values]
+        real = np.empty(0, dt).real.dtype
+        values = tf.asarray(np.cumsum(rng.uniform(0.5, 1.5, shape[:-1]), axis=-1).astype(real))
+        block = tf.zeros(shape, dt)
+
+        def f(x: Any) -> Any:
+            out = GapScale.bind(
+                values,
+                block,
+                x,
+                eps=1e-12,
+                kind=kind,
+                pre=pre,
+                post="full",
+                conjugate=False,
+                reverse=False,
+                family_name="linalg.eigh",
+                pair=pair,
+            )
+            return tf.sum(_abs2(out[0] - 0.5 * out[1])) if pair else out
+
+        return f, [sample(shape, dt, rng)]
+
+    return build
+
+
+def _cluster_blocks(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+    """The tied blocks of a spectrum with a tie (linear in the matrix)."""
+    real = np.empty(0, dt).real.dtype
+    levels = np.array([1.0, 1.0, 2.5, 4.0], real)[: shape[-1]]
+    values = tf.asarray(np.broadcast_to(levels, shape[:-1]).copy())  # the batch of x
+    return (lambda x: ClusterBlocks.bind(values, x, eps=1e-12)), [sample(shape, dt, rng)]
+
+
+def _spectral_block(family: str) -> Any:
+    """``diag(spectrum)`` with its block derivative, and the tied inverse of it, through
+    a decomposition of a random matrix (separated spectrum: both are ``diag(s)`` and
+    ``diag(1/s)`` with their ordinary derivatives)."""
+
+    def build(dt: np.dtype[Any], shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+        def f(a: Any) -> Any:
+            if family == "svd":
+                u, s, vh = tf.linalg.svd(a, full_matrices=False)
+                v, operands = s, (a, u, vh)
+            else:
+                a = _hermitian(a)
+                w, vectors = tf.linalg.eigh(a)
+                v, operands = w, (a, vectors)
+            b = SpectralBlock.bind(v, *operands, decomposition=family, eps=1e-12)
+            inverse = TiedInverse.bind(v, b, eps=1e-12)
+            return tf.sum(_abs2(b)) + tf.sum(_abs2(inverse)) * 0.1
+
+        a = sample(shape, dt, rng)
+        if family == "eigh":
+            a = a + np.conj(np.swapaxes(a, -1, -2))
+        return f, [a]
 
     return build
 
@@ -247,14 +310,19 @@ CASES: list[Case] = [
     Case("linalg_tie_check", _tie_identity(TieCheck), FLOATS, shapes=((3,), (2, 4))),
     *(
         Case(
-            f"linalg_gap_inverse_{'squared' if squared else 'plain'}",
-            _spectral_coefficient(GapInverse, eps=0.1, squared=squared),
-            FLOATS,
-            shapes=((3,), (2, 4)),
+            f"linalg_gap_scale_{kind}_{pre}_{pair}",
+            _gap_scale(kind, pre, pair),
+            shapes=((3, 3), (2, 4, 4)),
         )
-        for squared in (False, True)
+        for kind, pre, pair in (
+            ("difference", "hermitian", 0),
+            ("sum", "antihermitian", -1),
+            ("difference", "full", 1),
+        )
     ),
-    Case("linalg_lorentzian", _spectral_coefficient(Lorentzian, eps=0.1), FLOATS, shapes=((4,),)),
+    Case("linalg_cluster_blocks", _cluster_blocks, shapes=((4, 4), (2, 3, 3))),
+    Case("linalg_spectral_block_svd", _spectral_block("svd"), shapes=((3, 3), (4, 2))),
+    Case("linalg_spectral_block_eigh", _spectral_block("eigh"), shapes=((3, 3),)),
     *(
         Case(
             f"linalg_matrix_norm_{name}",

@@ -27,9 +27,10 @@ from tenferro.eager import tape as tape_module
 from tenferro.eager.tape import _canonical
 from tenferro.linalg.degeneracy import TieCheck, TieGuard
 from tenferro.linalg.factorizations import QR
+from tenferro.linalg.gaps import ClusterBlocks, GapScale, SpectralBlock, TiedInverse
 from tenferro.linalg.pseudo_inverse import Lstsq, Pinv, PinvSolve
 from tenferro.linalg.solvers import TriangularSolve
-from tenferro.linalg.spectral import Eigh, GapInverse, Lorentzian, Svd, SvdTruncate
+from tenferro.linalg.spectral import Eigh, Svd, SvdTruncate
 from tenferro.meta import Meta
 from tidu.eager import RESPECIALIZABLE, RecordedGraph, default_derivative_cache, derivatives
 from tidu.eager.executor import _BoundProgram
@@ -197,6 +198,54 @@ def spectra(draw: Any, arity: int = 1, **params: Any) -> Case:
 
 
 @st.composite
+def gap_operands(draw: Any, matrices: int = 1, **params: Any) -> Case:
+    """A spectrum ``[..., K]`` followed by ``matrices`` operands ``[..., K, K]``."""
+    batch = draw(st.integers(0, 1))
+    shapes = []
+    for _ in range(3):
+        lead, k = _shapes(draw, batch), draw(EXTENT)
+        shapes.append([(*lead, k)] + [(*lead, k, k)] * matrices)
+    return {k: draw(v) if isinstance(v, st.SearchStrategy) else v for k, v in params.items()}, (
+        shapes
+    )
+
+
+@st.composite
+def gap_scales(draw: Any) -> Case:
+    reverse, pair = draw(st.booleans()), draw(st.sampled_from([0, 1, -1]))
+    return draw(
+        gap_operands(
+            3 if reverse and pair else 2,
+            eps=1e-12,
+            kind=st.sampled_from(["difference", "sum"]),
+            pre=st.sampled_from(["hermitian", "antihermitian", "full"]),
+            post=st.sampled_from(["hermitian", "full"]),
+            conjugate=False,
+            reverse=reverse,
+            family_name="linalg.svd",
+            pair=pair,
+        )
+    )
+
+
+@st.composite
+def spectral_blocks(draw: Any) -> Case:
+    """``SpectralBlock`` of an SVD (``s, a, u, vh``) or of eigh (``w, a, v``)."""
+    batch = draw(st.integers(0, 1))
+    family = draw(st.sampled_from(["svd", "eigh"]))
+    shapes = []
+    for _ in range(3):
+        lead = _shapes(draw, batch)
+        m, n = draw(WIDE), draw(WIDE)
+        if family == "eigh":
+            shapes.append([(*lead, m), (*lead, m, m), (*lead, m, m)])
+        else:
+            k = min(m, n)
+            shapes.append([(*lead, k), (*lead, m, n), (*lead, m, k), (*lead, k, n)])
+    return {"decomposition": family, "eps": 1e-12}, shapes
+
+
+@st.composite
 def matrices(draw: Any, square: bool = False, tall: bool = False, **params: Any) -> Case:
     batch = draw(st.integers(0, 1))
     wide = draw(st.booleans())  # which of M, N is larger: the class keeps it
@@ -297,8 +346,10 @@ CASES: dict[type[TensorPrimitive], Any] = {
     ops.Complex: elementwise(2),
     ops.Div: elementwise(2),
     ops.Select: elementwise(3),
-    Lorentzian: spectra(**EPS),
-    GapInverse: spectra(squared=st.booleans(), **EPS),
+    GapScale: gap_scales(),
+    ClusterBlocks: gap_operands(**EPS),
+    TiedInverse: gap_operands(**EPS),
+    SpectralBlock: spectral_blocks(),
     TieGuard: spectra(2, family_name="linalg.svd", **EPS),
     TieCheck: spectra(2, family_name="linalg.svd", **EPS),
     Svd: matrices(gauge=st.sampled_from(["raw", "canonical"]), **EPS),
@@ -312,16 +363,29 @@ CASES: dict[type[TensorPrimitive], Any] = {
 }
 """A generator of (parameters, operand shapes at three extents) per declared class."""
 
-REAL_ONLY = {ops.Complex, Lorentzian, GapInverse, TieGuard, TieCheck}
+REAL_ONLY = {ops.Complex, TieGuard, TieCheck}
 """Classes whose operands are real (the others are drawn real and complex)."""
 
 NO_NODE_CLASS = {ops.Concatenate: ({"axis": 0}, [(2, 3), (1, 3)])}
 """Declared for re-making as an instruction only: as a node, no class (its transpose
 slices at offsets that follow from extents); an instance to check that on."""
 
-FIXED = {ops.Select: (0,), TieGuard: (0,), TieCheck: (0,), PinvSolve: (2, 3, 4)}
-"""Operand positions never tracked (a predicate; the values that only locate ties; a
-factorization passed as a cache)."""
+FIXED = {
+    ops.Select: (0,),
+    TieGuard: (0,),
+    TieCheck: (0,),
+    PinvSolve: (2, 3, 4),
+    GapScale: (0, 1),
+    ClusterBlocks: (0,),
+    TiedInverse: (0,),
+    SpectralBlock: (0,),
+}
+"""Operand positions never tracked (a predicate; the values that only locate ties or
+cut gaps, whose derivative flows through a spectral block; a factorization passed as a
+cache)."""
+
+SPECTRUM_FIRST = {GapScale, ClusterBlocks, TiedInverse, SpectralBlock}
+"""Classes whose first operand is a real spectrum (the others take the test's dtype)."""
 
 
 def _primitives() -> set[type[TensorPrimitive]]:
@@ -358,8 +422,10 @@ def test_any_extent_kernels_are_declared_by_extent_generic_primitives_only() -> 
         ops.ReduceSum,
         ops.ExtractDiag,
         ops.EmbedDiag,
-        Lorentzian,
-        GapInverse,
+        GapScale,
+        ClusterBlocks,
+        TiedInverse,
+        SpectralBlock,
     }
     assert overriding <= set(CASES)
     assert "any_extent_kernel" in vars(TieCheck.__mro__[1])  # the tie identities' own
@@ -390,6 +456,8 @@ def _dtypes(cls: type[TensorPrimitive], dtype: Any, count: int) -> list[Any]:
     if cls is PinvSolve:  # real singular values
         real = np.empty(0, dtype).real.dtype
         return [dtype] * (count - 2) + [real, dtype]
+    if cls in SPECTRUM_FIRST:
+        return [np.empty(0, dtype).real.dtype] + [dtype] * (count - 1)
     return [F64 if cls in REAL_ONLY else dtype] * count
 
 

@@ -20,9 +20,10 @@ from tenferro import linalg
 from tenferro.errors import LinAlgError
 from tenferro.linalg import lapack
 from tenferro.linalg.factorizations import QR, Cholesky
+from tenferro.linalg.gaps import GapScale
 from tenferro.linalg.norms import Norm2
 from tenferro.linalg.solvers import Inv, Solve, SolveWithFactors, TriangularSolve
-from tenferro.linalg.spectral import Eigh, GapInverse, Lorentzian, Svd, SvdTruncate
+from tenferro.linalg.spectral import Eigh, Svd, SvdTruncate
 from tenferro.meta import Meta
 
 DTYPES = [np.dtype(d) for d in ("float32", "float64", "complex64", "complex128")]
@@ -223,32 +224,60 @@ def test_the_2_norm_derivatives(dt):
     np.testing.assert_array_equal(np.asarray(tf.grad(lambda v: linalg.norm(v))(zero)), 0)
 
 
-@settings(max_examples=20)
+@settings(max_examples=30)
 @given(
     k=st.integers(1, 5),
     batch=st.sampled_from([(), (2,)]),
-    squared=st.booleans(),
-    dt=st.sampled_from(["float32", "float64"]),
+    kind=st.sampled_from(["difference", "sum"]),
+    pre=st.sampled_from(["hermitian", "antihermitian", "full"]),
+    dt=st.sampled_from(["float32", "float64", "complex128"]),
+    scale=st.sampled_from([1e-150, 1.0, 1e150]),
     seed=st.integers(0, 2**16),
 )
-def test_the_spectral_coefficient_primitives_equal_their_formulas(k, batch, squared, dt, seed):
-    v = np.random.default_rng(seed).standard_normal((*batch, k)).astype(dt)
-    v[..., 0] = v[..., -1]  # an exact degeneracy (and the diagonal): F is 0 there
-    eps = 1e-3
-    p = v * v if squared else v
-    g = p[..., None, :] - p[..., :, None]
-    expected = np.where(np.eye(k, dtype=bool), 0, g / (g * g + eps * eps))
-    got = np.asarray(GapInverse.bind(tf.asarray(v), eps=eps, squared=squared))
-    _close(got, expected, np.dtype(dt))
-    assert got.dtype == np.dtype(dt)
-    _close(Lorentzian.bind(tf.asarray(v), eps=eps), v / (v * v + eps * eps), np.dtype(dt))
-
-
-@pytest.mark.parametrize("squared", [False, True])
-def test_the_spectral_coefficient_primitives_derivatives(squared):
-    v = np.array([0.3, -1.2, 2.0, 0.7])
-    tf.testing.check_grads(lambda x: GapInverse.bind(x, eps=0.1, squared=squared), (v,), order=2)
-    tf.testing.check_grads(lambda x: Lorentzian.bind(x, eps=0.1), (v,), order=2)
+def test_the_gap_kernel_equals_its_formula(k, batch, kind, pre, dt, scale, seed):
+    """``R o pre(x)`` with ``R = 1/(v_j -+ v_i)``, 0 inside a tied cluster (relative to
+    ``max|v|``: the result scales exactly as ``1/scale``) and, for sums, between values
+    of the cluster at zero."""
+    rng = np.random.default_rng(seed)
+    real = np.empty(0, dt).real.dtype
+    if real == np.float32:
+        scale = 1.0  # 1e+-150 is outside single precision
+    v = np.sort(rng.uniform(0.1, 2.0, (*batch, k)))[..., ::-1]
+    v[..., -1] = v[..., 0]  # a tie (and the diagonal)
+    if kind == "sum":
+        v[..., -1] = 0.0  # a value at zero
+    v = np.sort(v)[..., ::-1].copy()
+    x = sample((*batch, k, k), np.dtype(dt), rng)
+    eps = 1e-9
+    y = {"full": x, "hermitian": (x + np.conj(np.swapaxes(x, -1, -2))) / 2}.get(
+        pre, (x - np.conj(np.swapaxes(x, -1, -2))) / 2
+    )
+    g = (
+        v[..., None, :] - v[..., :, None]
+        if kind == "difference"
+        else v[..., None, :] + v[..., :, None]
+    )
+    top = np.max(np.abs(v), axis=-1)[..., None, None]
+    if kind == "difference":
+        cut = np.abs(g) <= eps * top  # sorted: the tied runs are the clusters
+    else:
+        zero = np.abs(v) <= eps * top[..., 0]
+        cut = zero[..., :, None] & zero[..., None, :]
+    expected = np.where(cut, 0, y / np.where(cut, 1, g)) / scale
+    got = GapScale.bind(
+        tf.asarray((v * scale).astype(real)),
+        tf.zeros(x.shape, dt),
+        tf.asarray(x),
+        eps=eps,
+        kind=kind,
+        pre=pre,
+        post="full",
+        conjugate=False,
+        reverse=False,
+        family_name="linalg.svd",
+    )
+    _close(np.asarray(got) * scale, expected * scale, np.dtype(dt))
+    assert np.asarray(got).dtype == np.dtype(dt)
 
 
 nonfinite = st.tuples(

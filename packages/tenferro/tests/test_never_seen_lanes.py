@@ -277,8 +277,8 @@ def test_tape_at_coinciding_extents_equals_traced_and_finite_differences(
 def test_short_tie_scan_equals_the_numpy_path(
     values: list[float], cotangents: list[float], eps: float
 ) -> None:
-    """The Python scan of short spectra (quick rejection when no gap is within the
-    bound, else pairwise) flags the first pair the numpy path flags."""
+    """The Python scan of short spectra (quick rejection when no pair is within the
+    bound, else the numpy path) flags the first pair the numpy path flags."""
     v = np.sort(np.asarray(values, float))[::-1].copy()
     c = np.asarray(cotangents[: len(v)], float)
     got = _first_uneven(v, c, eps)
@@ -286,7 +286,7 @@ def test_short_tie_scan_equals_the_numpy_path(
         assert got is None
         return
     bad = uneven_on_ties(v, c, eps)
-    expected = (int(np.argwhere(bad)[0][0]),) if bad.any() else None
+    expected = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else None
     assert got == expected
 
 

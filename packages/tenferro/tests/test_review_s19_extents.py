@@ -183,8 +183,9 @@ def _eigh(rng: np.random.Generator, dt: Any) -> Program:
     wl = rng.standard_normal(n)
     wv = rng.standard_normal((*batch, n, n))
 
-    def f(t: Any) -> Any:
-        values, vectors = tf.linalg.eigh(t, UPLO=uplo)
+    def f(t: Any) -> Any:  # of the Hermitian part: eigh's input is differentiated as such
+        hermitian = (t + tf.conj(tf.swapaxes(t, -1, -2))) * 0.5
+        values, vectors = tf.linalg.eigh(hermitian, UPLO=uplo)
         return tf.sum(values * wl) + _weighted(vectors, wv)
 
     return f"eigh {(*batch, n, n)} {uplo}", x, f, f

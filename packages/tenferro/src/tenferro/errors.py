@@ -7,6 +7,10 @@ Every error names the operation, the phase in which the problem was found
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import warnings
+from collections.abc import Iterator
 from typing import Literal
 
 import computegraph
@@ -143,5 +147,40 @@ class ReleasedGraphError(TenferroError, RuntimeError):
 
 
 class DegenerateDerivativeWarning(RuntimeWarning):
-    """A derivative asked for where it is not defined: a loss that weights tied
-    eigen/singular values differently (see :mod:`tenferro.linalg.degeneracy`)."""
+    """A derivative asked for where it is not defined, or not to working precision: a
+    loss that weights tied eigen/singular values differently, or that depends on the
+    rotation of tied vectors (see :mod:`tenferro.linalg.degeneracy`)."""
+
+
+_FINDINGS: contextvars.ContextVar[list[tuple[type[Warning], str]] | None] = contextvars.ContextVar(
+    "tenferro_findings", default=None
+)
+
+
+def warn_once_per_call(category: type[Warning], message: str) -> None:
+    """Warn ``message``: at once outside an evaluation, else once at the end of the
+    enclosing :func:`one_warning_per_call` (its first message only)."""
+    pending = _FINDINGS.get()
+    if pending is None:
+        warnings.warn(message, category, stacklevel=3)
+    elif not pending:
+        pending.append((category, message))
+
+
+@contextlib.contextmanager
+def one_warning_per_call() -> Iterator[None]:
+    """Around one evaluation (a traced program's run, an eager backward pass): the
+    messages of :func:`warn_once_per_call` inside it become one warning, the first, at
+    its end (nested evaluations report through the outermost)."""
+    if _FINDINGS.get() is not None:
+        yield
+        return
+    pending: list[tuple[type[Warning], str]] = []
+    token = _FINDINGS.set(pending)
+    try:
+        yield
+    finally:
+        _FINDINGS.reset(token)
+    if pending:
+        category, message = pending[0]
+        warnings.warn(message, category, stacklevel=3)

@@ -459,8 +459,22 @@ def _reduced_axes(x: Any, axes: Sequence[int], op: str) -> tuple[int, ...]:
 
 @takes("x")
 def reduce_sum(x: Any, axes: Sequence[int]) -> Any:
-    """The sum over ``axes`` (unique, negative counted from the end), which are dropped."""
-    return ops.ReduceSum.bind(x, axes=_reduced_axes(x, axes, "reduce_sum"))
+    """The sum over ``axes`` (unique, negative counted from the end), which are dropped.
+    A data-dependent axis summed over is first padded with zeros to its static bound."""
+    reduced = _reduced_axes(x, axes, "reduce_sum")
+    for axis in x.meta.dynamic:
+        if axis in reduced:
+            bound = Meta((x.meta.shape[axis],) + (1,) * (x.meta.ndim - 1), x.meta.dtype)
+            reference = transpose(full(bound, 0, x), _moved(x.meta.ndim, axis))
+            x = pad_to_match(x, reference, axis)
+    return ops.ReduceSum.bind(x, axes=reduced)
+
+
+def _moved(ndim: int, axis: int) -> tuple[int, ...]:
+    """The permutation that moves axis 0 to ``axis``."""
+    order = list(range(1, ndim))
+    order.insert(axis, 0)
+    return tuple(order)
 
 
 @takes("x")

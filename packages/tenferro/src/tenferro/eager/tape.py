@@ -37,6 +37,7 @@ from tenferro.errors import (
     ReleasedGraphError,
     ShapeError,
     TenferroError,
+    one_warning_per_call,
 )
 from tenferro.ieee import quiet, restore
 from tenferro.meta import Meta
@@ -495,7 +496,12 @@ class Tape:
             value = self._result(cotangents.get(leaf.key), leaf, False)
             leaf._grad = value if leaf._grad is None else lax.add(leaf._grad, value)
 
-    def _reverse(
+    def _reverse(self, *args: Any) -> dict[Any, Any]:
+        """One reverse pass (:meth:`_reverse_pass`), its findings warned once."""
+        with one_warning_per_call():
+            return self._reverse_pass(*args)
+
+    def _reverse_pass(
         self,
         op: str,
         output: Any,

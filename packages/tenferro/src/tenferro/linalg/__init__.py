@@ -9,10 +9,13 @@ transform; the families' modules are:
 
 * :mod:`tenferro.linalg.checks`: shared validation (square, finite, eps) and errors.
 * :mod:`tenferro.linalg.spectral`: svd, svdvals, truncated_svd, eigh, eigvalsh, eig,
-  eigvals (Lorentzian-regularised spectral derivatives, gauges).
+  eigvals (spectral derivatives, gauges); :mod:`tenferro.linalg.gaps` forms, cuts at
+  ties and checks their gap reciprocals, :mod:`tenferro.linalg.degeneracy` says where a
+  derivative is not defined.
 * :mod:`tenferro.linalg.pseudo_inverse`: pinv (the derivative of ``A^+`` itself).
 * :mod:`tenferro.linalg.norms`: norm, vector_norm, matrix_norm.
-* :mod:`tenferro.linalg.solvers`: solve, solve_triangular, inv, det, slogdet.
+* :mod:`tenferro.linalg.solvers`: solve, solve_triangular, inv, det, slogdet
+  (:mod:`tenferro.linalg.adjugate`: det's derivatives of every order).
 * :mod:`tenferro.linalg.factorizations`: qr, cholesky, lu, lu_factor, lu_solve.
 * :mod:`tenferro.linalg.least_squares`: lstsq, matrix_rank.
 * :mod:`tenferro.linalg.functions`: matrix_exp, matrix_power, multi_dot, tensorinv,

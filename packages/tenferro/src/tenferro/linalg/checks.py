@@ -52,7 +52,7 @@ def inexact_dtype(op: str, meta: Meta) -> np.dtype[Any]:
 
 
 def check_eps(op: str, eps: float) -> float:
-    """The Lorentzian regularisation of spectral gaps: finite and > 0."""
+    """The relative tie tolerance of spectral derivatives: finite and > 0."""
     value = float(as_real(op, "eps", eps))
     if not math.isfinite(value) or value <= 0:
         raise ParameterError(op, f"eps must be a positive finite number, got {eps!r}")

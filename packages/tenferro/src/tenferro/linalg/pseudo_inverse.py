@@ -42,8 +42,8 @@ from tenferro.extension import register
 from tenferro.linalg import lapack, lowered
 from tenferro.linalg.checks import check_finite, check_matrix, check_square, non_negative
 from tenferro.linalg.family import LinalgOp, matrix_operand
+from tenferro.linalg.gaps import hermitian_part
 from tenferro.linalg.spectral import (
-    DEFAULT_EPS,
     eigh_factors,
     hermitian_of_triangle,
     singular_value_tangent,
@@ -114,7 +114,8 @@ class Pinv(LinalgOp):
         p = ys[0]
         assert p is not None
         if self.hermitian:
-            a, da = hermitian_of_triangle(a, "L"), hermitian_of_triangle(da, "L")
+            # The value reads the lower triangle; the input is differentiated as Hermitian.
+            a, da = hermitian_of_triangle(a, "L"), hermitian_part(da)
         m, n = self.inputs[0].shape[-2:]
         return [_pinv_differential(a, p, da, tall=m >= n)]
 
@@ -301,7 +302,7 @@ class Lstsq(LinalgOp):
         u, s, vh = svd(a, full_matrices=False)
         ds = None
         if da is not None and s.meta.shape[-1]:
-            ds = singular_value_tangent(self.name, u, s, vh, da, DEFAULT_EPS)
+            ds = singular_value_tangent(self.name, u, s, vh, da)
         dx = _solution_tangent(a, b, x, (u, s, vh), da, db, self.rtol)
         change = matmul(a, dx)  # d(A x - b) = dA x + A dx - db
         if da is not None:
@@ -379,7 +380,8 @@ def pinv(a: Any, rtol: float | None = None, hermitian: bool = False) -> Any:
     """Moore-Penrose pseudo-inverse ``[..., N, M]`` of ``a`` (``[..., M, N]``).
 
     Singular values (eigenvalue magnitudes with ``hermitian=True``, which reads the
-    lower triangle) at or below ``rtol * S_max`` are treated as zero; ``rtol``
+    lower triangle for the value and differentiates the input as Hermitian, as
+    :func:`~tenferro.linalg.eigh`) at or below ``rtol * S_max`` are treated as zero; ``rtol``
     defaults to ``eps(dtype) * max(M, N)`` (numpy 2 / torch). Differentiable to any
     order wherever the numerical rank is constant, repeated singular values included
     (the derivative of the kept part; module documentation).

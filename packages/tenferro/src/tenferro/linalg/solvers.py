@@ -9,7 +9,7 @@ Families (each one class: shape rule, LAPACK kernel, JVP):
 * ``linalg.solve`` (A, B) -> X with A X = B, linear in B likewise;
 * ``linalg.inv``, ``linalg.det``, ``linalg.slogdet``.
 
-JVPs (``spec §4.5``): dX = solve(A, dB - dA X); d inv = -Y dA Y; d det = det tr(A^-1 dA);
+JVPs (``spec §4.5``): dX = solve(A, dB - dA X); d inv = -Y dA Y; d det = tr(adj(A) dA);
 d logabsdet = Re tr(A^-1 dA), d sign = sign * i Im tr(A^-1 dA) (zero for real input,
 torch's convention).
 """
@@ -41,6 +41,7 @@ from tenferro.linalg._common import (
     same_batch,
     scipy_linalg,
 )
+from tenferro.linalg.adjugate import adjugate
 from tenferro.linalg.checks import check_finite, check_matrix, check_square, failing_batch
 from tenferro.linalg.family import LinalgOp, matrix_operand
 from tenferro.meta import Meta
@@ -525,15 +526,18 @@ class Det(LinalgOp):
         ys: tuple[RuleValue, ...],
         ts: tuple[RuleValue | None, ...],
     ) -> list[RuleValue | None]:
-        (a,), (d,), (da,) = xs, ys, ts
+        (a,), (da,) = xs, ts
         if da is None:
             return [None]
-        return [lax.mul(d, _trace_of_solve(a, da, "det"))]
+        # tr(adj(A) dA): exact at singular matrices too, and so at every order
+        # (tenferro.linalg.adjugate).
+        return [trace(matmul(adjugate(a), da))]
 
 
 def det(a: Any) -> Any:
-    """The determinant ``[..., N, N] -> [...]``. Its derivative ``det(A) tr(A^-1 dA)``
-    needs a nonsingular ``a`` (a singular one raises LinAlgError when differentiated)."""
+    """The determinant ``[..., N, N] -> [...]``. Its derivative ``tr(adj(A) dA)`` (the
+    adjugate, ``det(A) A^-1`` where ``A`` is invertible) exists everywhere: derivatives of
+    every order are exact at singular matrices too."""
     return Det.bind(matrix_operand("det", a, square=True))
 
 

@@ -7,14 +7,17 @@ operations. Conventions (numpy.linalg / torch.linalg):
 
 * leading batch axes, ``[..., M, N]``; singular values real and descending,
   ``eigh`` eigenvalues real and ascending, ``eig`` outputs complex;
-* derivatives regularise spectral gaps with the Lorentzian ``F = g / (g**2 + eps**2)``
-  (``eps`` > 0, default 1e-12; it is not a solver tolerance and leaves values
-  unchanged). At an exactly degenerate spectrum the rotations inside a degenerate
-  subspace get no derivative (``F = 0`` there) while every gauge-invariant quantity
-  (singular/eigen values, projectors onto complete degenerate subspaces,
-  ``U diag(f(S)) Vh``) keeps its exact, finite derivative. A loss that weights
-  tied values differently has no derivative there: the reverse pass warns
-  (:mod:`tenferro.linalg.degeneracy`);
+* derivatives divide by spectral gaps through :mod:`tenferro.linalg.gaps`: two values
+  closer than ``eps * max|values|`` are tied (``eps`` relative, default 64 machine
+  epsilons of the operand's precision; it is not a solver tolerance and leaves values
+  unchanged), a tied gap's reciprocal is 0 at every order, every other gap's is exact.
+  Derivatives are therefore unchanged when the input is rescaled. At a tie the
+  rotations inside the tied level get no derivative, while every quantity that does not
+  depend on them (singular/eigen values and their symmetric functions, projectors onto
+  complete tied levels, the polar factor ``U Vh``, ``U diag(f(S)) Vh``) keeps its exact
+  derivative; the SVD's term over ``s_i + s_j`` is never regularised. A loss that needs
+  what was left out gets a :class:`~tenferro.errors.DegenerateDerivativeWarning` from
+  the reverse pass (:mod:`tenferro.linalg.degeneracy`);
 * gauges: ``gauge="raw"`` returns LAPACK's vectors; their complex phase derivative
   follows the convention ``diag(V^H dV) = 0`` with the phase carried by ``U`` (SVD)
   and ``diag(V^H dV) = 0`` (eigh). ``gauge="canonical"`` makes the largest-magnitude
@@ -22,7 +25,11 @@ operations. Conventions (numpy.linalg / torch.linalg):
   vector of an SVD), which makes phase-dependent functions of the vectors
   well-defined and differentiable;
 * ``eig`` eigenvectors have unit norm (LAPACK's scaling, as numpy and torch); their
-  derivative is torch's: ``dV = V (F o (V^-1 dA V))`` with ``Re diag(V^H dV) = 0``.
+  derivative is torch's: ``dV = V (F o (V^-1 dA V))`` with ``Re diag(V^H dV) = 0`` and
+  ``F = 1/(w_j - w_i)`` cut at ties as above;
+* ``eigh`` and ``eigvalsh`` read one triangle for their values and differentiate the
+  input as Hermitian: tangents enter through their Hermitian part, so gradients are
+  Hermitian (as torch, JAX and :func:`~tenferro.linalg.cholesky`).
 """
 
 from __future__ import annotations
@@ -38,7 +45,6 @@ from tenferro.algebra import (
     adjoint,
     diag_embed,
     diagonal,
-    eye_like,
     matmul,
     scale_columns,
     scale_rows,
@@ -62,6 +68,13 @@ from tenferro.linalg.checks import (
 )
 from tenferro.linalg.degeneracy import guard_ties
 from tenferro.linalg.family import LinalgOp, matrix_operand
+from tenferro.linalg.gaps import (
+    default_eps,
+    gap_scale,
+    hermitian_part,
+    spectral_block,
+    tied_inverse,
+)
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
 from tenferro.surface.dispatch import REPLAYABLE
@@ -79,7 +92,9 @@ __all__ = [
     "truncated_svd",
 ]
 
-DEFAULT_EPS = 1e-12
+DEFAULT_EPS = None
+"""``eps=None``: the tie tolerance of :func:`tenferro.linalg.gaps.default_eps` for the
+operand's precision."""
 GAUGES = ("raw", "canonical")
 
 Ts = tuple[RuleValue | None, ...]
@@ -193,118 +208,10 @@ def _to(x: Any, dt: np.dtype[Any]) -> Any:
     return x if x.meta.dtype == dt else lax.convert_element_type(x, dt)
 
 
-def _grid(v: Any, axis: int) -> Any:
-    """``[..., K] -> [..., K, K]``: entry ``(i, j)`` is ``v[j]`` (axis -1) or ``v[i]`` (-2)."""
-    ndim = v.meta.ndim + 1
-    shape = (*v.meta.shape, v.meta.shape[-1])
-    keep = ndim - 1 if axis == -1 else ndim - 2
-    return lax.broadcast_in_dim(v, shape, (*range(ndim - 2), keep))
-
-
-def _lorentzian_slope(g: Any, eps: float) -> Any:
-    """The derivative of ``L = g / d``, ``d = g**2 + eps**2``: ``(1 - 2 g L) / d`` (never
-    ``d**2``, which underflows in float32 where ``g`` is tiny)."""
-    denominator = lax.add(lax.mul(g, g), lax.full_like(g, eps * eps))
-    twice = lax.add(g, g)
-    one = lax.full_like(g, 1)
-    return lax.div(lax.sub(one, lax.mul(twice, lax.div(g, denominator))), denominator)
-
-
-@register("linalg.lorentzian")
-class Lorentzian(LinalgOp):
-    """``x / (x**2 + eps**2)`` elementwise for real ``x``: ``1/x`` away from 0, 0 at 0
-    (the regularised inverse of singular values in the SVD derivative)."""
-
-    extent_generic = True  # elementwise
-    eps: float
-
-    def any_extent_kernel(self) -> Any:
-        return self.impl  # elementwise
-
-    def infer(self) -> list[Meta]:
-        return [self.inputs[0]]
-
-    def impl(self, x: Any) -> Any:
-        if type(x) is not np.ndarray or not x.ndim:
-            return x / (x * x + self.eps * self.eps)
-        out = np.multiply(x, x)  # x / (x * x + eps**2), in place as in GapInverse
-        out += self.eps * self.eps
-        return np.divide(x, out, out=out)
-
-    def lower(self, lo: Any, x: Any) -> Any:
-        return x / (x * x + self.eps * self.eps)
-
-    def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
-        (x,), (dx,) = xs, ts
-        return [None if dx is None else lax.mul(_lorentzian_slope(x, self.eps), dx)]
-
-
-@register("linalg.gap_inverse")
-class GapInverse(LinalgOp):
-    """``F[..., i, j] = g / (g**2 + eps**2)`` of the gaps ``g = p_j - p_i`` of a real
-    spectrum ``v`` (``p = v**2`` when ``squared``: singular values; else ``p = v``:
-    eigenvalues), ``[..., K] -> [..., K, K]``, with its diagonal exactly 0.
-
-    The diagonal gap is identically 0, where the Lorentzian's slope is ``1/eps**2``;
-    masking it (rather than relying on ``0 * 1/eps**2`` cancelling between the two
-    grid terms) keeps reverse-over-reverse derivatives free of rounding blow-up. One
-    primitive: the first-order derivative programs of svd and eigh read it as one
-    instruction."""
-
-    extent_generic = True  # its rules read ranks only
-    eps: float
-    squared: bool
-
-    def any_extent_kernel(self) -> Any:
-        return self.impl  # reads the spectrum's length from the array
-
-    def infer(self) -> list[Meta]:
-        (v,) = self.inputs
-        return [v.with_(shape=(*v.shape, v.shape[-1]))]
-
-    def impl(self, v: Any) -> Any:
-        p = v * v if self.squared else v
-        g = p[..., None, :] - p[..., :, None]
-        # g / (g * g + eps**2), the denominator built in place and the quotient written
-        # over it (the same operations as the expression, two temporaries fewer).
-        f = np.multiply(g, g)
-        f += self.eps * self.eps
-        np.divide(g, f, out=f)
-        k = v.shape[-1]
-        f.reshape((*v.shape[:-1], k * k))[..., :: k + 1] = 0  # the diagonal
-        return f
-
-    def lower(self, lo: Any, v: Any) -> Any:
-        jnp = lo.jnp
-        p = v * v if self.squared else v
-        g = p[..., None, :] - p[..., :, None]
-        f = g / (g * g + self.eps * self.eps)
-        k = v.shape[-1]
-        return jnp.where(jnp.eye(k, dtype=bool), jnp.zeros((), f.dtype), f)
-
-    def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
-        (v,), (dv,) = xs, ts
-        if dv is None:
-            return [None]
-        p, dp = v, dv
-        if self.squared:
-            p, dp = lax.mul(v, v), lax.mul(lax.add(v, v), dv)
-        gap = lax.sub(_grid(p, -1), _grid(p, -2))
-        dgap = lax.sub(_grid(dp, -1), _grid(dp, -2))
-        eye = eye_like(gap)
-        off_diagonal = lax.sub(lax.full_like(gap, 1), eye)
-        # The slope is used off the diagonal only; on it the gap is exactly 0, replaced
-        # by 1 so that no order of derivative meets 1/eps**2 (inf in float32) times 0.
-        slope = _lorentzian_slope(lax.add(gap, eye), self.eps)
-        return [lax.mul(lax.mul(slope, off_diagonal), dgap)]
-
-
-def _gap_inverse(v: Any, eps: float, squared: bool) -> Any:
-    return GapInverse.bind(v, eps=eps, squared=squared)
-
-
-def _regularised_inverse(s: Any, eps: float) -> Any:
-    return Lorentzian.bind(s, eps=eps)
+def resolve_eps(eps: float | None, dtype: Any) -> float:
+    """The relative tie tolerance of a family instance: ``eps``, or the default for the
+    precision of ``dtype``."""
+    return default_eps(_real_dtype(np.dtype(dtype))) if eps is None else eps
 
 
 def _pick(mask: Any, x: Any) -> Any:
@@ -321,32 +228,43 @@ def _phase_correction(mask: Any, vectors: Any, tangent: Any) -> Any:
     return lax.complex(lax.zeros_like(rate), rate)
 
 
-def singular_value_tangent(op: str, u: Any, s: Any, vh: Any, da: Any, eps: float) -> Any:
+def singular_value_tangent(
+    op: str, u: Any, s: Any, vh: Any, da: Any, eps: float | None = None
+) -> Any:
     """``dS = Re diag(U^H dA V)`` alone (of the thin SVD ``u, s, vh``; :func:`_svd_tangents`
     computes it beside ``dU`` and ``dVh``), ties guarded as there, warnings naming ``op``."""
     if da.meta.shape[-1] > s.meta.shape[-1]:  # wide
         dpd = _row_diagonal(_adjoint_times(u, da), vh)
     else:
         dpd = _diagonal_of_product(u, _times_adjoint(da, vh))
-    return guard_ties(op, s, lax.real(dpd) if u.meta.dtype.kind == "c" else dpd, eps)
+    eps = resolve_eps(eps, s.meta.dtype)
+    return guard_ties(op, s, lax.real(dpd) if u.meta.dtype.kind == "c" else dpd, eps, True)
 
 
-def _svd_tangents(u: Any, s: Any, vh: Any, da: Any, eps: float, mask: Any) -> tuple[Any, Any, Any]:
-    """JVP of the thin SVD (spec section 4.5), in the gauge ``diag(V^H dV) = 0`` with the
-    phase in ``U`` (complex), or the canonical gauge when ``mask`` marks the pivots.
+def _svd_tangents(
+    a: Any, u: Any, s: Any, vh: Any, da: Any, eps: float, mask: Any
+) -> tuple[Any, Any, Any]:
+    """JVP of the thin SVD, in the gauge ``diag(V^H dV) = 0`` with the phase in ``U``
+    (complex), or the canonical gauge when ``mask`` marks the pivots.
 
-    With ``dP = U^H dA V``, ``F`` the regularised gap inverse (real, antisymmetric) and
-    ``S^-1`` the regularised inverse of ``S``::
+    With ``dP = U^H dA V`` split into its Hermitian part ``H`` and anti-Hermitian part
+    ``A``, ``E = 1/(s_j - s_i)`` and ``D = 1/(s_j + s_i)`` the gap and sum reciprocals of
+    :mod:`tenferro.linalg.gaps` (``E`` cut at ties, ``D`` exact except between zeros), and
+    ``S^-1`` the inverse singular values (cut at zero)::
 
         dS  = Re diag(dP)
-        dU  = U (F o (dP S + S dP^H) - dP S^-1) + dA V S^-1      (the last two: M > K)
-        dVh = -(F o (S dP + dP^H S) + S^-1 dP) Vh + S^-1 U^H dA   (the last two: N > K)
+        dU  = U (E o H + D o A + G - dP S^-1) + dA V S^-1      (the last two: M > K)
+        dVh = -(E o H - D o A + G + S^-1 dP) Vh + S^-1 U^H dA   (the last two: N > K)
 
-    ``dVh`` is ``dV^H`` of ``dV = V (F o (S dP + dP^H S)) + (I - V V^H) dA^H U S^-1``
-    written row-wise: ``F o (S dP + dP^H S)`` is anti-Hermitian (``F`` antisymmetric, the
-    bracket Hermitian), so no adjoint of a tangent is formed, and the projector's two
-    products share one with ``Vh``. For a wide matrix ``dP`` is ``(U^H dA) V``, whose left
-    factor is ``dVh``'s extra term; else ``U^H (dA V)``, whose right factor is ``dU``'s.
+    ``G = diag(D o A)`` moves the phase ``i Im dP_ii / s_i`` into ``U`` (complex only).
+    This is the textbook ``F o (dP S + S dP^H)`` with ``F = 1/(s_j^2 - s_i^2)`` split into
+    its part singular at a tie (over ``s_j - s_i``, regularised) and its part over
+    ``s_j + s_i`` (finite at a tie of non-zero values, exact): quantities such as the
+    polar factor ``U Vh`` depend on the second part only and keep exact derivatives, of
+    every order, at repeated singular values. ``dVh`` is ``dV^H`` written row-wise (the
+    bracket is anti-Hermitian), so no adjoint of a tangent is formed. For a wide matrix
+    ``dP`` is ``(U^H dA) V``, whose left factor is ``dVh``'s extra term; else
+    ``U^H (dA V)``, whose right factor is ``dU``'s.
     """
     dt = u.meta.dtype
     complex_ = dt.kind == "c"
@@ -361,23 +279,33 @@ def _svd_tangents(u: Any, s: Any, vh: Any, da: Any, eps: float, mask: Any) -> tu
         dav = _times_adjoint(da, vh)
         dp = _adjoint_times(u, dav)
         dpd = _diagonal_of_product(u, dav)
-    ds = guard_ties("linalg.svd", s, lax.real(dpd) if complex_ else dpd, eps)
-    f = _to(_gap_inverse(s, eps, squared=True), dt)
-    sc = _to(s, dt)
-    sinv = _to(_regularised_inverse(s, eps), dt)
-    dps = scale_columns(dp, sc)
-    inner_u = lax.mul(f, lax.add(dps, adjoint(dps)))
+    ds = guard_ties("linalg.svd", s, lax.real(dpd) if complex_ else dpd, eps, nonnegative=True)
+    # B carries diag(S) with the derivative of its tied blocks (tenferro.linalg.gaps):
+    # every order of these rules is then exact at ties. Each part enters dU and dV
+    # (paired: the reverse pass checks the sum of the two cotangents, which cancel for
+    # gauge-invariant losses, against their own scale).
+    b = spectral_block("svd", s, (a, u, vh), eps)
+    rotation_u, rotation_v = gap_scale(
+        "linalg.svd", s, b, dp, eps, kind="difference", pre="hermitian", pair=1
+    )
+    relative_u, relative_v = gap_scale(
+        "linalg.svd", s, b, dp, eps, kind="sum", pre="antihermitian", pair=-1
+    )
+    inner_u = lax.add(rotation_u, relative_u)
+    inner_v = lax.add(rotation_v, relative_v)
     if complex_:
-        gauge = lax.mul(lax.sub(dpd, lax.conj(dpd)), lax.full_like(dpd, 0.5))  # i Im diag dP
-        inner_u = lax.add(inner_u, diag_embed(lax.mul(gauge, sinv)))
+        phase = diag_embed(diagonal(relative_u))
+        inner_u = lax.add(inner_u, phase)
+        inner_v = lax.add(inner_v, phase)
+    sinv = None
+    if (dav is not None and m > k) or w is not None:
+        sinv = tied_inverse(s, b, eps)
     if dav is not None and m > k:
-        du = lax.add(matmul(u, lax.sub(inner_u, scale_columns(dp, sinv))), scale_columns(dav, sinv))
+        du = lax.add(matmul(u, lax.sub(inner_u, matmul(dp, sinv))), matmul(dav, sinv))
     else:
         du = matmul(u, inner_u)
-    sdp = scale_rows(sc, dp)  # S dP
-    inner_v = lax.mul(f, lax.add(sdp, adjoint(sdp)))
     if w is not None:
-        dvh = lax.sub(scale_rows(sinv, w), matmul(lax.add(inner_v, scale_rows(sinv, dp)), vh))
+        dvh = lax.sub(matmul(sinv, w), matmul(lax.add(inner_v, matmul(sinv, dp)), vh))
     else:
         dvh = lax.neg(matmul(inner_v, vh))
     if mask is not None and complex_:
@@ -442,7 +370,7 @@ class Svd(LinalgOp):
     gauge, the pivot mask of ``U``'s columns (bool, internal)."""
 
     extent_generic = True  # its JVP branches on which of M, N exceed K only
-    eps: float
+    eps: float | None
     gauge: str
 
     def infer(self) -> list[Meta]:
@@ -485,7 +413,8 @@ class Svd(LinalgOp):
         assert s is not None
         assert vh is not None
         mask = ys[3] if count == 4 else None
-        du, ds, dvh = _svd_tangents(u, s, vh, da, self.eps, mask)
+        eps = resolve_eps(self.eps, s.meta.dtype)
+        du, ds, dvh = _svd_tangents(xs[0], u, s, vh, da, eps, mask)
         return [du, ds, dvh] + [None] * (count - 3)
 
 
@@ -621,7 +550,7 @@ class Eigh(LinalgOp):
 
     extent_generic = True  # its rules read ranks, flags and the eigenvalue count only
     uplo: str
-    eps: float
+    eps: float | None
     gauge: str
 
     def infer(self) -> list[Meta]:
@@ -659,12 +588,13 @@ class Eigh(LinalgOp):
         assert w is not None
         assert v is not None
         dt = v.meta.dtype
-        xv = matmul(hermitian_of_triangle(da, self.uplo), v)
+        eps = resolve_eps(self.eps, w.meta.dtype)
+        xv = matmul(hermitian_part(da), v)  # the input differentiated as Hermitian
         dp = matmul(adjoint(v), xv)
         dpd = _diagonal_of_product(v, xv)  # diag(dP) without dP: a derivative of w alone
-        dw = guard_ties(self.name, w, lax.real(dpd) if dt.kind == "c" else dpd, self.eps)
-        f = _to(_gap_inverse(w, self.eps, squared=False), dt)
-        dv = matmul(v, lax.mul(f, dp))
+        dw = guard_ties(self.name, w, lax.real(dpd) if dt.kind == "c" else dpd, eps)
+        b = spectral_block("eigh", w, (xs[0], v), eps)
+        dv = matmul(v, gap_scale(self.name, w, b, dp, eps, pre="hermitian"))
         if count == 3 and dt.kind == "c":
             dv = lax.sub(dv, scale_columns(v, _phase_correction(ys[2], v, dv)))
         return [dw, dv] + [None] * (count - 2)
@@ -675,7 +605,7 @@ class Eig(LinalgOp):
     """``A V = V diag(w)``, complex outputs ``w, V`` (unit-norm columns) and ``V^-1``
     (internal: the eigenvalue derivative needs it; NaN when ``V`` is singular)."""
 
-    eps: float
+    eps: float | None
 
     def infer(self) -> list[Meta]:
         (a,) = self.inputs
@@ -726,13 +656,11 @@ class Eig(LinalgOp):
         assert vinv is not None
         dt = v.meta.dtype
         dp = matmul(vinv, matmul(_to(da, dt), v))
-        dw = diagonal(dp)
-        gap = lax.sub(_grid(w, -1), _grid(w, -2))
-        size = lax.real(lax.mul(gap, lax.conj(gap)))
-        denominator = lax.add(size, lax.full_like(size, self.eps * self.eps))
-        off_diagonal = lax.sub(lax.full_like(denominator, 1), eye_like(denominator))
-        f = lax.div(lax.mul(lax.conj(gap), _to(off_diagonal, dt)), _to(denominator, dt))
-        dv = matmul(v, lax.mul(f, dp))
+        eps = resolve_eps(self.eps, w.meta.dtype)
+        dw = guard_ties(self.name, w, diagonal(dp), eps)
+        b = spectral_block("eig", w, (xs[0], v, vinv), eps)
+        f_dp = gap_scale(self.name, w, b, dp, eps)
+        dv = matmul(v, f_dp)
         norm_rate = lax.real(diagonal(matmul(adjoint(v), dv)))
         dv = lax.sub(dv, scale_columns(v, _to(norm_rate, dt)))
         dvinv = lax.neg(matmul(vinv, matmul(dv, vinv)))
@@ -759,7 +687,7 @@ def _check_gauge(op: str, gauge: str) -> str:
 
 
 def svd(
-    a: Any, full_matrices: bool = True, *, eps: float = DEFAULT_EPS, gauge: str = "raw"
+    a: Any, full_matrices: bool = True, *, eps: float | None = DEFAULT_EPS, gauge: str = "raw"
 ) -> SVDResult:
     """Singular value decomposition ``a = U @ diag(S) @ Vh`` (numpy.linalg.svd).
 
@@ -768,12 +696,13 @@ def svd(
     columns/rows. ``S`` is real and descending. Derivatives: every output of the thin
     SVD; for a full non-square SVD, ``S`` and the square-sized partner, while a
     derivative through the factor with extra vectors raises :class:`tidu.ADRuleError`
-    (those vectors are arbitrary; use ``full_matrices=False``). ``eps`` regularises
-    the spectral gaps of the derivative (module documentation); ``gauge`` is
-    ``"raw"`` or ``"canonical"``.
+    (those vectors are arbitrary; use ``full_matrices=False``). ``eps`` is the relative
+    tie tolerance of the derivative (values closer than ``eps * S_max`` are tied;
+    default 64 machine epsilons; module documentation); ``gauge`` is ``"raw"`` or
+    ``"canonical"``.
     """
     full_matrices = check_flag("linalg.svd", "full_matrices", full_matrices)
-    x = matrix_operand("linalg.svd", a)
+    x, sizes = _static_operand("linalg.svd", a, full_matrices)
     if eps is not DEFAULT_EPS:
         eps = check_eps("linalg.svd", eps)
     if gauge != "raw":
@@ -781,6 +710,8 @@ def svd(
     m, n = x.meta.shape[-2:]
     outs = Svd.bind(x, eps=eps, gauge=gauge)
     u, s, vh = outs[0], outs[1], outs[2]
+    if sizes is not None:  # back to the data-dependent extents of the operand
+        return SVDResult(*_cut_factors(u, s, vh, sizes, None))
     if full_matrices and m != n:
         side = "left" if m > n else "right"
         (extra,) = bind(SvdComplement.make((x.meta,), side=side, gauge=gauge), [x])
@@ -791,7 +722,57 @@ def svd(
     return SVDResult(u, s, vh)
 
 
-def svdvals(a: Any, *, eps: float = DEFAULT_EPS) -> Any:
+def _static_operand(op: str, a: Any, full_matrices: bool = False) -> tuple[Any, Any]:
+    """``(matrix, sizes)``: a matrix operand, and for one with data-dependent extents
+    (a traced truncation's: only on the matrix axes) that matrix zero-padded to their
+    static bounds, with ``sizes``, the run-time ``(rows, columns)`` (``None`` where
+    static). Padding adds zero singular values only: the SVD of the padded matrix, cut
+    back (:func:`_cut_factors`), is the operand's."""
+    meta = getattr(a, "meta", None)
+    if meta is None or not meta.dynamic:
+        return matrix_operand(op, a), None
+    nd = meta.ndim
+    if nd < 2 or any(axis < nd - 2 for axis in meta.dynamic) or full_matrices:
+        check_matrix(op, meta)  # raises: static batch axes and thin factors only
+    x = a
+    if x.meta.dtype.kind not in "fc":
+        x = lax.convert_element_type(x, inexact_dtype(op, x.meta))
+    sizes: list[Any] = []
+    for axis in (nd - 2, nd - 1):
+        if axis in meta.dynamic:
+            sizes.append(lax.shape_of(x, axis))
+            bound = tuple(n if i == axis else 1 for i, n in enumerate(meta.shape))
+            x = lax.pad_to_match(x, lax.full(Meta(bound, x.meta.dtype), 0, x), axis)
+        else:
+            sizes.append(None)
+    return x, tuple(sizes)
+
+
+def _cut_factors(u: Any, s: Any, vh: Any, sizes: Any, rank: Any) -> tuple[Any, Any, Any]:
+    """The thin factors of a zero-padded matrix cut back to its data-dependent rows and
+    columns (``sizes``) and to ``rank`` values (default ``min(rows, columns)``): the
+    padding's singular values are zeros, last, and its rows of the kept vectors are 0."""
+    rows, columns = sizes
+    nd = u.meta.ndim
+    if rank is None:
+        m, n = u.meta.shape[-2], vh.meta.shape[-1]
+        rows_value = rows if rows is not None else lax.full(Meta((), np.dtype(np.float64)), m, s)
+        cols_value = (
+            columns if columns is not None else lax.full(Meta((), np.dtype(np.float64)), n, s)
+        )
+        rank = lax.min(rows_value, cols_value)
+    if rows is not None:
+        u = lax.dynamic_truncate(u, rows, nd - 2)
+    if columns is not None:
+        vh = lax.dynamic_truncate(vh, columns, nd - 1)
+    return (
+        lax.dynamic_truncate(u, rank, nd - 1),
+        lax.dynamic_truncate(s, rank, nd - 2),
+        lax.dynamic_truncate(vh, rank, nd - 2),
+    )
+
+
+def svdvals(a: Any, *, eps: float | None = DEFAULT_EPS) -> Any:
     """The singular values of ``a``, real and descending (``[..., K]``)."""
     if eps is not DEFAULT_EPS:
         check_eps("linalg.svdvals", eps)
@@ -815,7 +796,7 @@ def truncated_svd(
     max_rank: int | None = None,
     rtol: float | None = None,
     atol: float | None = None,
-    eps: float = DEFAULT_EPS,
+    eps: float | None = DEFAULT_EPS,
 ) -> SVDResult:
     """The thin SVD keeping the singular values above ``max(atol, rtol * S_max)`` (at
     most ``max_rank`` of them): the truncation of tensor-network sweeps.
@@ -823,9 +804,13 @@ def truncated_svd(
     Without ``rtol`` and ``atol`` the tolerance is numpy's ``matrix_rank`` default
     (``eps(dtype) * max(M, N) * S_max``). The rank is read from the data: concrete
     (an ordinary shape) for ``Tensor``/``EagerTensor``, a data-dependent extent
-    (``dynamic_truncate``) in traced code. For a batch, every matrix keeps the largest
-    rank over the batch. Derivatives are those of the kept singular triplets (the
-    truncation point is locally constant).
+    (``dynamic_truncate``) in traced code, at most ``max_rank`` (its static bound):
+    broadcasting (with numbers, and with tensors of the same truncation), reshapes
+    that keep that axis leading its group, einsum, slicing other axes and
+    concatenation along other axes accept it, so one truncation code runs eagerly and
+    traced. For a batch, every matrix keeps the largest rank over the batch.
+    Derivatives are those of the kept singular triplets (the truncation point is
+    locally constant).
     """
     op = "linalg.truncated_svd"
     if max_rank is not None:
@@ -840,7 +825,12 @@ def truncated_svd(
         meta = a.meta
         if meta.ndim >= 2 and not meta.dynamic:
             return _concrete_truncated_svd(a, max_rank, rtol, atol)
-    u, s, vh = svd(a, full_matrices=False, eps=eps)
+    x, sizes = _static_operand(op, a)
+    if sizes is not None:  # rows or columns data-dependent: the padded matrix's SVD
+        outs = Svd.bind(x, eps=eps, gauge="raw")
+        u, s, vh = outs[0], outs[1], outs[2]
+    else:
+        u, s, vh = svd(x, full_matrices=False, eps=eps)
     m, n = u.meta.shape[-2], vh.meta.shape[-1]
     k = s.meta.shape[-1]
     cap = k if max_rank is None else min(k, int(max_rank))
@@ -849,8 +839,14 @@ def truncated_svd(
         if rank == k:
             return SVDResult(u, s, vh)
         return SVDResult(*SvdTruncate.bind(u, s, vh, rank=rank))
-    rank_value = _traced_rank(s, (m, n), rtol, atol, cap)
+    rank_value = _traced_rank(s, (m, n), rtol, atol, cap)  # the padding's zeros never count
     batch = s.meta.ndim - 1
+    if cap < k:  # max_rank bounds the static extent of the factors
+        u = lax.slice(u, [0] * u.meta.ndim, (*u.meta.shape[:-1], cap))
+        s = lax.slice(s, [0] * s.meta.ndim, (*s.meta.shape[:-1], cap))
+        vh = lax.slice(vh, [0] * vh.meta.ndim, (*vh.meta.shape[:-2], cap, n))
+    if sizes is not None:
+        return SVDResult(*_cut_factors(u, s, vh, sizes, rank_value))
     return SVDResult(
         lax.dynamic_truncate(u, rank_value, batch + 1),
         lax.dynamic_truncate(s, rank_value, batch),
@@ -943,12 +939,19 @@ def _traced_rank(
     return lax.min(counts, lax.full_like(counts, cap))
 
 
-def eigh(a: Any, UPLO: str = "L", *, eps: float = DEFAULT_EPS, gauge: str = "raw") -> EighResult:  # noqa: N803  (numpy.linalg name)
+def eigh(
+    a: Any,
+    UPLO: str = "L",  # noqa: N803  (numpy.linalg name)
+    *,
+    eps: float | None = DEFAULT_EPS,
+    gauge: str = "raw",
+) -> EighResult:
     """Eigen-decomposition of a Hermitian (real symmetric) matrix, read from the lower
     (``UPLO="L"``) or upper triangle: ``(eigenvalues, eigenvectors)``, eigenvalues real
-    ascending. The derivative is that of the function of the read triangle (the
-    tangent is made Hermitian from it, as LAPACK reads it); ``eps`` regularises the
-    gaps, ``gauge`` is ``"raw"`` or ``"canonical"``.
+    ascending. The input is differentiated as Hermitian (tangents enter through their
+    Hermitian part, gradients are Hermitian, as torch and JAX); ``eps`` is the relative
+    tie tolerance of the derivative (eigenvalues closer than ``eps * max|w|`` are tied;
+    default 64 machine epsilons), ``gauge`` is ``"raw"`` or ``"canonical"``.
     """
     op = _eigh_call(a, UPLO, eps, gauge)
     if op is None:
@@ -996,7 +999,7 @@ _EIGH_CALLS: DictCache[tuple[Any, ...], Eigh] = DictCache(1024, "linalg.eigh cal
 """(operand meta, UPLO, eps, gauge) -> the Eigh instance a call binds (structure only)."""
 
 
-def eig(a: Any, *, eps: float = DEFAULT_EPS) -> EigResult:
+def eig(a: Any, *, eps: float | None = DEFAULT_EPS) -> EigResult:
     """Eigen-decomposition of a general square matrix: complex ``(eigenvalues,
     eigenvectors)``, eigenvectors of unit norm (numpy's/LAPACK's scaling). Both are
     differentiable (torch's convention for the eigenvectors: ``Re diag(V^H dV) = 0``);
@@ -1005,7 +1008,9 @@ def eig(a: Any, *, eps: float = DEFAULT_EPS) -> EigResult:
     op = "linalg.eig"
     x = _operand(op, a)
     check_square(op, x.meta)
-    outs = bind(Eig.make((x.meta,), eps=check_eps(op, eps)), [x])
+    if eps is not DEFAULT_EPS:
+        eps = check_eps(op, eps)
+    outs = bind(Eig.make((x.meta,), eps=eps), [x])
     return EigResult(outs[0], outs[1])
 
 

@@ -123,6 +123,12 @@ def loop(op: TensorPrimitive, xs: Sequence[Any], dims: Sequence[int | None]) -> 
     concatenation have rules), one primitive application per example."""
     size = batch_size(xs, dims)
     like = next(x for x, d in zip(xs, dims, strict=True) if d is not None)
+    if any(m.dynamic for m in op.outputs):  # examples would not share that extent
+        raise ShapeError(
+            op.name,
+            f"cannot batch it: each example would get its own data-dependent extent "
+            f"({', '.join(m.describe() for m in op.outputs)}); keep its size unbatched",
+        )
     if size == 0:
         return [lax.zeros(Meta((0, *m.shape), m.dtype), like) for m in op.outputs], [0] * len(
             op.outputs

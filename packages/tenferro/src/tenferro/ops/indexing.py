@@ -97,7 +97,12 @@ class Slice(TensorPrimitive):
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
-        check_static(self.name, x)
+        if any(
+            (self.starts[a], self.limits[a], self.strides[a]) != (0, x.shape[a], 1)
+            for a in x.dynamic
+            if a < len(self.starts) and a < len(self.limits) and a < len(self.strides)
+        ):
+            check_static(self.name, x)  # a data-dependent axis is taken whole, or not at all
         if not len(self.starts) == len(self.limits) == len(self.strides) == x.ndim:
             raise AxisError(
                 self.name,
@@ -115,7 +120,7 @@ class Slice(TensorPrimitive):
                     f"and stride {stride} >= 1",
                 )
             shape.append(-(-(limit - start) // stride))
-        return (Meta(tuple(shape), x.dtype, x.weak),)
+        return (Meta(tuple(shape), x.dtype, x.weak, x.dynamic),)
 
     def impl(self, x: Any) -> Any:
         index = self._prepared
@@ -225,7 +230,12 @@ class Pad(TensorPrimitive):
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
-        check_static(self.name, x)
+        if any(
+            (self.low[a], self.high[a], self.interior[a]) != (0, 0, 0)
+            for a in x.dynamic
+            if a < min(len(self.low), len(self.high), len(self.interior))
+        ):
+            check_static(self.name, x)  # a data-dependent axis is never padded
         if not len(self.low) == len(self.high) == len(self.interior) == x.ndim:
             raise AxisError(self.name, f"padding needs one entry per axis of {x.shape}")
         shape = []
@@ -240,12 +250,14 @@ class Pad(TensorPrimitive):
                     self.name, f"axis {axis}: padding crops more than the extent {extent}"
                 )
             shape.append(size)
-        return (Meta(tuple(shape), x.dtype, x.weak),)
+        return (Meta(tuple(shape), x.dtype, x.weak, x.dynamic),)
 
     def impl(self, x: Any) -> Any:
         x = np.asarray(x)
         plan = self._prepared
-        if plan is None:
+        if self.inputs[0].dynamic:  # planned for the run-time extents
+            plan = _pad_plan(self.low, self.high, self.interior, x.shape)
+        elif plan is None:
             plan = self._plan()
             object.__setattr__(self, "_prepared", plan)
         grown, placed, crop = plan
@@ -336,7 +348,9 @@ class Concatenate(TensorPrimitive):
             raise ShapeError(self.name, "needs at least one operand")
         first = self.inputs[0]
         for meta in self.inputs:
-            check_static(self.name, meta)
+            # Data-dependent axes are allowed away from the axis joined, alike in all.
+            if self.axis in meta.dynamic or meta.dynamic != first.dynamic:
+                check_static(self.name, meta)
         axis = normalize_axis(self.axis, first.ndim, self.name) if first.ndim else -1
         if first.ndim == 0 or axis != self.axis:
             raise AxisError(
@@ -360,9 +374,23 @@ class Concatenate(TensorPrimitive):
             total += meta.shape[axis]
         shape = list(first.shape)
         shape[axis] = total
-        return (Meta(tuple(shape), first.dtype, all(m.weak for m in self.inputs)),)
+        weak = all(m.weak for m in self.inputs)
+        return (Meta(tuple(shape), first.dtype, weak, first.dynamic),)
 
     def impl(self, *operands: Any) -> Any:
+        if self.inputs[0].dynamic:  # data-dependent extents must agree at run time
+            shapes = [np.shape(x) for x in operands]
+            if any(
+                s[: self.axis] + s[self.axis + 1 :]
+                != shapes[0][: self.axis] + shapes[0][self.axis + 1 :]
+                for s in shapes
+            ):
+                raise ShapeError(
+                    self.name,
+                    f"operands of run-time shapes {shapes} differ away from axis {self.axis} "
+                    f"(their data-dependent extents disagree)",
+                    phase="execution",
+                )
         return np.concatenate(operands, axis=self.axis)
 
     def lower(self, lo: Any, *operands: Any) -> Any:

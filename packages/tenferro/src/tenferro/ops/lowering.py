@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from computegraph import CompiledProgram
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.errors import BackendUnavailableError, LoweringError
@@ -137,6 +139,24 @@ class Lowering:
         program (concrete arrays, fetched only by the callback): host-side checks that
         warn, such as the degenerate-derivative warning."""
         self.checks.append((callback, values))
+
+    def on_host(self, op: TensorPrimitive, values: Sequence[Any]) -> Any:
+        """``op``'s numpy evaluation called back on the host from the compiled program
+        (``jax.pure_callback``: its operands are copied to the host and its results back).
+        For primitives whose rules read spectra cluster by cluster in Python, until
+        their JAX rules are written; the program's documentation names them."""
+        jax = self.jax
+        shapes = tuple(jax.ShapeDtypeStruct(m.shape, m.dtype) for m in op.outputs)
+
+        def kernel(*arrays: Any) -> tuple[Any, ...]:
+
+            results = op.eval([np.asarray(a) for a in arrays], None)
+            return tuple(
+                np.asarray(r, dtype=m.dtype) for r, m in zip(results, op.outputs, strict=True)
+            )
+
+        results = jax.pure_callback(kernel, shapes, *values, vmap_method="sequential")
+        return results[0] if len(shapes) == 1 else tuple(results)
 
     @property
     def on_cpu(self) -> bool:

@@ -44,13 +44,16 @@ class Reduction(TensorPrimitive):
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
-        check_static(self.name, x)
+        if any(a in self.axes for a in x.dynamic) or (x.dynamic and self.name != "reduce_sum"):
+            check_static(self.name, x)
         check_kind(self.name, x, self.kinds)
         normalized = normalize_axes(self.axes, x.ndim, self.name)
         if normalized != self.axes or list(normalized) != sorted(normalized):
             raise AxisError(self.name, f"axes {self.axes} must be sorted and non-negative")
         shape = tuple(n for i, n in enumerate(x.shape) if i not in self.axes)
-        return (Meta(shape, x.dtype, x.weak),)
+        kept = [i for i in range(x.ndim) if i not in self.axes]
+        dynamic = tuple(kept.index(a) for a in x.dynamic)  # sums over static axes only
+        return (Meta(shape, x.dtype, x.weak, dynamic),)
 
     def kept(self) -> tuple[int, ...]:
         return tuple(i for i in range(self.inputs[0].ndim) if i not in self.axes)

@@ -118,7 +118,6 @@ class Reshape(TensorPrimitive):
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
-        check_static(self.name, x)
         if any(not isinstance(n, int) or n < 0 for n in self.shape):
             raise ShapeError(self.name, f"invalid target shape {self.shape}")
         if math.prod(self.shape) != x.size:
@@ -127,9 +126,19 @@ class Reshape(TensorPrimitive):
                 f"cannot reshape {x.shape} ({x.size} elements) into {self.shape} "
                 f"({math.prod(self.shape)} elements)",
             )
+        if x.dynamic:
+            return (
+                Meta(
+                    self.shape, x.dtype, x.weak, (dynamic_reshape_axis(self.name, x, self.shape),)
+                ),
+            )
         return (Meta(self.shape, x.dtype, x.weak),)
 
     def impl(self, x: Any) -> Any:
+        if self.outputs[0].dynamic:  # the data-dependent axis takes what is left
+            shape = list(self.shape)
+            shape[self.outputs[0].dynamic[0]] = -1
+            return x.reshape(shape)
         return x.reshape(self.shape)  # np.reshape without its wrapper (arrays and scalars)
 
     def lower(self, lo: Any, x: Any) -> Any:
@@ -191,7 +200,6 @@ class BroadcastInDim(TensorPrimitive):
 
     def infer(self) -> tuple[Meta]:
         (x,) = self.inputs
-        check_static(self.name, x)
         if any(not isinstance(n, int) or n < 0 for n in self.shape):
             raise ShapeError(self.name, f"invalid target shape {self.shape}")
         if len(self.dims) != x.ndim:
@@ -208,9 +216,21 @@ class BroadcastInDim(TensorPrimitive):
                     f"operand axis {axis} (extent {extent}) cannot broadcast to output axis "
                     f"{target} (extent {self.shape[target]}) of {self.shape}",
                 )
+        if x.dynamic:  # a data-dependent axis keeps its run-time extent where it lands
+            for axis in x.dynamic:
+                if x.shape[axis] != self.shape[self.dims[axis]]:
+                    raise ShapeError(
+                        self.name,
+                        f"the data-dependent operand axis {axis} of {x.describe()} cannot be "
+                        f"expanded to {self.shape[self.dims[axis]]}",
+                    )
+            dynamic = tuple(sorted(self.dims[axis] for axis in x.dynamic))
+            return (Meta(self.shape, x.dtype, x.weak, dynamic),)
         return (Meta(self.shape, x.dtype, x.weak),)
 
     def impl(self, x: Any) -> Any:
+        if self.inputs[0].dynamic:
+            return self._dynamic_impl(np.asarray(x))
         plan = self._prepared
         if plan is None:
             plan = self._plan()
@@ -229,6 +249,20 @@ class BroadcastInDim(TensorPrimitive):
 
     def lower(self, lo: Any, x: Any) -> Any:
         return lo.lax.broadcast_in_dim(x, self.shape, self.dims)
+
+    def _dynamic_impl(self, x: Any) -> Any:
+        """``impl`` for an operand with data-dependent axes: the output takes their
+        run-time extents."""
+        order = sorted(range(len(self.dims)), key=self.dims.__getitem__)
+        shape = list(self.shape)
+        for axis in self.inputs[0].dynamic:
+            shape[self.dims[axis]] = x.shape[axis]
+        expanded = [1] * len(shape)
+        for axis in order:
+            expanded[self.dims[axis]] = x.shape[axis]
+        if order != list(range(len(order))):
+            x = x.transpose(order)
+        return np.broadcast_to(x.reshape(expanded), shape)
 
     def _plan(self) -> tuple[tuple[int, ...] | None, tuple[int, ...], bool]:
         """(the operand's axis order, ``None`` when kept; its shape with the new axes as
@@ -544,3 +578,40 @@ class Reverse(TensorPrimitive):
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         return [lax.rev(cts[0], self.axes)]
+
+
+def dynamic_reshape_axis(op: str, x: Meta, shape: tuple[int, ...]) -> int:
+    """The output axis that keeps the one data-dependent axis of ``x`` when reshaped to
+    ``shape``: reshape groups axes into runs of equal size on both sides (row-major);
+    the data-dependent axis must lead its run, whose other axes are static, and it
+    becomes the leading axis of the matching output run (merging ``(<=k, d)`` into
+    ``(<=k*d,)`` or splitting it back)."""
+    if len(x.dynamic) != 1:
+        raise ShapeError(
+            op,
+            f"cannot reshape {x.describe()}: it has several data-dependent axes {x.dynamic} "
+            f"(apply pad_to_match first)",
+        )
+    (axis,) = x.dynamic
+    i = j = 0
+    while i < x.ndim or j < len(shape):
+        start_i, start_j = i, j
+        left = x.shape[i] if i < x.ndim else 1
+        right = shape[j] if j < len(shape) else 1
+        i, j = i + 1, j + 1
+        while left != right and (i < x.ndim or j < len(shape)):
+            if left < right and i < x.ndim:
+                left, i = left * x.shape[i], i + 1
+            elif j < len(shape):
+                right, j = right * shape[j], j + 1
+            else:
+                left, i = left * x.shape[i], i + 1
+        if start_i <= axis < i:
+            if axis != start_i or start_j >= len(shape) or 0 in shape:
+                break
+            return start_j
+    raise ShapeError(
+        op,
+        f"cannot reshape {x.describe()} into {shape}: the data-dependent axis {axis} must stay "
+        f"the leading axis of the axes it is merged with or split into",
+    )

@@ -149,8 +149,38 @@ def prepare(
     ]
     if broadcast and len(operands) > 1:
         shape = broadcast_shapes(*(o.meta.shape for o in operands), op=op)
+        given = [o.meta for o in operands]
         operands = [_broadcast(o, shape) for o in operands]
+        if any(m.dynamic for m in given):
+            operands = _share_dynamic_extents(op, given, operands)
     return operands
+
+
+def _share_dynamic_extents(op: str, given: list[Meta], operands: list[Any]) -> list[Any]:
+    """Broadcast operands (one shape) that meet data-dependent axes (traced truncations):
+    an operand broadcast along such an axis takes its run-time extent from an operand
+    that has it. A static extent above 1 cannot meet one (its length is unknown until
+    the program runs)."""
+    sources: dict[int, Any] = {}
+    for o in operands:
+        for axis in o.meta.dynamic:
+            sources.setdefault(axis, o)
+    shared = []
+    for meta, o in zip(given, operands, strict=True):
+        for axis in sorted(sources):
+            if axis in o.meta.dynamic:
+                continue
+            offset = axis - (o.meta.ndim - meta.ndim)  # the operand's own axis, if any
+            if offset >= 0 and meta.shape[offset] != 1:
+                raise ShapeError(
+                    op,
+                    f"the static extent {o.meta.shape[axis]} of {o.meta.describe()} meets the "
+                    f"data-dependent extent of {sources[axis].meta.describe()} on axis {axis} "
+                    f"(truncate it alike, or pad the other with pad_to_match)",
+                )
+            o = lax.dynamic_truncate(o, lax.shape_of(sources[axis], axis), axis)
+        shared.append(o)
+    return shared
 
 
 _SCALARS = (bool, int, float, complex)

@@ -38,7 +38,7 @@ from tenferro.core.keys import (
     SlotCheckpointKey,
     SlotKey,
 )
-from tenferro.errors import AllocationError, BindingError
+from tenferro.errors import AllocationError, BindingError, one_warning_per_call
 from tenferro.meta import Meta
 from tenferro.traced.structure import structure
 from tenferro.traced.tensor import provide
@@ -116,7 +116,7 @@ class TracedProgram:
                 inputs.append(what)
             else:
                 inputs.append(_bound(what, bindings))
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), one_warning_per_call():
             return self.program.eval(inputs)
 
 
