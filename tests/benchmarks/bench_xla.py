@@ -37,23 +37,12 @@ sys.path.insert(0, str(HERE.parents[1] / "docs" / "examples"))
 
 import mps as mps_module  # noqa: E402  (docs/examples/mps.py)
 import numpy as np  # noqa: E402
-from bench_common import QUICK, Report, have, header, median, timings  # noqa: E402
+from bench_common import QUICK, Report, have, header, median  # noqa: E402
 from bench_einsum import mps as random_cores  # noqa: E402
 from bench_einsum import mps_norm  # noqa: E402
+from bench_tn import interleaved, ratio  # noqa: E402
 
 import tenferro as tf  # noqa: E402
-
-
-def interleaved(runs: dict[str, Callable[[], Any]], rounds: int, repeat: int) -> dict[str, list]:
-    samples: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(rounds):
-        for name, run in runs.items():
-            samples[name].append(median(timings(run, repeat)))
-    return samples
-
-
-def ratio(samples: dict[str, list[float]], a: str, b: str) -> float:
-    return median([x / y for x, y in zip(samples[a], samples[b], strict=True)])
 
 
 def first_call_ms(make: Callable[[], Callable[[], Any]], jax: Any, count: int = 2) -> float:
@@ -143,6 +132,28 @@ def fresh(maker: Callable[[], Any], inputs: list[Any]) -> Callable[[], Callable[
     return make
 
 
+def finish(
+    report: Report,
+    row: dict[str, Any],
+    samples: dict[str, list[float]],
+    makers: dict[str, Callable[[], Any]],
+    inputs: list[Any],
+    jax: Any,
+) -> None:
+    """Add the steady-state medians, the ratios of ours to each peer and both JIT
+    paths' first calls to ``row``, and report it."""
+    for name, values in samples.items():
+        row[f"{name}_ms"] = median(values) * 1e3
+    for peer in samples:
+        if peer != "tf xla":
+            row[f"xla_over_{peer}"] = ratio(samples, "tf xla", peer)
+    first = {name: first_call_ms(fresh(makers[name], inputs), jax) for name in JITS}
+    row["tf xla_first_call_ms"] = first["tf xla"]
+    row["jax.jit_first_call_ms"] = first["jax.jit"]
+    row["xla_first_over_jax.jit_first"] = first["tf xla"] / first["jax.jit"]
+    report.add(**row)
+
+
 def bench(report: Report) -> None:
     import jax
 
@@ -176,16 +187,7 @@ def bench(report: Report) -> None:
                 "dtype": np.dtype(dtype).name,
                 "chi": chi,
             }
-            for name in runs:
-                row[f"{name}_ms"] = median(samples[name]) * 1e3
-            for peer in runs:
-                if peer != "tf xla":
-                    row[f"xla_over_{peer}"] = ratio(samples, "tf xla", peer)
-            first = {name: first_call_ms(fresh(makers[name], tj), jax) for name in JITS}
-            row["tf xla_first_call_ms"] = first["tf xla"]
-            row["jax.jit_first_call_ms"] = first["jax.jit"]
-            row["xla_first_over_jax.jit_first"] = first["tf xla"] / first["jax.jit"]
-            report.add(**row)
+            finish(report, row, samples, makers, tj, jax)
 
     length = 12
     mpo = mps_module.ising_mpo(length)
@@ -219,16 +221,7 @@ def bench(report: Report) -> None:
         for run in runs.values():
             run()
         samples = interleaved(runs, rounds=3, repeat=3 if chi >= 64 else 7)
-        for name in runs:
-            row[f"{name}_ms"] = median(samples[name]) * 1e3
-        for peer in runs:
-            if peer != "tf xla":
-                row[f"xla_over_{peer}"] = ratio(samples, "tf xla", peer)
-        first = {name: first_call_ms(fresh(makers[name], cj), jax) for name in JITS}
-        row["tf xla_first_call_ms"] = first["tf xla"]
-        row["jax.jit_first_call_ms"] = first["jax.jit"]
-        row["xla_first_over_jax.jit_first"] = first["tf xla"] / first["jax.jit"]
-        report.add(**row)
+        finish(report, row, samples, makers, cj, jax)
 
 
 def mps_module_energy_torch(torch: Any, mpo: list[Any], cores: list[Any]) -> Any:

@@ -295,7 +295,11 @@ class _CustomFunction:
             Tensor._wrap(np.asarray(a), m.weak) for a, m in zip(arrays, op.inputs, strict=True)
         ]
         diff = unflatten(op.in_tree, tensors)
-        result = self.fun(*self.merge(op.statics, list(diff)))
+        leaves = self._output_leaves(op, self.fun(*self.merge(op.statics, list(diff))))
+        return tuple(asarray(leaf)._value for leaf in leaves)
+
+    def _output_leaves(self, op: _CustomCall, result: Any) -> list[Any]:
+        """The leaves of the function's ``result``, checked against the traced structure."""
         leaves, out_tree = flatten(result)
         if out_tree != op.out_tree:
             raise TenferroError(
@@ -304,7 +308,7 @@ class _CustomFunction:
                 f"{describe(op.out_tree)} (its output structure must depend only on its "
                 f"arguments' shapes and dtypes)",
             )
-        return tuple(asarray(leaf)._value for leaf in leaves)
+        return leaves
 
     def lower(self, lo: Any, op: _CustomCall, values: Sequence[Any]) -> Any:
         """The function traced on the operands' metas and its program lowered inline
@@ -320,15 +324,7 @@ class _CustomFunction:
     def _traced_program(self, op: _CustomCall) -> TracedProgram:
         leaves = [TracedTensor(Input(ArgKey(i, m)), m) for i, m in enumerate(op.inputs)]
         diff = unflatten(op.in_tree, leaves)
-        result = _call(self.fun, self.merge(op.statics, list(diff)))
-        outputs, out_tree = flatten(result)
-        if out_tree != op.out_tree:
-            raise TenferroError(
-                self.name,
-                f"the function returned structure {describe(out_tree)}, traced as "
-                f"{describe(op.out_tree)} (its output structure must depend only on its "
-                f"arguments' shapes and dtypes)",
-            )
+        outputs = self._output_leaves(op, _call(self.fun, self.merge(op.statics, list(diff))))
         traced = [asarray(leaf) for leaf in outputs]
         keys = tuple(
             (t if isinstance(t, TracedTensor) else TracedTensor._lift(t)).key for t in traced
