@@ -14,6 +14,14 @@ DIST_computegraph := tenferro-computegraph
 DIST_tidu := tidu
 DIST_tenferro := tenferro
 PYTEST_ARGS ?= -q
+# Each suite runs on pytest-xdist workers, one per core (JOBS=0: in one process).
+JOBS ?= auto
+# How many cases of each group of a large test product run (tests/sampling.py in
+# tenferro): `all` for `make test` and CI, a few per rule for `make test-quick`.
+SAMPLE ?= all
+# The quick tier: the tests not marked slow, each product sampled.
+QUICK_SAMPLE ?= 1
+QUICK_MARKERS ?= not slow
 
 export UV_PYTHON_DOWNLOADS := never
 export UV_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
@@ -31,12 +39,14 @@ endif
 WORKSPACE_ENV := $(CURDIR)/.venv
 RUN := $(WORKSPACE_ENV)/bin/python
 
-.PHONY: help test test-computegraph test-tidu test-tenferro test-integration lint format \
-        demo bench figures dist sync sync-docs clean
+.PHONY: help test test-quick test-computegraph test-tidu test-tenferro test-integration lint \
+        format demo bench figures dist sync sync-docs clean
 
 help:
 	@echo "make demo   - run the showcase: a tensor-network workflow, every derivative checked"
-	@echo "make test   - every package's suite in isolation, then the integration suite"
+	@echo "make test   - every package's suite in isolation, then the integration suite,"
+	@echo "              complete, on one pytest-xdist worker per core (what CI runs)"
+	@echo "make test-quick - the same without the slow tests, large products sampled"
 	@echo "make lint   - ruff check, ruff format --check, mypy, tenferro's import layers"
 	@echo "make bench  - benchmarks (not tests); writes docs/benchmarks.md (BENCH_QUICK=1: fast)"
 	@echo "make figures - regenerate the tutorial's figures in docs/figures/"
@@ -53,7 +63,15 @@ sync: | $(UV)
 	UV_PROJECT_ENVIRONMENT=$(WORKSPACE_ENV) $(UV) sync --locked --all-packages --group dev \
 	    --extra xla --quiet
 
+PYTEST_OPTIONS = -n $(JOBS) $(PYTEST_ARGS)
+
 test: test-computegraph test-tidu test-tenferro test-integration
+
+# The edit loop: the same suites, each in isolation, less the tests marked slow and with
+# the large products sampled (SAMPLE cases per group).
+test-quick:
+	$(MAKE) --no-print-directory test SAMPLE=$(QUICK_SAMPLE) \
+	    PYTEST_ARGS='$(PYTEST_ARGS) -m "$(QUICK_MARKERS)"'
 
 # Each package's suite runs in an environment holding only that package, its declared
 # dependencies (with its optional extras: tenferro's `xla`, JAX's CPU wheel) and the test
@@ -62,10 +80,11 @@ EXTRAS_tenferro := --extra xla
 test-computegraph test-tidu test-tenferro: test-%: | $(UV)
 	UV_PROJECT_ENVIRONMENT=$(CURDIR)/.venvs/$* $(UV) sync --locked --package $(DIST_$*) \
 	    --no-default-groups --group test $(EXTRAS_$*) --exact --quiet
-	cd packages/$* && $(CURDIR)/.venvs/$*/bin/python -m pytest $(PYTEST_ARGS) tests
+	cd packages/$* && TENFERRO_TEST_SAMPLE=$(SAMPLE) \
+	    $(CURDIR)/.venvs/$*/bin/python -m pytest $(PYTEST_OPTIONS) tests
 
 test-integration: sync
-	$(RUN) -m pytest $(PYTEST_ARGS) tests
+	TENFERRO_TEST_SAMPLE=$(SAMPLE) $(RUN) -m pytest $(PYTEST_OPTIONS) tests
 
 lint: sync
 	$(WORKSPACE_ENV)/bin/ruff check .

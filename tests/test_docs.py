@@ -47,7 +47,18 @@ def test_docs_have_examples():
     assert any(FENCE.search(page.read_text()) for page in pages())
 
 
-@pytest.mark.parametrize("script", sorted((DOCS / "examples").glob("*.py")), ids=lambda p: p.name)
+SLOW_SCRIPTS = {"demo.py"}
+"""The showcase (``make demo``): a variational ground state and its checks."""
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param(path, marks=[pytest.mark.slow] if path.name in SLOW_SCRIPTS else [])
+        for path in sorted((DOCS / "examples").glob("*.py"))
+    ],
+    ids=lambda p: p.name,
+)
 def test_example_scripts_run(script: Path):
     result = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, timeout=600

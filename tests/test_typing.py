@@ -15,6 +15,8 @@ import pytest
 
 api = pytest.importorskip("mypy.api")
 
+pytestmark = pytest.mark.slow  # each test runs mypy --strict on a file of user code
+
 ROOT = Path(__file__).resolve().parents[1]
 
 USER_CODE = """

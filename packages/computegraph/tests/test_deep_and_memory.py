@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from cg_support import ScalarOp
 
 from computegraph import External, GraphBuilder, Local, compile, materialize_merge, resolve
@@ -15,6 +16,7 @@ from computegraph import External, GraphBuilder, Local, compile, materialize_mer
 CHAIN = 100_000
 
 
+@pytest.mark.slow
 def test_chain_of_100k_operations_builds_resolves_materializes_compiles_and_evaluates():
     assert sys.getrecursionlimit() < CHAIN
     builder = GraphBuilder()
@@ -37,6 +39,7 @@ def test_chain_of_100k_operations_builds_resolves_materializes_compiles_and_eval
     assert str(program).count("\n") > CHAIN
 
 
+@pytest.mark.slow
 def test_chain_of_100k_graphs_linked_by_parents():
     builder = GraphBuilder()
     x = builder.add_input("x")

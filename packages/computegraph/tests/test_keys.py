@@ -163,6 +163,7 @@ def test_keys_are_freed_when_unused():
     assert interned_key_count() == before
 
 
+@pytest.mark.slow
 def test_deep_chain_of_keys_is_freed_without_recursion_errors():
     gc.collect()
     before = interned_key_count()

@@ -6,6 +6,7 @@ import math
 import sys
 from typing import Any
 
+import pytest
 from cg_support import ScalarOp
 from hypothesis import given
 from hypothesis import strategies as st
@@ -65,6 +66,7 @@ def test_after_walks_the_origin_first_and_continues_once():
     assert order == ["x", "alias"]
 
 
+@pytest.mark.slow
 def test_fold_and_rewrite_need_no_recursion_at_100k_operations():
     depth = 100_000
     assert sys.getrecursionlimit() < depth

@@ -1,8 +1,9 @@
-"""Shared by the differential fuzz suites: how many examples to draw.
+"""Shared by the property and differential fuzz tests: how many examples to draw.
 
-In CI (the derandomized ``deterministic`` profile) each fuzz test draws a fixed, modest
+In CI (the derandomized ``deterministic`` profile) each test draws a fixed, modest
 number of examples; ``HYPOTHESIS_PROFILE=explore`` draws fresh examples, twenty times
-as many, on every run.
+as many, on every run; the quick tier (``TENFERRO_TEST_SAMPLE``, see sampling.py) draws
+a fifth of them (at least two), with the same fixed seed.
 """
 
 from __future__ import annotations
@@ -11,10 +12,16 @@ import os
 from typing import Any
 
 from hypothesis import settings
+from sampling import PER_GROUP
 
 EXPLORING = os.environ.get("HYPOTHESIS_PROFILE") == "explore"
+QUICK = PER_GROUP is not None and not EXPLORING
 
 
 def fuzz_settings(examples: int) -> Any:
-    """``@settings`` for a fuzz test drawing ``examples`` cases in CI."""
-    return settings(max_examples=examples * (20 if EXPLORING else 1), deadline=None)
+    """``@settings`` for a property test drawing ``examples`` cases in CI."""
+    if EXPLORING:
+        examples *= 20
+    elif QUICK:
+        examples = max(2, examples // 5)
+    return settings(max_examples=examples, deadline=None)

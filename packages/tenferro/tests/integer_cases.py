@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import strategies as st
+from sampling import first_value, sample_product
 
 import tenferro as tf
 
@@ -123,21 +125,43 @@ def _bad_scalars(valid: Any, optional: bool) -> Iterator[tuple[Any, str]]:
         yield None, "None"
 
 
-def int_spellings(value: int) -> st.SearchStrategy[Any]:
-    """Valid spellings of the integer ``value``: Python and numpy ints (unsigned ones
-    too), 0-d integer arrays, 0-d integer tensors (concrete and eager)."""
-    spellings = [
-        value,
-        np.int64(value),
-        np.int32(value),
-        np.array(value),
-        np.array(value, dtype=np.int32),
-        tf.asarray(np.int64(value)),
-        tf.EagerTensor(np.int32(value)),
-    ]
+def integer_encodings(value: int) -> dict[str, Any]:
+    """Every valid spelling of the integer ``value``, by name: Python and numpy ints
+    (unsigned ones too), 0-d integer arrays, 0-d integer tensors (concrete and eager)."""
+    found = {
+        "int": value,
+        "np.int64": np.int64(value),
+        "np.int32": np.int32(value),
+        "0-d int64 array": np.array(value),
+        "0-d int32 array": np.array(value, dtype=np.int32),
+        "0-d Tensor": tf.asarray(np.int64(value)),
+        "0-d EagerTensor": tf.EagerTensor(np.int32(value)),
+    }
     if value >= 0:
-        spellings.append(np.uint8(value))
-    return st.sampled_from(spellings)
+        found["np.uint8"] = np.uint8(value)
+    return found
+
+
+def sequence_encodings(values: tuple[int, ...]) -> dict[str, Any]:
+    """Every valid spelling of the integer sequence ``values``, by name: tuples and lists
+    (of ints, numpy ints, 0-d arrays or 0-d tensors), 1-d integer arrays and tensors."""
+    entries = [int(v) for v in values]
+    return {
+        "tuple": tuple(entries),
+        "list": list(entries),
+        "int64 array": np.array(entries, dtype=np.int64),
+        "int32 array": np.array(entries, dtype=np.int32),
+        "1-d Tensor": tf.asarray(np.array(entries, dtype=np.int64)),
+        "1-d EagerTensor": tf.EagerTensor(np.array(entries, dtype=np.int32)),
+        "tuple of np.int64": tuple(np.int64(v) for v in entries),
+        "tuple of 0-d arrays": tuple(np.array(v) for v in entries),
+        "tuple of 0-d Tensors": tuple(tf.asarray(np.int64(v)) for v in entries),
+    }
+
+
+def int_spellings(value: int) -> st.SearchStrategy[Any]:
+    """Valid spellings of the integer ``value`` (:func:`integer_encodings`), drawn."""
+    return st.sampled_from(list(integer_encodings(value).values()))
 
 
 @st.composite
@@ -150,22 +174,38 @@ def spelling(draw: Any, param: Int, value: Any) -> Any:
     if any(isinstance(v, (list, tuple)) for v in value):  # pairs: spell each inner sequence
         inner = tuple(draw(spelling(param, v)) for v in value)
         return inner if draw(st.booleans()) else list(inner)
-    entries = [int(v) for v in value]
-    forms = ["tuple", "list", "int64 array", "int32 array", "entries", "Tensor", "EagerTensor"]
-    form = draw(st.sampled_from(forms))
-    if form == "Tensor":
-        return tf.asarray(np.array(entries, dtype=np.int64))
-    if form == "EagerTensor":
-        return tf.EagerTensor(np.array(entries, dtype=np.int32))
-    if form == "tuple":
-        return tuple(entries)
-    if form == "list":
-        return list(entries)
-    if form == "int64 array":
-        return np.array(entries, dtype=np.int64)
-    if form == "int32 array":
-        return np.array(entries, dtype=np.int32)
-    return tuple(draw(int_spellings(v)) for v in entries)
+    forms = sequence_encodings(value)
+    form = draw(st.sampled_from([*forms, "entries"]))
+    if form == "entries":
+        return tuple(draw(int_spellings(int(v))) for v in value)
+    return forms[form]
+
+
+Encoded = tuple[Callable[[Any], Any], Callable[[Any], Any], Any]
+"""(tenferro call of one integer parameter, numpy's call, the parameter's value: an
+int or a tuple of ints)."""
+
+
+def encoded_cases(table: dict[str, Encoded]) -> list[Any]:
+    """``(name, encoding)`` for every encoding of every parameter value of ``table``."""
+    cases = []
+    for name, (_, _, base) in sorted(table.items()):
+        found = integer_encodings(base) if isinstance(base, int) else sequence_encodings(base)
+        cases.extend(pytest.param(name, label, id=f"{name}-{label}") for label in found)
+    return sample_product(cases, per=first_value)
+
+
+def check_encoding(table: dict[str, Encoded], name: str, label: str) -> None:
+    """``table[name]``'s call with its parameter spelled ``label`` gives the plain call's
+    and numpy's result (values and dtype)."""
+    call, reference, base = table[name]
+    single = isinstance(base, int)
+    encoded = (integer_encodings(base) if single else sequence_encodings(base))[label]
+    got = value(call(encoded))
+    assert_same(got, call(base))
+    expected = np.asarray(reference(base))
+    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
+    np.testing.assert_array_equal(got, expected)
 
 
 KINDS = ("numpy", "Tensor", "EagerTensor", "TracedTensor")

@@ -1,7 +1,8 @@
-"""Shared helpers for tenferro's tests: dtypes, samples, tolerances."""
+"""Shared helpers for tenferro's tests: dtypes, samples, tolerances, test ids."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,12 @@ INEXACT = FLOATS + COMPLEX
 
 def dtype_id(dt: Any) -> str:
     return np.dtype(dt).name
+
+
+def stable_id(value: Any) -> str:
+    """``repr(value)`` without memory addresses: a test id that is the same in every
+    process (pytest-xdist's workers must collect the same ids)."""
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
 
 
 def sample(

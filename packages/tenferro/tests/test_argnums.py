@@ -105,3 +105,51 @@ def test_a_position_out_of_range_names_the_transform(name: str, argnums: Any) ->
     assert caught.value.op == name if name != "jacobian" else "jacrev"
     assert "argnums" in str(caught.value)
     assert "2 positional argument" in str(caught.value)
+
+
+def three(x: Any, y: Any, z: Any) -> Any:
+    return tf.sum(x * x * y) + z * tf.sum(y)
+
+
+X3, Y3, Z3 = np.array([1.0, 2.0]), np.array([3.0, -1.0]), 0.5
+CLOSED_FORM = {0: 2 * X3 * Y3, 1: X3 * X3 + Z3, 2: np.sum(Y3)}
+"""``three``'s derivative with respect to each position."""
+
+ENCODINGS: list[tuple[Any, Any]] = [
+    (1, 1),
+    (np.int64(1), 1),
+    (np.array(1), 1),
+    (-1, 2),
+    (-3, 0),
+    ((1,), (1,)),
+    ([1], (1,)),
+    (np.array([1]), (1,)),
+    ((0, 1), (0, 1)),
+    ((2, 0), (2, 0)),
+    ((-1, 0), (2, 0)),
+    ((0, 0), (0, 0)),
+    ((np.int64(1), -2), (1, 1)),
+    ([0, 1], (0, 1)),
+]
+"""(an ``argnums`` encoding, the position it names or the positions a sequence names)."""
+
+
+@pytest.mark.parametrize("name", [n for n in TRANSFORMS if n not in NESTED])
+def test_every_argnums_encoding_gives_the_derivatives_of_the_positions_it_names(
+    name: str,
+) -> None:
+    """One integer (Python, numpy, 0-d array, negative) gives one derivative; a sequence
+    (tuple, list, 1-d array, repeated and negative entries) a tuple of them, against the
+    closed form (``jacfwd``/``jacrev`` of a real scalar function are its gradient)."""
+    for argnums, positions in ENCODINGS:
+        got = getattr(tf, name)(three, argnums=argnums)(X3, Y3, Z3)
+        if name == "value_and_grad":
+            got = got[1]
+        if isinstance(positions, int):
+            assert not isinstance(got, tuple), (name, argnums)
+            np.testing.assert_allclose(np.asarray(got), CLOSED_FORM[positions], rtol=1e-14)
+            continue
+        assert isinstance(got, tuple), (name, argnums)
+        assert len(got) == len(positions), (name, argnums)
+        for block, position in zip(got, positions, strict=True):
+            np.testing.assert_allclose(np.asarray(block), CLOSED_FORM[position], rtol=1e-14)

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -559,14 +560,14 @@ def check_case(case: Case, kind: str, witness: Witness) -> None:
 
 
 @pytest.mark.parametrize("group", sorted(GROUPS))
-@settings(max_examples=25, deadline=None)
+@fuzz_settings(25)
 @given(data=st.data(), kind=st.sampled_from(KINDS))
 def test_each_bad_input_group_raises_named_errors_and_changes_nothing(group, data, kind):
     case = data.draw(GROUPS[group])
     check_case(case, kind, Witness())
 
 
-@settings(max_examples=60, deadline=None)
+@fuzz_settings(60)
 @given(case=st.one_of(*GROUPS.values()), kind=st.sampled_from(KINDS))
 def test_bad_inputs_in_sequence_share_one_unchanged_state(case, kind):
     """Mistakes in any order on one tape and one jit cache: each leaves them intact."""

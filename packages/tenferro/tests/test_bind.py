@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -53,7 +54,7 @@ def _value(result: Any) -> np.ndarray[Any, Any]:
 
 @pytest.mark.parametrize("kind", ["Tensor", "EagerTensor", "TracedTensor"])
 @pytest.mark.parametrize("primitive", list(BINARY), ids=lambda p: p.name)
-@settings(max_examples=25)
+@fuzz_settings(25)
 @given(data=pairs)
 def test_bind_applies_binary_primitives_to_every_kind(primitive, kind, data):
     x, y = data
@@ -65,7 +66,7 @@ def test_bind_applies_binary_primitives_to_every_kind(primitive, kind, data):
 
 @pytest.mark.parametrize("kind", ["Tensor", "EagerTensor", "TracedTensor"])
 @pytest.mark.parametrize("primitive", list(UNARY), ids=lambda p: p.name)
-@settings(max_examples=25)
+@fuzz_settings(25)
 @given(data=pairs)
 def test_bind_applies_unary_primitives_to_every_kind(primitive, kind, data):
     x, _ = data

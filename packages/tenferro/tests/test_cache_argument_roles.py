@@ -8,6 +8,10 @@ traces have one structure but read their arguments in different roles
 The generator: every transform applied, one after the other, to the functions of every
 permutation of the roles of three arguments, against the same calls each made with
 empty caches.
+
+``jit``'s static arguments are keys by type and value: ``2`` and ``2.0``, ``0.0`` and
+``-0.0``, ``nan``, also inside tuples, are equal by ``==`` (``jit`` once compared them so
+and shared a trace) but each gets its own trace.
 """
 
 from __future__ import annotations
@@ -71,3 +75,75 @@ def test_cached_programs_keep_the_roles_of_arguments(name: str) -> None:
             np.testing.assert_array_equal(g, f, err_msg=f"{name}, roles {roles}")
     distinct = {tuple(np.concatenate([leaf.ravel() for leaf in w]).round(12)) for w in warm}
     assert len(distinct) == len(ROLES)  # the six functions differ: the check can fail
+
+
+# ---------------------------------------------------------------------- static arguments
+
+
+def test_jit_static_arguments_of_equal_value_and_other_type_trace_anew() -> None:
+    x = np.array([1, 2])
+    scaled = tf.jit(lambda v, n: v * n, static_argnums=1)
+    assert scaled(x, 2).dtype == np.int64
+    assert scaled(x, 2.0).dtype == np.float64
+    inverse = tf.jit(lambda v, s: v / s, static_argnums=1)
+    assert np.asarray(inverse(np.array([1.0]), 0.0))[0] == np.inf
+    assert np.asarray(inverse(np.array([1.0]), -0.0))[0] == -np.inf
+
+
+# Static values equal by ``==`` that a function may treat differently: by type, by a
+# float's sign or NaN, also inside tuples.
+_LOOKALIKES = [
+    2,
+    2.0,
+    True,
+    1,
+    1.0,
+    np.float32(2.0),
+    np.float64(2.0),
+    np.int64(2),
+    2 + 0j,
+    0.0,
+    -0.0,
+    np.float64(-0.0),
+    float("nan"),
+    (0.0,),
+    (-0.0,),
+    (2,),
+    (2.0,),
+    ((2, 0.0),),
+]
+
+
+def _static_use(v: Any, s: Any) -> Any:
+    """A function whose result shows a static value's type, sign and NaN."""
+    items = s if isinstance(s, tuple) else (s,)
+    while items and isinstance(items[0], tuple):
+        items = items[0]
+    out = v
+    for item in items:
+        out = out * item + 1 / (item if item == item and item != 0 else np.copysign(1.0, item))
+    return out
+
+
+@pytest.mark.parametrize("by_name", [False, True], ids=["argnums", "argnames"])
+def test_jit_static_lookalikes_each_match_the_plain_call(by_name: bool) -> None:
+    """Every order of the lookalikes through one jit: each call equals the function
+    called directly, value (bits) and dtype, so no call reused another's trace."""
+    x = np.array([1.5, -2.0], dtype=np.float32)
+    jitted = (
+        tf.jit(lambda v, s: _static_use(v, s), static_argnames="s")
+        if by_name
+        else tf.jit(_static_use, static_argnums=1)
+    )
+    order = list(_LOOKALIKES) + list(reversed(_LOOKALIKES))
+    for value in order:
+        got = jitted(x, s=value) if by_name else jitted(x, value)
+        with np.errstate(all="ignore"):
+            expected = np.asarray(_static_use(tf.asarray(x), value))
+        got = np.asarray(got)
+        assert got.dtype == expected.dtype, value
+        for part in (np.real, np.imag):
+            np.testing.assert_array_equal(
+                np.signbit(part(got)), np.signbit(part(expected)), err_msg=repr(value)
+            )
+        np.testing.assert_array_equal(got, expected, err_msg=repr(value))

@@ -247,6 +247,7 @@ def _peak_arrays(run: Callable[[], Any]) -> tuple[float, Any]:
     return (peak - base) / (8 * N), result
 
 
+@pytest.mark.slow
 def test_checkpointed_custom_vjp_chain_recomputes_instead_of_storing() -> None:
     x = np.linspace(0.0, 1.0, N)
     figures = {}
@@ -263,14 +264,18 @@ def test_checkpointed_custom_vjp_chain_recomputes_instead_of_storing() -> None:
     assert checkpointed < 27, checkpointed
 
 
+@pytest.mark.slow
 def test_custom_calls_in_a_program_free_their_arrays_at_once() -> None:
     """Evaluating a custom function leaves no reference cycle holding its arrays (the
     cyclic collector is paused during evaluation: the pytree walks were recursive
     closures, which kept every array they flattened alive, 2 per call)."""
     x = np.linspace(0.0, 1.0, N)
+    tf.clear_caches()  # no cache grown by earlier tests resizes during the measurement
     forward = tf.jit(_long_chain(_segment))
     forward(x)
-    peak, _ = _peak_arrays(lambda: forward(x))
+    # The least of three runs: a leak holds its arrays at every run, while an allocation
+    # of the test process around one run (a pytest-xdist report sent meanwhile) does not.
+    peak = min(_peak_arrays(lambda: forward(x))[0] for _ in range(3))
     assert peak < 5, peak  # the input, the running value and the next one
 
 

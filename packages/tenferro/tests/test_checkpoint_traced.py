@@ -14,7 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from hypothesis import given, settings
+import pytest
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -178,7 +180,7 @@ def test_derived_segments_are_cached_and_cleared():
     assert len(remat._PROGRAMS._entries) == 0
 
 
-@settings(max_examples=10, deadline=None, derandomize=True)
+@fuzz_settings(10)
 @given(
     segments=st.integers(1, 3),
     length=st.integers(1, 4),
@@ -243,6 +245,7 @@ def _peak_arrays(run: Callable[[], Any]) -> tuple[float, Any]:
     return (peak - base) / (8 * N), result
 
 
+@pytest.mark.slow
 def test_traced_checkpoint_halves_the_peak_of_a_long_chain():
     x = np.linspace(0.0, 1.0, N)
     figures = {}
@@ -271,6 +274,7 @@ def test_traced_backward_program_stores_only_segment_boundaries():
     assert not any(i.operation.name == "sin" for i in instructions)
 
 
+@pytest.mark.slow
 def test_eager_checkpoint_halves_the_peak_of_a_long_chain():
     x0 = np.linspace(0.0, 1.0, N)
 
@@ -291,3 +295,41 @@ def test_eager_checkpoint_halves_the_peak_of_a_long_chain():
     # time and drops them before the next (measured 26.3 arrays; before the replay kept
     # only what the derivative reads and dropped it per segment, ~3x more)
     assert checkpointed < 28, checkpointed
+
+
+# ---------------------------------------------------------------------- linalg segments
+
+
+_CHECKPOINTED = {
+    "det": lambda y: tf.linalg.det(y),
+    "slogdet": lambda y: tf.linalg.slogdet(y)[1],
+    "inv": lambda y: tf.sum(tf.linalg.inv(y)),
+    "solve": lambda y: tf.sum(tf.linalg.solve(y, tf.sin(y))),
+    "matrix_exp": lambda y: tf.sum(tf.linalg.matrix_exp(y)),
+    "matrix_power": lambda y: tf.sum(tf.linalg.matrix_power(y, 3)),
+    "svdvals": lambda y: tf.sum(tf.linalg.svdvals(y)),
+    "eigvalsh": lambda y: tf.sum(tf.linalg.eigvalsh(y + tf.swapaxes(y, -1, -2))),
+    "qr": lambda y: tf.sum(tf.linalg.qr(y).R),
+    "cholesky": lambda y: tf.sum(tf.linalg.cholesky(y @ tf.swapaxes(y, -1, -2))),
+    "pinv": lambda y: tf.sum(tf.linalg.pinv(y)),
+    "lu_solve": lambda y: tf.sum(tf.linalg.lu_solve(tf.linalg.lu_factor(y), tf.cos(y))),
+    "norm": lambda y: tf.linalg.norm(y, "nuc"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CHECKPOINTED))
+def test_checkpointed_linalg_differentiates_as_plain(name: str) -> None:
+    """A JVP rule of a family linear in one operand reads, when only that operand is
+    active, nothing computed from it: a checkpointed segment's JVP, transposed,
+    recomputes without it (tf.grad and tf.hvp of tf.checkpoint(f) equal those of f)."""
+    f = _CHECKPOINTED[name]
+    a = np.eye(3) * 2 + 0.1 * np.arange(9.0).reshape(3, 3)
+    expected = np.asarray(tf.grad(f)(a))
+    np.testing.assert_allclose(np.asarray(tf.grad(tf.checkpoint(f))(a)), expected, rtol=1e-10)
+    v = np.cos(np.arange(9.0)).reshape(3, 3)
+    np.testing.assert_allclose(
+        np.asarray(tf.hvp(tf.checkpoint(f), (a,), (v,))),
+        np.asarray(tf.hvp(f, (a,), (v,))),
+        rtol=1e-9,
+        atol=1e-12,
+    )

@@ -159,6 +159,7 @@ def _chain_memory(use_checkpoint: bool) -> tuple[float, float]:
     return kept / (8 * n), peak / (8 * n)
 
 
+@pytest.mark.slow
 def test_checkpoint_keeps_segment_boundaries_and_replays_one_segment_at_a_time():
     plain_kept, plain_peak = _chain_memory(False)
     kept, peak = _chain_memory(True)

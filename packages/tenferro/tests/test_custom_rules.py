@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -144,7 +145,7 @@ def scaled_sin_vjp(k: float) -> tf.custom_vjp:
     return f
 
 
-@settings(max_examples=12)
+@fuzz_settings(12)
 @given(scaled_inputs())
 def test_the_users_jvp_rule_is_used_in_every_mode(case):
     k, x = case
@@ -174,7 +175,7 @@ def test_the_users_jvp_rule_is_used_in_every_mode(case):
     np.testing.assert_allclose(loss(leaf).grad(leaf).eval().numpy(), expected)
 
 
-@settings(max_examples=12)
+@fuzz_settings(12)
 @given(scaled_inputs())
 def test_the_users_vjp_rule_is_used_in_every_reverse_mode(case):
     k, x = case
@@ -369,3 +370,89 @@ def test_custom_functions_inside_checkpoint_and_jit_and_the_caches_clear():
     tf.clear_caches()
     assert tf.cache_stats()["custom rule signatures"].size == 0
     np.testing.assert_allclose(tf.grad(lambda u: tf.sum(f(u)))(x).numpy(), 4.0 * np.cos(x))
+
+
+# ---------------------------------------------------------------------- composed with transforms
+
+
+_N = 3
+_RNG = np.random.default_rng(11)
+_A = _RNG.standard_normal((_N, _N))
+_B = _RNG.standard_normal((_N, _N))
+_C = _RNG.standard_normal(_N) + 1j * _RNG.standard_normal(_N)
+
+
+def _close(got: Any, expected: Any, tol: float = 1e-6) -> None:
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.shape == expected.shape
+    scale = max(1.0, float(np.abs(expected).max(initial=0.0)))
+    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol * scale)
+
+
+@tf.custom_jvp
+def _doubled_sin(x: Any) -> Any:
+    return tf.sin(x) * 2.0
+
+
+@_doubled_sin.defjvp
+def _doubled_sin_jvp(primals: Any, tangents: Any) -> Any:
+    (x,), (t,) = primals, tangents
+    return _doubled_sin(x), 2.0 * tf.cos(x) * t
+
+
+@tf.custom_vjp
+def _matvec(x: Any, y: Any) -> Any:
+    return tf.einsum("ij,j->i", x, y)
+
+
+def _matvec_fwd(x: Any, y: Any) -> Any:
+    return _matvec(x, y), (x, y)
+
+
+def _matvec_bwd(residuals: Any, ct: Any) -> Any:
+    x, y = residuals
+    return tf.einsum("i,j->ij", ct, tf.conj(y)), tf.einsum("ij,i->j", tf.conj(x), ct)
+
+
+_matvec.defvjp(_matvec_fwd, _matvec_bwd)
+
+
+def test_custom_jvp_composes_with_every_transform() -> None:
+    x, v = np.array([0.3, -1.2, 2.0]), np.array([1.0, 0.5, -2.0])
+    loss = lambda y: tf.sum(_doubled_sin(y))  # noqa: E731
+    grad, hvp = 2 * np.cos(x), -2 * np.sin(x) * v
+    _close(tf.grad(loss)(x), grad, 1e-12)
+    _close(tf.jit(tf.grad(loss))(x), grad, 1e-12)
+    _close(tf.vmap(tf.grad(loss))(np.stack([x, 2 * x])), [grad, 2 * np.cos(2 * x)], 1e-12)
+    _close(tf.hvp(loss, (x,), (v,)), hvp, 1e-12)
+    _close(tf.hessian(loss)(x), np.diag(-2 * np.sin(x)), 1e-12)
+    _close(tf.jacrev(_doubled_sin)(x), np.diag(grad), 1e-12)
+    _close(tf.jacfwd(_doubled_sin)(x), np.diag(grad), 1e-12)
+    _close(tf.grad(lambda y: tf.sum(tf.checkpoint(_doubled_sin)(y)))(x), grad, 1e-12)
+    _close(tf.hvp(lambda y: tf.sum(tf.checkpoint(_doubled_sin)(y)), (x,), (v,)), hvp, 1e-12)
+    tape = tf.Tape()
+    t = tape.track(x)
+    _close(tape.grad(tf.sum(tf.checkpoint(_doubled_sin)(t)), t), grad, 1e-12)
+    _close(tf.Tape().hvp(loss, [x], [v]), hvp, 1e-12)
+
+
+def test_custom_vjp_composes_with_reverse_transforms() -> None:
+    x, y, w = _A, _C.real, np.array([1.0, -2.0, 0.5])
+    loss = lambda m, u: tf.sum(_matvec(m, u) * w)  # noqa: E731
+    _close(tf.grad(loss)(x, y), np.outer(w, y), 1e-12)
+    _close(tf.grad(loss, argnums=1)(x, y), x.T @ w, 1e-12)
+    _close(tf.jit(tf.grad(loss))(x, y), np.outer(w, y), 1e-12)
+    batch = np.stack([x, _B])
+    _close(tf.vmap(tf.grad(loss), in_axes=(0, None))(batch, y), [np.outer(w, y)] * 2, 1e-12)
+    _close(tf.jacrev(_matvec, argnums=1)(x, y), x, 1e-12)
+    tape = tf.Tape()
+    t = tape.track(x)
+    _close(tape.grad(loss(t, y), t), np.outer(w, y), 1e-12)
+    tape = tf.Tape()
+    t = tape.track(x)
+    _close(tape.grad(tf.sum(tf.checkpoint(_matvec)(t, y) * w), t), np.outer(w, y), 1e-12)
+    with pytest.raises(ADRuleError, match="custom_vjp"):
+        tf.jvp(lambda m: _matvec(m, y), (x,), (x,))  # no forward mode, as in JAX
+    z, zy = x + 1j * _B, _C
+    expected = tf.grad(lambda m: tf.sum(tf.abs(tf.einsum("ij,j->i", m, zy)) ** 2))(z)
+    _close(tf.grad(lambda m: tf.sum(tf.abs(_matvec(m, zy)) ** 2))(z), expected, 1e-12)

@@ -6,8 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 import tenferro as tf
+
+pytestmark = pytest.mark.slow
 
 DEPTH = 100_000
 

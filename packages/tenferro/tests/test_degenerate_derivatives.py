@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 import spectral_ties
-from hypothesis import assume, given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -178,7 +179,7 @@ def test_forward_mode_never_checks_tangents() -> None:
     assert dw.shape == (4,)
 
 
-@settings(max_examples=25, deadline=None)
+@fuzz_settings(25)
 @given(
     seed=st.integers(0, 2**31 - 1),
     n=st.integers(2, 6),
@@ -299,7 +300,7 @@ def _invariant_losses() -> dict[str, tuple[Callable[[Any], Any], float, str]]:
 INVARIANT = _invariant_losses()
 
 
-@settings(max_examples=40, deadline=None)
+@fuzz_settings(40)
 @given(
     name=st.sampled_from(sorted(INVARIANT)),
     exponent=st.integers(-498, 498),  # c = 2**exponent: 1e-150 ... 1e150, scaling exactly
@@ -341,7 +342,7 @@ def test_spectral_derivatives_are_invariant_under_rescaling(
     np.testing.assert_allclose(scaled, base, rtol=1e-8, atol=1e-10 * np.max(np.abs(base)))
 
 
-@settings(max_examples=20, deadline=None)
+@fuzz_settings(20)
 @given(
     name=st.sampled_from(sorted(INVARIANT)),
     exponent=st.integers(-40, 40),  # c = 2**exponent: 1e-12 ... 1e12

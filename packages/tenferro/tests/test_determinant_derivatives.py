@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -36,7 +37,7 @@ def _taylor(a: np.ndarray, e: np.ndarray, order: int) -> complex:
     return complex(coefficient * math.factorial(order))
 
 
-@settings(max_examples=25, deadline=None)
+@fuzz_settings(25)
 @given(
     n=st.integers(2, 5),
     deficiency=st.integers(0, 3),

@@ -23,7 +23,8 @@ from typing import Any
 import hypothesis.strategies as st
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 
 import tenferro as tf
 
@@ -337,7 +338,8 @@ def _values(start: np.ndarray[Any, Any], steps: list[Step]) -> None:
         _agree(traced(start), expected, f"traced again: {names}", single)
 
 
-@settings(max_examples=60)
+@pytest.mark.slow
+@fuzz_settings(60)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 6))
 def test_random_eager_programs_agree_with_numpy_traced_and_each_other(
     seed: int, length: int
@@ -364,7 +366,8 @@ def _outcome(call: Callable[[], Any]) -> tuple[str, Any]:
         return "refused", error
 
 
-@settings(max_examples=150)
+@pytest.mark.slow
+@fuzz_settings(150)
 @given(
     st.sampled_from(_TENSOR_DTYPES),
     st.sampled_from([(), (3,), (0,), (2, 1)]),
@@ -512,7 +515,8 @@ def _finite_difference(f: Callable[[np.ndarray[Any, Any]], float], x: np.ndarray
     return out
 
 
-@settings(max_examples=30)
+@pytest.mark.slow
+@fuzz_settings(30)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 7), st.booleans())
 def test_eager_gradients_agree_across_entry_points_traced_and_finite_differences(
     seed: int, length: int, clear: bool
@@ -587,7 +591,7 @@ def test_eager_gradients_agree_across_entry_points_traced_and_finite_differences
             np.testing.assert_array_equal(np.asarray(hw_ref), 0.0)
 
 
-@settings(max_examples=12)
+@fuzz_settings(12)
 @given(
     st.integers(0, 2**32 - 1),
     st.integers(1, 6),
@@ -626,7 +630,7 @@ def test_eager_gradients_of_single_precision_and_complex_programs_equal_traced_o
         np.testing.assert_allclose(np.asarray(x.grad), refs[0], rtol=tol, atol=tol)
 
 
-@settings(max_examples=10)
+@fuzz_settings(10)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 7))
 def test_clearing_caches_while_recording_and_between_passes_changes_no_gradient(
     seed: int, length: int
@@ -865,7 +869,7 @@ _LOOKALIKES: list[tuple[str, Callable[[Any, Any], Any]]] = [
 ]
 
 
-@settings(max_examples=12)
+@fuzz_settings(12)
 @given(
     st.sampled_from(["float64", "float32", "complex128", "int64"]),
     st.permutations(range(len(_LOOKALIKES))),

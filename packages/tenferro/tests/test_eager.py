@@ -104,10 +104,13 @@ def test_detach_and_no_grad_cut_explicitly():
     y = x * x
     cut = y.detach()
     assert not cut.requires_grad
+    assert cut.is_leaf
     close(tape.grad(tf.sum(cut * x), x), [1, 4])  # d/dx (c * x) with c fixed
     with tf.no_grad():
         z = x * 3
     assert not z.requires_grad
+    with pytest.raises(tf.TenferroError, match="backward"):
+        tf.sum(z).backward()
     assert tf.is_grad_enabled()
     decorated = tf.no_grad()(lambda v: v * 2)
     assert not decorated(x).requires_grad
@@ -229,6 +232,7 @@ def test_checkpointed_segments_have_the_same_derivatives():
     close(hv, tf.hvp(lambda v: tf.sum(_segment(v) ** 2), (x0,), (np.ones(5),)), 1e-10)
 
 
+@pytest.mark.slow
 def test_checkpoint_frees_intermediates():
     big = np.linspace(0.0, 1.0, 200_000)
 
@@ -311,6 +315,7 @@ def test_missing_rules_raise_in_backward_not_when_recording():
 # ---------------------------------------------------------------------- scale
 
 
+@pytest.mark.slow
 def test_a_100k_op_tape():
     tape = tf.Tape()
     x = tape.track(np.array(0.7))
@@ -323,3 +328,25 @@ def test_a_100k_op_tape():
         value = np.sin(value) * 0.999
     close(y, value, 1e-9)
     close(tape.grad(y, x), derivative, 1e-9)
+
+
+_X3 = np.array([0.3, -0.8, 1.1])
+
+
+def test_grad_accumulates_across_graphs_and_zero_grad_resets() -> None:
+    z = _X3 + 1j * _X3[::-1]
+    x = tf.EagerTensor(z, requires_grad=True)
+    tf.sum(tf.abs(x) ** 2).backward()
+    tf.sum(tf.real(tf.exp(x))).backward()
+    np.testing.assert_allclose(x.grad, 2 * z + np.conj(np.exp(z)), rtol=1e-14)
+    x.zero_grad()
+    assert x.grad is None
+    tf.sum(tf.real(x * (1 + 2j))).backward()
+    np.testing.assert_allclose(x.grad, np.full(3, 1 - 2j), rtol=1e-15)  # conj(f'), design §3.2
+
+
+def test_create_graph_gradients_differentiate_again_with_backward() -> None:
+    x = tf.EagerTensor(_X3, requires_grad=True)
+    g = x.tape.grad(tf.sum(x**3), x, create_graph=True)
+    tf.sum(g * g).backward()
+    np.testing.assert_allclose(x.grad, 36 * _X3**3, rtol=1e-13)

@@ -19,7 +19,8 @@ from typing import Any
 import hypothesis.strategies as st
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 
 import computegraph
 import tenferro as tf
@@ -103,7 +104,7 @@ def indexed(draw: Any) -> tuple[tuple[int, ...], Any]:
 # ---------------------------------------------------------------------- agreement
 
 
-@settings(max_examples=60)
+@fuzz_settings(60)
 @given(indexed(), st.sampled_from(DTYPES), st.sampled_from(["tensor", "eager", "tracked"]))
 def test_cached_basic_indexing_agrees_with_the_uncached_function(
     case: Any, dtype: Any, kind: str
@@ -139,7 +140,7 @@ def matmul_operands(draw: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return left, right
 
 
-@settings(max_examples=60)
+@fuzz_settings(60)
 @given(matmul_operands(), st.sampled_from(DTYPES), st.sampled_from(["tensor", "tracked"]))
 def test_cached_matmul_agrees_with_numpy_and_the_uncached_function(
     operands: Any, dtype: Any, kind: str
@@ -157,7 +158,7 @@ def test_cached_matmul_agrees_with_numpy_and_the_uncached_function(
         np.testing.assert_allclose(np.asarray(got), a @ b, rtol=1e-5, atol=1e-5)
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     shapes.filter(lambda s: len(s) > 0),
     st.sampled_from(DTYPES),
@@ -276,7 +277,7 @@ def _retyped(value: Any, flips: Any) -> Any:
     return value
 
 
-@settings(max_examples=150)
+@fuzz_settings(150)
 @given(_STATIC, _STATIC, st.lists(st.booleans(), min_size=12, max_size=12))
 def test_static_keys_are_equal_exactly_for_identical_arguments(
     a: object, b: object, flips: list[bool]
@@ -361,7 +362,7 @@ def dot_general_cases(draw: Any) -> Any:
     return tuple(extent(r) for r in lhs_order), tuple(extent(r) for r in rhs_order), numbers
 
 
-@settings(max_examples=80)
+@fuzz_settings(80)
 @given(dot_general_cases(), st.sampled_from([np.float64, np.complex64, np.int32]))
 def test_dot_general_planned_evaluation_equals_the_general_one(case: Any, dtype: Any) -> None:
     left, right, numbers = case
@@ -410,7 +411,7 @@ def test_tape_plans_are_shared_bounded_and_cleared() -> None:
     assert len(plans) == 0
 
 
-@settings(max_examples=30)
+@fuzz_settings(30)
 @given(
     st.lists(
         st.sampled_from(["sin", "mul", "add_const", "square", "slice"]), min_size=1, max_size=8
@@ -454,7 +455,7 @@ _ELEMENTWISE = {
 }
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     st.lists(st.sampled_from(sorted(_ELEMENTWISE)), min_size=1, max_size=5),
     st.lists(
@@ -519,7 +520,7 @@ _NUMBERS = st.one_of(
 )
 
 
-@settings(max_examples=120)
+@fuzz_settings(120)
 @given(
     st.sampled_from(
         [np.float64, np.float32, np.complex64, np.complex128, np.int32, np.int64, np.bool_]
@@ -625,7 +626,7 @@ def test_gradients_through_cached_tensor_scalar_calls() -> None:
             assert not (x * 3.0).requires_grad
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     st.sampled_from([np.float64, np.complex128, np.int32, np.bool_]),
     st.sampled_from(["add", "multiply"]),
@@ -728,7 +729,7 @@ def _outcome(function: Any, *args: Any) -> Any:
     return (np.asarray(result).shape, np.asarray(result).tolist())
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     st.lists(
         st.tuples(st.booleans(), st.integers(0, len(_LOOKALIKE_INDICES) - 1)),
@@ -795,7 +796,7 @@ def test_recorded_nodes_hold_what_the_trace_constructor_would() -> None:
     assert y.node.serial < z.node.serial < reference.serial
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     st.sampled_from(["exp", "log", "sin", "cos", "tanh", "sqrt"]),
     st.sampled_from([np.float64, np.float32, np.complex128, np.int32]),
@@ -829,7 +830,7 @@ def test_analytic_functions_on_concrete_tensors_agree_with_lax(
 # ---------------------------------------------------------------------- direct evaluations
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     st.integers(1, 4),
     st.integers(1, 4),
@@ -908,7 +909,7 @@ def test_data_moving_primitives_need_no_silencing_and_agree_with_numpy() -> None
             assert getattr(got, "requires_grad", False) == (kind == "tracked")
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     st.lists(st.integers(1, 4), min_size=0, max_size=3),
     st.data(),
@@ -968,7 +969,7 @@ def _lane_outcome(function: Any, *args: Any, **kwargs: Any) -> Any:
     return (type(result), result.meta, np.asarray(result).tolist(), tracked)
 
 
-@settings(max_examples=60, deadline=None)
+@fuzz_settings(60)
 @given(
     st.sampled_from(sorted(_LANE_FUNCTIONS)),
     st.lists(_FLAT_STATIC, min_size=1, max_size=4),
@@ -1060,7 +1061,7 @@ def test_recorded_output_keys_are_unique_input_keys_with_their_fingerprint() -> 
             key.key = 0  # type: ignore[misc]  # keys stay immutable
 
 
-@settings(max_examples=30, deadline=None)
+@fuzz_settings(30)
 @given(
     st.floats(width=64) | st.sampled_from([0.0, -0.0, float("inf"), float("nan")]),
     st.booleans(),
@@ -1126,7 +1127,7 @@ class _ListsOnly(tidu_eager.ProgramExecutor):
     single_transposer = None  # type: ignore[assignment]
 
 
-@settings(max_examples=20, deadline=None)
+@fuzz_settings(20)
 @given(
     st.lists(
         st.sampled_from(["sin", "mul", "scale", "exp", "slice", "reshape", "sum0", "other"]),

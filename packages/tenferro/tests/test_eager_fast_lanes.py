@@ -16,7 +16,8 @@ from typing import Any
 import hypothesis.strategies as st
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 
 import tenferro as tf
 from tenferro.eager.tape import default_tape
@@ -41,7 +42,7 @@ def _outcome(make: Any) -> Any:
         return error
 
 
-@settings(max_examples=30)
+@fuzz_settings(30)
 @given(
     dtype=st.sampled_from(LEAF_DTYPES),
     shape=st.lists(st.integers(0, 3), max_size=3).map(tuple),
@@ -80,7 +81,7 @@ _ITEM = st.one_of(
 )
 
 
-@settings(max_examples=30)
+@fuzz_settings(30)
 @given(index=st.lists(_ITEM, min_size=1, max_size=4).map(tuple), seed=st.integers(0, 99))
 def test_basic_index_tuples_equal_numpy_at_every_call(index: Any, seed: int) -> None:
     data = np.random.default_rng(seed).standard_normal((3, 4, 2))
@@ -126,7 +127,7 @@ def _sweep(leaves: list[Any]) -> Any:
     return total
 
 
-@settings(max_examples=4)
+@fuzz_settings(4)
 @given(seed=st.integers(0, 2**16), chi=st.integers(2, 5))
 def test_backward_memo_gives_the_first_pass_gradients(seed: int, chi: int) -> None:
     rng = np.random.default_rng(seed)
@@ -156,3 +157,104 @@ def test_backward_memo_gives_the_first_pass_gradients(seed: int, chi: int) -> No
     for a, b in zip(first, again, strict=True):
         if a is not None:
             np.testing.assert_array_equal(a, b)
+
+
+# ------------------------------------------------------------------ gradients of the direct lane
+
+
+_X3 = np.array([0.3, -0.8, 1.1])
+
+
+def _index(rng: np.random.Generator, shape: tuple[int, ...]) -> Any:
+    parts: list[Any] = []
+    axis, ellipsis = 0, False
+    while axis < len(shape):
+        n, c = shape[axis], rng.random()
+        if c < 0.2 and n > 0:
+            parts.append(int(rng.integers(-n, n)))
+            axis += 1
+        elif c < 0.3:
+            parts.append(None)
+        elif c < 0.37 and not ellipsis:
+            parts.append(Ellipsis)
+            ellipsis = True
+            axis = len(shape) - int(rng.integers(0, len(shape) - axis + 1))
+        elif c < 0.45 and n > 0:
+            parts.append(np.int64(rng.integers(-n, n)))
+            axis += 1
+        else:
+            step = int(rng.choice([1, 2, 3, -1, -2, -3])) if rng.random() < 0.8 else None
+            start = int(rng.integers(-n - 2, n + 3)) if rng.random() < 0.7 else None
+            stop = int(rng.integers(-n - 2, n + 3)) if rng.random() < 0.7 else None
+            parts.append(slice(start, stop, step))
+            axis += 1
+    if rng.random() < 0.2:
+        parts.append(None)
+    if len(parts) == 1 and rng.random() < 0.5:
+        return parts[0]
+    return tuple(parts)
+
+
+@fuzz_settings(25)
+@given(st.integers(0, 2**32 - 1))
+def test_basic_indexing_gradients_scatter_the_weights(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for trial in range(4):
+        shape = tuple(int(n) for n in rng.integers(0, 5, int(rng.integers(0, 4))))
+        dt = [np.float64, np.complex128, np.float32][trial % 3]
+        x = rng.standard_normal(shape) + (
+            1j * rng.standard_normal(shape) if dt == np.complex128 else 0
+        )
+        x = np.asarray(x).astype(dt)
+        index = _index(rng, shape)
+        w = np.asarray(rng.standard_normal(x[index].shape)).astype(
+            np.float32 if dt == np.float32 else np.float64
+        )
+        expected = np.zeros(shape, dtype=dt)
+        expected[index] = w  # basic indexing selects each position at most once
+        tol = 1e-5 if dt == np.float32 else 1e-12
+
+        def loss(t: Any, index: Any = index, w: Any = w) -> Any:
+            y = t[index] * w
+            return tf.sum(tf.real(y)) if np.dtype(y.dtype).kind == "c" else tf.sum(y)
+
+        for repeat in range(2):  # the second pass meets the lanes' memos
+            leaf = tf.EagerTensor(x, requires_grad=True)
+            np.testing.assert_array_equal(leaf[index], x[index])
+            loss(leaf).backward()
+            tape = tf.Tape()
+            tracked = tape.track(x)
+            for got, what in [
+                (leaf.grad, "leaf"),
+                (tape.grad(loss(tracked), tracked), "tape"),
+                (tf.grad(loss)(x), "tf.grad"),
+            ]:
+                got = np.asarray(got)
+                assert got.dtype == np.dtype(dt), (what, index)
+                np.testing.assert_allclose(
+                    got, expected, atol=tol, err_msg=f"{what} {shape} {index} {repeat}"
+                )
+
+
+@pytest.mark.parametrize(
+    "index",
+    [3, -4, (0, 0), (Ellipsis, Ellipsis), 1.0, "a", slice(None, None, 0), (np.array([0, 3]),)],
+    ids=repr,
+)
+def test_bad_indices_raise_tenferro_errors_and_change_nothing(index: Any) -> None:
+    leaf = tf.EagerTensor(_X3, requires_grad=True)
+    with pytest.raises(tf.IndexingError):
+        leaf[index]
+    tf.sum(leaf[1:] * 2.0).backward()
+    np.testing.assert_array_equal(leaf.grad, [0.0, 2.0, 2.0])
+
+
+def test_leaf_values_are_copies_and_gradients_read_only() -> None:
+    source = _X3.copy()
+    x = tf.EagerTensor(source, requires_grad=True)
+    loss = tf.sum(tf.sin(x))
+    source[0] = 5.0  # does not reach the saved values
+    loss.backward()
+    np.testing.assert_allclose(x.grad, np.cos(_X3), rtol=1e-15)
+    with pytest.raises(ValueError, match="read-only"):
+        np.asarray(x.grad)[0] = 1.0

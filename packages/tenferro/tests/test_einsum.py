@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from einsum_support import laid_out, networks
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -62,7 +63,7 @@ def problems(draw, ellipsis=False):
     return subscripts, shapes, dtype
 
 
-@settings(max_examples=150)
+@fuzz_settings(150)
 @given(problems(), st.sampled_from(["auto", "greedy", "optimal", "dp", False]))
 def test_matches_numpy(problem, optimize):
     subscripts, shapes, dtype = problem
@@ -72,7 +73,7 @@ def test_matches_numpy(problem, optimize):
     close(tf.einsum(subscripts, *xs, optimize=optimize), expected, dtype)
 
 
-@settings(max_examples=80)
+@fuzz_settings(80)
 @given(problems(ellipsis=True))
 def test_ellipsis_matches_numpy(problem):
     subscripts, shapes, dtype = problem
@@ -81,7 +82,7 @@ def test_ellipsis_matches_numpy(problem):
     close(tf.einsum(subscripts, *xs), np.einsum(subscripts, *xs), dtype)
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(problems())
 def test_interleaved_matches_subscripts(problem):
     subscripts, shapes, dtype = problem
@@ -97,7 +98,7 @@ def test_interleaved_matches_subscripts(problem):
     close(tf.einsum(*args), np.einsum(*args), dtype)
 
 
-@settings(max_examples=120)
+@fuzz_settings(120)
 @given(
     networks(),
     st.sampled_from(DTYPES),
@@ -366,7 +367,7 @@ def test_the_last_contraction_writes_the_output_order():
         close(tf.einsum(subscripts, *xs), np.einsum(subscripts, *xs))
 
 
-@settings(max_examples=60)
+@fuzz_settings(60)
 @given(st.data())
 def test_products_without_contraction_are_written_in_output_order(data):
     """Outer and batched outer products multiply straight into the output's axis order

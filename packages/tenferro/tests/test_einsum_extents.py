@@ -16,7 +16,8 @@ from typing import Any
 import hypothesis.strategies as st
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 
 import tenferro as tf
 from tenferro.einsum.planners import Network, greedy, path_cost, plan
@@ -52,7 +53,7 @@ def _structure(program: Any) -> list[Any]:
     return [(op, args, free) for op, args, free in program.instructions] + [program.result]
 
 
-@settings(max_examples=60)
+@fuzz_settings(60)
 @given(calls(), st.sampled_from([np.float64, np.complex128]))
 def test_programs_re_made_at_new_extents_equal_fresh_ones(case: Any, dtype: Any) -> None:
     subscripts, shape_sets = case
@@ -110,7 +111,8 @@ def three_term_networks(draw: Any) -> Any:
     return Network(tuple(terms), output, sizes)
 
 
-@settings(max_examples=300)
+@pytest.mark.slow
+@fuzz_settings(300)
 @given(three_term_networks())
 def test_the_three_operand_path_is_the_exhaustive_planners_choice(network: Any) -> None:
     """Where it answers, it picks the path ``auto`` and ``optimal`` pick, in their SSA

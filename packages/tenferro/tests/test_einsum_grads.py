@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from einsum_support import laid_out, networks
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -80,7 +81,7 @@ def problems(draw):
     return ",".join(terms) + "->" + output, [[sizes[c] for c in t] for t in terms], dtype
 
 
-@settings(max_examples=25)
+@fuzz_settings(25)
 @given(problems())
 def test_check_grads_class(problem):
     subscripts, shapes, dtype = problem
@@ -153,7 +154,7 @@ def test_complex_convention_is_torchs():
     np.testing.assert_allclose(np.asarray(x.grad), expected, rtol=1e-12)
 
 
-@settings(max_examples=30)
+@fuzz_settings(30)
 @given(networks(), st.sampled_from([np.float64, np.complex128]), st.sampled_from(["c", "f"]))
 def test_network_gradients_in_every_mode(problem, dtype, layout):
     """Chains, transfer steps and batched (outer) products at extents where dot_general
@@ -191,3 +192,14 @@ def test_network_gradients_in_every_mode(problem, dtype, layout):
         float(np.real(np.vdot(np.asarray(g), d))) for g, d in zip(traced, directions, strict=True)
     )
     assert abs(numeric - analytic) <= 1e-6 * max(1.0, abs(numeric))
+
+
+def test_second_derivatives_of_an_empty_contraction_are_empty() -> None:
+    """On the tape (``create_graph``) and by ``grad`` of ``grad``."""
+    f = lambda t: tf.einsum("ij,ij->", t, t)  # noqa: E731
+    tape = tf.Tape()
+    t = tape.track(np.zeros((0, 0)))
+    g = tape.grad(f(t), t, create_graph=True)
+    second = tape.grad(tf.sum(g), t)
+    assert np.asarray(second).shape == (0, 0)
+    assert np.asarray(tf.grad(lambda y: tf.sum(tf.grad(f)(y)))(np.zeros((0, 0)))).shape == (0, 0)

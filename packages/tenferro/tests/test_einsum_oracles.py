@@ -7,8 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import oracle_database
 import pytest
-from test_oracles import CASES, ROOT, _allclose, _array, skip_reason
+from oracle_database import CaseRef
+from sampling import sample_product
+from test_oracles import ROOT, _allclose, _array, skip_reason
 
 import tenferro as tf
 
@@ -48,7 +51,7 @@ def _diagonal(xs: list[Any], kwargs: dict[str, Any]) -> Any:
 
 
 EINSUM_FORMS = {"vecdot": _vecdot, "multi_dot": _multi_dot, "diagonal": _diagonal}
-SELECTED = [c for c in CASES if c["op"] in EINSUM_FORMS]
+SELECTED = [ref for ref in oracle_database.index() if ref.op in EINSUM_FORMS]
 
 
 def _reason(case: dict[str, Any]) -> str | None:
@@ -66,8 +69,14 @@ def _reason(case: dict[str, Any]) -> str | None:
 
 
 @pytest.mark.skipif(ROOT is None, reason="the oracle database (../shared/oracles) is not present")
-@pytest.mark.parametrize("case", SELECTED, ids=[c["case_id"] for c in SELECTED])
-def test_oracle_case_through_einsum(case: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "ref",
+    sample_product(
+        (pytest.param(ref, id=ref.case_id) for ref in SELECTED), per=lambda p: p.values[0].op
+    ),
+)
+def test_oracle_case_through_einsum(ref: CaseRef) -> None:
+    case = oracle_database.load(ref)
     reason = _reason(case)
     if reason is not None:
         pytest.skip(reason)
@@ -108,7 +117,7 @@ def test_oracle_case_through_einsum(case: dict[str, Any]) -> None:
 def test_einsum_shaped_cases_exist_and_are_replayed() -> None:
     if ROOT is None:
         pytest.skip("the oracle database is not present")
-    replayed = {c["op"] for c in SELECTED if _reason(c) is None}
+    replayed = {ref.op for ref in SELECTED if _reason(oracle_database.load(ref)) is None}
     assert replayed == set(EINSUM_FORMS)
     values = np.arange(3.0)
     np.testing.assert_allclose(_vecdot([tf.asarray(values), tf.asarray(values)], {}), 5.0)

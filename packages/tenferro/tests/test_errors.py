@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -194,7 +195,7 @@ def test_errors_leave_caches_usable():
 shapes = st.lists(st.integers(1, 4), min_size=0, max_size=4).map(tuple)
 
 
-@settings(max_examples=80, deadline=None)
+@fuzz_settings(80)
 @given(shapes, st.lists(st.integers(-6, 6), max_size=5))
 def test_permutations_are_accepted_exactly_when_valid(shape, permutation):
     x = tf.traced(np.zeros(shape))
@@ -209,7 +210,7 @@ def test_permutations_are_accepted_exactly_when_valid(shape, permutation):
             tf.transpose(x, permutation)
 
 
-@settings(max_examples=80, deadline=None)
+@fuzz_settings(80)
 @given(shapes, st.lists(st.integers(-6, 6), max_size=4))
 def test_reduction_axes_are_accepted_exactly_when_valid(shape, axes):
     x = tf.asarray(np.ones(shape))
@@ -223,7 +224,7 @@ def test_reduction_axes_are_accepted_exactly_when_valid(shape, axes):
             tf.sum(x, axis=tuple(axes))
 
 
-@settings(max_examples=80, deadline=None)
+@fuzz_settings(80)
 @given(shapes, shapes)
 def test_broadcasting_errors_agree_with_numpy(first, second):
     try:
@@ -238,7 +239,7 @@ def test_broadcasting_errors_agree_with_numpy(first, second):
         assert (a + b).shape == expected
 
 
-@settings(max_examples=60, deadline=None)
+@fuzz_settings(60)
 @given(shapes, shapes)
 def test_reshape_requires_the_same_size(shape, target):
     x = tf.asarray(np.zeros(shape))

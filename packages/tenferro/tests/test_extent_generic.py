@@ -17,7 +17,9 @@ from typing import Any
 
 import hypothesis.strategies as st
 import numpy as np
-from hypothesis import assume, given, settings
+import pytest
+from fuzz_support import fuzz_settings
+from hypothesis import assume, given
 
 import tenferro as tf
 from tenferro import ops
@@ -522,7 +524,8 @@ def _classes() -> Any:
     )
 
 
-@settings(max_examples=150, deadline=None)
+@pytest.mark.slow
+@fuzz_settings(150)
 @given(_classes(), st.sampled_from(DTYPES), st.data())
 def test_reinstantiated_programs_equal_fresh_derivations(
     case: Any, dtype: Any, data: st.DataObject
@@ -606,7 +609,8 @@ def _loss(op: Any, active: tuple[int, ...], args: list[Any]) -> Any:
     return f
 
 
-@settings(max_examples=60, deadline=None)
+@pytest.mark.slow
+@fuzz_settings(60)
 @given(_classes(), st.sampled_from(DTYPES), st.data())
 def test_tape_derivatives_at_never_seen_extents_equal_traced_ones(
     case: Any, dtype: Any, data: st.DataObject
@@ -749,7 +753,7 @@ def test_truncated_svd_sweep_steps_derive_nothing_after_the_first_of_each_class(
     assert len(derived) < first
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(dot_generals())
 def test_dot_general_shape_rule_agrees_with_its_evaluation(case: Any) -> None:
     """The shape rule (its axis structure validated once per dimension numbers and ranks)
@@ -808,7 +812,8 @@ def _sweep_gradient(a: Any, b: Any) -> list[Any]:
     return [np.asarray(g) for g in tape.grad(_sweep_loss(x, y), [x, y])]
 
 
-@settings(max_examples=15, deadline=None)
+@pytest.mark.slow
+@fuzz_settings(15)
 @given(st.lists(st.tuples(*[st.integers(1, 7)] * 3), min_size=4, max_size=8), st.data())
 def test_sweep_steps_at_random_bonds_equal_fresh_derivations(bonds: Any, data: Any) -> None:
     """Sweep steps at random bonds (extents 1 and coinciding ones included), each
@@ -849,7 +854,8 @@ def test_sweep_steps_at_random_bonds_equal_fresh_derivations(bonds: Any, data: A
         np.testing.assert_allclose(np.asarray(g), (p - m) / (2 * eps), rtol=1e-4, atol=1e-5)
 
 
-@settings(max_examples=25, deadline=None)
+@pytest.mark.slow
+@fuzz_settings(25)
 @given(
     st.lists(st.tuples(st.integers(1, 6), st.integers(1, 6)), min_size=3, max_size=8),
     st.sampled_from([np.float64, np.complex128]),

@@ -310,3 +310,42 @@ def test_random_index_expressions_differentiate_exactly(problem, traced_arrays):
     np.testing.assert_allclose(
         np.asarray(eager_tangent), direction[_to_numpy_index(index)], rtol=tol
     )
+
+
+# ---------------------------------------------------------------------- take
+
+
+@pytest.mark.parametrize(
+    "indices", [np.array([True, False, True]), [True, False, True], True], ids=repr
+)
+def test_take_with_boolean_indices_is_numpy_take_or_refused(indices: Any) -> None:
+    v = np.arange(3.0)
+    try:
+        got = np.asarray(tf.take(v, indices))
+    except TenferroError:
+        return
+    np.testing.assert_array_equal(got, np.take(v, indices))
+
+
+@fuzz_settings(60)
+@given(
+    st.integers(1, 4),
+    st.one_of(
+        st.lists(st.booleans(), max_size=5), st.lists(st.integers(-3, 2), min_size=1, max_size=5)
+    ),
+    st.sampled_from([None, 0, 1, -1]),
+    st.booleans(),
+)
+def test_take_matches_numpy_take_for_integer_and_boolean_indices(
+    rows: int, picks: list[Any], axis: int | None, as_array: bool
+) -> None:
+    x = np.arange(3.0 * rows).reshape(rows, 3)
+    indices = np.asarray(picks, dtype=bool if picks and isinstance(picks[0], bool) else np.int64)
+    given_indices = indices if as_array else picks
+    extent = x.size if axis is None else x.shape[axis]
+    if indices.size and not -extent <= indices.astype(np.int64).min() <= indices.max() < extent:
+        with pytest.raises(TenferroError):
+            tf.take(x, given_indices, axis=axis)
+        return
+    expected = np.take(x, indices, axis=axis)
+    np.testing.assert_array_equal(np.asarray(tf.take(x, given_indices, axis=axis)), expected)

@@ -8,13 +8,16 @@ against the oracle database (test_oracles)."""
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from typing import Any
 
 import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
+from transform_routes import check_every_derivative_route, check_per_example, per_example_cases
 
 import tenferro as tf
 
@@ -78,7 +81,7 @@ def arrays(draw: Any, dtypes: list[str] = DTYPES) -> np.ndarray[Any, Any]:
         return values.astype(dt)
 
 
-@settings(max_examples=80, deadline=None, derandomize=True)
+@fuzz_settings(80)
 @given(
     arrays(),
     st.sampled_from(sorted(UNARY)),
@@ -98,7 +101,7 @@ def test_unary_functions_are_numpys_for_every_dtype_and_kind(x: Any, name: str, 
     _same(function(KINDS[kind](x)), expected)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@fuzz_settings(60)
 @given(arrays(["bool", "int32", "int64", "float32", "float64"]), st.data())
 def test_arctan2_broadcasts_and_promotes_like_numpy(y: Any, data: Any) -> None:
     shape = data.draw(hnp.broadcastable_shapes(y.shape, min_side=0, max_side=3))
@@ -305,7 +308,7 @@ def _along(name: str, data: Any) -> list[float]:
 TORCH = importlib.util.find_spec("torch") is not None
 
 
-@settings(max_examples=30, deadline=None, derandomize=True)
+@fuzz_settings(30)
 @given(st.sampled_from(INVERSE), st.sampled_from([np.complex64, np.complex128]), st.data())
 def test_derivatives_on_and_near_the_branch_cuts_take_the_side_of_numpys_value(
     name: str, dt: Any, data: Any
@@ -346,7 +349,7 @@ def test_derivatives_on_and_near_the_branch_cuts_take_the_side_of_numpys_value(
         )
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@fuzz_settings(40)
 @given(
     st.sampled_from(INVERSE),
     st.floats(-4, 4).filter(lambda t: min(abs(t - 1), abs(t + 1)) > 0.05),
@@ -403,3 +406,178 @@ def test_derivatives_at_complex_infinity_are_their_limit_zero(name: str, dt: Any
     finite = np.nan_to_num(z[infinite], nan=1.0, posinf=far, neginf=-far)
     _, slope = tf.jvp(f, (finite,), (np.ones_like(finite),))
     assert np.all(np.abs(np.asarray(slope)) <= 10 / far)
+
+
+def _cut_grid(name: str) -> list[tuple[float, float]]:
+    """Points ``(along, other)`` on ``name``'s cuts (the position along the cut's axis,
+    the other part a signed zero), on both signed-zero sides."""
+    if name == "arccosh":  # its cut is (-inf, 1]
+        along = [-3.0, -2.0, -1.5, -0.5, 0.0, 0.5]
+    else:
+        along = [-3.0, -2.0, -1.5, 1.5, 2.0, 3.0]
+    return [(a, side) for a in along for side in (0.0, -0.0)]
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("name", INVERSE)
+def test_values_on_and_near_the_branch_cuts_are_numpys_bit_for_bit(name: str, dtype: Any) -> None:
+    on = np.array(_cut_grid(name))
+    near = np.array([(a, side + d) for a, side in on for d in (1e-9, -1e-9)])
+    points = np.concatenate([on, near])
+    z = _on_cut_axis(name, points[:, 0], points[:, 1], dtype)
+    specials = [np.inf, -np.inf, np.nan, 1.0, -1.0, 0.0, -0.0]
+    grid = np.empty(len(specials) ** 2, dtype)
+    grid.real, grid.imag = np.array([(a, b) for a in specials for b in specials]).T
+    z = np.concatenate([z, grid])
+    with np.errstate(all="ignore"):
+        expected = getattr(np, name)(z)
+    got = np.asarray(getattr(tf, name)(tf.Tensor(z)))
+    assert got.dtype == expected.dtype
+    for part in ("real", "imag"):
+        np.testing.assert_array_equal(getattr(got, part), getattr(expected, part))
+        np.testing.assert_array_equal(
+            np.signbit(getattr(got, part)), np.signbit(getattr(expected, part))
+        )
+
+
+@pytest.mark.parametrize(
+    ("name", "along", "side"),
+    [
+        pytest.param(name, along, side, id=f"{name}({along!r},{side!r})")
+        for name in INVERSE
+        for along, side in _cut_grid(name)
+    ],
+)
+def test_derivative_on_a_cut_is_that_of_the_side_numpys_value_takes(
+    name: str, along: float, side: float
+) -> None:
+    """On a cut, the signed zero selects numpy's value (one side); the JVP is the
+    derivative of that side by two oracles: the central difference of numpy's values
+    along the cut (which stays on that side) and the one-sided difference stepping off
+    the cut into the half-plane the zero's sign names. The gradient is the JVP's
+    conjugate, and complex64 gives complex128's slope."""
+    z = _on_cut_axis(name, np.array([along]), np.array([side]), np.complex128)
+    f = getattr(tf, name)
+    with np.errstate(all="ignore"):
+        along_the_cut, _ = _slopes_along_the_cut(name, z)
+        _, tangent = tf.jvp(f, (z,), (np.ones(1, np.complex128),))
+    slope = np.asarray(tangent)
+    np.testing.assert_allclose(slope, along_the_cut, rtol=1e-6, atol=1e-8)
+    h = -1e-6 if np.signbit(side) else 1e-6
+    f0, f1, f2 = (
+        getattr(np, name)(_on_cut_axis(name, np.array([along]), np.array([side + k * h]), z.dtype))
+        for k in (0, 1, 2)
+    )
+    off = 1.0 if name in INVERSE_ON_IMAGINARY_CUTS else 1j
+    one_sided = (-3 * f0 + 4 * f1 - f2) / (2 * h * off)
+    np.testing.assert_allclose(slope, one_sided, rtol=1e-6)
+    gradient = np.asarray(tf.grad(lambda v: tf.sum(tf.real(f(v))))(z))
+    np.testing.assert_allclose(gradient, np.conj(slope), rtol=1e-14)
+    single = tf.jvp(f, (z.astype(np.complex64),), (np.ones(1, np.complex64),))[1]
+    np.testing.assert_allclose(np.asarray(single), slope, rtol=1e-4)
+
+
+def test_gradient_of_arcsin_beyond_one_through_a_complex_cast() -> None:
+    x = np.array([1.5, 3.0])
+    grad = np.asarray(tf.grad(lambda v: tf.sum(tf.imag(tf.arcsin(tf.astype(v, tf.complex128)))))(x))
+    np.testing.assert_allclose(grad, 1 / np.sqrt(x**2 - 1), rtol=1e-12)
+
+
+def _on_a_cut(name: str, z: complex) -> bool:
+    """Whether ``z`` lies exactly on one of ``name``'s branch cuts."""
+    if name == "arccosh":
+        return z.imag == 0 and z.real < 1
+    if name not in INVERSE_ON_IMAGINARY_CUTS:
+        return z.imag == 0 and abs(z.real) > 1
+    return z.real == 0 and abs(z.imag) > 1
+
+
+@fuzz_settings(60)
+@given(
+    st.sampled_from(INVERSE),
+    st.floats(-3, 3),
+    st.floats(-3, 3),
+    st.sampled_from([None, 1e-9, -1e-9]),
+)
+def test_derivatives_off_and_next_to_the_cuts_match_numpys_slopes(
+    name: str, re: float, im: float, offset: float | None
+) -> None:
+    """Random points of the plane, some 1e-9 from a cut: the JVP equals the slope of
+    numpy's values along the cut's axis there, and the VJP is its conjugate."""
+    if offset is not None and name not in INVERSE_ON_IMAGINARY_CUTS:
+        im = offset
+    elif offset is not None:
+        re = offset
+    z = np.empty(1, np.complex128)
+    z.real, z.imag = re, im
+    assume(not _on_a_cut(name, complex(z[0])))
+    # away from the branch points, where the derivative is infinite
+    assume(min(abs(z[0] - 1), abs(z[0] + 1), abs(z[0] - 1j), abs(z[0] + 1j)) > 1e-3)
+    with np.errstate(all="ignore"):
+        expected, _ = _slopes_along_the_cut(name, z)
+        _, tangent = tf.jvp(getattr(tf, name), (z,), (np.ones(1, np.complex128),))
+        _, pullback = tf.vjp(getattr(tf, name), z)
+        (cotangent,) = pullback(np.ones(1, np.complex128))
+    np.testing.assert_allclose(np.asarray(tangent), expected, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(cotangent), np.conj(expected), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", INVERSE)
+def test_complex_gradients_beside_the_axes_equal_pytorchs(name: str) -> None:
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    rng = np.random.default_rng(7)
+    z = rng.uniform(-3, 3, 12) + 1j * rng.uniform(-3, 3, 12)
+    z[:4] = z[:4].real + 1e-9j  # next to the real axis
+    z[4:8] = 1e-9 + 1j * z[4:8].imag  # next to the imaginary axis
+    ct = np.exp(1j * np.arange(z.size))
+    _, pullback = tf.vjp(getattr(tf, name), z)
+    (got,) = pullback(ct)
+    leaf = torch.tensor(z, requires_grad=True)
+    (expected,) = torch.autograd.grad(
+        getattr(torch, name.replace("arc", "a"))(leaf), leaf, torch.tensor(ct)
+    )
+    np.testing.assert_allclose(np.asarray(got), expected.numpy(), rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------------- every route
+
+
+ROUTES: dict[str, tuple[Callable[[Any], Any], tuple[int, ...], bool]] = {
+    # name: (function of one tensor, input shape, real inputs only)
+    "arcsin": (tf.arcsin, (3,), False),
+    "arccos": (tf.arccos, (3,), False),
+    "arctan": (tf.arctan, (3,), False),
+    "arcsinh": (tf.arcsinh, (3,), False),
+    "arccosh": (lambda x: tf.arccosh(x + 2.0), (3,), False),
+    "arctanh": (tf.arctanh, (3,), False),
+    "asin_chain": (lambda x: tf.asin(tf.sin(x) * 0.5) * tf.atanh(x * 0.3), (3,), False),
+    "angle": (lambda x: tf.angle(x + 0.1), (3,), False),
+    "angle_deg": (lambda x: tf.angle(x * x + 0.2, deg=True), (3,), False),
+    "arctan2": (lambda x: tf.arctan2(x[0], x[1] + 0.1), (2, 3), True),
+    "arctan2_broadcast": (lambda x: tf.arctan2(x[0:1], x[1:2].T), (3, 3), True),
+    "degrees": (
+        lambda x: tf.deg2rad(x) * tf.rad2deg(x) * tf.radians(x) * tf.degrees(x),
+        (3,),
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype"),
+    [
+        (name, dtype)
+        for name, (_, _, real_only) in sorted(ROUTES.items())
+        for dtype in ([np.float64] if real_only else [np.float64, np.complex128])
+    ],
+)
+def test_every_derivative_route_equals_finite_differences(name: str, dtype: Any) -> None:
+    function, shape, _ = ROUTES[name]
+    check_every_derivative_route(name, function, shape, dtype)
+
+
+@fuzz_settings(10)
+@given(per_example_cases(["angle", "arcsinh"]))
+def test_vmap_and_jit_equal_numpy_example_by_example(case: tuple[str, Any, str, bool]) -> None:
+    name, dtype, mode, last = case
+    check_per_example(name, getattr(tf, name), getattr(np, name), (3,), dtype, mode, last)

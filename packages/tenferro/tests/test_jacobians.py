@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -45,7 +46,7 @@ def test_hand_jacobian(transform):
     np.testing.assert_allclose(transform(layer)(x), layer_jacobian(x), rtol=1e-12)
 
 
-@settings(max_examples=15)
+@fuzz_settings(15)
 @given(
     in_shape=st.sampled_from([(), (3,), (2, 2)]),
     out_kind=st.sampled_from(["scalar", "same", "outer"]),

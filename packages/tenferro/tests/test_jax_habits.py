@@ -10,8 +10,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
+from tenferro_support import stable_id
 
 import tenferro as tf
 from tenferro.errors import ArgumentTypeError, ShapeError, TenferroError
@@ -65,7 +67,7 @@ def test_stop_gradient_on_the_tape_and_traced_values():
     np.testing.assert_allclose(tape.grad(tf.sum(w * w.detach()), w).numpy(), x)
 
 
-@settings(max_examples=15)
+@fuzz_settings(15)
 @given(
     st.sampled_from([-1.5, 0.5, 2.0]),
     st.sampled_from([-1.0, 0.25, 3.0]),
@@ -159,7 +161,7 @@ def same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-@pytest.mark.parametrize("tree", TREES, ids=repr)
+@pytest.mark.parametrize("tree", TREES, ids=stable_id)
 def test_flatten_then_unflatten_is_the_identity(tree):
     leaves, treedef = tf.tree_util.tree_flatten(tree)
     assert treedef.num_leaves == len(leaves)
@@ -184,7 +186,7 @@ trees = st.recursive(
 )
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(trees)
 def test_tree_map_applies_to_every_leaf_and_keeps_the_structure(tree):
     doubled = tf.tree_util.tree_map(lambda v: 2 * v, tree)

@@ -23,19 +23,24 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from integer_cases import (
     KINDS,
     Case,
+    Encoded,
     Int,
     as_kind,
     assert_same,
+    check_encoding,
     check_extremes,
     check_refusal,
+    encoded_cases,
     refusals,
     spelled,
 )
+from tenferro_support import stable_id
 
 import tenferro as tf
 from tenferro import lax
@@ -256,7 +261,7 @@ def test_extreme_integers_give_a_result_or_a_tenferro_error(name: str, param: st
     check_extremes(CASES[name], param, grows=role is ShapeError)
 
 
-@settings(max_examples=150, deadline=None, derandomize=True)
+@fuzz_settings(150)
 @given(st.data())
 def test_valid_spellings_and_operand_kinds_give_the_plain_result(data: st.DataObject) -> None:
     case = CASES[data.draw(st.sampled_from(sorted(CASES)))]
@@ -280,7 +285,7 @@ def test_numpy_operands_give_a_tensor_equal_to_the_tensor_call(name: str) -> Non
 
 
 @pytest.mark.parametrize("name", sorted(n for n in CASES if CASES[n].operands))
-@pytest.mark.parametrize("bad", [[1.0, 2.0], "x", None, object()], ids=repr)
+@pytest.mark.parametrize("bad", [[1.0, 2.0], "x", None, object()], ids=stable_id)
 def test_operands_that_are_not_data_raise_argument_type_error(name: str, bad: Any) -> None:
     case = CASES[name]
     operands = dict(case.operands)
@@ -322,3 +327,70 @@ def test_start_indices_may_mix_scalar_tensors_and_ints() -> None:
         lax.dynamic_slice(x, (tf.asarray(1.0), 1), (1, 2))
     with pytest.raises(tf.ShapeError, match="dynamic_slice"):
         lax.dynamic_slice(x, (tf.asarray(np.int64(1)),), (1, 2))
+
+
+# ---------------------------------------------------------------------- every encoding vs numpy
+
+
+X = np.arange(24.0).reshape(2, 3, 4)
+
+ENCODED: dict[str, Encoded] = {
+    "reshape": (lambda p: lax.reshape(X, p), lambda p: np.reshape(X, p), (4, 6)),
+    "transpose": (lambda p: lax.transpose(X, p), lambda p: np.transpose(X, p), (2, 0, 1)),
+    "reduce_sum": (lambda p: lax.reduce_sum(X, p), lambda p: np.sum(X, axis=p), (0, 2)),
+    "slice": (
+        lambda p: lax.slice(X, p, (2, 3, 4)),
+        lambda p: X[p[0] :, p[1] :, p[2] :],
+        (1, 0, 2),
+    ),
+    "cumsum": (lambda p: lax.cumsum(X, p), lambda p: np.cumsum(X, axis=p), -1),
+    "concatenate": (
+        lambda p: lax.concatenate([X, X], p),
+        lambda p: np.concatenate([X, X], axis=p),
+        1,
+    ),
+    "pad crop": (
+        lambda p: lax.pad(X, p, (0, 0, 0), (0, 0, 0)),
+        lambda p: X[:, -p[1] :, -p[2] :],
+        (0, -1, -2),
+    ),
+}
+
+
+@pytest.mark.parametrize(("name", "label"), encoded_cases(ENCODED))
+def test_every_encoding_of_an_integer_parameter_gives_numpys_result(name: str, label: str) -> None:
+    """Exhaustive (the refusals are generated above): every encoding numpy takes of an
+    integer or an integer sequence (1-d integer tensors too) gives numpy's result."""
+    check_encoding(ENCODED, name, label)
+
+
+V = np.arange(3.0)
+
+# jax.lax takes numpy operands and a sequence of scalar start indices: so does tenferro.lax.
+ACCEPTED_AS_JAX: dict[str, tuple[Any, Any]] = {
+    "lax.dynamic_slice(x, [1], [2])": (
+        lambda: lax.dynamic_slice(tf.asarray(V), [1], [2]),
+        lambda: lax.dynamic_slice(tf.asarray(V), tf.asarray(np.array([1])), (2,)),
+    ),
+    "lax.dynamic_slice(x, np.array([1]), [2])": (
+        lambda: lax.dynamic_slice(tf.asarray(V), np.array([1]), [2]),
+        lambda: lax.dynamic_slice(tf.asarray(V), tf.asarray(np.array([1])), (2,)),
+    ),
+    "lax.add(ndarray, ndarray)": (
+        lambda: lax.add(V, V),
+        lambda: lax.add(tf.asarray(V), tf.asarray(V)),
+    ),
+    "lax.reshape(ndarray, (9,))": (
+        lambda: lax.reshape(S, (9,)),
+        lambda: lax.reshape(tf.asarray(S), (9,)),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ACCEPTED_AS_JAX))
+def test_numpy_operands_and_start_sequences_are_taken_as_jax_lax_takes_them(name: str) -> None:
+    call, reference = ACCEPTED_AS_JAX[name]
+    got, expected = call(), reference()
+    assert isinstance(got, tf.Tensor)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))

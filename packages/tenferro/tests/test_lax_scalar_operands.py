@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pytest
 import scipy.special
+from transform_routes import fd_gradient, values
 
 import tenferro as tf
 from tenferro import lax
@@ -598,3 +599,140 @@ def test_gradients_flow_through_a_broadcast_scalar() -> None:
     gs, gv = tf.grad(f, argnums=(0, 1))(np.float64(2.0), x)
     np.testing.assert_allclose(np.asarray(gs), x.sum())
     np.testing.assert_allclose(np.asarray(gv), np.full(3, 2.0))
+
+
+# ---------------------------------------------------------------------- integer and bool operands
+
+
+INEXACT_UNARY = ["asin", "acos", "atan", "asinh", "acosh", "atanh", "sin", "exp", "log", "sqrt"]
+
+
+@pytest.mark.parametrize("name", INEXACT_UNARY)
+@pytest.mark.parametrize("operand", [np.array([1, 2]), True], ids=["int64 array", "bool"])
+def test_inexact_functions_refuse_integer_and_bool_operands(name: str, operand: Any) -> None:
+    """Integer arrays and bools (whose dtypes the rows above never hold) are refused with
+    a tenferro error naming the function, as ``jax.lax`` refuses them (``TypeError``)."""
+    with pytest.raises(tf.TenferroError, match=name):
+        getattr(lax, name)(operand)
+    try:
+        import jax
+    except ImportError:
+        return
+    jax.config.update("jax_enable_x64", True)
+    with pytest.raises(TypeError):
+        getattr(jax.lax, name)(operand)
+
+
+@pytest.mark.parametrize(
+    ("y", "x"),
+    [
+        (np.array([0.0, -0.0, 1.0]), np.array([-1.0, -1.0, 0.0])),
+        (np.array([1.0, 2.0], np.float32), np.array([3.0, -1.0], np.float32)),
+        (0.5, -1.5),
+        (np.array(1.0), np.array(-0.0)),
+    ],
+)
+def test_atan2_at_signed_zeros_equals_jax_lax(y: Any, x: Any) -> None:
+    jax = pytest.importorskip("jax", reason="JAX is not installed")
+    jax.config.update("jax_enable_x64", True)
+    expected = np.asarray(jax.lax.atan2(y, x))
+    got = np.asarray(lax.atan2(y, x))
+    assert got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, rtol=2e-7 if got.dtype == np.float32 else 1e-15)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+
+
+# ---------------------------------------------------------------------- gradients
+
+
+_BINARY = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "max": np.maximum,
+    "min": np.minimum,
+    "pow": np.power,
+    "atan2": np.arctan2,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BINARY))
+@pytest.mark.parametrize("scalar_first", [False, True])
+def test_rank_0_operand_gradients_in_every_mode(name: str, scalar_first: bool) -> None:
+    """Each operand's gradient (the rank-0 one summed over the broadcast) by ``grad``,
+    ``jit(grad)`` and the tape against central differences; a batched rank-0 operand
+    beside an unbatched array under ``vmap``."""
+    rng = np.random.default_rng(0)
+    array = rng.uniform(0.5, 2.0, (2, 3)) if name == "pow" else rng.standard_normal((2, 3))
+    scalar = np.float64(0.7)
+    args = (scalar, array) if scalar_first else (array, scalar)
+    op, reference = getattr(lax, name), _BINARY[name]
+    np.testing.assert_allclose(values(op(*args)), reference(*args), rtol=1e-14)
+    weights = rng.standard_normal((2, 3))
+
+    def loss(a: Any, b: Any) -> Any:
+        return tf.sum(op(a, b) * weights)
+
+    for argnum in (0, 1):
+
+        def of_one(v: Any, argnum: int = argnum) -> float:
+            both = list(args)
+            both[argnum] = v
+            return float(np.sum(reference(*both) * weights))
+
+        want = fd_gradient(of_one, np.asarray(args[argnum], np.float64))
+        leaf = tf.EagerTensor(args[argnum], requires_grad=True)
+        both: list[Any] = list(args)
+        both[argnum] = leaf
+        loss(*both).backward()
+        for mode, got in (
+            ("grad", tf.grad(loss, argnums=argnum)(*args)),
+            ("jit(grad)", tf.jit(tf.grad(loss, argnums=argnum))(*args)),
+            ("tape", leaf.grad),
+        ):
+            np.testing.assert_allclose(values(got), want, rtol=1e-6, atol=1e-8, err_msg=mode)
+    batch = np.array([0.5, 0.9, 1.3])
+    mapped = tf.vmap(lambda s: op(s, array) if scalar_first else op(array, s))(batch)
+    expected = np.stack(
+        [reference(s, array) if scalar_first else reference(array, s) for s in batch]
+    )
+    np.testing.assert_allclose(values(mapped), expected, rtol=1e-14)
+
+
+@pytest.mark.parametrize("ranks", [(0, 2, 0), (2, 2, 0), (0, 2, 2)])
+def test_clamp_rank_0_bounds_and_their_gradients(ranks: tuple[int, int, int]) -> None:
+    """(jax.lax 0.10.2 cannot take these gradients.)"""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3))
+    weights = rng.standard_normal((2, 3))
+    args = [
+        np.float64(-0.3) if ranks[0] == 0 else np.full_like(x, -0.3),
+        x,
+        np.float64(0.4) if ranks[2] == 0 else np.full_like(x, 0.4),
+    ]
+    np.testing.assert_array_equal(values(lax.clamp(*args)), np.clip(x, -0.3, 0.4))
+    for argnum in range(3):
+
+        def of_one(v: Any, argnum: int = argnum) -> float:
+            both = list(args)
+            both[argnum] = v
+            return float(np.sum(np.clip(both[1], both[0], both[2]) * weights))
+
+        want = fd_gradient(of_one, np.asarray(args[argnum], np.float64))
+        got = tf.grad(lambda a, b, c: tf.sum(lax.clamp(a, b, c) * weights), argnums=argnum)(*args)
+        np.testing.assert_allclose(values(got), want, atol=1e-8)
+    lower = np.array([-0.5, 0.0])
+    mapped = tf.vmap(lambda low: lax.clamp(low, x, 0.4))(lower)
+    np.testing.assert_array_equal(values(mapped), np.stack([np.clip(x, v, 0.4) for v in lower]))
+
+
+def test_select_rank_0_predicate_gradients() -> None:
+    rng = np.random.default_rng(2)
+    x, y, w = (rng.standard_normal((2, 3)) for _ in range(3))
+    for pred in (True, False, np.bool_(True)):
+        np.testing.assert_array_equal(values(lax.select(pred, x, y)), x if pred else y)
+        g = tf.grad(lambda a, b, p=pred: tf.sum(lax.select(p, a, b) * w), argnums=1)(x, y)
+        np.testing.assert_array_equal(values(g), np.zeros_like(w) if pred else w)
+    mapped = tf.vmap(lambda p: lax.select(p, x, y))(np.array([True, False]))
+    np.testing.assert_array_equal(values(mapped), np.stack([x, y]))

@@ -8,7 +8,8 @@ columns, no matrices in a batch) and each dtype: values are numpy's, and the gra
 of a loss of every differentiable output is zeros of the input's shape in the eager
 tape (``backward()`` and ``tape.grad``) and in ``tf.grad``; where numpy raises (the
 smallest of no singular values, the condition number of an empty matrix), a tenferro
-error names the function, never an internal primitive. A completeness gate keeps the
+error names the function, never an internal primitive; second derivatives (the tape's
+``create_graph``, ``grad`` of ``grad``) are zeros too. A completeness gate keeps the
 table covering ``tf.linalg``.
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from sampling import first_value, sample_product
 
 import tenferro as tf
 from tenferro.algebra import adjoint
@@ -148,13 +150,16 @@ def test_the_table_covers_tf_linalg() -> None:
     assert functions <= covered, f"untested on empty inputs: {sorted(functions - covered)}"
 
 
-CASES = [
-    pytest.param(name, shape, dtype, id=f"{name}-{shape}-{dtype}")
-    for name, (_, takes) in TABLE.items()
-    for shape in SHAPES
-    if takes(shape)
-    for dtype in DTYPES
-]
+CASES = sample_product(
+    (
+        pytest.param(name, shape, dtype, id=f"{name}-{shape}-{dtype}")
+        for name, (_, takes) in TABLE.items()
+        for shape in SHAPES
+        if takes(shape)
+        for dtype in DTYPES
+    ),
+    per=first_value,
+)
 
 
 @pytest.mark.parametrize(("name", "shape", "dtype"), CASES)
@@ -191,7 +196,9 @@ def test_matrix_power_zero_keeps_the_identity_on_the_tape(n: int, dtype: str) ->
 
 
 def _check_gradients(function: Function, data: np.ndarray[Any, Any]) -> None:
-    """Zeros of ``data``'s shape from ``backward()``, ``tape.grad`` and ``tf.grad``."""
+    """Zeros of ``data``'s shape from ``backward()``, ``tape.grad`` and ``tf.grad``, and
+    second derivatives too: the tape's ``create_graph`` gradient differentiated again,
+    and ``tf.grad`` of ``tf.grad``."""
     loss = _loss(function)
     zeros = np.zeros(data.shape, data.dtype)
     leaf = tf.EagerTensor(data, requires_grad=True)
@@ -202,3 +209,10 @@ def _check_gradients(function: Function, data: np.ndarray[Any, Any]) -> None:
     x = tape.track(data)
     np.testing.assert_array_equal(_values(tape.grad(loss(x), x)), zeros)
     np.testing.assert_array_equal(_values(tf.grad(loss)(data)), zeros)
+    x = tape.track(data)
+    first = tape.grad(loss(x), x, create_graph=True)
+    second = tape.grad(tf.sum(tf.real(first)), x, allow_unused=True)
+    if second is not None:  # a gradient independent of x: PyTorch's None
+        np.testing.assert_array_equal(_values(second), zeros)
+    traced = tf.grad(lambda y: tf.sum(tf.real(tf.grad(loss)(y))))(data)
+    np.testing.assert_array_equal(_values(traced), zeros)

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from rule_cases_solvers import dominant
 from tenferro_support import sample
@@ -53,7 +54,7 @@ matrices = st.tuples(
 )
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(case=matrices)
 def test_qr_and_svd_kernels_equal_numpy(case):
     batch, m, n, dt, seed = case
@@ -72,7 +73,7 @@ def test_qr_and_svd_kernels_equal_numpy(case):
     _close(np.asarray(u) @ (np.asarray(s)[..., None] * np.asarray(vh)), a, dt)
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(case=matrices, lower=st.booleans())
 def test_hermitian_kernels_equal_numpy(case, lower):
     batch, n, _, dt, seed = case
@@ -88,7 +89,7 @@ def test_hermitian_kernels_equal_numpy(case, lower):
     _close(linalg.cholesky(spd), np.linalg.cholesky(spd), dt)
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(case=matrices, upper=st.booleans(), left=st.booleans(), unit=st.booleans())
 def test_solve_kernels_equal_numpy(case, upper, left, unit):
     batch, n, k, dt, seed = case
@@ -193,7 +194,7 @@ def test_every_family_returns_the_metas_it_declares(dt, shape):
             assert (value.shape, value.dtype) == (declared.shape, declared.dtype), op
 
 
-@settings(max_examples=30)
+@fuzz_settings(30)
 @given(
     shape=st.sampled_from([(5,), (2, 3), (2, 3, 2)]),
     dt=st.sampled_from(DTYPES),
@@ -224,7 +225,7 @@ def test_the_2_norm_derivatives(dt):
     np.testing.assert_array_equal(np.asarray(tf.grad(lambda v: linalg.norm(v))(zero)), 0)
 
 
-@settings(max_examples=30)
+@fuzz_settings(30)
 @given(
     k=st.integers(1, 5),
     batch=st.sampled_from([(), (2,)]),
@@ -292,7 +293,7 @@ nonfinite = st.tuples(
 )
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(case=nonfinite)
 def test_the_finiteness_check_finds_every_non_finite_entry(case):
     batch, m, n, dt, bad, imaginary, transposed, seed = case
@@ -311,7 +312,7 @@ def test_the_finiteness_check_finds_every_non_finite_entry(case):
     linalg.qr(a)  # all finite again: accepted
 
 
-@settings(max_examples=30)
+@fuzz_settings(30)
 @given(
     batch=st.sampled_from([(), (1,), (3,), (2, 2)]),
     shape=st.sampled_from([(2, 3), (3, 3), (4, 1)]),

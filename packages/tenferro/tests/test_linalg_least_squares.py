@@ -1,7 +1,9 @@
 """``tf.linalg.lstsq`` and ``tf.linalg.matrix_rank`` against numpy.linalg (batches matrix
-by matrix, full-rank and rank-deficient, tall, wide and square, real and complex, every
-tensor kind), their derivatives against finite differences and the adjoint identity, and
-bad input. The oracle database's lstsq cases are replayed in test_oracles."""
+by matrix and broadcast against each other, full-rank and rank-deficient, tall, wide and
+square, empty, real and complex, every tensor kind, under vmap and jit), their
+derivatives against finite differences and the adjoint identity (at a constant
+numerical rank: central differences of numpy's lstsq truncated above the step), and bad
+input. The oracle database's lstsq cases are replayed in test_oracles."""
 
 from __future__ import annotations
 
@@ -9,8 +11,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
+from transform_routes import fd_gradient
 
 import tenferro as tf
 
@@ -26,9 +30,9 @@ def _values(x: Any) -> np.ndarray[Any, Any]:
     return np.asarray(x.eval() if isinstance(x, tf.TracedTensor) else x)
 
 
-def _random(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype[Any]) -> Any:
+def _random(rng: np.random.Generator, shape: tuple[int, ...], dt: Any) -> Any:
     values = rng.standard_normal(shape)
-    if dt.kind == "c":
+    if np.dtype(dt).kind == "c":
         values = values + 1j * rng.standard_normal(shape)
     return values.astype(dt)
 
@@ -42,7 +46,7 @@ def _matrix(rng: np.random.Generator, shape: tuple[int, ...], rank: int, dt: Any
     return ((left * s[..., None, :]) @ np.swapaxes(right.conj(), -1, -2)).astype(dt)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@fuzz_settings(60)
 @given(
     st.sampled_from(DTYPES),
     st.lists(st.integers(1, 2), max_size=2),
@@ -128,7 +132,7 @@ def test_lstsq_gradient_is_the_normal_equations() -> None:
     np.testing.assert_allclose(np.asarray(grad), a @ np.linalg.solve(a.T @ a, w), rtol=1e-12)
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@fuzz_settings(40)
 @given(
     st.sampled_from(DTYPES),
     st.lists(st.integers(1, 2), max_size=2),
@@ -205,7 +209,7 @@ def _broadcasting(draw: Any, batch: tuple[int, ...]) -> tuple[int, ...]:
     return (draw(st.integers(1, 2)), *shape) if extra else shape
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@fuzz_settings(60)
 @given(
     st.lists(st.sampled_from([0, 1, 2, 3]), max_size=2).map(tuple),
     st.integers(0, 4),
@@ -271,7 +275,7 @@ def test_matrix_rank_of_vectors_and_scalars_is_numpys(size: int, nonzero: bool) 
     assert int(_values(tf.linalg.matrix_rank(scalar))) == np.linalg.matrix_rank(scalar)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@fuzz_settings(60)
 @given(
     st.sampled_from(DTYPES),
     st.integers(1, 6),
@@ -296,3 +300,193 @@ def test_lstsq_of_one_matrix_equals_a_batch_of_one(
     for got, expected in zip(one, batch, strict=True):
         np.testing.assert_allclose(_values(got), _values(expected)[0], rtol=tol, atol=tol * 10)
     assert int(_values(one.rank)) == min(rank, m, n)
+
+
+def _weighted(w: Any) -> Any:
+    """``x ↦ Σ Re(conj(w) x)`` for numpy arrays."""
+    return lambda x: float(np.sum(np.real(np.conj(w) * x)))
+
+
+# ---------------------------------------------------------------------- values
+
+
+# ---------------------------------------------------------------------- broadcasting, transforms
+
+
+@fuzz_settings(40)
+@given(
+    st.sampled_from(
+        [
+            ((2, 4, 3), (4, 2)),
+            ((4, 3), (2, 4, 2)),
+            ((2, 1, 4, 3), (3, 4, 2)),
+            ((2, 4, 3), (4,)),
+            ((1, 3, 5), (3,)),
+            ((3, 3), (3, 1)),
+            ((4, 0), (4, 2)),
+            ((0, 3), (0, 2)),
+            ((4, 3), (4, 0)),
+            ((0, 4, 3), (0, 4, 2)),
+        ]
+    ),
+    st.sampled_from([np.float64, np.complex128, np.float32]),
+    st.sampled_from(["Tensor", "EagerTensor", "traced"]),
+    st.integers(0, 2**16),
+)
+def test_lstsq_broadcasts_batches_like_numpy_matrix_by_matrix(
+    shapes: tuple[tuple[int, ...], tuple[int, ...]], dtype: Any, kind: str, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    a_shape, b_shape = shapes
+    a, b = _random(rng, a_shape, dtype), _random(rng, b_shape, dtype)
+    make = {
+        "Tensor": tf.Tensor,
+        "EagerTensor": lambda v: tf.EagerTensor(v, requires_grad=True),
+        "traced": tf.traced,
+    }[kind]
+    solution, residuals, rank, s = (_values(r) for r in tf.linalg.lstsq(make(a), make(b)))
+    vector = b.ndim == 1
+    batch = a_shape[:-2] if vector else np.broadcast_shapes(a_shape[:-2], b_shape[:-2])
+    a_all = np.broadcast_to(a, (*batch, *a_shape[-2:]))
+    b_all = np.broadcast_to(b, (*batch, *b_shape[-1 if vector else -2 :]))
+    tol = 2e-4 if dtype == np.float32 else 1e-10
+    assert solution.dtype == dtype
+    assert rank.dtype == np.int64
+    assert rank.shape == tuple(batch)
+    for index in np.ndindex(*batch):
+        x, _, r, sv = np.linalg.lstsq(a_all[index], b_all[index])
+        np.testing.assert_allclose(solution[index], x, rtol=tol, atol=tol)
+        np.testing.assert_allclose(s[index], sv, rtol=tol, atol=tol)
+        assert rank[index] == r
+        misfit = a_all[index] @ x - b_all[index]
+        expected = np.atleast_1d(np.sum(np.abs(misfit) ** 2, axis=0))
+        np.testing.assert_allclose(residuals[index], expected, rtol=tol, atol=tol)
+
+
+def test_lstsq_under_vmap_and_jit_equals_numpy() -> None:
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((3, 4, 3)), rng.standard_normal((3, 4))
+    expected = np.stack([np.linalg.lstsq(x, y)[0] for x, y in zip(a, b, strict=True)])
+    got = tf.vmap(lambda x, y: tf.linalg.lstsq(x, y).solution)(a, b)
+    np.testing.assert_allclose(_values(got), expected, rtol=1e-12)
+    got = tf.jit(tf.vmap(lambda x: tf.linalg.lstsq(x, b[0]).solution))(a)
+    expected = np.stack([np.linalg.lstsq(x, b[0])[0] for x in a])
+    np.testing.assert_allclose(_values(got), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize(
+    ("m", "n", "rank", "k"),
+    [
+        (5, 3, 3, 2),
+        (3, 5, 3, 2),
+        (4, 4, 4, 1),
+        (5, 3, 2, 2),
+        (3, 5, 2, 2),
+        (4, 4, 2, 1),
+        (3, 3, 1, 1),
+    ],
+)
+def test_lstsq_derivative_at_a_constant_rank_equals_truncated_differences(
+    m: int, n: int, rank: int, k: int, dtype: Any
+) -> None:
+    """Full-rank and rank-deficient, tall, wide and square: the gradients with respect to
+    ``a`` and ``b`` equal central differences of numpy's lstsq truncated at 1e-3."""
+    rng = np.random.default_rng(m * 100 + n * 10 + rank)
+    a, b = _matrix(rng, (m, n), rank, dtype), _random(rng, (m, k), dtype)
+    w = _random(rng, (n, k), dtype)
+
+    def loss(x: Any, y: Any) -> Any:
+        solution = tf.linalg.lstsq(x, y, rcond=1e-8).solution
+        return tf.sum(tf.real(tf.multiply(np.conj(w), solution)))
+
+    ga, gb = (_values(g) for g in tf.grad(loss, argnums=(0, 1))(a, b))
+    by_a = fd_gradient(lambda x: _weighted(w)(np.linalg.lstsq(x, b, rcond=1e-3)[0]), a)
+    by_b = fd_gradient(lambda y: _weighted(w)(np.linalg.lstsq(a, y, rcond=1e-3)[0]), b)
+    np.testing.assert_allclose(ga, by_a, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(gb, by_b, rtol=1e-6, atol=1e-7)
+
+
+def _low_rank(rng: np.random.Generator, shape: tuple[int, ...], rank: int, complex_: bool) -> Any:
+    *batch, m, n = shape
+    dtype = np.complex128 if complex_ else np.float64
+    return _random(rng, (*batch, m, rank), dtype) @ _random(rng, (*batch, rank, n), dtype)
+
+
+@fuzz_settings(40)
+@given(
+    st.sampled_from([(3, 4, 4), (2, 5, 3), (4, 3), (2, 2, 3, 3)]),
+    st.integers(0, 3),
+    st.booleans(),
+    st.sampled_from(
+        [
+            {},
+            {"tol": 1e-3},
+            {"tol": 50.0},
+            {"tol": np.float32(0.5)},
+            {"tol": 1},
+            {"rtol": 0.5},
+            {"rtol": 1e-3},
+            {"hermitian": True},
+            {"hermitian": True, "tol": 1e-6},
+        ]
+    ),
+    st.integers(0, 2**16),
+)
+def test_matrix_rank_options_are_numpys(
+    shape: tuple[int, ...], rank: int, complex_: bool, options: dict[str, Any], seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    a = _low_rank(rng, shape, rank, complex_)
+    if options.get("hermitian"):
+        if shape[-1] != shape[-2]:
+            return
+        a = a @ np.swapaxes(a.conj(), -1, -2) - 0.5 * (a + np.swapaxes(a.conj(), -1, -2))
+    got = _values(tf.linalg.matrix_rank(a, **options))
+    expected = np.asarray(np.linalg.matrix_rank(a, **options))
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_matrix_rank_per_matrix_tolerances_and_through_transforms() -> None:
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((3, 4, 3))
+    tol = np.array([0.1, 100.0, 1.0])
+    expected = [np.linalg.matrix_rank(x, tol=t) for x, t in zip(a, tol, strict=True)]
+    np.testing.assert_array_equal(_values(tf.linalg.matrix_rank(a, tol=tol)), expected)
+    got = tf.vmap(lambda x, t: tf.linalg.matrix_rank(x, tol=t))(a, tol)
+    np.testing.assert_array_equal(_values(got), expected)
+    np.testing.assert_array_equal(
+        _values(tf.linalg.matrix_rank(tf.traced(a), tol=tf.traced(tol))), expected
+    )
+    np.testing.assert_array_equal(_values(tf.jit(tf.linalg.matrix_rank)(a)), [3, 3, 3])
+
+
+def test_matrix_rank_of_an_empty_batch() -> None:
+    a = np.zeros((2, 0, 3))
+    np.testing.assert_array_equal(_values(tf.linalg.matrix_rank(a)), np.linalg.matrix_rank(a))
+
+
+def test_matrix_rank_per_matrix_rtol() -> None:
+    """Was refused ('rtol must be a real number or None')."""
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((3, 4, 4))
+    rtol = np.array([0.5, 1e-3, 1e-10])
+    np.testing.assert_array_equal(
+        _values(tf.linalg.matrix_rank(a, rtol=rtol)), np.linalg.matrix_rank(a, rtol=rtol)
+    )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"tol": -1.0}, {"tol": np.nan}, {"tol": "a"}],
+)
+def test_matrix_rank_bad_options_raise_tenferro_errors(options: dict[str, Any]) -> None:
+    a = np.eye(3)
+    try:
+        expected = np.linalg.matrix_rank(a, **options)
+    except Exception:
+        with pytest.raises(tf.TenferroError, match="matrix_rank"):
+            tf.linalg.matrix_rank(a, **options)
+        return
+    np.testing.assert_array_equal(_values(tf.linalg.matrix_rank(a, **options)), expected)

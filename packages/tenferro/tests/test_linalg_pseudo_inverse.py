@@ -12,6 +12,12 @@ PyTorch's ``pinv`` gradients where torch is installed, the eager tape against
 ``tf.grad``, the JVP against its transpose (``check_grads``), and that no
 ``DegenerateDerivativeWarning`` fires. Second order at full rank is in the rule table
 (``linalg_pinv_tied``, ``linalg_lstsq_tied`` in rule_cases_spectral).
+
+The instances the review of s21 found (the identity, an orthogonal, a unitary matrix,
+diag(1, 1, 2), isometries, a rank-deficient tie) are kept by name; away from ties, the
+gradients of ``pinv``, ``lstsq``'s solution (in ``a`` and in ``b``) and its residuals,
+batched, tall, wide and square, rank-deficient at a cut-off above the difference step,
+and of the hermitian ``pinv``, by every derivative route against central differences.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import pytest
 from fuzz_support import fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
-from review_s21_support import fd_gradient
+from transform_routes import fd_gradient, gradients_in_every_mode, loss_of, numpy_loss, values
 
 import tenferro as tf
 
@@ -265,3 +271,169 @@ def test_pinv_and_lstsq_values_and_ranks_through_every_kind() -> None:
             x, _, r, _ = np.linalg.lstsq(a[i], b[i], rcond=CUT)
             np.testing.assert_allclose(solution[i], x, rtol=1e-12, atol=1e-12)
             assert rank[i] == r == 3 - i
+
+
+# ---------------------------------------------------------------------- instances
+
+
+def _values(x: Any) -> Any:
+    return np.asarray(x.eval() if isinstance(x, tf.TracedTensor) else x)
+
+
+def _weighted(w: Any) -> Any:
+    """``x ↦ Σ Re(conj(w) x)`` for numpy arrays."""
+    return lambda x: float(np.sum(np.real(np.conj(w) * x)))
+
+
+def _rank_matrix(rng: np.random.Generator, shape: tuple[int, int], rank: int, dtype: Any) -> Any:
+    """A matrix of the given rank, singular values spread in [1, 3]."""
+    complex_ = np.dtype(dtype).kind == "c"
+    return tied_matrix(rng, shape, rank, "distinct", "random", complex_).astype(dtype)
+
+
+DEGENERATE = {
+    "identity": np.eye(3),
+    "twice_orthogonal": 2 * np.linalg.qr(np.random.default_rng(0).standard_normal((4, 4)))[0],
+    "diag_1_1_2": np.diag([1.0, 1.0, 2.0]),
+    "tall_isometry": np.eye(4)[:, :3],
+    "wide_scaled": 3 * np.eye(4)[:3],
+    "unitary": np.linalg.qr(
+        np.random.default_rng(1).standard_normal((3, 3))
+        + 1j * np.random.default_rng(2).standard_normal((3, 3))
+    )[0],
+    "rank_deficient_tie": np.diag([1.0, 1.0, 0.0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEGENERATE))
+def test_lstsq_gradient_at_repeated_singular_values(name: str) -> None:
+    """Was wrong (through the SVD rule's regularised gaps, 0 inside a tied level, with a
+    DegenerateDerivativeWarning): the derivative of A^+ b, without a warning."""
+    a = DEGENERATE[name]
+    m, n = a.shape
+    rng = np.random.default_rng(5)
+    complex_ = a.dtype.kind == "c"
+    b, w = _random(rng, (m, 2), complex_), _random(rng, (n, 2), complex_)
+
+    def loss(x: Any) -> Any:
+        return tf.sum(tf.real(tf.multiply(np.conj(w), tf.linalg.lstsq(x, b, rcond=1e-8).solution)))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tf.DegenerateDerivativeWarning)
+        got = _values(tf.grad(loss)(a))
+    expected = fd_gradient(lambda x: _weighted(w)(np.linalg.lstsq(x, b, rcond=1e-3)[0]), a)
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+
+
+def test_pinv_gradient_at_the_identity() -> None:
+    """Was diag(-b) instead of -outer(1, b)."""
+    b = np.array([1.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tf.DegenerateDerivativeWarning)
+        got = _values(tf.grad(lambda m: tf.sum(tf.linalg.pinv(m) @ b))(np.eye(2)))
+    np.testing.assert_allclose(got, -np.outer(np.ones(2), b), rtol=1e-12)
+
+
+def test_lstsq_gradient_of_a_well_separated_matrix_equals_pytorch() -> None:
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    rng = np.random.default_rng(11)
+    for shape, rank in (((5, 3), 3), ((3, 5), 2), ((4, 4), 3)):
+        a = _rank_matrix(rng, shape, rank, np.complex128)
+        b = _random(rng, (shape[0], 2), True)
+        w = _random(rng, (shape[1], 2), True)
+        got = _values(
+            tf.grad(
+                lambda x, b=b, w=w: tf.sum(
+                    tf.real(tf.multiply(np.conj(w), tf.linalg.lstsq(x, b, rcond=1e-8).solution))
+                )
+            )(a)
+        )
+        leaf = torch.tensor(a, requires_grad=True)
+        solution = torch.linalg.pinv(leaf, rtol=1e-8) @ torch.tensor(b)
+        torch.sum(torch.real(torch.conj(torch.tensor(w)) * solution)).backward()
+        np.testing.assert_allclose(got, leaf.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+# ---------------------------------------------------------------------- every mode
+
+
+def _drawn(
+    rng: np.random.Generator, shape: tuple[int, ...], complex_: bool, rank: Any = None
+) -> Any:
+    def draw(s: tuple[int, ...]) -> Any:
+        a = rng.standard_normal(s)
+        return a + 1j * rng.standard_normal(s) if complex_ else a
+
+    if rank is None:
+        return draw(shape)
+    *batch, m, n = shape
+    return draw((*batch, m, rank)) @ draw((*batch, rank, n))
+
+
+_PINV_CASES = [
+    ((3, 3), False, None, None),
+    ((4, 2), True, None, None),
+    ((2, 4), False, None, None),
+    ((2, 3, 2), True, None, None),
+    ((1, 3), True, None, None),
+    ((4, 3), False, 2, 1e-6),
+    ((3, 4), True, 2, 1e-6),
+    ((2, 3, 3), True, 1, 1e-6),
+]
+
+
+@pytest.mark.parametrize("which", ["pinv", "lstsq(a)", "lstsq(b)", "residuals(a)"])
+@pytest.mark.parametrize("case", range(len(_PINV_CASES)))
+def test_pinv_and_lstsq_gradients(which: str, case: int) -> None:
+    shape, complex_, rank, rtol = _PINV_CASES[case]
+    rng = np.random.default_rng(case)
+    a = _drawn(rng, shape, complex_, rank)
+    b = _drawn(rng, (*shape[:-1], 2), complex_)
+    if which == "pinv":
+        f, x, want_value = (
+            lambda v: tf.linalg.pinv(v, rtol=rtol),
+            a,
+            np.linalg.pinv(a, rtol=rtol) if rtol else np.linalg.pinv(a),
+        )
+    elif which == "lstsq(a)":
+        f, x = (lambda v: tf.linalg.lstsq(v, b, rcond=rtol)[0]), a
+        want_value = (np.linalg.pinv(a, rtol=rtol) if rtol else np.linalg.pinv(a)) @ b
+    elif which == "lstsq(b)":
+        f, x = (lambda v: tf.linalg.lstsq(a, v, rcond=rtol)[0]), b
+        want_value = (np.linalg.pinv(a, rtol=rtol) if rtol else np.linalg.pinv(a)) @ b
+    else:
+        f, x = (lambda v: tf.linalg.lstsq(v, b, rcond=rtol)[1]), a
+        solution = (np.linalg.pinv(a, rtol=rtol) if rtol else np.linalg.pinv(a)) @ b
+        want_value = np.sum(np.abs(a @ solution - b) ** 2, axis=-2)
+    out = values(f(tf.Tensor(x)))
+    np.testing.assert_allclose(out, want_value, atol=1e-9)
+    w = _drawn(rng, out.shape, out.dtype.kind == "c")
+    want = fd_gradient(numpy_loss(f, [w]), x)
+    for mode, got in gradients_in_every_mode(f, x, [w]).items():
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=mode)
+
+
+def test_hermitian_pinv_gradient() -> None:
+    rng = np.random.default_rng(7)
+    for complex_ in (False, True):
+        a = _drawn(rng, (3, 3), complex_)
+        f = lambda v: tf.linalg.pinv(v, hermitian=True)  # noqa: E731
+        np.testing.assert_allclose(
+            values(f(tf.Tensor(a))), np.linalg.pinv(a, hermitian=True), atol=1e-10
+        )
+        w = _drawn(rng, (3, 3), complex_)
+        loss = loss_of(f, [w])
+        want = fd_gradient(numpy_loss(f, [w]), a)
+        want = (want + np.conj(np.swapaxes(want, -1, -2))) / 2  # differentiated as Hermitian
+        np.testing.assert_allclose(values(tf.grad(loss)(a)), want, rtol=1e-5, atol=1e-6)
+
+
+def test_pinv_gradient_is_torchs() -> None:
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    for shape, complex_ in (((3, 3), False), ((4, 2), True), ((2, 2, 4), True)):
+        a, w = _drawn(rng, shape, complex_), _drawn(rng, shape[:-2] + shape[::-1][:2], complex_)
+        got = values(tf.grad(loss_of(tf.linalg.pinv, [w]))(a))
+        leaf = torch.tensor(a, requires_grad=True)
+        (torch.conj(torch.tensor(w)) * torch.linalg.pinv(leaf)).real.sum().backward()
+        np.testing.assert_allclose(got, leaf.grad.numpy(), rtol=1e-7, atol=1e-9)

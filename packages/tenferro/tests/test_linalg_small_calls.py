@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import pytest
 import scipy.linalg
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from tenferro_support import sample
 
@@ -75,7 +76,7 @@ shapes = st.tuples(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@fuzz_settings(60)
 @given(case=shapes, complete=st.booleans())
 def test_qr_kernels_equal_the_drivers_bit_for_bit(case, complete):
     batch, m, n, dt, seed = case
@@ -92,7 +93,7 @@ def test_qr_kernels_equal_the_drivers_bit_for_bit(case, complete):
         _same(one_r, ref_r)
 
 
-@settings(max_examples=60, deadline=None)
+@fuzz_settings(60)
 @given(case=shapes, lower=st.booleans())
 def test_hermitian_kernels_equal_the_drivers_bit_for_bit(case, lower):
     batch, n, _, dt, seed = case
@@ -116,7 +117,7 @@ def test_hermitian_kernels_equal_the_drivers_bit_for_bit(case, lower):
         _same(lapack.cholesky(spd[index]), ref)
 
 
-@settings(max_examples=60, deadline=None)
+@fuzz_settings(60)
 @given(case=shapes)
 def test_solve_kernels_equal_the_drivers_bit_for_bit(case):
     batch, n, k, dt, seed = case
@@ -176,7 +177,7 @@ def _close(actual: Any, expected: Any, dt: np.dtype[Any]) -> None:
     np.testing.assert_allclose(got, expected, rtol=tol, atol=tol)
 
 
-@settings(max_examples=50, deadline=None)
+@fuzz_settings(50)
 @given(case=public_shapes, tracked=st.booleans())
 def test_public_calls_equal_numpy_on_first_and_repeated_calls(case, tracked):
     batch, m, n, dt, seed = case

@@ -24,7 +24,8 @@ from typing import Any
 import hypothesis.strategies as st
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import assume, given
 from test_extent_generic import CASES, DTYPES, _active, _inputs, _programs, _structure
 
 import tenferro as tf
@@ -50,7 +51,7 @@ def _array(shape: tuple[int, ...], dtype: Any, seed: int) -> Any:
 # ---------------------------------------------------------------------- extent kernels
 
 
-@settings(max_examples=120, deadline=None)
+@fuzz_settings(120)
 @given(
     st.lists(st.tuples(st.integers(0, 4), st.integers(-2, 2), st.integers(-2, 3)), max_size=3),
     st.lists(st.integers(0, 1), max_size=3),
@@ -79,7 +80,7 @@ def test_pad_extent_kernels_equal_the_instances(
     assert np.array_equal(got, expected)
 
 
-@settings(max_examples=60, deadline=None)
+@fuzz_settings(60)
 @given(st.lists(st.integers(0, 4), min_size=1, max_size=3), st.data())
 def test_structural_extent_kernels_equal_the_instances(shape: list[int], data: Any) -> None:
     """Canonical slices, reshapes and broadcasts: the extent kernel equals the instance."""
@@ -160,7 +161,8 @@ def _pairs(draw: Any) -> Any:
     return cls, distinct, values
 
 
-@settings(max_examples=80, deadline=None)
+@pytest.mark.slow
+@fuzz_settings(80)
 @given(_pairs(), st.sampled_from(DTYPES), st.data())
 def test_coinciding_extents_join_a_class_and_equal_fresh_derivations(
     pair: Any, dtype: Any, data: st.DataObject
@@ -227,7 +229,8 @@ def _program(x: Any) -> Any:
     return tf.sum(tf.real(p * tf.conj(tf.sin(p)))) + tf.sum(tf.real(tf.exp(y) * y))
 
 
-@settings(max_examples=12, deadline=None)
+@pytest.mark.slow
+@fuzz_settings(12)
 @given(
     st.lists(st.tuples(st.integers(1, 5), st.integers(1, 5)), min_size=3, max_size=6),
     st.sampled_from([np.float64, np.complex128]),
@@ -268,7 +271,7 @@ def test_tape_at_coinciding_extents_equals_traced_and_finite_differences(
 # ---------------------------------------------------------------------- tie scan
 
 
-@settings(max_examples=150, deadline=None)
+@fuzz_settings(150)
 @given(
     st.lists(st.sampled_from([0.0, 1.0, 1.0 + 1e-15, 2.0, 3.5, -1.0, 7.0]), max_size=12),
     st.lists(st.sampled_from([0.0, 1.0, -2.0, 1e-9, 5.0]), min_size=12, max_size=12),
@@ -293,7 +296,7 @@ def test_short_tie_scan_equals_the_numpy_path(
 # ---------------------------------------------------------------------- truncation rank
 
 
-@settings(max_examples=150, deadline=None)
+@fuzz_settings(150)
 @given(
     st.lists(st.sampled_from([0.0, 1e-17, 1e-3, 0.5, 1.0, 1.0, 2.0, 7.5]), max_size=9),
     st.sampled_from([None, 0.0, 1e-2, 0.3, 1.0]),

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -72,7 +73,7 @@ def _prod_hessian(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return h
 
 
-@settings(max_examples=25)
+@fuzz_settings(25)
 @given(
     values=st.lists(st.sampled_from([0.0, 0.0, -1.5, 0.5, 2.0, 3.0]), min_size=1, max_size=6),
     mode=st.sampled_from(["traced", "eager"]),
@@ -187,7 +188,7 @@ def test_logaddexp_at_infinities(a, b, grad, mode):
     np.testing.assert_array_equal(GRADS[mode](tf.logaddexp, A(a), A(b)), grad)
 
 
-@settings(max_examples=30)
+@fuzz_settings(30)
 @given(
     a=st.floats(-50, 50),
     gap=st.sampled_from([0.0, 1e-3, 0.7, -2.0, 30.0]),
@@ -249,7 +250,7 @@ def test_hypot_neither_overflows_nor_underflows(a, b):
     np.testing.assert_array_equal(result, np.hypot(a, b))
 
 
-@settings(max_examples=30)
+@fuzz_settings(30)
 @given(
     a=st.floats(-1e300, 1e300, allow_subnormal=True),
     b=st.floats(-1e300, 1e300, allow_subnormal=True),
@@ -265,7 +266,7 @@ def test_hypot_derivatives(mode):
     tf.testing.check_grads(tf.hypot, [A([3.0, -1.0, 2.0]), A([4.0, 1.0, 2.0])], order=2)
 
 
-@settings(max_examples=30)
+@fuzz_settings(30)
 @given(exponent=st.integers(-300, 300))
 def test_log10_and_log2_are_exact_at_exact_powers(exponent):
     assert float(np.asarray(tf.log10(A(10.0**exponent)))) == np.log10(10.0**exponent)
@@ -326,7 +327,7 @@ def test_clip_derivative_goes_to_the_bound_that_is_the_result(x, lower, upper, g
     np.testing.assert_array_equal(GRADS[mode](tf.clip, A(x), A(lower), A(upper)), grad)
 
 
-@settings(max_examples=30)
+@fuzz_settings(30)
 @given(
     st.lists(st.floats(-3, 3), min_size=3, max_size=3).filter(
         lambda v: min(abs(v[0] - v[1]), abs(v[0] - v[2]), abs(v[1] - v[2])) > 1e-2

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -254,7 +255,7 @@ def test_foreign_array_types_are_left_to_their_library():
     assert result is NotImplemented
 
 
-@settings(max_examples=40, deadline=None)
+@fuzz_settings(40)
 @given(
     st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple),
     st.sampled_from(["sum", "mean", "max", "prod", "var"]),

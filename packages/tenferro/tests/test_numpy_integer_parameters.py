@@ -18,18 +18,23 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 from integer_cases import (
     Case,
+    Encoded,
     Int,
     assert_same,
+    check_encoding,
     check_extremes,
     check_refusal,
     covering,
+    encoded_cases,
     parameters_named,
     refusals,
     spelled,
+    value,
 )
 
 import tenferro as tf
@@ -500,7 +505,7 @@ def test_extreme_integers_give_a_result_or_a_tenferro_error(key: str, param: str
 ROUNDED = st.sampled_from(["float64", "float32", "complex128", "complex64", "int64", "int32"])
 
 
-@settings(max_examples=150, deadline=None, derandomize=True)
+@fuzz_settings(150)
 @given(
     ROUNDED,
     st.one_of(st.integers(-330, 330), st.sampled_from([-(2**63), -(10**6), 10**6, 2**63])),
@@ -511,6 +516,8 @@ ROUNDED = st.sampled_from(["float64", "float32", "complex128", "complex64", "int
         max_size=6,
     ),
 )
+@example("float64", 309, [1.25, -3.5])  # numpy's scale 10**decimals is inf: NaN
+@example("float64", 400, [1.25, -3.5])
 def test_round_gives_numpys_value_at_every_decimals(
     dtype: str, decimals: int, entries: list[float]
 ) -> None:
@@ -532,7 +539,7 @@ def test_round_gives_numpys_value_at_every_decimals(
     np.testing.assert_array_equal(got, expected)
 
 
-@settings(max_examples=120, deadline=None, derandomize=True)
+@fuzz_settings(120)
 @given(st.data())
 def test_valid_spellings_give_the_plain_result(data: st.DataObject) -> None:
     case = CASES[data.draw(st.sampled_from(sorted(CASES)))]
@@ -575,3 +582,90 @@ def test_pad_widths_are_read_as_numpy_reads_them(given: Any, expected: Any) -> N
 def test_pad_refuses_what_numpy_refuses_and_bools(bad: Any) -> None:
     with pytest.raises(tf.ShapeError, match="pad"):
         tf.pad(M, bad)
+
+
+# ---------------------------------------------------------------------- every encoding vs numpy
+
+
+X = np.arange(24.0).reshape(2, 3, 4)
+SQUARE = np.arange(9.0).reshape(3, 3) + 5 * np.eye(3)
+
+ENCODED: dict[str, Encoded] = {
+    "sum axis": (lambda p: tf.sum(X, axis=p), lambda p: np.sum(X, axis=p), -1),
+    "sum axes": (lambda p: tf.sum(X, axis=p), lambda p: np.sum(X, axis=p), (0, -1)),
+    "argmax axis": (lambda p: tf.argmax(X, axis=p), lambda p: np.argmax(X, axis=p), 2),
+    "reshape": (lambda p: tf.reshape(X, p), lambda p: np.reshape(X, p), (4, -1)),
+    "transpose": (lambda p: tf.transpose(X, p), lambda p: np.transpose(X, p), (2, 0, 1)),
+    "expand_dims": (lambda p: tf.expand_dims(X, p), lambda p: np.expand_dims(X, p), -1),
+    "moveaxis": (lambda p: tf.moveaxis(X, p, 0), lambda p: np.moveaxis(X, p, 0), -1),
+    "flip": (lambda p: tf.flip(X, p), lambda p: np.flip(X, p), (0, 2)),
+    "cumsum": (lambda p: tf.cumsum(X, axis=p), lambda p: np.cumsum(X, axis=p), 1),
+    "tril": (lambda p: tf.tril(SQUARE, p), lambda p: np.tril(SQUARE, p), -1),
+    "diagonal": (lambda p: tf.diagonal(X, p, 1, 2), lambda p: np.diagonal(X, p, 1, 2), 1),
+    "take axis": (lambda p: tf.take(X, [0, 1], axis=p), lambda p: np.take(X, [0, 1], axis=p), 1),
+    "stack axis": (lambda p: tf.stack([X, X], axis=p), lambda p: np.stack([X, X], axis=p), -1),
+    "split sections": (
+        lambda p: tf.split(X, p, axis=2)[1],
+        lambda p: np.split(X, p, axis=2)[1],
+        2,
+    ),
+    "split indices": (
+        lambda p: tf.split(X, p, axis=2)[1],
+        lambda p: np.split(X, p, axis=2)[1],
+        (1, 3),
+    ),
+    "pad": (lambda p: tf.pad(X, p), lambda p: np.pad(X, p), (1, 2)),
+    "round": (lambda p: tf.round(X / 7, p), lambda p: np.round(X / 7, p), 2),
+    "roll": (lambda p: tf.roll(X, p, (0, 2)), lambda p: np.roll(X, p, (0, 2)), (1, -1)),
+    "tile": (lambda p: tf.tile(X, p), lambda p: np.tile(X, p), (1, 2)),
+    "repeat": (lambda p: tf.repeat(X, p, axis=1), lambda p: np.repeat(X, p, axis=1), (1, 0, 2)),
+    "diff n": (lambda p: tf.diff(X, p), lambda p: np.diff(X, p), 2),
+    "diag k": (lambda p: tf.diag(SQUARE, p), lambda p: np.diag(SQUARE, p), -1),
+    "diagflat k": (lambda p: tf.diagflat(SQUARE[0], p), lambda p: np.diagflat(SQUARE[0], p), 2),
+    "zeros": (lambda p: tf.zeros(p), lambda p: np.zeros(p), (2, 3)),
+    "eye k": (lambda p: tf.eye(3, k=p), lambda p: np.eye(3, k=p), 1),
+    "linspace num": (lambda p: tf.linspace(0, 1, p), lambda p: np.linspace(0, 1, p), 5),
+    "broadcast_to": (
+        lambda p: tf.broadcast_to(X[0, 0], p),
+        lambda p: np.broadcast_to(X[0, 0], p),
+        (2, 4),
+    ),
+    "matrix_power": (
+        lambda p: tf.linalg.matrix_power(SQUARE, p),
+        lambda p: np.linalg.matrix_power(SQUARE, p),
+        -2,
+    ),
+    "norm axes": (
+        lambda p: tf.linalg.norm(X, axis=p),
+        lambda p: np.linalg.norm(X, axis=p),
+        (0, 2),
+    ),
+    "random size": (
+        lambda p: tf.random.default_rng(0).standard_normal(p),
+        lambda p: np.random.default_rng(0).standard_normal(p),
+        (2, 3),
+    ),
+    "random integers": (
+        lambda p: tf.random.default_rng(0).integers(0, p, size=4),
+        lambda p: np.random.default_rng(0).integers(0, p, size=4),
+        7,
+    ),
+}
+
+
+@pytest.mark.parametrize(("name", "label"), encoded_cases(ENCODED))
+def test_every_encoding_of_an_integer_parameter_gives_numpys_result(name: str, label: str) -> None:
+    """Exhaustive (the refusals are generated above): every encoding numpy takes of an
+    integer or an integer sequence (1-d integer tensors too) gives numpy's result."""
+    check_encoding(ENCODED, name, label)
+
+
+@pytest.mark.parametrize("stop", [np.array(5), tf.Tensor(np.array(5))], ids=["array", "Tensor"])
+def test_arange_of_a_zero_d_integer(stop: Any) -> None:
+    np.testing.assert_array_equal(value(tf.arange(stop)), np.arange(5))
+
+
+def test_choice_of_a_zero_d_integer_array_is_a_population_size() -> None:
+    draw = value(tf.random.default_rng(0).choice(np.array(5), size=3))
+    assert draw.shape == (3,)
+    assert set(draw.tolist()) <= set(range(5))

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -416,7 +417,7 @@ ALL_CASES = {**CASES, **UFUNC_CASES}
 
 
 @pytest.mark.parametrize("name", sorted(ALL_CASES))
-@settings(max_examples=3, deadline=None)
+@fuzz_settings(3)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_numpy_call_on_tensors_gives_numpys_values_on_each_kind(name, seed):
     case = ALL_CASES[name]
@@ -493,7 +494,7 @@ DIFFERENTIABLE = sorted(name for name, case in ALL_CASES.items() if case.differe
 
 
 @pytest.mark.parametrize("name", DIFFERENTIABLE)
-@settings(max_examples=2, deadline=None)
+@fuzz_settings(2)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_gradient_through_a_numpy_call_is_the_tenferro_calls(name, seed):
     case = ALL_CASES[name]

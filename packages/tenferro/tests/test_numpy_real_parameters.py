@@ -3,8 +3,9 @@ regularisations, distribution parameters), generated over their spellings: what 
 reads as a real number (Python ints and floats, numpy scalars, 0-d arrays, concrete 0-d
 tensors) gives the plain float's result exactly, and anything else (``None`` where it is
 not an option, a string, a complex number, a bool, a list, a 1-d array, an object)
-raises a tenferro error naming the function and the value, never a bare Python error
-(review s21: ``norm(x, ord=[3])`` and ``arange(None)`` raised bare TypeErrors).
+raises a tenferro error naming the function, the parameter and the value, never a bare
+Python error (review s21: ``norm(x, ord=[3])`` and ``arange(None)`` raised bare
+TypeErrors).
 
 Complete: every public function with a parameter of a real-valued name has a case here
 or an exemption with its reason (``test_every_real_parameter_has_a_case``).
@@ -182,6 +183,12 @@ def test_refused_reals_raise_a_tenferro_error_naming_the_function(key: str, labe
         case.function(**{case.name: bad})
     assert caught.value.op == case.op, str(caught.value)
     assert shown in str(caught.value), str(caught.value)
+    assert case.name in str(caught.value), str(caught.value)
+
+
+def test_arange_of_none_raises_a_parameter_error() -> None:
+    with pytest.raises(tf.ParameterError, match="arange"):
+        tf.arange(None)
 
 
 def test_a_complex_loc_draws_around_it_for_a_complex_dtype() -> None:

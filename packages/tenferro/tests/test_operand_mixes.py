@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -79,7 +80,7 @@ def numpy_function(name: str) -> Any:
     return getattr(np, name)
 
 
-@settings(max_examples=300, deadline=None)
+@fuzz_settings(300)
 @given(
     st.sampled_from(BINARY),
     st.sampled_from(FORMS),
@@ -106,7 +107,7 @@ def test_binary_functions_accept_every_operand_form(name, first, second, seed):
     assert type(result).__name__ == expected_kind
 
 
-@settings(max_examples=120, deadline=None)
+@fuzz_settings(120)
 @given(
     st.sampled_from(["add", "subtract", "multiply", "true_divide", "power", "hypot", "maximum"]),
     st.sampled_from(["ndarray", "numpy scalar", "list", "python scalar", "Tensor"]),

@@ -11,29 +11,18 @@ the families the issue names are never skipped wholesale.
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import oracle_database
 import pytest
+from oracle_database import ROOT, CaseRef
+from oracle_database import array as _array
 from oracle_table import OBSERVABLES, OPS, SKIPPED_OPS, case_skip_reason
+from sampling import sample_product
 
 import tenferro as tf
-
-
-def _find_root() -> Path | None:
-    configured = os.environ.get("TENFERRO_ORACLES")
-    candidates = [Path(configured)] if configured else []
-    here = Path(__file__).resolve()
-    candidates += [parent / "shared" / "oracles" for parent in here.parents]
-    candidates += [parent.parent / "shared" / "oracles" for parent in here.parents]
-    return next((c for c in candidates if (c / "cases").is_dir()), None)
-
-
-ROOT = _find_root()
 
 REQUIRED = [
     "abs",
@@ -87,29 +76,6 @@ REQUIRED = [
 ]
 
 
-def _cases() -> Iterator[dict[str, Any]]:
-    if ROOT is None:
-        return
-    for path in sorted((ROOT / "cases").glob("*/*.jsonl")):
-        with path.open() as handle:
-            for line in handle:
-                if line.strip():
-                    yield json.loads(line)
-
-
-CASES = list(_cases())
-
-
-def _array(spec: dict[str, Any]) -> np.ndarray[Any, Any]:
-    dtype = np.dtype(spec["dtype"])
-    data = spec["data"]
-    if dtype.kind == "c":
-        values = np.array([complex(re, im) for re, im in data], dtype=dtype)
-    else:
-        values = np.array(data, dtype=dtype)
-    return values.reshape(spec["shape"])
-
-
 def skip_reason(case: dict[str, Any]) -> str | None:
     op = case["op"]
     if op in SKIPPED_OPS:
@@ -154,9 +120,17 @@ def output_keys(values: dict[str, Any]) -> list[str] | None:
     return sorted(values, key=_output_index)
 
 
+REPLAY = sample_product(
+    (pytest.param(ref, id=ref.case_id) for ref in oracle_database.index()),
+    per=lambda param: param.values[0].op,
+)
+"""Every case (the quick tier: a sample of each op's), collected from the index alone."""
+
+
 @pytest.mark.skipif(ROOT is None, reason="the oracle database (../shared/oracles) is not present")
-@pytest.mark.parametrize("case", CASES, ids=[c["case_id"] for c in CASES])
-def test_oracle_case(case: dict[str, Any]) -> None:
+@pytest.mark.parametrize("ref", REPLAY)
+def test_oracle_case(ref: CaseRef) -> None:
+    case = oracle_database.load(ref)
     reason = skip_reason(case)
     if reason is not None:
         pytest.skip(reason)
@@ -211,11 +185,12 @@ def test_oracle_case(case: dict[str, Any]) -> None:
                 _allclose(f"{where} hvp[{name}]", value, _array(reference["hvp"][name]), second)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(ROOT is None, reason="the oracle database (../shared/oracles) is not present")
 def test_required_families_are_replayed() -> None:
     replayed: dict[str, set[str]] = {}
     present: dict[str, set[str]] = {}
-    for case in CASES:
+    for case in oracle_database.cases():
         present.setdefault(case["op"], set()).add(case["dtype"])
         if skip_reason(case) is None:
             replayed.setdefault(case["op"], set()).add(case["dtype"])
@@ -223,7 +198,7 @@ def test_required_families_are_replayed() -> None:
     # Complex sgn is the one documented exception (seed 001: Sign's derivative is zero).
     missing["sgn"] -= {"complex64", "complex128"}
     assert {op: dts for op, dts in missing.items() if dts} == {}
-    assert len(CASES) > 7000
+    assert len(oracle_database.cases()) > 7000
 
 
 def test_the_database_beside_the_monorepo_is_the_one_replayed():

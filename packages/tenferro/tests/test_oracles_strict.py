@@ -25,6 +25,7 @@ the strict replay flags each one.
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,14 +33,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import oracle_database
 import pytest
 from fuzz_support import EXPLORING
 from oracle_table import OPS
-from test_oracles import CASES, ROOT, _array, skip_reason
+from test_oracles import ROOT, _array, skip_reason
 
 import tenferro as tf
 from tenferro import lax
 from tenferro.ops import analytic, elementwise
+
+pytestmark = pytest.mark.slow
 
 Array = np.ndarray[Any, Any]
 
@@ -193,9 +197,17 @@ def strict_outcome(case: dict[str, Any]) -> Outcome:
     return outcome
 
 
-REPLAYED = [  # single-output identity cases (multi-output ones replay in test_oracles)
-    c for c in CASES if skip_reason(c) is None and "value" in c["probes"][0]["cotangent"]
-]
+@functools.cache
+def replayed() -> tuple[dict[str, Any], ...]:
+    """The single-output identity cases (multi-output ones replay in test_oracles),
+    parsed when a test first needs them, not at collection."""
+    return tuple(
+        c
+        for c in oracle_database.cases()
+        if skip_reason(c) is None and "value" in c["probes"][0]["cotangent"]
+    )
+
+
 needs_database = pytest.mark.skipif(
     ROOT is None, reason="the oracle database (../shared/oracles) is not present"
 )
@@ -214,7 +226,7 @@ def test_strict_replay(dtype: str) -> None:
     so that the report lists every failing case at once)."""
     total = Outcome()
     probes = 0
-    for case in REPLAYED:
+    for case in replayed():
         if case["dtype"] != dtype or not _in_this_run(case):
             continue
         outcome = strict_outcome(case)
@@ -278,7 +290,7 @@ MUTATIONS = [
 @needs_database
 @pytest.mark.parametrize(("cls", "method", "replacement", "op"), MUTATIONS)
 def test_mutated_rules_are_caught(cls: type, method: str, replacement: Any, op: str) -> None:
-    cases = [c for c in REPLAYED if c["op"] == op]
+    cases = [c for c in replayed() if c["op"] == op]
     if op == "mul":  # a dropped conjugate shows only on complex values
         cases = [c for c in cases if c["dtype"].startswith("complex")]
     assert cases

@@ -19,6 +19,7 @@ import rule_cases_solvers
 import rule_cases_spectral
 from rule_cases import CASES as CORE_CASES
 from rule_cases import EXEMPT, SETTINGS, Case
+from sampling import first_value, sample_product
 from tenferro_support import dtype_id, output_weights, real_loss, sample
 
 import tenferro as tf
@@ -34,20 +35,27 @@ def _inexact_count(case: Case, dt: np.dtype[Any]) -> int:
     return count if count > 1 else 0
 
 
-PARAMS_STATIC = [
-    pytest.param(case, dt, shape, id=f"{case.name}-{dtype_id(dt)}-{shape}")
-    for case in CASES
-    if case.static_output
-    for dt in case.dtypes
-    for shape in case.shapes
-]
+PARAMS_STATIC = sample_product(
+    (
+        pytest.param(case, dt, shape, id=f"{case.name}-{dtype_id(dt)}-{shape}")
+        for case in CASES
+        if case.static_output
+        for dt in case.dtypes
+        for shape in case.shapes
+    ),
+    per=first_value,
+)
 
-PARAMS = [
-    pytest.param(case, dt, shape, id=f"{case.name}-{dtype_id(dt)}-{shape}")
-    for case in CASES
-    for dt in case.dtypes
-    for shape in case.shapes
-]
+PARAMS = sample_product(
+    (
+        pytest.param(case, dt, shape, id=f"{case.name}-{dtype_id(dt)}-{shape}")
+        for case in CASES
+        for dt in case.dtypes
+        for shape in case.shapes
+    ),
+    per=first_value,
+)
+"""Every rule case in every dtype and shape (the quick tier: a sample of each rule's)."""
 
 
 def _seed(case: Case, dt: np.dtype[Any], shape: tuple[int, ...]) -> int:
@@ -96,13 +104,16 @@ def test_forward_over_reverse_equals_reverse_over_reverse(case, dt, shape):
         np.testing.assert_allclose(a, b, rtol=0, atol=tol * scale)
 
 
-PARAMS_MULTI = [
-    pytest.param(case, dt, position, id=f"{case.name}-{dtype_id(dt)}-arg{position}")
-    for case in CASES
-    for dt in case.dtypes
-    for position in range(3)
-    if position < _inexact_count(case, dt)
-]
+PARAMS_MULTI = sample_product(
+    (
+        pytest.param(case, dt, position, id=f"{case.name}-{dtype_id(dt)}-arg{position}")
+        for case in CASES
+        for dt in case.dtypes
+        for position in range(3)
+        if position < _inexact_count(case, dt)
+    ),
+    per=first_value,
+)
 
 
 @pytest.mark.parametrize(("case", "dt", "position"), PARAMS_MULTI)

@@ -85,6 +85,7 @@ def _collections(run: Callable[[], Any]) -> list[int]:
     return started
 
 
+@pytest.mark.slow
 def test_long_programs_are_built_without_the_cyclic_collector():
     x = np.ones(3)
     for make in (
@@ -155,6 +156,7 @@ def _mlp_args() -> tuple[Any, ...]:
     )
 
 
+@pytest.mark.slow
 def test_peaks_stay_within_the_liveness_minimum():
     x0 = np.linspace(0.0, 1.0, SIZE)
     # (function, arguments, argnums, arrays of SIZE elements its residuals hold at least)

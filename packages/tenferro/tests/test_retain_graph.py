@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -129,7 +130,7 @@ def test_a_freed_checkpointed_segment_is_named():
 _UNARY: list[Callable[[Any], Any]] = [tf.sin, tf.tanh, tf.exp, lambda v: v * 0.5, lambda v: v + 1.0]
 
 
-@settings(max_examples=25)
+@fuzz_settings(25)
 @given(
     steps=st.lists(
         st.tuples(st.integers(0, len(_UNARY) - 1), st.integers(0, 8), st.booleans()),
@@ -181,3 +182,14 @@ def test_the_gradient_of_an_intermediate_runs_and_frees_nothing_below_it():
     gy, gh, gx = tape2.grad(tf.sum(y2 * y2), [y2, h2, x2])
     np.testing.assert_allclose(gh, gy * np.exp(np.sin(X) * X), rtol=1e-14)
     np.testing.assert_allclose(gx, gh * (np.cos(X) * X + np.sin(X)), rtol=1e-14)
+
+
+def test_backward_twice_with_retain_graph_accumulates_each_seed() -> None:
+    s1, s2 = np.array([1.0, 2.0, 3.0]), np.array([-1.0, 0.5, 4.0])
+    x = tf.EagerTensor(X, requires_grad=True)
+    y = tf.sin(x) * x
+    y.backward(s1, retain_graph=True)
+    y.backward(s2)
+    np.testing.assert_allclose(x.grad, (np.cos(X) * X + np.sin(X)) * (s1 + s2), rtol=1e-14)
+    with pytest.raises(tf.ReleasedGraphError):
+        y.backward(s1)

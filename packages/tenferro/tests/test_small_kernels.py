@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from tenferro_support import sample
 
@@ -29,7 +30,7 @@ def _sample(shape: tuple[int, ...], dt: np.dtype[Any], seed: int) -> np.ndarray[
     return sample(shape, dt, rng)
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     shape=st.lists(st.integers(0, 4), min_size=1, max_size=3).map(tuple),
     axes=st.tuples(st.integers(0, 2), st.integers(0, 3)),
@@ -52,7 +53,7 @@ def test_embed_diag_equals_its_definition(shape, axes, dt, seed):
     np.testing.assert_array_equal(got, expected)
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     shape=st.lists(st.integers(1, 3), min_size=0, max_size=2).map(tuple),
     extra=st.lists(st.integers(0, 40), min_size=0, max_size=2).map(tuple),
@@ -77,7 +78,7 @@ def test_broadcast_in_dim_equals_numpy_broadcasting(shape, extra, permute, dt, s
     np.testing.assert_array_equal(got, expected)
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     m=st.integers(0, 4),
     k=st.integers(0, 4),
@@ -105,7 +106,7 @@ def test_two_matrix_dot_general_equals_tensordot(m, k, n, contracting, dt, seed)
     np.testing.assert_allclose(got, expected, rtol=tol, atol=tol)
 
 
-@settings(max_examples=60)
+@fuzz_settings(60)
 @given(
     k=st.integers(0, 40),
     ties=st.lists(st.integers(0, 39), max_size=4),
@@ -129,7 +130,7 @@ def test_the_short_tie_scan_agrees_with_the_array_check(k, ties, weights, dt, se
     assert _first_uneven(w, cotangent, 1e-12) == expected
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     shape=st.lists(st.integers(0, 4), min_size=2, max_size=4).map(tuple),
     k=st.integers(-4, 4),
@@ -150,7 +151,7 @@ def test_triangles_equal_numpy(shape, k, dt, seed):
         np.testing.assert_array_equal(got, reference(x, k))
 
 
-@settings(max_examples=40)
+@fuzz_settings(40)
 @given(
     shape=st.lists(st.integers(0, 4), min_size=2, max_size=4).map(tuple),
     axes=st.tuples(st.integers(0, 3), st.integers(0, 3)),

@@ -10,7 +10,8 @@ from typing import Any
 import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -82,7 +83,7 @@ def applicable(name: str, dtypes: list[Any]) -> bool:
     return not (name == "power" and result.kind == "i")
 
 
-@settings(max_examples=60, deadline=None)
+@fuzz_settings(60)
 @given(
     st.sampled_from(sorted(BINARY)),
     hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3),

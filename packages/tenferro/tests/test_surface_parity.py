@@ -155,6 +155,8 @@ def _surface_members() -> set[str]:
                 "__annotations__",
                 "__dict__",
                 "__weakref__",
+                "__firstlineno__",  # class metadata Python 3.13 adds
+                "__static_attributes__",
             ):
                 members.add(name)
     return members

@@ -309,3 +309,17 @@ def test_backward_frees_each_cotangent_after_its_last_use():
     ga, gb = tape.grad(tf.sum(c), [a, b])  # an intermediate asked for keeps its cotangent
     close(ga, np.full(3, 6.0))
     close(gb, np.full(3, 3.0))
+
+
+_X3 = np.array([0.3, -0.8, 1.1])
+
+
+def test_inputs_restricts_accumulation_and_passes_may_alternate() -> None:
+    x = tf.EagerTensor(_X3, requires_grad=True)
+    w = tf.EagerTensor(_X3 + 1, requires_grad=True)
+    loss = tf.sum(x * w)
+    loss.backward(inputs=[x], retain_graph=True)
+    assert w.grad is None
+    loss.backward(inputs=[w])
+    np.testing.assert_allclose(x.grad, _X3 + 1, rtol=1e-15)
+    np.testing.assert_allclose(w.grad, _X3, rtol=1e-15)

@@ -9,7 +9,8 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -90,7 +91,7 @@ def test_format_spec_on_a_non_scalar_raises_like_torch(kind):
 @given(
     hnp.arrays(np.float64, hnp.array_shapes(max_dims=3, max_side=3), elements=st.floats(-1e6, 1e6))
 )
-@settings(max_examples=25)
+@fuzz_settings(25)
 def test_tolist_and_round_agree_with_numpy(a):
     for make in (tf.Tensor, tf.EagerTensor):
         x = make(a)
@@ -177,7 +178,7 @@ def test_data_is_a_detached_view():
         elements=st.complex_numbers(max_magnitude=10),
     )
 )
-@settings(max_examples=25)
+@fuzz_settings(25)
 def test_transposes_follow_numpy_and_torch(a):
     for x in (tf.Tensor(a), tf.EagerTensor(a), tf.traced(a)):
 
@@ -253,3 +254,27 @@ def test_format_spec_on_a_non_scalar_and_unknown_array_api_versions_raise_named_
     with pytest.raises(tf.ParameterError, match=r"__array_namespace__: api_version '1999\.12'"):
         x.__array_namespace__(api_version="1999.12")
     assert x.__array_namespace__(api_version="2022.12") is tf.array_api
+
+
+_X3 = np.array([0.3, -0.8, 1.1])
+
+
+def test_in_place_operators_and_seeds() -> None:
+    x = tf.EagerTensor(_X3, requires_grad=True)
+    with pytest.raises(tf.InPlaceError):
+        x += 1
+    y = x * 1
+    y += x  # rebinding a non-leaf is an ordinary add
+    tf.sum(y).backward()
+    np.testing.assert_array_equal(x.grad, [2.0, 2.0, 2.0])
+    x = tf.EagerTensor(_X3, requires_grad=True)
+    with pytest.raises(tf.NonScalarError):
+        (x * 2).backward()
+    with pytest.raises(tf.ShapeError):
+        (x * 2).backward(np.ones(4))
+    with pytest.raises(tf.DTypeError):
+        (x * 2).backward(np.ones(3, np.float32))
+    with pytest.raises(tf.DTypeError):
+        tf.EagerTensor(np.arange(3), requires_grad=True)
+    with pytest.raises(tf.TenferroError, match="float32"):
+        x.grad = np.ones(3, np.float32)

@@ -18,7 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from hypothesis import given, settings
+import pytest
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -79,7 +81,8 @@ def _outcome(call: Callable[[], Any]) -> tuple[str, Any]:
     return ("key", (result.key, result.meta))
 
 
-@settings(max_examples=60)
+@pytest.mark.slow
+@fuzz_settings(60)
 @given(
     st.lists(
         st.tuples(
@@ -150,7 +153,8 @@ _INPUTS = [
 ]
 
 
-@settings(max_examples=40)
+@pytest.mark.slow
+@fuzz_settings(40)
 @given(
     st.lists(
         st.tuples(
@@ -209,3 +213,25 @@ def test_every_operator_operand_and_lookalike_number_in_both_orders():
             left, right = (y, x) if swapped else (x, y)
             expected = _outcome(lambda: function(left, right))  # noqa: B023
             assert _outcome(lambda: method(left, right)) == expected  # noqa: B023
+
+
+def test_grad_and_value_and_grad_read_closures_at_call_time() -> None:
+    box: dict[str, Any] = {"c": np.ones(3, np.float32)}
+
+    def f(x: Any) -> Any:
+        return tf.sum(x * box["c"])
+
+    grad, value_and_grad = tf.grad(f), tf.value_and_grad(f)
+    x = np.arange(3.0).astype(np.float32)
+    for c in [np.ones(3, np.float32), np.full(3, 2.0), np.full((2, 3), 3.0), 2.0, np.float64(2)]:
+        box["c"] = c
+        g = np.asarray(grad(x))
+        value, g2 = value_and_grad(x)
+        assert g.dtype == np.float32  # the gradient has the argument's dtype
+        np.testing.assert_allclose(
+            g,
+            np.broadcast_to(c, np.broadcast_shapes(np.shape(c), (3,))).reshape(-1, 3).sum(0),
+            rtol=1e-6,
+        )
+        np.testing.assert_allclose(g2, g, rtol=1e-6)
+        assert np.asarray(value).dtype == np.asarray(np.sum(x * c)).dtype, c

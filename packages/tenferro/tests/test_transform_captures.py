@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -158,7 +159,7 @@ def _central_difference(fun: Any, w: np.ndarray, direction: np.ndarray) -> float
 arrays = hnp.arrays(np.float64, 3, elements=st.floats(-2.0, 2.0))
 
 
-@settings(max_examples=25)
+@fuzz_settings(25)
 @given(w=arrays, v=arrays, batches=st.lists(arrays, min_size=2, max_size=3))
 def test_transforms_follow_closure_data_changed_between_calls(
     w: np.ndarray, v: np.ndarray, batches: list[np.ndarray]

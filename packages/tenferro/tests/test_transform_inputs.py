@@ -194,6 +194,7 @@ def test_a_restored_computation_differentiates_with_respect_to_its_restored_leaf
     np.testing.assert_allclose(np.asarray(gradient), expected, rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_deep_traced_values_pickle_without_recursion():
     x = tf.traced(np.zeros(2))
     y = x

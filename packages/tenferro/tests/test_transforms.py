@@ -1,12 +1,20 @@
 """Function transforms (JAX signatures) and the TracedTensor AD API: results, pytrees,
-composition to any order, caching by shapes and dtypes."""
+composition to any order, caching by shapes and dtypes.
+
+Compositions on einsum and linalg functions (grad of vmap, vmap of grad, jacfwd/jacrev/
+hessian, jit with static arguments, checkpoint inside grad and inside the eager tape,
+hvp, linearize, the tape's create_graph) are checked against central differences in
+the conjugate convention: for a real loss of complex ``z``, ``dL/dRe z + i dL/dIm z``
+(PyTorch's; JAX's is its conjugate)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
+from transform_routes import fd_gradient
 
 import tenferro as tf
 
@@ -278,3 +286,135 @@ def test_caches_are_not_shared_with_wrapped_functions():
 
     close(tf.jvp(doubled, (x, y), (x, y))[1], 24.0)
     close(tf.grad(doubled)(x, y), 2 * y)
+
+
+# ---------------------------------------------------------------------- compositions on linalg
+
+
+N = 3
+COMPOSITION_RNG = np.random.default_rng(11)
+A = COMPOSITION_RNG.standard_normal((N, N))
+B = COMPOSITION_RNG.standard_normal((N, N))
+C = COMPOSITION_RNG.standard_normal(N) + 1j * COMPOSITION_RNG.standard_normal(N)
+EYE = np.eye(N)
+
+
+def _h(x: Any) -> Any:
+    """The Hermitian part's double ``x + x^H`` (on any tensor kind)."""
+    return x + tf.conj(tf.transpose(x))
+
+
+LOSSES: dict[str, Callable[[Any], Any]] = {
+    "einsum chain": lambda x: tf.sum(tf.abs(tf.tanh(tf.einsum("ij,jk,k->i", x, A, C.real))) ** 2),
+    "svdvals": lambda x: tf.sum(tf.linalg.svdvals(x + 2 * A) * np.arange(1.0, N + 1)),
+    "solve": lambda x: tf.sum(tf.abs(tf.linalg.solve(x + 3 * N * EYE, C)) ** 2),
+    "slogdet": lambda x: tf.linalg.slogdet(x + 3 * N * EYE)[1],
+    "eigvalsh": lambda x: tf.sum(tf.linalg.eigvalsh(_h(x) + 0.5 * np.diag([1.0, 2.0, 3.0])) ** 3),
+    "qr positive": lambda x: tf.sum(tf.abs(tf.linalg.qr(x + 2 * A, gauge="positive").R) ** 2 * B),
+    "cholesky": lambda x: tf.sum(
+        tf.abs(tf.linalg.cholesky(x @ tf.conj(tf.transpose(x)) + N * EYE)) * B
+    ),
+    "inv einsum": lambda x: tf.sum(
+        tf.real(tf.einsum("ij,jk->ik", tf.linalg.inv(x + 3 * N * EYE), x) * B)
+    ),
+}
+
+
+def _point(dt: Any, seed: int) -> np.ndarray[Any, Any]:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((N, N)) * 0.5
+    if np.dtype(dt).kind == "c":
+        x = x + 0.5j * rng.standard_normal((N, N))
+    return np.asarray(x, dtype=dt)
+
+
+def _value(f: Callable[[Any], Any], x: np.ndarray[Any, Any]) -> float:
+    return float(np.asarray(f(tf.asarray(x))))
+
+
+def _close(got: Any, expected: Any, tol: float = 1e-6, what: str = "") -> None:
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.shape == expected.shape, what
+    scale = max(1.0, float(np.abs(expected).max(initial=0.0)))
+    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol * scale, err_msg=what)
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.complex128])
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_first_order_compositions_match_finite_differences(name: str, dt: Any) -> None:
+    f = LOSSES[name]
+    x = _point(dt, 1)
+    expected = fd_gradient(lambda a: _value(f, a), x)
+    _close(tf.grad(f)(x), expected, 1e-5, f"grad {name}")
+    exact = np.asarray(tf.grad(f)(x))
+    _close(tf.jit(tf.grad(f))(x), exact, 1e-10, "jit(grad)")
+    _close(tf.grad(tf.checkpoint(f))(x), exact, 1e-10, "grad(checkpoint)")
+    value, g = tf.value_and_grad(f)(x)
+    _close(value, _value(f, x), 1e-12, "value")
+    _close(g, exact, 1e-10, "value_and_grad")
+    tape = tf.Tape()
+    t = tape.track(x)
+    _close(tape.grad(f(t), t), exact, 1e-10, "tape")
+    tape = tf.Tape()
+    t = tape.track(x)
+    _close(tape.grad(tf.checkpoint(f)(t), t), exact, 1e-10, "tape checkpoint")
+    batch = np.stack([x, _point(dt, 2), _point(dt, 3)])
+    per_example = np.stack([np.asarray(tf.grad(f)(e)) for e in batch])
+    _close(tf.vmap(tf.grad(f))(batch), per_example, 1e-10, "vmap(grad)")
+    _close(tf.grad(lambda y: tf.sum(tf.vmap(f)(y)))(batch), per_example, 1e-10, "grad(vmap)")
+    _close(tf.jacrev(f)(x), exact, 1e-10, "jacrev of a real scalar: tf.grad's rows")
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_second_order_compositions_match_finite_differences(name: str) -> None:
+    f = LOSSES[name]
+    x, v = _point(np.float64, 1), _point(np.float64, 4)
+    h = 1e-5
+    grad = tf.grad(f)
+    expected = (np.asarray(grad(x + h * v)) - np.asarray(grad(x - h * v))) / (2 * h)
+    hvp = np.asarray(tf.hvp(f, (x,), (v,)))
+    _close(hvp, expected, 1e-5, f"hvp {name}")
+    _close(tf.Tape().hvp(f, [x], [v]), hvp, 1e-9, "tape.hvp")
+    _close(tf.hvp(tf.checkpoint(f), (x,), (v,)), hvp, 1e-9, "hvp(checkpoint)")
+    _close(tf.linearize(grad, x)[1](v), hvp, 1e-9, "linearize(grad)")
+    _close(tf.grad(lambda y: tf.sum(grad(y) * v))(x), hvp, 1e-9, "grad(<grad, v>)")
+    tape = tf.Tape()
+    t = tape.track(x)
+    g = tape.grad(f(t), t, create_graph=True)
+    _close(tape.grad(tf.sum(g * v), t), hvp, 1e-9, "tape create_graph")
+    hessian = np.asarray(tf.hessian(f)(x))
+    _close(hessian.reshape(N * N, N * N) @ v.reshape(-1), hvp.reshape(-1), 1e-9, "hessian")
+    _close(hessian, hessian.transpose(2, 3, 0, 1), 1e-8, "hessian symmetry")
+    _close(tf.jacrev(grad)(x), hessian, 1e-9, "jacrev(grad)")
+    _close(tf.jacfwd(grad)(x), hessian, 1e-9, "jacfwd(grad)")
+    directions = np.stack([v, 2 * v, x])
+    expected_rows = np.stack([np.asarray(tf.hvp(f, (x,), (d,))) for d in directions])
+    _close(tf.vmap(lambda d: tf.hvp(f, (x,), (d,)))(directions), expected_rows, 1e-9, "vmap(hvp)")
+
+
+def test_jit_static_arguments_select_programs_and_compose_with_grad_and_vmap() -> None:
+    def h(x: Any, n: int, mode: str) -> Any:
+        if mode == "power":
+            return tf.sum(tf.linalg.matrix_power(x, n))
+        return tf.sum(tf.einsum("ij,jk->ik", x, x)) * n
+
+    compiled = tf.jit(h, static_argnums=(1, 2))
+    x = _point(np.float64, 5)
+    for n in (1, 2, 3, 2):
+        assert float(np.asarray(compiled(x, n, "power"))) == pytest.approx(
+            np.sum(np.linalg.matrix_power(x, n)), rel=1e-12
+        )
+        assert float(np.asarray(compiled(x, n, "einsum"))) == pytest.approx(
+            np.sum(x @ x) * n, rel=1e-12
+        )
+    expected = fd_gradient(lambda a: _value(lambda y: h(y, 3, "power"), a), x)
+    _close(tf.grad(lambda y: compiled(y, 3, "power"))(x), expected, 1e-5)
+    # grad makes its positional arguments tensors (documented): Python values go by keyword
+    fast_grad = tf.jit(tf.grad(h), static_argnames=("n", "mode"))
+    _close(fast_grad(x, n=3, mode="power"), expected, 1e-5)
+    batch = np.stack([x, 2 * x])
+    _close(
+        tf.vmap(lambda y: compiled(y, 2, "power"))(batch),
+        [np.sum(np.linalg.matrix_power(y, 2)) for y in batch],
+        1e-12,
+    )

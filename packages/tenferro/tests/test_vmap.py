@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fuzz_support import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro as tf
@@ -36,7 +37,7 @@ def test_vmap_equals_the_loop_and_keeps_the_kind():
     np.testing.assert_allclose(out, [f_np(v) for v in XS], rtol=1e-12)
 
 
-@settings(max_examples=25)
+@fuzz_settings(25)
 @given(
     in_axis=st.integers(-3, 2),
     out_axis=st.integers(-3, 2),
@@ -323,3 +324,17 @@ def test_custom_rules_under_vmap_loop_per_example_and_keep_their_rules():
     np.testing.assert_allclose(per_example, 2 * np.cos(batch), rtol=1e-12)
     through = tf.grad(lambda x: tf.sum(tf.vmap(cube)(x)))(batch)
     np.testing.assert_allclose(through, 3 * batch**2, rtol=1e-12)
+
+
+@pytest.mark.parametrize("axis", [0, np.int64(0), -2], ids=["int", "np", "neg"])
+def test_in_and_out_axes_take_numpy_and_negative_integers(axis: Any) -> None:
+    x = np.arange(6.0).reshape(2, 3)
+    got = tf.vmap(lambda v, s: v * s, in_axes=(axis, None))(x, 2.0)
+    np.testing.assert_array_equal(np.asarray(got), x * 2.0)
+    got = tf.vmap(lambda v: v * 2.0, out_axes=axis)(x)
+    np.testing.assert_array_equal(np.asarray(got), x * 2.0)
+
+
+@pytest.mark.parametrize("size", [3, np.int64(3)], ids=["int", "np"])
+def test_axis_size_takes_numpy_integers(size: Any) -> None:
+    assert np.asarray(tf.vmap(lambda: tf.ones(2), in_axes=(), axis_size=size)()).shape == (3, 2)

@@ -14,6 +14,7 @@ import rule_cases_solvers
 import rule_cases_spectral
 from rule_cases import CASES as CORE_CASES
 from rule_cases import Case
+from sampling import first_value, sample_product
 from tenferro_support import dtype_id
 from test_primitive_rules import _exported_primitives
 
@@ -77,12 +78,15 @@ extent, which cannot be stacked: vmap raises (``test_batched_sizes_raise``); onl
 layout with the size unbatched is compared."""
 
 
-PARAMS = [
-    pytest.param(case, case.dtypes[k % len(case.dtypes)], layout, id=f"{case.name}-{layout}")
-    for case in CASES
-    for k, layout in enumerate(LAYOUTS)
-    if case.static_output and (layout == "first_only" or case.name not in BATCHED_SIZE)
-]
+PARAMS = sample_product(
+    (
+        pytest.param(case, case.dtypes[k % len(case.dtypes)], layout, id=f"{case.name}-{layout}")
+        for case in CASES
+        for k, layout in enumerate(LAYOUTS)
+        if case.static_output and (layout == "first_only" or case.name not in BATCHED_SIZE)
+    ),
+    per=first_value,
+)
 
 
 @pytest.mark.parametrize(("case", "dt", "layout"), PARAMS)

@@ -307,6 +307,7 @@ def test_recorded_graph_validates_its_keys():
     assert RecordedGraph.from_primitive(Neg, ["a0"]) is RecordedGraph.from_primitive(Neg, ["a0"])
 
 
+@pytest.mark.slow
 def test_a_100k_node_tape():
     assert sys.getrecursionlimit() < 100_000
     recorder = Recorder()

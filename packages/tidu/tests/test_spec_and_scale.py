@@ -98,6 +98,7 @@ def test_primitive_spec_reports_proven_zeros_as_none():
 CHAIN = 100_000
 
 
+@pytest.mark.slow
 def test_linearize_and_transpose_a_100k_chain():
     assert sys.getrecursionlimit() < CHAIN
     g = GraphMaker("x", "c")

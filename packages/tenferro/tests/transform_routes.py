@@ -1,8 +1,12 @@
-"""Helpers of the s21 review's differential tests (test_review_s21_*.py): one real
-scalar loss per function, its gradient and Hessian-vector product in every mode
-(traced transforms, jit, vmap, the eager tape with create_graph), and central finite
-differences as the independent reference, in tenferro's complex convention
-(``grad = dL/dRe + i dL/dIm``, PyTorch's)."""
+"""A function by every route tenferro offers, against independent references.
+
+* One real scalar loss per function, its gradient and Hessian-vector product by every
+  route (traced transforms, jit, vmap, the eager tape with create_graph), and central
+  finite differences as the reference, in tenferro's complex convention
+  (``grad = dL/dRe + i dL/dIm``, PyTorch's): :func:`check_every_derivative_route`.
+* A function under ``vmap``, ``jit(vmap)`` and ``vmap(jit)`` along either end of a batch
+  against numpy example by example: :func:`check_per_example`.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from hypothesis import strategies as st
 
 import tenferro as tf
 
@@ -140,3 +145,79 @@ def assert_close(got: Any, want: Any, rtol: float, atol: float, what: str) -> No
     got, want = np.asarray(got), np.asarray(want)
     assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
     np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=what)
+
+
+def _unit(shape: tuple[int, ...], dtype: Any, rng: np.random.Generator) -> Any:
+    """Entries in (-0.8, 0.8) (and imaginary parts too for a complex ``dtype``)."""
+    drawn = rng.uniform(-0.8, 0.8, shape)
+    if np.dtype(dtype).kind == "c":
+        drawn = drawn + 1j * rng.uniform(-0.8, 0.8, shape)
+    return drawn.astype(dtype)
+
+
+def check_every_derivative_route(
+    name: str, function: Function, shape: tuple[int, ...], dtype: Any
+) -> None:
+    """The gradient of a weighted real loss of ``function`` by every route equals central
+    differences (and has the input's dtype); its Hessian-vector product by every route
+    equals central differences of the gradient."""
+    rng = np.random.default_rng(sum(map(ord, name)))
+    x = _unit(shape, dtype, rng)
+    w = weights_for(function, x, rng)
+    expected = fd_gradient(numpy_loss(function, w), x)
+    for route, got in gradients_in_every_mode(function, x, w).items():
+        assert got.dtype == x.dtype, (route, got.dtype)
+        assert_close(got, expected, 1e-6, 1e-7, f"{name} gradient by {route}")
+    v = _unit(shape, dtype, rng)
+    loss = loss_of(function, w)
+    expected = fd_hvp(lambda a: values(tf.grad(loss)(a)), x, v)
+    for route, got in hvps_in_every_mode(function, x, w, v).items():
+        assert_close(got, expected, 1e-5, 1e-6, f"{name} Hessian-vector product by {route}")
+
+
+BATCHED_MODES = ["vmap", "jit(vmap)", "vmap(jit)"]
+
+
+def per_example_cases(names: list[str]) -> st.SearchStrategy[tuple[str, Any, str, bool]]:
+    """``(name, dtype, mode, last)`` for :func:`check_per_example`: one of ``names``,
+    float64 or complex128, one of :data:`BATCHED_MODES`, the batch axis last or first."""
+    return st.tuples(
+        st.sampled_from(names),
+        st.sampled_from([np.float64, np.complex128]),
+        st.sampled_from(BATCHED_MODES),
+        st.booleans(),
+    )
+
+
+def check_per_example(
+    name: str,
+    function: Function,
+    reference: Callable[[Any], Any],
+    shape: tuple[int, ...],
+    dtype: Any,
+    mode: str,
+    last: bool,
+) -> None:
+    """``function`` mapped by ``mode`` over a batch of 4 (along the first axis, or the
+    last when ``last``) equals numpy's ``reference`` example by example: values and
+    dtypes of every output."""
+    batch = _unit((4, *shape), dtype, np.random.default_rng(3))
+    axis = -1 if last and shape else 0
+    argument = np.moveaxis(batch, 0, axis)
+    mapped = {
+        "vmap": lambda: tf.vmap(function, in_axes=axis),
+        "jit(vmap)": lambda: tf.jit(tf.vmap(function, in_axes=axis)),
+        "vmap(jit)": lambda: tf.vmap(tf.jit(function), in_axes=axis),
+    }[mode]()
+    got = mapped(argument)
+    expected = [reference(b) for b in batch]
+    outs = list(got) if isinstance(got, (tuple, list)) else [got]
+    if isinstance(expected[0], (tuple, list)):
+        wants = [np.stack([e[i] for e in expected]) for i in range(len(outs))]
+    else:
+        wants = [np.stack(expected)]
+    assert len(outs) == len(wants)
+    for out, want in zip(outs, wants, strict=True):
+        value = values(out)
+        assert value.dtype == want.dtype
+        assert_close(value, want, 1e-12, 1e-12, f"{name} under {mode}")

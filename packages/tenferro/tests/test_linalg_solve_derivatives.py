@@ -1,12 +1,11 @@
-"""Review campaign (session 20): ``linalg.solve`` keeping its LU factors.
+"""Derivatives of ``linalg.solve``, which keeps its LU factors for them.
 
-Gradients of ``solve`` in A only, B only and both (the factored path, the batched
-path beyond ``lapack.LOOP_LIMIT`` without factors, empty matrices), real and
-complex, vector and matrix right-hand sides, broadcast batch axes, mixed dtypes;
-on the tape, under tf.grad, jit, checkpoint, vmap, hvp, jacfwd/jacrev, against
-central finite differences and the closed forms ``gB = A^-H gX``,
-``gA = -gB X^H`` (the conjugate convention, design §3.2). The tolerances would fail
-a zero or a conjugated derivative.
+Gradients in A only, B only and both (the factored path, the batched path beyond
+``lapack.LOOP_LIMIT`` without factors, empty matrices), real and complex, vector and
+matrix right-hand sides, broadcast batch axes, mixed dtypes; on the tape, under tf.grad,
+jit, checkpoint, vmap, hvp, jacfwd/jacrev, against central finite differences and the
+closed forms ``gB = A^-H gX``, ``gA = -gB X^H`` (the conjugate convention). The
+tolerances would fail a zero or a conjugated derivative.
 """
 
 from __future__ import annotations

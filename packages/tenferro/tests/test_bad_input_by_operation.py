@@ -1,10 +1,12 @@
-"""Review campaign (session 19): bad input to linalg, einsum and tensordot.
+"""Bad input to linalg, einsum, tensordot, the numpy-style surface and ``tenferro.lax``,
+instance by instance (the generated classes are in test_bad_input_properties and the
+parameter generators test_*_integer_parameters, test_numpy_real_parameters,
+test_boolean_flags).
 
 Every refused call raises a :class:`tf.TenferroError` subclass at the call, whose
 message names the operation and the offending value; a refused call leaves nothing
 behind that changes a later result (the same good computations give the same values
-before and after every refusal, on every tensor kind). Refusals found to raise raw
-Python/numpy errors are pinned as strict xfails (bugs).
+before and after every refusal, on every tensor kind, with warm and cold caches).
 """
 
 from __future__ import annotations
@@ -16,10 +18,15 @@ import numpy as np
 import pytest
 
 import tenferro as tf
+from tenferro import lax
 
 SQUARE = np.arange(9.0).reshape(3, 3) + 5 * np.eye(3)
 WIDE = np.ones((2, 3))
 NAN = np.array([[np.nan, 1.0], [2.0, 3.0]])
+SPD = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+V = np.arange(3.0)
+TALL = np.arange(6.0).reshape(3, 2) + np.eye(3, 2)
+A23, B34 = np.ones((2, 3)), np.ones((3, 4))
 
 Refusal = tuple[Callable[[], Any], type[tf.TenferroError], tuple[str, ...]]
 """(the call, the error class it raises, strings its message contains: the operation
@@ -167,8 +174,6 @@ LINALG: dict[str, Refusal] = {
     ),
 }
 
-A23, B34 = np.ones((2, 3)), np.ones((3, 4))
-
 EINSUM: dict[str, Refusal] = {
     "a label of two extents": (
         lambda: tf.einsum("ij,jk->ik", A23, np.ones((4, 4))),
@@ -275,6 +280,69 @@ EINSUM: dict[str, Refusal] = {
 }
 
 
+SURFACE_AND_LAX: dict[str, Refusal] = {
+    "eigh UPLO=1": (lambda: tf.linalg.eigh(SPD, UPLO=1), tf.ParameterError, ("eigh", "1")),
+    "eigh UPLO='l'": (lambda: tf.linalg.eigh(SPD, UPLO="l"), tf.ParameterError, ("eigh", "'l'")),
+    "qr gauge=None": (lambda: tf.linalg.qr(SPD, gauge=None), tf.ParameterError, ("qr", "None")),
+    "svd eps='x'": (lambda: tf.linalg.svd(SPD, eps="x"), tf.ParameterError, ("svd", "'x'")),
+    "tensorinv ind=0": (lambda: tf.linalg.tensorinv(SPD, ind=0), tf.ParameterError, ("0",)),
+    "vector_norm ord='fro'": (
+        lambda: tf.linalg.vector_norm(V, ord="fro"),
+        tf.ParameterError,
+        ("vector_norm", "'fro'"),
+    ),
+    "einsum optimize=3 (two operands)": (
+        lambda: tf.einsum("ij,jk->", SPD, SPD, optimize=3),
+        tf.ParameterError,
+        ("einsum", "3"),
+    ),
+    "reshape (-1, -1)": (lambda: tf.reshape(SPD, (-1, -1)), tf.ShapeError, ("reshape",)),
+    "pad three axes": (lambda: tf.pad(SPD, [(1, 1)] * 3), tf.ShapeError, ("pad",)),
+    "take out of range": (lambda: tf.take(V, 5), tf.IndexingError, ("5",)),
+    "take float index": (lambda: tf.take(V, 1.0), tf.IndexingError, ("1.0",)),
+    "getitem float slice": (
+        lambda: tf.asarray(V)[0.5:2],
+        tf.IndexingError,
+        ("getitem", "0.5"),
+    ),
+    "lax.pad interior -1": (
+        lambda: lax.pad(tf.asarray(SPD), [0, 0], [0, 0], [-1, 0]),
+        tf.ShapeError,
+        ("pad", "-1"),
+    ),
+    "lax.slice stride 0": (
+        lambda: lax.slice(tf.asarray(V), [0], [2], [0]),
+        tf.ShapeError,
+        ("slice", "stride 0"),
+    ),
+    "lax.gather float indices": (
+        lambda: lax.gather(
+            tf.asarray(V),
+            tf.asarray(np.array([[0.0]])),
+            offset_dims=(),
+            collapsed_slice_dims=(0,),
+            start_index_map=(0,),
+            index_vector_dim=1,
+            slice_sizes=(1,),
+        ),
+        tf.DTypeError,
+        ("gather", "float64"),
+    ),
+}
+
+REFUSALS = {**LINALG, **EINSUM, **SURFACE_AND_LAX}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSALS))
+def test_bad_input_raises_a_tenferro_error_naming_the_operation_and_values(name: str) -> None:
+    call, error, needles = REFUSALS[name]
+    with pytest.raises(error) as caught:
+        call()
+    message = str(caught.value)
+    for needle in needles:
+        assert needle in message, (name, needle, message)
+
+
 def _good() -> list[np.ndarray[Any, Any]]:
     """Good computations of the families refused above, on every tensor kind."""
     rng = np.random.default_rng(3)
@@ -301,30 +369,26 @@ def _good() -> list[np.ndarray[Any, Any]]:
         np.asarray(tf.jit(f)(a)),
         np.asarray(tf.grad(f)(a)),
         np.asarray(tape.grad(f(t), t)),
+        np.asarray(tf.linalg.cholesky(SPD)),
+        np.asarray(tf.linalg.svd(TALL, full_matrices=False).U),
+        np.asarray(tf.pad(SPD, 1)),
+        np.asarray(tf.take(V, np.array([2, 0]))),
+        np.asarray(tf.einsum("ij,jk->ik", SPD, SPD)),
+        np.asarray(tf.grad(lambda m: tf.sum(tf.linalg.solve(m, V)))(SPD)),
     ]
-
-
-@pytest.mark.parametrize("name", sorted({**LINALG, **EINSUM}))
-def test_bad_input_raises_a_tenferro_error_naming_the_operation_and_values(name: str) -> None:
-    call, error, needles = {**LINALG, **EINSUM}[name]
-    with pytest.raises(error) as caught:
-        call()
-    message = str(caught.value)
-    for needle in needles:
-        assert needle in message, (name, needle, message)
 
 
 def test_refused_calls_change_no_later_result() -> None:
     tf.clear_caches()
     before = _good()
-    for call, error, _ in [*LINALG.values(), *EINSUM.values()]:
+    for call, error, _ in REFUSALS.values():
         with pytest.raises(error):
             call()
     after = _good()
     for b, a in zip(before, after, strict=True):
         np.testing.assert_array_equal(a, b)
     # and the same refusals with warm caches, then results from cold caches again
-    for call, error, _ in [*LINALG.values(), *EINSUM.values()]:
+    for call, error, _ in REFUSALS.values():
         with pytest.raises(error):
             call()
     tf.clear_caches()
@@ -346,9 +410,6 @@ def test_linalg_refusals_are_the_same_on_every_tensor_kind(kind: Any) -> None:
             call(kind(WIDE))
         for needle in needles:
             assert needle in str(caught.value)
-
-
-# ---------------------------------------------------------------------- bugs found
 
 
 @pytest.mark.parametrize(
@@ -390,3 +451,33 @@ def test_numpy_einsum_options_tenferro_lacks_raise_unsupported(option: dict[str,
 def test_einsum_path_refuses_negative_extents() -> None:
     with pytest.raises(tf.TenferroError, match="einsum"):
         tf.einsum_path("ij,jk->ik", (2, -3), (-3, 4), shapes=True)
+
+
+def test_good_calls_match_numpy() -> None:
+    np.testing.assert_allclose(tf.linalg.cholesky(SPD), np.linalg.cholesky(SPD), rtol=1e-14)
+    np.testing.assert_allclose(
+        tf.linalg.cholesky(SPD, upper=True), np.linalg.cholesky(SPD).T, rtol=1e-14
+    )
+    np.testing.assert_allclose(
+        tf.linalg.cholesky(SPD, upper=np.bool_(False)), np.linalg.cholesky(SPD), rtol=1e-14
+    )
+    assert np.asarray(tf.linalg.svd(TALL, full_matrices=False).U).shape == (3, 2)
+    assert np.asarray(tf.linalg.svd(TALL, full_matrices=np.bool_(True)).U).shape == (3, 3)
+    np.testing.assert_array_equal(tf.pad(SPD, 1), np.pad(SPD, 1))
+    np.testing.assert_array_equal(tf.pad(SPD, ((1, 0), (0, 2))), np.pad(SPD, ((1, 0), (0, 2))))
+    np.testing.assert_array_equal(tf.take(V, np.array([2, -1, 0])), np.take(V, [2, -1, 0]))
+    np.testing.assert_allclose(tf.einsum("iI->", SPD), np.einsum("iI->", SPD), rtol=1e-14)
+    np.testing.assert_allclose(tf.einsum("i j->", SPD), np.einsum("i j->", SPD), rtol=1e-14)
+    np.testing.assert_array_equal(tf.reshape(SPD, np.int64(9)), SPD.reshape(9))
+    np.testing.assert_allclose(tf.linalg.matrix_power(SPD, np.int64(2)), SPD @ SPD, rtol=1e-14)
+    # StableHLO gather clamps start indices into range (jax.lax.gather's default)
+    out = lax.gather(
+        tf.asarray(V),
+        tf.asarray(np.array([[5]])),
+        offset_dims=(),
+        collapsed_slice_dims=(0,),
+        start_index_map=(0,),
+        index_vector_dim=1,
+        slice_sizes=(1,),
+    )
+    np.testing.assert_array_equal(out, [2.0])
