@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 
 pytest.importorskip("jax")
-
 import rule_cases_solvers
 import rule_cases_spectral
 from rule_cases import CASES as CORE_CASES
@@ -29,6 +28,8 @@ from tenferro_support import dtype_id, output_weights, real_loss, sample
 from xla_support import SINGLE, assert_same
 
 import tenferro as tf
+
+pytestmark = pytest.mark.slow  # one XLA compilation per (case, dtype): minutes in all
 
 CASES = [*CORE_CASES, *rule_cases_spectral.CASES, *rule_cases_solvers.CASES]
 
