@@ -14,10 +14,13 @@ from typing import Any
 __all__ = [
     "adjoint",
     "canonicalize",
+    "clusters",
+    "diagonal_matrix",
     "inverse_where",
     "kept",
     "lu_permutation",
     "matmul",
+    "project",
     "solve_transposed_lu",
 ]
 
@@ -90,3 +93,53 @@ def solve_transposed_lu(lo: Any, factors: Any, pivots: Any, b: Any, adjoint: boo
     rows = jnp.take_along_axis(b, perm[..., :, None], axis=-2, mode="clip")
     z = triangular(packed, rows, left_side=True, lower=True, conjugate_a=True, unit_diagonal=True)
     return triangular(packed, z, left_side=True, lower=False, conjugate_a=True)
+
+
+def project(lo: Any, x: Any, part: str) -> Any:
+    """``x`` (``"full"``), its Hermitian part ``(x + x^H)/2`` or its anti-Hermitian part
+    ``(x - x^H)/2`` over the last two axes (``tenferro.linalg.gaps._project``)."""
+    if part == "full":
+        return x
+    xh = adjoint(lo, x)
+    return (x + xh) * 0.5 if part == "hermitian" else (x - xh) * 0.5
+
+
+def diagonal_matrix(lo: Any, v: Any, dtype: Any) -> Any:
+    """``[..., K, K]`` in ``dtype`` with ``v`` (``[..., K]``) on the diagonal, 0 elsewhere."""
+    jnp = lo.jnp
+    k = v.shape[-1]
+    return jnp.where(jnp.eye(k, dtype=bool), v[..., None, :].astype(dtype), 0).astype(dtype)
+
+
+def clusters(lo: Any, values: Any, eps: float) -> tuple[Any, Any]:
+    """The tied clusters of ``tenferro.linalg.degeneracy.clusters``, with static shapes:
+    ``(same, at_zero)``, ``same[..., i, j]`` when ``i`` and ``j`` are in one cluster (the
+    connected groups of ``|v_i - v_j| <= eps * max|v|``), ``at_zero[..., i]`` when ``i``'s
+    cluster holds a value within ``eps * max|v|`` of zero.
+
+    Real values (in any order) are clustered in sorted order, where a cluster is a run
+    of neighbours at most the bound apart (the groups the numpy kernel finds, from the
+    same differences); complex values by the transitive closure of the relation, by
+    repeated squaring (``bit_length(K)`` boolean matrix products)."""
+    jnp = lo.jnp
+    k = values.shape[-1]
+    if k == 0 or 0 in values.shape:
+        return jnp.zeros((*values.shape, k), bool), jnp.zeros(values.shape, bool)
+    magnitude = jnp.abs(values)
+    bound = eps * jnp.max(magnitude, axis=-1, keepdims=True)
+    if not jnp.iscomplexobj(values):
+        order = jnp.argsort(values, axis=-1, stable=True)
+        ordered = jnp.take_along_axis(values, order, axis=-1)
+        split = jnp.abs(jnp.diff(ordered, axis=-1)) > bound
+        zero = jnp.zeros((*values.shape[:-1], 1), "int32")
+        runs = jnp.concatenate([zero, jnp.cumsum(split.astype("int32"), axis=-1)], axis=-1)
+        label = jnp.take_along_axis(runs, jnp.argsort(order, axis=-1), axis=-1)
+        same = label[..., :, None] == label[..., None, :]
+    else:
+        same = jnp.abs(values[..., None, :] - values[..., :, None]) <= bound[..., None]
+        for _ in range(max(1, int(k).bit_length())):  # transitive closure by squaring
+            linked = same.astype("int32")
+            same = jnp.matmul(linked, linked) > 0
+    near_zero = magnitude <= bound
+    at_zero = jnp.any(same & near_zero[..., None, :], axis=-1)
+    return same, at_zero

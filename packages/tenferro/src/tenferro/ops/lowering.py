@@ -5,10 +5,10 @@ Each primitive carries its lowering beside its other rules (``TensorPrimitive.lo
 ``lax_name`` or ``no_lowering``). :class:`Lowering` is what a rule receives: the JAX
 modules (``lax``, ``jnp``, ``linalg``: ``jax.lax.linalg``), the target ``platform`` and a
 way to register a host-side check of values the program computes (``check``: the
-degenerate-derivative warning of spectral rules). :meth:`Lowering.run` replays a
-:class:`computegraph.CompiledProgram` -- the final program, after tenferro's own
-linearize, transpose, merge and CSE -- one instruction at a time inside the function
-``jax.jit`` traces, so JAX never differentiates anything.
+degenerate-derivative warnings of spectral rules, run only when the device flags a
+tie). :meth:`Lowering.run` replays a :class:`computegraph.CompiledProgram` -- the final
+program, after tenferro's own linearize, transpose, merge and CSE -- one instruction at
+a time inside the function ``jax.jit`` traces, so JAX never differentiates anything.
 
 JAX is an optional dependency: :func:`load_jax` imports it only when the XLA backend is
 asked for, and says what to install when it is missing.
@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import numpy as np
 
 from computegraph import CompiledProgram
 from tenferro.core.primitive import TensorPrimitive
@@ -97,8 +95,9 @@ def missing_lowerings(program: CompiledProgram) -> list[str]:
     return found
 
 
-Check = tuple[Callable[..., None], tuple[Any, ...]]
-"""A host-side check: a function called, after each run, on values the program computed."""
+Check = tuple[Callable[..., None], tuple[Any, ...], Any]
+"""A host-side check: a function called after a run, on values the program computed,
+when its flag (the third entry) holds."""
 
 
 class Lowering:
@@ -134,29 +133,13 @@ class Lowering:
         """An array of ``shape`` filled with ``value`` in ``dtype``."""
         return self.lax.full(tuple(shape), value, dtype)
 
-    def check(self, callback: Callable[..., None], *values: Any) -> None:
-        """Call ``callback`` on the values ``values`` take, after each run of the
-        program (concrete arrays, fetched only by the callback): host-side checks that
-        warn, such as the degenerate-derivative warning."""
-        self.checks.append((callback, values))
-
-    def on_host(self, op: TensorPrimitive, values: Sequence[Any]) -> Any:
-        """``op``'s numpy evaluation called back on the host from the compiled program
-        (``jax.pure_callback``: its operands are copied to the host and its results back).
-        For primitives whose rules read spectra cluster by cluster in Python, until
-        their JAX rules are written; the program's documentation names them."""
-        jax = self.jax
-        shapes = tuple(jax.ShapeDtypeStruct(m.shape, m.dtype) for m in op.outputs)
-
-        def kernel(*arrays: Any) -> tuple[Any, ...]:
-
-            results = op.eval([np.asarray(a) for a in arrays], None)
-            return tuple(
-                np.asarray(r, dtype=m.dtype) for r, m in zip(results, op.outputs, strict=True)
-            )
-
-        results = jax.pure_callback(kernel, shapes, *values, vmap_method="sequential")
-        return results[0] if len(shapes) == 1 else tuple(results)
+    def check(self, callback: Callable[..., None], *values: Any, when: Any = True) -> None:
+        """Call ``callback`` on the values ``values`` take, after a run of the program
+        in which ``when`` (a boolean the program computes, or ``True``) holds: host-side
+        checks that warn, such as the degenerate-derivative warning. The flags of a
+        call's checks come to the host together; the values (concrete arrays) only
+        when the callback reads them."""
+        self.checks.append((callback, values, when))
 
     @property
     def on_cpu(self) -> bool:

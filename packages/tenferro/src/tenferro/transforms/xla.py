@@ -199,10 +199,12 @@ class XlaPlan:
             inputs = _bind(layout, args, captured)
             lowering = Lowering(jax, platform)
             outputs = lowering.run(program, inputs)
-            if checks is None:
+            if checks is None or not lowering.checks:
                 return tuple(outputs)
-            checks.extend(callback for callback, _ in lowering.checks)
-            return tuple(outputs), tuple(values for _, values in lowering.checks)
+            jnp = jax.numpy
+            checks.extend(callback for callback, _, _ in lowering.checks)
+            flags = jnp.stack([jnp.asarray(when, bool) for _, _, when in lowering.checks])
+            return tuple(outputs), flags, tuple(values for _, values, _ in lowering.checks)
 
         return run
 
@@ -234,11 +236,17 @@ class XlaPlan:
             executable = self._compile(inputs)
             _EXECUTABLES.put(key, executable)
         with _x64(jax):
-            outputs, check_values = executable.compiled(*inputs, *executable.data)
+            outputs = executable.compiled(*inputs, *executable.data)
         if executable.checks:
-            with one_warning_per_call():  # as a numpy-backend run: its first finding warns
-                for callback, values in zip(executable.checks, check_values, strict=True):
-                    callback(*values)
+            outputs, flags, check_values = outputs
+            flagged = np.asarray(flags)  # one transfer for all the checks' flags
+            if flagged.any():
+                with one_warning_per_call():  # as a numpy-backend run: its first finding warns
+                    for callback, on, values in zip(
+                        executable.checks, flagged, check_values, strict=True
+                    ):
+                        if on:
+                            callback(*values)
         if on_device:
             return unflatten(self.out_treedef, list(outputs))
         return unflatten(
