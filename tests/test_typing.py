@@ -22,6 +22,13 @@ ROOT = Path(__file__).resolve().parents[1]
 USER_CODE = """
 import numpy as np
 import tenferro as tf
+from tenferro import lax
+from tenferro.typing import TensorT
+
+
+def step(x: TensorT, h: float) -> TensorT:
+    return x - h * tf.sin(x)
+
 
 a = np.ones((3, 3))
 t = tf.Tensor(a)
@@ -85,6 +92,49 @@ EXPECTED = {
     "e.sum(axis=0)": "tenferro.eager.tensor.EagerTensor",
     "round(t, 2)": "tenferro.concrete.Tensor",
     "f'{e.sum():.3f}'": "str",
+    # lax: tensors in, the same kind out (Python numbers beside them are rank-0 operands)
+    "lax.exp(t)": "tenferro.concrete.Tensor",
+    "lax.tanh(g)": "tenferro.traced.tensor.TracedTensor",
+    "lax.add(e, 1.0)": "tenferro.eager.tensor.EagerTensor",
+    "lax.mul(2.0, g)": "tenferro.traced.tensor.TracedTensor",
+    "lax.select(g > 0, g, 0.0)": "tenferro.traced.tensor.TracedTensor",
+    "lax.dot_general(e, e, (1,), (0,))": "tenferro.eager.tensor.EagerTensor",
+    "lax.reduce_sum(g, (0,))": "tenferro.traced.tensor.TracedTensor",
+    "lax.concatenate([e, e], 0)": "tenferro.eager.tensor.EagerTensor",
+    "lax.full_like(t, 2.0)": "tenferro.concrete.Tensor",
+    "lax.convert_element_type(e, np.float32)": "tenferro.eager.tensor.EagerTensor",
+    "tf.algebra.matmul(g, g)": "tenferro.traced.tensor.TracedTensor",
+    # linalg: one tensor, or named tuples of the operand's kind (data gives Tensors)
+    "tf.linalg.svd(g).U": "tenferro.traced.tensor.TracedTensor",
+    "tf.linalg.svd(a).S": "tenferro.concrete.Tensor",
+    "tf.linalg.truncated_svd(e, max_rank=2).Vh": "tenferro.eager.tensor.EagerTensor",
+    "tf.linalg.eigh(e).eigenvectors": "tenferro.eager.tensor.EagerTensor",
+    "tf.linalg.eig(g)[0]": "tenferro.traced.tensor.TracedTensor",
+    "tf.linalg.qr(e).R": "tenferro.eager.tensor.EagerTensor",
+    "tf.linalg.qr(g, mode='r')": "tenferro.traced.tensor.TracedTensor",
+    "tf.linalg.lu(g).P": "tenferro.traced.tensor.TracedTensor",
+    "tf.linalg.lu_solve(tf.linalg.lu_factor(e), a)": "tenferro.eager.tensor.EagerTensor",
+    "tf.linalg.slogdet(t).logabsdet": "tenferro.concrete.Tensor",
+    "tf.linalg.lstsq(g, a).solution": "tenferro.traced.tensor.TracedTensor",
+    "tf.linalg.solve(e, a)": "tenferro.eager.tensor.EagerTensor",
+    "tf.linalg.inv(g)": "tenferro.traced.tensor.TracedTensor",
+    "tf.linalg.det(a)": "tenferro.concrete.Tensor",
+    "tf.linalg.norm(e)": "tenferro.eager.tensor.EagerTensor",
+    "tf.linalg.svdvals(g)": "tenferro.traced.tensor.TracedTensor",
+    "tf.linalg.pinv(e)": "tenferro.eager.tensor.EagerTensor",
+    "tf.linalg.multi_dot([g, g, g])": "tenferro.traced.tensor.TracedTensor",
+    "tf.linalg.matrix_exp(e)": "tenferro.eager.tensor.EagerTensor",
+    "tf.linalg.solve_triangular(g, a, upper=True)": "tenferro.traced.tensor.TracedTensor",
+    # einsum and the rest of the surface
+    "tf.einsum('ij,jk->ik', e, a)": "tenferro.eager.tensor.EagerTensor",
+    "tf.einsum('ij,jk->ik', a, g)": "tenferro.traced.tensor.TracedTensor",
+    "tf.einsum('ij,jk->ik', a, a)": "tenferro.concrete.Tensor",
+    "tf.split(g, 3)": "list[tenferro.traced.tensor.TracedTensor]",
+    "tf.angle(e)": "tenferro.eager.tensor.EagerTensor",
+    "tf.stop_gradient(g)": "tenferro.traced.tensor.TracedTensor",
+    # a user's function generic in the kind, with tenferro.typing.TensorT
+    "step(g, 0.1)": "tenferro.traced.tensor.TracedTensor",
+    "step(e, 0.1)": "tenferro.eager.tensor.EagerTensor",
 }
 
 
@@ -120,10 +170,12 @@ def test_mypy_strict_sees_the_kind_each_function_returns(tmp_path):
 def test_mypy_strict_rejects_confused_kinds(tmp_path):
     wrong = (
         "x: tf.Tensor = tf.exp(g)\ny: tf.TracedTensor = tf.sum(e)\nz: tf.EagerTensor = tf.ones(3)\n"
+        "u: tf.Tensor = lax.exp(g)\nv: tf.EagerTensor = tf.linalg.svd(g).U\n"
+        "w: tf.Tensor = tf.einsum('ij->ji', g)\n"
     )
     output, status = _mypy(USER_CODE.replace("REVEAL", wrong), tmp_path)
     assert status == 1
-    assert output.count("Incompatible types in assignment") == 3, output
+    assert output.count("Incompatible types in assignment") == 6, output
 
 
 TRANSFORMED = """

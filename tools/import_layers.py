@@ -44,13 +44,17 @@ TENFERRO_LAYERS: dict[str, int] = {
     "tenferro.core.keys": 0,
     "tenferro.core.pytree": 0,
     "tenferro.tree_util": 0,
-    # L1 core: the primitive base, binding, operands, asarray and the registry of kinds,
-    # the methods every kind has (declared; installed by the facade).
+    # L1 core: the primitive base, the values its rules compute with and its shape
+    # rules' checks, binding, operands, asarray and the registry of kinds, the methods
+    # every kind has (declared; installed by the facade).
     "tenferro.core.primitive": 1,
+    "tenferro.core.rules": 1,
+    "tenferro.core.checks": 1,
     "tenferro.core.bind": 1,
     "tenferro.core.operands": 1,
     "tenferro.core.kinds": 1,
     "tenferro.core.methods": 1,
+    "tenferro.typing": 1,
     # L2 primitives: the catalogue and its batching helpers, lax, the matrix algebra.
     "tenferro.ops": 2,
     "tenferro.ops.lowering": 2,  # the lowering helpers: what primitives' XLA rules use
@@ -62,11 +66,12 @@ TENFERRO_LAYERS: dict[str, int] = {
     "tenferro.eager": 3,
     "tenferro.traced": 3,
     "tenferro.extension": 3,
-    # L4 library: the numpy-style surface, einsum, linalg, random.
+    # L4 library: the numpy-style surface, einsum, linalg, random, iterative solvers.
     "tenferro.surface": 4,
     "tenferro.einsum": 4,
     "tenferro.linalg": 4,
     "tenferro.random": 4,
+    "tenferro.solvers": 4,
     # L5 transforms (and the derivative checks built on them).
     "tenferro.transforms": 5,
     "tenferro.transforms.xla": 5,  # jit's XLA backend driver (imports jax lazily)

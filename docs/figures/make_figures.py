@@ -4,6 +4,10 @@
 * ``energy-error.png``: relative energy error of the variational MPS vs L-BFGS iteration;
 * ``sweep-spectra.png``: singular-value spectra of the compression sweep, the rtol
   threshold and the ranks chosen;
+* ``iterative-solvers.png``: the transverse magnetisation and susceptibility of Ising
+  chains from first and second derivatives of the ground energy through Lanczos, and the
+  peak memory of a fixed point's gradient against its iteration count, implicit and
+  unrolled;
 * ``traced-program.dot`` and ``traced-program.png``: a traced program (the MPS norm and
   its gradient) as Graphviz source, and a drawing of it made with matplotlib (render
   the .dot with Graphviz instead: ``dot -Tsvg traced-program.dot -o traced-program.svg``).
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import re
 import sys
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +106,107 @@ def sweep_spectra() -> None:
     plt.close(fig)
 
 
+def _chain_hamiltonian(length: int) -> Any:
+    """``g -> (psi -> H(g) psi)`` for the Ising chain, matrix-free on the state tensor."""
+    no_field, unit_field = mps.ising_mpo(length, field=0.0), mps.ising_mpo(length, field=1.0)
+    letters = "abcdefghijklmnop"[:length]
+
+    def hamiltonian(g: Any) -> Any:
+        pairs = zip(no_field, unit_field, strict=True)
+        mpo = [tf.asarray(w0) + g * tf.asarray(w1 - w0) for w0, w1 in pairs]
+
+        def apply(psi: Any) -> Any:
+            x = tf.reshape(psi, (1, *psi.shape))
+            for i, w in enumerate(mpo):
+                out = letters[:i] + "Z" + letters[i + 1 :]
+                x = tf.einsum(f"wvZ{letters[i]},w{letters}->v{out}", w, x)
+            return tf.reshape(x, psi.shape)
+
+        return apply
+
+    return hamiltonian
+
+
+def _gradient_peak(run: Any) -> float:
+    run()
+    tracemalloc.start()
+    try:
+        run()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def iterative_solvers() -> None:
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), dpi=90)
+    fields = np.linspace(0.2, 2.0, 19)
+    for length, style in ((8, "--"), (12, "-")):
+        hamiltonian = _chain_hamiltonian(length)
+        start = np.ones((2,) * length)
+
+        def energy(g: Any) -> Any:
+            return tf.linalg.eigsh(hamiltonian(g), k=1, v0=start)[0][0]
+
+        slope = tf.grad(energy)
+        curvature = tf.grad(tf.grad(energy))
+        magnetisation = [-float(slope(g)) / length for g in fields]
+        susceptibility = [-float(curvature(g)) / length for g in fields]
+        left.plot(fields, magnetisation, style, color="C0", label=f"<X> = -dE/dg / L, L={length}")
+        left.plot(fields, susceptibility, style, color="C3", label=f"-d2E/dg2 / L, L={length}")
+    left.axvline(1.0, color="#999999", lw=0.8)
+    left.set_xlabel("transverse field g")
+    left.set_title("Ising chain: derivatives of the ground energy through Lanczos", fontsize=9)
+    left.legend(fontsize=7)
+
+    n = 8000
+    c = np.linspace(0.0, 1.0, n)
+    counts, implicit, unrolled = [], [], []
+    for rate in (0.02, 0.3, 0.7, 0.9, 0.97, 0.99):
+        steps = 0
+
+        def count(x: Any, rate: float = rate) -> Any:
+            nonlocal steps
+            steps += 1
+            return rate * x + c
+
+        x = np.zeros(n)
+        while True:
+            fx = count(x)
+            if np.linalg.norm(fx - x) <= 1e-10 * np.linalg.norm(fx):
+                break
+            x = fx
+        counts.append(steps)
+
+        def implicit_run(rate: float = rate) -> None:
+            a, b = (
+                tf.EagerTensor(np.asarray(rate), requires_grad=True),
+                tf.EagerTensor(c, requires_grad=True),
+            )
+            tf.sum(tf.fixed_point(lambda x: a * x + b, tf.zeros_like(b), maxiter=10**4)).backward()
+
+        def unrolled_run(rate: float = rate, steps: int = steps) -> None:
+            a, b = (
+                tf.EagerTensor(np.asarray(rate), requires_grad=True),
+                tf.EagerTensor(c, requires_grad=True),
+            )
+            x = tf.zeros_like(b)
+            for _ in range(steps):
+                x = a * x + b
+            tf.sum(x).backward()
+
+        implicit.append(_gradient_peak(implicit_run))
+        unrolled.append(_gradient_peak(unrolled_run))
+    right.loglog(counts, unrolled, "o-", color="C1", label="unrolled on the tape")
+    right.loglog(counts, implicit, "s-", color="C0", label="tf.fixed_point (implicit)")
+    right.set_xlabel("iterations to converge (x <- a x + c, n = 8000, tol 1e-10)")
+    right.set_ylabel("peak memory of the gradient (MiB)")
+    right.set_title("Gradient memory vs iterations (tracemalloc)", fontsize=9)
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(HERE / "iterative-solvers.png")
+    plt.close(fig)
+
+
 def traced_program() -> str:
     """The norm of a 2-site MPS and its gradient with respect to the first core."""
     rng = np.random.default_rng(0)
@@ -178,5 +284,7 @@ if __name__ == "__main__":
     traced_program()
     sweep_spectra()
     energy_error()
-    for name in ("energy-error.png", "sweep-spectra.png", "traced-program.png"):
+    iterative_solvers()
+    names = ("energy-error.png", "sweep-spectra.png", "traced-program.png", "iterative-solvers.png")
+    for name in names:
         print(f"wrote {HERE / name} ({(HERE / name).stat().st_size / 1e3:.0f} kB)")

@@ -64,6 +64,15 @@ SECTIONS: dict[str, tuple[str, str]] = {
         "stops mattering.",
     ),
     "small": ("Small einsum overhead", "`ij,jk->ik` at 2x2 and 8x8 on the eager tape."),
+    "solvers": (
+        "Iterative solvers: implicit against unrolled derivatives",
+        "Gradients through `tf.fixed_point`, `tf.custom_root`, `tf.linalg.cg` and "
+        "`tf.linalg.eigsh` (implicit: one more solve at the solution) against the same "
+        "iterations unrolled on the eager tape and through `tf.grad`, and against JAX's "
+        "`lax.custom_root` / `custom_linear_solve` (`jax.scipy.sparse.linalg.cg`) under "
+        "`jax.jit`. `*_peak_kib`: the `tracemalloc` peak of one eager gradient (numpy's "
+        "allocations; XLA's are invisible to it). `bench_solvers.py` describes each row.",
+    ),
     "computegraph": (
         "computegraph",
         "Building, resolving, materializing, compiling and evaluating large graphs.",

@@ -18,7 +18,7 @@ import tenferro as tf
 from tenferro.algebra import adjoint, scale_columns
 from tenferro.linalg.degeneracy import TieCheck, TieGuard
 from tenferro.linalg.gaps import ClusterBlocks, GapScale, SpectralBlock, TiedInverse
-from tenferro.linalg.spectral import SvdTruncate
+from tenferro.linalg.singular_values import SvdTruncate
 
 MATRICES = ((3, 3), (4, 2), (2, 4), (2, 3, 3))
 SQUARE = ((3, 3), (2, 3, 3))

@@ -24,16 +24,17 @@ from hypothesis import assume, given
 import tenferro as tf
 from tenferro import ops
 from tenferro.core.primitive import TensorPrimitive
-from tenferro.eager import extents
-from tenferro.eager import tape as tape_module
-from tenferro.eager.tape import _canonical
+from tenferro.eager import extents, record_plans
+from tenferro.eager.record_plans import canonical_names
 from tenferro.linalg.degeneracy import TieCheck, TieGuard
 from tenferro.linalg.factorizations import QR
 from tenferro.linalg.gaps import ClusterBlocks, GapScale, SpectralBlock, TiedInverse
+from tenferro.linalg.hermitian_eigen import Eigh
 from tenferro.linalg.pseudo_inverse import Lstsq, Pinv, PinvSolve
+from tenferro.linalg.singular_values import Svd, SvdTruncate
 from tenferro.linalg.solvers import TriangularSolve
-from tenferro.linalg.spectral import Eigh, Svd, SvdTruncate
 from tenferro.meta import Meta
+from tenferro.ops import dot_plans
 from tidu.eager import RESPECIALIZABLE, RecordedGraph, default_derivative_cache, derivatives
 from tidu.eager.executor import _BoundProgram
 
@@ -447,7 +448,7 @@ def test_instruction_only_declarations_have_no_node_class() -> None:
     for cls, (params, shapes) in NO_NODE_CLASS.items():
         op = _instance(cls, params, shapes, F64)
         assert op.extent_facts() is None
-        assert extents.extent_class(op, (0,), _canonical(len(shapes))) is None
+        assert extents.extent_class(op, (0,), canonical_names(len(shapes))) is None
 
 
 def _dtypes(cls: type[TensorPrimitive], dtype: Any, count: int) -> list[Any]:
@@ -534,7 +535,7 @@ def test_reinstantiated_programs_equal_fresh_derivations(
     op_a, op_b, _ = _instances(cls, generated, dtype)
     count = len(op_a.inputs)
     active = _active(cls, count, data)
-    keys = _canonical(count)
+    keys = canonical_names(count)
     template = extents._admit(op_a, active, keys)
     assert template is not False
     assert template.derivative_signature is RESPECIALIZABLE
@@ -762,7 +763,7 @@ def test_dot_general_shape_rule_agrees_with_its_evaluation(case: Any) -> None:
     for shapes in shape_sets:
         op = _instance(ops.DotGeneral, params, shapes, np.dtype(np.float64))
         arrays = [np.zeros(s) for s in shapes]
-        assert op.outputs[0].shape == op._general(*arrays).shape
+        assert op.outputs[0].shape == dot_plans.general(op._numbers(), *arrays).shape
 
 
 def test_a_repeated_shape_runs_extent_kernels_then_re_made_programs() -> None:
@@ -892,4 +893,4 @@ def test_elementwise_steps_at_random_shapes_share_plans_and_stay_exact(
             atol=1e-10,
         )
     tf.clear_caches()
-    assert len(tape_module._GENERIC_PLANS) == 0
+    assert len(record_plans._GENERIC_PLANS) == 0

@@ -87,6 +87,13 @@ TABLE: dict[str, tuple[Function, Callable[[tuple[int, ...]], bool]]] = {
     },
     "cond": (L.cond, lambda s: True),
     "cond 1": (lambda x: L.cond(x, 1), _square),
+    **{
+        solver: (
+            lambda x, name=solver: getattr(L, name)(x, np.ones(x.shape[-1]))[0],
+            lambda s: _matrix(s) and _square(s),
+        )
+        for solver in ("cg", "gmres", "bicgstab")
+    },
 }
 """Each function, as a map from the tracked input to its differentiable outputs (``lu``
 without its permutation, ``lu_factor`` without pivots, ``slogdet``'s log), and which
@@ -111,11 +118,14 @@ NUMPY: dict[str, Callable[[Any], Any]] = {
     },
     "cond": np.linalg.cond,
     "cond 1": lambda a: np.linalg.cond(a, 1),
+    **{solver: lambda a: np.zeros(a.shape[-1], a.dtype) for solver in ("cg", "gmres", "bicgstab")},
 }
 """numpy's value (or its refusal) for the functions where numpy has one on empties."""
 
 EXEMPT = {
     "matrix_rank": "an integer (no derivative): test_linalg_least_squares checks empties",
+    "eigsh": "k >= 1 eigenpairs of an operator of dimension 0 do not exist: refused below",
+    "eigs": "k >= 1 eigenpairs of an operator of dimension 0 do not exist: refused below",
 }
 
 
@@ -183,6 +193,12 @@ def test_linalg_on_empty_inputs_of_a_tracked_tensor(
         assert got.shape == np.shape(expected)
         np.testing.assert_allclose(got, expected)
     _check_gradients(function, data)
+
+
+@pytest.mark.parametrize("name", ["eigsh", "eigs"])
+def test_eigensolvers_refuse_an_empty_operator_naming_k(name: str) -> None:
+    with pytest.raises(tf.ParameterError, match=f"linalg.{name}: k must be between 1"):
+        getattr(L, name)(tf.EagerTensor(np.zeros((0, 0)), requires_grad=True))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -22,9 +22,10 @@ from tenferro.errors import LinAlgError
 from tenferro.linalg import lapack
 from tenferro.linalg.factorizations import QR, Cholesky
 from tenferro.linalg.gaps import GapScale
+from tenferro.linalg.hermitian_eigen import Eigh
 from tenferro.linalg.norms import Norm2
+from tenferro.linalg.singular_values import Svd, SvdTruncate
 from tenferro.linalg.solvers import Inv, Solve, SolveWithFactors, TriangularSolve
-from tenferro.linalg.spectral import Eigh, Svd, SvdTruncate
 from tenferro.meta import Meta
 
 DTYPES = [np.dtype(d) for d in ("float32", "float64", "complex64", "complex128")]

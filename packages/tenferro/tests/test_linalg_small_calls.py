@@ -277,8 +277,8 @@ def test_integer_operands_promote_on_every_call():
 
 def test_call_caches_are_cleared_by_clear_caches():
     from tenferro.linalg.factorizations import _CHOLESKY_CALLS, _QR_CALLS
+    from tenferro.linalg.hermitian_eigen import _EIGH_CALLS
     from tenferro.linalg.solvers import _SOLVE_CALLS
-    from tenferro.linalg.spectral import _EIGH_CALLS
 
     a = tf.Tensor(np.eye(2))
     linalg.qr(a)

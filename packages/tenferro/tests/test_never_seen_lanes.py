@@ -32,9 +32,9 @@ import tenferro as tf
 from tenferro import ops
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.eager import extents
-from tenferro.eager.tape import _canonical
+from tenferro.eager.record_plans import canonical_names
 from tenferro.linalg.degeneracy import _first_uneven, uneven_on_ties
-from tenferro.linalg.spectral import Svd, SvdTruncate
+from tenferro.linalg.singular_values import Svd, SvdTruncate
 from tenferro.meta import Meta
 
 F64, C128 = np.dtype(np.float64), np.dtype(np.complex128)
@@ -176,7 +176,7 @@ def test_coinciding_extents_join_a_class_and_equal_fresh_derivations(
     assume(fa is not None and fb is not None and fa != fb and extents._separates(fa, fb))
     count = len(stand.inputs)
     active = _active(cls, count, data)
-    keys = _canonical(count)
+    keys = canonical_names(count)
     tf.clear_caches()
     shared = extents.extent_class(stand, active, keys)
     assert shared is not None
@@ -210,7 +210,7 @@ def test_a_primitive_reading_coincidences_gets_a_class_per_pattern() -> None:
     """The SVD's rules tell square from wide matrices: a square instance never joins
     the class of a wide one (its pattern only adds coincidences)."""
     tf.clear_caches()
-    keys = _canonical(1)
+    keys = canonical_names(1)
     wide = Svd.make((Meta((3, 5), F64),), eps=1e-12, gauge="raw")
     square = Svd.make((Meta((4, 4), F64),), eps=1e-12, gauge="raw")
     first = extents.extent_class(wide, (0,), keys)
@@ -309,7 +309,7 @@ def test_truncation_rank_equals_the_count_above_the_tolerance(
     """The rank a concrete truncated SVD keeps (the cap's shortcut when the cap-th
     value clears the tolerance, else a count) equals the count of singular values
     above numpy's ``matrix_rank`` tolerance, at most the cap."""
-    from tenferro.linalg.spectral import _concrete_rank
+    from tenferro.linalg.singular_values import _concrete_rank
 
     s = np.sort(np.asarray(values, float))[::-1].copy()
     shape = (len(s) + 2, max(len(s), 1))

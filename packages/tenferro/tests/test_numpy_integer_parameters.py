@@ -359,6 +359,15 @@ def _cases() -> dict[str, Case]:
         {"max_rank": 2},
         count("max_rank", optional=True),
     )
+    for name in ["eigsh", "eigs"]:
+        add(
+            name,
+            lambda _name=name, **p: getattr(tf.linalg, _name)(**p)[0],
+            f"linalg.{name}",
+            {"A": S},
+            {"k": 2},
+            count("k"),
+        )
     lu, pivots = (np.asarray(t) for t in tf.linalg.lu_factor(S))
     add(
         "lu_solve",

@@ -27,6 +27,12 @@ M = np.arange(1.0, 7.0).reshape(2, 3)
 S = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
 V = np.array([3.0, 1.0, 2.0])
 
+
+def _halving(x: Any) -> Any:
+    """A contraction whose fixed point is [2, 2, 2]."""
+    return 0.5 * x + 1.0
+
+
 REAL_NAMES = {
     "ord", "p", "start", "stop", "step", "eps", "rtol", "atol", "tol", "rcond", "ddof",
     "loc", "scale", "low", "high", "fill_value", "a_min", "a_max",
@@ -88,7 +94,25 @@ CASES: dict[str, Real] = {
     "uniform high": Real(_rng("uniform", low=-1.0), "uniform", "high", 2.5),
     "normal loc": Real(_rng("normal"), "normal", "loc", 0.5),
     "normal scale": Real(_rng("normal"), "normal", "scale", 2.0),
+    "fixed_point tol": Real(lambda **p: tf.fixed_point(_halving, np.zeros(3), **p),
+                            "fixed_point", "tol", 1e-9, True),
+    "fixed_point atol": Real(lambda **p: tf.fixed_point(_halving, np.zeros(3), **p),
+                             "fixed_point", "atol", 1e-12),
+    "eigsh tol": Real(lambda **p: tf.linalg.eigsh(S, **p), "linalg.eigsh", "tol", 1e-10),
+    "eigsh eps": Real(lambda **p: tf.linalg.eigsh(S, **p), "linalg.eigsh", "eps", 1e-9, True),
+    "eigs tol": Real(lambda **p: tf.linalg.eigs(S, **p), "linalg.eigs", "tol", 1e-10),
+    "eigs eps": Real(lambda **p: tf.linalg.eigs(S, **p), "linalg.eigs", "eps", 1e-9, True),
 }  # fmt: skip
+for _solver in ("cg", "gmres", "bicgstab"):
+    for _name, _valid, _optional in (
+        ("rtol", 1e-9, True),
+        ("tol", 1e-9, True),
+        ("atol", 1e-12, False),
+    ):
+        CASES[f"{_solver} {_name}"] = Real(
+            lambda _s=_solver, **p: getattr(tf.linalg, _s)(S, V, **p)[0],
+            f"linalg.{_solver}", _name, _valid, _optional,
+        )  # fmt: skip
 
 EXEMPT: dict[tuple[str, str], str] = {
     ("tf.linspace", "start"): "array-like, as numpy's (broadcast endpoints)",

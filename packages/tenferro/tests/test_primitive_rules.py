@@ -15,17 +15,25 @@ from typing import Any
 
 import numpy as np
 import pytest
+import rule_cases_iterative
 import rule_cases_solvers
 import rule_cases_spectral
 from rule_cases import CASES as CORE_CASES
-from rule_cases import EXEMPT, SETTINGS, Case
+from rule_cases import EXEMPT as CORE_EXEMPT
+from rule_cases import SETTINGS, Case
 from sampling import first_value, sample_product
 from tenferro_support import dtype_id, output_weights, real_loss, sample
 
 import tenferro as tf
 from tenferro.core.primitive import TensorPrimitive
 
-CASES = [*CORE_CASES, *rule_cases_spectral.CASES, *rule_cases_solvers.CASES]
+CASES = [
+    *CORE_CASES,
+    *rule_cases_spectral.CASES,
+    *rule_cases_solvers.CASES,
+    *rule_cases_iterative.CASES,
+]
+EXEMPT = {**CORE_EXEMPT, **rule_cases_iterative.EXEMPT}
 
 
 def _inexact_count(case: Case, dt: np.dtype[Any]) -> int:

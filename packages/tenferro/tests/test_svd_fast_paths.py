@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tenferro as tf
-from tenferro.linalg import spectral
+from tenferro.linalg import singular_values
 
 
 def _matrix(shape: tuple[int, ...], dtype: Any, rng: np.random.Generator) -> Any:
@@ -36,7 +36,7 @@ def test_eager_lane_equals_general_path(dtype: Any, shape: tuple[int, ...]) -> N
     # The general path: the same function through svd() and a bound SvdTruncate.
     slow = tf.EagerTensor(data, requires_grad=True)
     u, s, vh = tf.linalg.svd(slow, full_matrices=False)
-    u, s, vh = spectral.SvdTruncate.bind(u, s, vh, rank=3)
+    u, s, vh = singular_values.SvdTruncate.bind(u, s, vh, rank=3)
     weights = np.linspace(1.0, 2.0, vh.shape[-1])
     (tf.sum(s) + tf.sum(tf.abs(vh) ** 2 * weights) + tf.sum(tf.abs(u[..., :1, :]) ** 2)).backward()
     assert fast.grad is not None

@@ -14,7 +14,7 @@ import pytest
 import renormalisation_workload as workload
 
 import tenferro as tf
-from tenferro.linalg import spectral
+from tenferro.linalg import singular_values
 
 D = 3
 
@@ -141,13 +141,13 @@ def test_operations_that_cannot_know_a_data_dependent_extent_refuse_it() -> None
 @pytest.fixture
 def counted_svds(monkeypatch: pytest.MonkeyPatch) -> Any:
     calls = {"count": 0}
-    original = spectral.svd_factors
+    original = singular_values.svd_factors
 
     def counting(op: str, a: Any) -> Any:
         calls["count"] += 1
         return original(op, a)
 
-    monkeypatch.setattr(spectral, "svd_factors", counting)
+    monkeypatch.setattr(singular_values, "svd_factors", counting)
     return calls
 
 

@@ -28,8 +28,18 @@ from tenferro.ops.lowering import has_lowering, lowering_gaps  # noqa: E402
 
 RNG = np.random.default_rng(26)
 
-NO_LOWERING = {"dynamic_truncate"}
-"""Primitives without a lowering, each with its stated reason (``no_lowering``)."""
+NO_LOWERING = {
+    "dynamic_truncate",
+    "solvers.linear_solve",
+    "solvers.eigsh",
+    "solvers.eigs",
+    "solvers.fixed_point",
+    "solvers.custom_root",
+    "solvers.eigsh_boundary_check",
+    "solvers.eigs_gap_check",
+}
+"""Primitives without a lowering, each with its stated reason (``no_lowering``): a
+data-dependent extent, and the iterative solvers (their iteration runs on the host)."""
 
 
 def _x64(values: Any) -> Any:

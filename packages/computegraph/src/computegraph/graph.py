@@ -42,7 +42,7 @@ class Local:
     __match_args__ = ("id",)
     id: LocalValueId
 
-    def __init__(self, id: LocalValueId) -> None:  # noqa: A002 - the spec's field name
+    def __init__(self, id: LocalValueId) -> None:  # noqa: A002 - the public field name
         if type(id) is not int:
             raise TypeError(f"Local: a local value id must be an int, got {id!r}")
         object.__setattr__(self, "id", id)

@@ -14,6 +14,9 @@
   ``tf.linearize``, ``tf.hvp``, ``tf.jit``, ``tf.vmap`` (batching), ``tf.jacfwd``,
   ``tf.jacrev``, ``tf.jacobian``, ``tf.hessian``; ``tf.stop_gradient``,
   ``tf.custom_jvp``, ``tf.custom_vjp`` and ``tf.tree_util`` (pytrees);
+* iterative solvers with implicit derivatives: ``tf.fixed_point``, ``tf.custom_root``
+  and, in ``tf.linalg``, ``cg``, ``gmres``, ``bicgstab``, ``eigsh``, ``eigs``
+  (matrix-free operators; :mod:`tenferro.solvers`);
 * ``tf.lax`` (one strict function per primitive), ``tf.ops`` (the primitives) and
   ``tf.extension`` (user-defined primitive families with their own AD rules).
 
@@ -53,6 +56,7 @@ from tenferro.errors import (
     AxisError,
     BackendUnavailableError,
     BindingError,
+    ConvergenceError,
     DegenerateDerivativeWarning,
     DTypeError,
     ExecutionError,
@@ -268,6 +272,7 @@ _register_replayable(EagerTensor)
 _register_instance_binding(TracedTensor)  # traced values bind known instances directly
 
 from tenferro import array_api, linalg  # noqa: E402  (uses the surface registered above)
+from tenferro.solvers import custom_root, fixed_point  # noqa: E402  (as linalg)
 
 _register_tensor_methods(_sys.modules[__name__], array_api)  # every kind's methods
 
@@ -294,6 +299,7 @@ __all__ = [
     "AxisError",
     "BackendUnavailableError",
     "BindingError",
+    "ConvergenceError",
     "DTypeError",
     "DegenerateDerivativeWarning",
     "EagerTensor",
@@ -369,6 +375,7 @@ __all__ = [
     "cumprod",
     "cumsum",
     "custom_jvp",
+    "custom_root",
     "custom_vjp",
     "default_backend",
     "default_tape",
@@ -395,6 +402,7 @@ __all__ = [
     "expm1",
     "extension",
     "eye",
+    "fixed_point",
     "flip",
     "float32",
     "float64",

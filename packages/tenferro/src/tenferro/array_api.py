@@ -259,7 +259,8 @@ def isdtype(dtype: Any, kind: Any) -> _builtins.bool:
         return _builtins.any(isdtype(dtype, k) for k in kind)
     if isinstance(kind, str):
         return _np.dtype(dtype).kind in _KINDS[kind]
-    return _np.dtype(dtype) == _np.dtype(kind)
+    same: _builtins.bool = _np.dtype(dtype) == _np.dtype(kind)
+    return same
 
 
 def cumulative_sum(

@@ -62,7 +62,7 @@ _COMPLEX: dict[np.dtype[Any], np.dtype[Any]] = {
 def dtype(value: Any, op: str = "dtype") -> np.dtype[Any]:
     """The supported numpy dtype named by ``value`` (a dtype, type or name)."""
     try:
-        normalized = np.dtype(value)
+        normalized: np.dtype[Any] = np.dtype(value)
     except TypeError:
         raise DTypeError(op, f"{value!r} is not a dtype; supported: {_NAMES}") from None
     if normalized not in _SUPPORTED:

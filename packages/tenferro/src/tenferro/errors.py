@@ -21,6 +21,7 @@ __all__ = [
     "AxisError",
     "BackendUnavailableError",
     "BindingError",
+    "ConvergenceError",
     "DTypeError",
     "DegenerateDerivativeWarning",
     "ExecutionError",
@@ -106,6 +107,31 @@ class LinAlgError(ExecutionError):
     """A linear-algebra computation failed on its data (singular, not positive definite,
     no convergence, non-finite input); the message names the shape and, for batches, the
     first failing batch index."""
+
+
+class ConvergenceError(LinAlgError):
+    """An iterative solver stopped before it reached its tolerance. ``solver`` names the
+    method (``"cg"``, ``"lanczos"`` ...), ``tolerance`` is what was asked, ``residual``
+    what was reached (in the same norm) and ``iterations`` how many were run."""
+
+    def __init__(
+        self,
+        op: str,
+        solver: str,
+        tolerance: float,
+        residual: float,
+        iterations: int,
+        hint: str = "",
+    ) -> None:
+        self.solver = solver
+        self.tolerance = tolerance
+        self.residual = residual
+        self.iterations = iterations
+        message = (
+            f"{solver} did not converge: residual {residual:.3g} after {iterations} "
+            f"iteration(s), tolerance {tolerance:.3g}"
+        )
+        super().__init__(op, f"{message}{'; ' + hint if hint else ''}")
 
 
 class UnsupportedError(TenferroError, TypeError):

@@ -63,14 +63,15 @@ runs.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
 from tenferro.core.bind import lift
 from tenferro.core.flags import check_flag
 from tenferro.core.kinds import asarray
-from tenferro.core.primitive import RuleValue, TensorPrimitive, primitive
+from tenferro.core.primitive import TensorPrimitive, primitive
+from tenferro.core.rules import RuleValue
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import ExecutionError, TenferroError
 from tenferro.meta import Meta
@@ -103,6 +104,11 @@ class ExtensionOp(TensorPrimitive):
 
     __slots__ = ()
     family: ClassVar[str] = ""
+
+    if TYPE_CHECKING:  # a family may have several outputs: bind gives them as a tuple
+
+        @classmethod
+        def bind(cls, *operands: Any, like: Any = None, **params: Any) -> Any: ...
 
     def __post_init__(self) -> None:
         raw: Any = self.infer()

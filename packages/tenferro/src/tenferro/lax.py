@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
 
@@ -43,7 +43,16 @@ from tenferro.errors import (
 from tenferro.meta import HasMeta, Meta, normalize_axes, normalize_axis
 from tenferro.ops.batching import loop
 from tenferro.ops.elementwise import Direction
+from tenferro.typing import Scalar, TensorLike
 from tidu import RuleContractError
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from tenferro.core.primitive import TensorPrimitive
+
+T = TypeVar("T", bound=TensorLike)
+"""The kind of a function's tensor operands, which it gives back: ``exp(x: T) -> T``."""
 
 __all__ = [
     "abs",
@@ -189,30 +198,50 @@ takes = declarer(_unify)
 # ---------------------------------------------------------------------- arithmetic
 
 
+@overload
+def add(x: T, y: T | Scalar) -> T: ...
+@overload
+def add(x: Scalar, y: T) -> T: ...
 @takes("x", "y", elementwise=("x", "y"))
 def add(x: Any, y: Any) -> Any:
     """``x + y``; ``x`` and ``y`` share shape and dtype (integer, floating or complex)."""
     return ops.Add.bind(x, y)
 
 
+@overload
+def sub(x: T, y: T | Scalar) -> T: ...
+@overload
+def sub(x: Scalar, y: T) -> T: ...
 @takes("x", "y", elementwise=("x", "y"))
 def sub(x: Any, y: Any) -> Any:
     """``x - y``; ``x`` and ``y`` share shape and dtype (integer, floating or complex)."""
     return ops.Sub.bind(x, y)
 
 
+@overload
+def mul(x: T, y: T | Scalar) -> T: ...
+@overload
+def mul(x: Scalar, y: T) -> T: ...
 @takes("x", "y", elementwise=("x", "y"))
 def mul(x: Any, y: Any) -> Any:
     """``x * y``; ``x`` and ``y`` share shape and dtype (integer, floating or complex)."""
     return ops.Mul.bind(x, y)
 
 
+@overload
+def div(x: T, y: T | Scalar) -> T: ...
+@overload
+def div(x: Scalar, y: T) -> T: ...
 @takes("x", "y", elementwise=("x", "y"))
 def div(x: Any, y: Any) -> Any:
     """``x / y``; one shape and dtype; integers truncate toward zero, a zero divisor raises."""
     return ops.Div.bind(x, y)
 
 
+@overload
+def rem(x: T, y: T | Scalar) -> T: ...
+@overload
+def rem(x: Scalar, y: T) -> T: ...
 @takes("x", "y", elementwise=("x", "y"))
 def rem(x: Any, y: Any) -> Any:
     """``fmod(x, y)``: the remainder with the sign of ``x``; one integer or floating dtype."""
@@ -220,35 +249,39 @@ def rem(x: Any, y: Any) -> Any:
 
 
 @takes("x")
-def neg(x: Any) -> Any:
+def neg(x: T) -> T:
     """``-x``."""
     return ops.Neg.bind(x)
 
 
 @takes("x")
-def abs(x: Any) -> Any:
+def abs(x: T) -> T:
     """``|x|``; a complex ``x`` gives its real dtype's modulus."""
     return ops.Abs.bind(x)
 
 
 @takes("x")
-def sign(x: Any) -> Any:
+def sign(x: T) -> T:
     """-1, 0 or 1 by the sign of ``x`` (complex: ``x / |x|``, 0 at 0); zero derivative."""
     return ops.Sign.bind(x)
 
 
 @takes("x")
-def round(x: Any, method: str) -> Any:
+def round(x: T, method: str) -> T:
     """Floating ``x`` rounded by ``method``: floor, ceil, trunc or nearest_even."""
     return ops.Round.bind(x, method=method)
 
 
 @takes("x")
-def stop_gradient(x: Any) -> Any:
+def stop_gradient(x: T) -> T:
     """``x``, with a zero derivative by contract (every mode, every order)."""
     return ops.StopGradient.bind(x)
 
 
+@overload
+def max(x: T, y: T | Scalar) -> T: ...
+@overload
+def max(x: Scalar, y: T) -> T: ...
 @takes("x", "y", elementwise=("x", "y"))
 def max(x: Any, y: Any) -> Any:
     """Elementwise maximum of real ``x`` and ``y`` (one shape and dtype); ties split the
@@ -256,6 +289,10 @@ def max(x: Any, y: Any) -> Any:
     return ops.Maximum.bind(x, y)
 
 
+@overload
+def min(x: T, y: T | Scalar) -> T: ...
+@overload
+def min(x: Scalar, y: T) -> T: ...
 @takes("x", "y", elementwise=("x", "y"))
 def min(x: Any, y: Any) -> Any:
     """Elementwise minimum of real ``x`` and ``y`` (one shape and dtype); ties split the
@@ -263,6 +300,10 @@ def min(x: Any, y: Any) -> Any:
     return ops.Minimum.bind(x, y)
 
 
+@overload
+def clamp(lower: T | Scalar, x: T, upper: T | Scalar) -> T: ...
+@overload
+def clamp(lower: Any, x: Any, upper: Any) -> Any: ...
 @takes("lower", "x", "upper", elementwise=("lower", "x", "upper"), scalars=("lower", "upper"))
 def clamp(lower: Any, x: Any, upper: Any) -> Any:
     """``min(max(x, lower), upper)`` of real values of one dtype, in ``jax.lax.clamp``'s
@@ -274,71 +315,75 @@ def clamp(lower: Any, x: Any, upper: Any) -> Any:
 
 
 @takes("x")
-def exp(x: Any) -> Any:
+def exp(x: T) -> T:
     """``e ** x`` of floating or complex ``x``."""
     return ops.Exp.bind(x)
 
 
 @takes("x")
-def log(x: Any) -> Any:
+def log(x: T) -> T:
     """The natural logarithm (principal branch for complex) of floating or complex ``x``."""
     return ops.Log.bind(x)
 
 
 @takes("x")
-def sin(x: Any) -> Any:
+def sin(x: T) -> T:
     """``sin(x)`` of floating or complex ``x``."""
     return ops.Sin.bind(x)
 
 
 @takes("x")
-def cos(x: Any) -> Any:
+def cos(x: T) -> T:
     """``cos(x)`` of floating or complex ``x``."""
     return ops.Cos.bind(x)
 
 
 @takes("x")
-def tanh(x: Any) -> Any:
+def tanh(x: T) -> T:
     """``tanh(x)`` of floating or complex ``x``."""
     return ops.Tanh.bind(x)
 
 
 @takes("x")
-def asin(x: Any) -> Any:
+def asin(x: T) -> T:
     """The inverse sine (principal branch) of floating or complex ``x``."""
     return ops.Asin.bind(x)
 
 
 @takes("x")
-def acos(x: Any) -> Any:
+def acos(x: T) -> T:
     """The inverse cosine (principal branch) of floating or complex ``x``."""
     return ops.Acos.bind(x)
 
 
 @takes("x")
-def atan(x: Any) -> Any:
+def atan(x: T) -> T:
     """The inverse tangent (principal branch) of floating or complex ``x``."""
     return ops.Atan.bind(x)
 
 
 @takes("x")
-def asinh(x: Any) -> Any:
+def asinh(x: T) -> T:
     """The inverse hyperbolic sine (principal branch) of floating or complex ``x``."""
     return ops.Asinh.bind(x)
 
 
 @takes("x")
-def acosh(x: Any) -> Any:
+def acosh(x: T) -> T:
     """The inverse hyperbolic cosine (principal branch) of floating or complex ``x``."""
     return ops.Acosh.bind(x)
 
 
 @takes("x")
-def atanh(x: Any) -> Any:
+def atanh(x: T) -> T:
     """The inverse hyperbolic tangent (principal branch) of floating or complex ``x``."""
     return ops.Atanh.bind(x)
 
 
+@overload
+def atan2(y: T, x: T | Scalar) -> T: ...
+@overload
+def atan2(y: Scalar, x: T) -> T: ...
 @takes("y", "x", elementwise=("y", "x"))
 def atan2(y: Any, x: Any) -> Any:
     """The angle of the point ``(x, y)``, in ``[-pi, pi]``, of real ``y`` and ``x`` (one
@@ -347,53 +392,57 @@ def atan2(y: Any, x: Any) -> Any:
 
 
 @takes("x")
-def sqrt(x: Any) -> Any:
+def sqrt(x: T) -> T:
     """The (principal) square root of floating or complex ``x``."""
     return ops.Sqrt.bind(x)
 
 
 @takes("x")
-def rsqrt(x: Any) -> Any:
+def rsqrt(x: T) -> T:
     """``1 / sqrt(x)`` of floating or complex ``x``."""
     return ops.Rsqrt.bind(x)
 
 
 @takes("x")
-def expm1(x: Any) -> Any:
+def expm1(x: T) -> T:
     """``exp(x) - 1``, accurate near 0, of floating or complex ``x``."""
     return ops.Expm1.bind(x)
 
 
 @takes("x")
-def log1p(x: Any) -> Any:
+def log1p(x: T) -> T:
     """``log(1 + x)``, accurate near 0, of floating or complex ``x``."""
     return ops.Log1p.bind(x)
 
 
 @takes("x")
-def log2(x: Any) -> Any:
+def log2(x: T) -> T:
     """The base-2 logarithm of floating or complex ``x`` (exact at powers of two)."""
     return ops.Log2.bind(x)
 
 
 @takes("x")
-def log10(x: Any) -> Any:
+def log10(x: T) -> T:
     """The base-10 logarithm of floating or complex ``x`` (exact at powers of ten)."""
     return ops.Log10.bind(x)
 
 
 @takes("x")
-def erf(x: Any) -> Any:
+def erf(x: T) -> T:
     """The error function of floating or complex ``x``."""
     return ops.Erf.bind(x)
 
 
 @takes("x")
-def erfc(x: Any) -> Any:
+def erfc(x: T) -> T:
     """The complementary error function ``1 - erf(x)``, accurate for large ``x``."""
     return ops.Erfc.bind(x)
 
 
+@overload
+def pow(x: T, y: T | Scalar) -> T: ...
+@overload
+def pow(x: Scalar, y: T) -> T: ...
 @takes("x", "y", elementwise=("x", "y"))
 def pow(x: Any, y: Any) -> Any:
     """``x ** y`` of one shape and dtype, or (as in ``jax.lax``) of a floating or complex
@@ -407,6 +456,10 @@ def pow(x: Any, y: Any) -> Any:
 # ---------------------------------------------------------------------- comparison and selection
 
 
+@overload
+def compare(x: T, y: T | Scalar, direction: Direction) -> T: ...
+@overload
+def compare(x: Scalar, y: T, direction: Direction) -> T: ...
 @takes("x", "y", elementwise=("x", "y"))
 def compare(x: Any, y: Any, direction: Direction) -> Any:
     """Bool ``x <direction> y`` (eq, ne, lt, le, gt, ge) of one shape and dtype; complex
@@ -414,6 +467,10 @@ def compare(x: Any, y: Any, direction: Direction) -> Any:
     return ops.Compare.bind(x, y, direction=direction)
 
 
+@overload
+def select(pred: TensorLike | bool, on_true: T, on_false: T | Scalar) -> T: ...
+@overload
+def select(pred: TensorLike | bool, on_true: Scalar, on_false: T) -> T: ...
 @takes("pred", "on_true", "on_false", elementwise=("on_true", "on_false"), scalars=("pred",))
 def select(pred: Any, on_true: Any, on_false: Any) -> Any:
     """``on_true`` where the bool ``pred`` holds, else ``on_false``: the cases share one
@@ -425,7 +482,7 @@ def select(pred: Any, on_true: Any, on_false: Any) -> Any:
 
 
 @takes("x")
-def conj(x: Any) -> Any:
+def conj(x: T) -> T:
     """The complex conjugate; ``x`` itself (no operation) for real values."""
     if not is_complex(x.meta.dtype):
         return x
@@ -433,17 +490,21 @@ def conj(x: Any) -> Any:
 
 
 @takes("x")
-def real(x: Any) -> Any:
+def real(x: T) -> T:
     """The real part of complex ``x``, in the matching real dtype."""
     return ops.Real.bind(x)
 
 
 @takes("x")
-def imag(x: Any) -> Any:
+def imag(x: T) -> T:
     """The imaginary part of complex ``x``, in the matching real dtype."""
     return ops.Imag.bind(x)
 
 
+@overload
+def complex(re: T, im: T | Scalar) -> T: ...
+@overload
+def complex(re: Scalar, im: T) -> T: ...
 @takes("re", "im", elementwise=("re", "im"))
 def complex(re: Any, im: Any) -> Any:
     """``re + i im`` from two floating values of one shape and dtype."""
@@ -458,7 +519,7 @@ def _reduced_axes(x: Any, axes: Sequence[int], op: str) -> tuple[int, ...]:
 
 
 @takes("x")
-def reduce_sum(x: Any, axes: Sequence[int]) -> Any:
+def reduce_sum(x: T, axes: Sequence[int]) -> T:
     """The sum over ``axes`` (unique, negative counted from the end), which are dropped.
     A data-dependent axis summed over is first padded with zeros to its static bound."""
     reduced = _reduced_axes(x, axes, "reduce_sum")
@@ -478,25 +539,25 @@ def _moved(ndim: int, axis: int) -> tuple[int, ...]:
 
 
 @takes("x")
-def reduce_sum_squares(x: Any, axes: Sequence[int]) -> Any:
+def reduce_sum_squares(x: T, axes: Sequence[int]) -> T:
     """The sum of squares of floating ``x`` over ``axes``, which are dropped."""
     return ops.ReduceSumSquares.bind(x, axes=_reduced_axes(x, axes, "reduce_sum_squares"))
 
 
 @takes("x")
-def reduce_prod(x: Any, axes: Sequence[int]) -> Any:
+def reduce_prod(x: T, axes: Sequence[int]) -> T:
     """The product over ``axes``, which are dropped."""
     return ops.ReduceProd.bind(x, axes=_reduced_axes(x, axes, "reduce_prod"))
 
 
 @takes("x")
-def reduce_max(x: Any, axes: Sequence[int]) -> Any:
+def reduce_max(x: T, axes: Sequence[int]) -> T:
     """The maximum of real ``x`` over ``axes`` (dropped); ties share the derivative equally."""
     return ops.ReduceMax.bind(x, axes=_reduced_axes(x, axes, "reduce_max"))
 
 
 @takes("x")
-def reduce_min(x: Any, axes: Sequence[int]) -> Any:
+def reduce_min(x: T, axes: Sequence[int]) -> T:
     """The minimum of real ``x`` over ``axes`` (dropped); ties share the derivative equally."""
     return ops.ReduceMin.bind(x, axes=_reduced_axes(x, axes, "reduce_min"))
 
@@ -511,47 +572,47 @@ def _axis(x: Any, axis: int, op: str) -> int:
 
 
 @takes("x")
-def cumsum(x: Any, axis: int, reverse: bool = False) -> Any:
+def cumsum(x: T, axis: int, reverse: bool = False) -> T:
     """The inclusive cumulative sum along ``axis`` (from the end when ``reverse``)."""
     flag = check_flag("cumsum", "reverse", reverse)
     return ops.Cumsum.bind(x, axis=_axis(x, axis, "cumsum"), reverse=flag)
 
 
 @takes("x")
-def cumprod(x: Any, axis: int, reverse: bool = False) -> Any:
+def cumprod(x: T, axis: int, reverse: bool = False) -> T:
     """The inclusive cumulative product along ``axis``; its derivative is exact at zeros."""
     flag = check_flag("cumprod", "reverse", reverse)
     return ops.Cumprod.bind(x, axis=_axis(x, axis, "cumprod"), reverse=flag)
 
 
 @takes("x")
-def sort(x: Any, axis: int, descending: bool = False) -> Any:
+def sort(x: T, axis: int, descending: bool = False) -> T:
     """``x`` sorted along ``axis`` (stable; NaNs last ascending)."""
     flag = check_flag("sort", "descending", descending)
     return ops.Sort.bind(x, axis=_axis(x, axis, "sort"), descending=flag)
 
 
 @takes("x")
-def argsort(x: Any, axis: int, descending: bool = False) -> Any:
+def argsort(x: T, axis: int, descending: bool = False) -> T:
     """The int64 indices of the stable sort of ``x`` along ``axis``."""
     flag = check_flag("argsort", "descending", descending)
     return ops.Argsort.bind(x, axis=_axis(x, axis, "argsort"), descending=flag)
 
 
 @takes("x")
-def argmax(x: Any, axis: int) -> Any:
+def argmax(x: T, axis: int) -> T:
     """The int64 index of the first maximum along ``axis`` (dropped)."""
     return ops.ArgMax.bind(x, axis=_axis(x, axis, "argmax"))
 
 
 @takes("x")
-def argmin(x: Any, axis: int) -> Any:
+def argmin(x: T, axis: int) -> T:
     """The int64 index of the first minimum along ``axis`` (dropped)."""
     return ops.ArgMin.bind(x, axis=_axis(x, axis, "argmin"))
 
 
 @takes("x", "permutation")
-def apply_permutation(x: Any, permutation: Any, axis: int) -> Any:
+def apply_permutation(x: T, permutation: TensorLike, axis: int) -> T:
     """``take_along_axis(x, permutation, axis)`` for a ``permutation`` along ``axis`` (as
     ``argsort`` gives); linear in ``x``, transposed by the inverse permutation."""
     return ops.ApplyPermutation.bind(x, permutation, axis=_axis(x, axis, "apply_permutation"))
@@ -561,7 +622,7 @@ def apply_permutation(x: Any, permutation: Any, axis: int) -> Any:
 
 
 @takes("x")
-def transpose(x: Any, permutation: Sequence[int]) -> Any:
+def transpose(x: T, permutation: Sequence[int]) -> T:
     """Permute axes: output axis ``i`` is axis ``permutation[i]`` of ``x``."""
     perm = as_ints("transpose", "permutation", permutation, x.meta.ndim, AxisError)
     if perm == tuple(range(len(perm))) and len(perm) == x.meta.ndim:
@@ -570,7 +631,7 @@ def transpose(x: Any, permutation: Sequence[int]) -> Any:
 
 
 @takes("x")
-def reshape(x: Any, shape: Sequence[int]) -> Any:
+def reshape(x: T, shape: Sequence[int]) -> T:
     """The elements of ``x`` in row-major (C) order, in ``shape`` (same size)."""
     target = as_ints("reshape", "shape", shape)
     if target == x.meta.shape and not x.meta.dynamic:
@@ -579,7 +640,7 @@ def reshape(x: Any, shape: Sequence[int]) -> Any:
 
 
 @takes("x")
-def broadcast_in_dim(x: Any, shape: Sequence[int], dims: Sequence[int]) -> Any:
+def broadcast_in_dim(x: T, shape: Sequence[int], dims: Sequence[int]) -> T:
     """``x`` broadcast to ``shape``: its axis ``j`` becomes axis ``dims[j]`` (extent equal,
     or 1 to expand), the other axes repeat it."""
     target = as_ints("broadcast_in_dim", "shape", shape)
@@ -590,7 +651,7 @@ def broadcast_in_dim(x: Any, shape: Sequence[int], dims: Sequence[int]) -> Any:
 
 
 @takes("x")
-def convert_element_type(x: Any, dtype: Any, weak_type: bool = False) -> Any:
+def convert_element_type(x: T, dtype: DTypeLike, weak_type: bool = False) -> T:
     """``x`` cast to ``dtype`` (complex to real keeps the real part; to bool is ``!= 0``);
     ``weak_type``: the result is weak (a Python scalar promoted with another one)."""
     weak = weak_type is not False and check_flag("convert_element_type", "weak_type", weak_type)
@@ -603,7 +664,7 @@ def convert_element_type(x: Any, dtype: Any, weak_type: bool = False) -> Any:
 
 
 @takes("x")
-def extract_diag(x: Any, axis_a: int, axis_b: int) -> Any:
+def extract_diag(x: T, axis_a: int, axis_b: int) -> T:
     """The diagonal between ``axis_a`` and ``axis_b``: ``axis_b`` is dropped and the
     diagonal (the shorter extent) takes ``axis_a``'s place."""
     return ops.ExtractDiag.bind(
@@ -614,7 +675,7 @@ def extract_diag(x: Any, axis_a: int, axis_b: int) -> Any:
 
 
 @takes("x")
-def embed_diag(x: Any, axis_a: int, axis_b: int) -> Any:
+def embed_diag(x: T, axis_a: int, axis_b: int) -> T:
     """A new output axis ``axis_b`` as long as ``axis_a``, with ``x`` on the diagonal of
     the two and zeros elsewhere (the inverse of ``extract_diag``)."""
     return ops.EmbedDiag.bind(
@@ -625,13 +686,13 @@ def embed_diag(x: Any, axis_a: int, axis_b: int) -> Any:
 
 
 @takes("x")
-def tril(x: Any, k: int = 0) -> Any:
+def tril(x: T, k: int = 0) -> T:
     """The lower triangle of the last two axes (column - row <= ``k``), zeros above."""
     return ops.Tril.bind(x, k=_diagonal("tril", x, k))
 
 
 @takes("x")
-def triu(x: Any, k: int = 0) -> Any:
+def triu(x: T, k: int = 0) -> T:
     """The upper triangle of the last two axes (column - row >= ``k``), zeros below."""
     return ops.Triu.bind(x, k=_diagonal("triu", x, k))
 
@@ -639,13 +700,15 @@ def triu(x: Any, k: int = 0) -> Any:
 def _diagonal(op: str, x: Any, k: Any) -> int:
     """``k`` read as an integer, limited to ``[-rows, columns]`` (beyond, every diagonal
     is on one side: the same triangle, and no integer too large for numpy's kernels)."""
-    k = as_int(op, "k", k)
-    shape = x.meta.shape
-    return k if len(shape) < 2 else builtins.min(builtins.max(k, -shape[-2]), shape[-1])
+    diagonal = as_int(op, "k", k)
+    shape: tuple[int, ...] = x.meta.shape
+    if len(shape) < 2:
+        return diagonal
+    return builtins.min(builtins.max(diagonal, -shape[-2]), shape[-1])
 
 
 @takes("x")
-def rev(x: Any, axes: Sequence[int]) -> Any:
+def rev(x: T, axes: Sequence[int]) -> T:
     """``x`` with the order of elements along ``axes`` reversed."""
     normalized = tuple(sorted(normalize_axes(axes, x.meta.ndim, "rev")))
     if not normalized:
@@ -658,8 +721,8 @@ def rev(x: Any, axes: Sequence[int]) -> Any:
 
 @takes("x")
 def slice(
-    x: Any, starts: Sequence[int], limits: Sequence[int], strides: Sequence[int] | None = None
-) -> Any:
+    x: T, starts: Sequence[int], limits: Sequence[int], strides: Sequence[int] | None = None
+) -> T:
     """``x[starts[i]:limits[i]:strides[i]]`` on every axis (static bounds, positive strides)."""
     ndim = x.meta.ndim
     starts_t = as_ints("slice", "starts", starts, ndim)
@@ -675,7 +738,7 @@ def slice(
 
 
 @takes("x")
-def pad(x: Any, low: Sequence[int], high: Sequence[int], interior: Sequence[int]) -> Any:
+def pad(x: T, low: Sequence[int], high: Sequence[int], interior: Sequence[int]) -> T:
     """Zero padding: ``low`` and ``high`` per axis (negative crops), ``interior`` zeros
     between neighbouring elements."""
     ndim = x.meta.ndim
@@ -690,7 +753,7 @@ def pad(x: Any, low: Sequence[int], high: Sequence[int], interior: Sequence[int]
 
 
 @takes("operands[]")
-def concatenate(operands: Sequence[Any], axis: int) -> Any:
+def concatenate(operands: Sequence[T], axis: int) -> T:
     """The operands joined along ``axis`` (one dtype; other extents equal)."""
     position = as_int("concatenate", "axis", axis, AxisError)
     if not operands:
@@ -704,7 +767,7 @@ def concatenate(operands: Sequence[Any], axis: int) -> Any:
 
 
 @takes("x")
-def dynamic_slice(x: Any, starts: Any, sizes: Sequence[int]) -> Any:
+def dynamic_slice(x: T, starts: Any, sizes: Sequence[int]) -> T:
     """The ``sizes`` window of ``x`` at ``starts``, clamped to fit: ``starts`` is a rank-1
     integer tensor or array, or (as in ``jax.lax``) a sequence of scalar integers."""
     sizes_t = as_ints("dynamic_slice", "slice sizes", sizes, x.meta.ndim)
@@ -712,7 +775,7 @@ def dynamic_slice(x: Any, starts: Any, sizes: Sequence[int]) -> Any:
 
 
 @takes("x", "update")
-def dynamic_update_slice(x: Any, update: Any, starts: Any) -> Any:
+def dynamic_update_slice(x: T, update: T, starts: Any) -> T:
     """A copy of ``x`` with ``update`` written at ``starts`` (as for :func:`dynamic_slice`),
     clamped to fit."""
     return ops.DynamicUpdateSlice.bind(x, update, _start_indices("dynamic_update_slice", starts, x))
@@ -762,15 +825,15 @@ def _items(starts: Any) -> Sequence[Any]:
 
 @takes("operand", "indices")
 def gather(
-    operand: Any,
-    indices: Any,
+    operand: T,
+    indices: TensorLike,
     *,
     offset_dims: Sequence[int],
     collapsed_slice_dims: Sequence[int],
     start_index_map: Sequence[int],
     index_vector_dim: int,
     slice_sizes: Sequence[int],
-) -> Any:
+) -> T:
     """StableHLO gather (``jax.lax.gather`` dimension numbers); start indices are clamped
     so that the slices fit."""
     return ops.Gather.bind(
@@ -788,15 +851,15 @@ def gather(
 
 @takes("operand", "indices", "updates")
 def scatter_add(
-    operand: Any,
-    indices: Any,
-    updates: Any,
+    operand: T,
+    indices: TensorLike,
+    updates: T,
     *,
     update_window_dims: Sequence[int],
     inserted_window_dims: Sequence[int],
     scatter_dims_to_operand_dims: Sequence[int],
     index_vector_dim: int,
-) -> Any:
+) -> T:
     """StableHLO scatter with addition: ``operand`` plus ``updates`` added at the windows
     ``indices`` select (``jax.lax.scatter_add`` dimension numbers); windows out of bounds
     are dropped."""
@@ -825,13 +888,13 @@ def scatter_add(
 
 @takes("lhs", "rhs")
 def dot_general(
-    lhs: Any,
-    rhs: Any,
+    lhs: T,
+    rhs: T,
     lhs_contracting: Sequence[int],
     rhs_contracting: Sequence[int],
     lhs_batch: Sequence[int] = (),
     rhs_batch: Sequence[int] = (),
-) -> Any:
+) -> T:
     """Contract ``lhs_contracting[i]`` with ``rhs_contracting[i]`` and pair the batch axes
     (one dtype, no conjugation); the output axes are the batch axes, then the free axes of
     ``lhs``, then those of ``rhs``."""
@@ -849,7 +912,7 @@ def dot_general(
 
 
 @takes("like")
-def constant(value: Any, dtype: Any, like: Any) -> Any:
+def constant(value: Any, dtype: DTypeLike, like: T) -> T:
     """A rank-0 constant of ``dtype``, of the same tensor kind (and rule) as ``like``."""
     target = as_dtype(dtype, "constant")
     try:
@@ -860,14 +923,14 @@ def constant(value: Any, dtype: Any, like: Any) -> Any:
 
 
 @takes("x")
-def shape_of(x: Any, axis: int) -> Any:
+def shape_of(x: T, axis: int) -> T:
     """The runtime extent of ``x`` along ``axis`` (non-negative) as a float64 scalar; not
     differentiable."""
     return ops.ShapeOf.bind(x, axis=as_int("shape_of", "axis", axis, AxisError))
 
 
 @takes("x", "size")
-def dynamic_truncate(x: Any, size: Any, axis: int) -> Any:
+def dynamic_truncate(x: T, size: TensorLike, axis: int) -> T:
     """The prefix of length ``size`` (a real scalar, rounded and clamped to the extent)
     along ``axis``, which becomes data-dependent."""
     return ops.DynamicTruncate.bind(
@@ -876,13 +939,13 @@ def dynamic_truncate(x: Any, size: Any, axis: int) -> Any:
 
 
 @takes("x", "reference")
-def pad_to_match(x: Any, reference: Any, axis: int) -> Any:
+def pad_to_match(x: T, reference: TensorLike, axis: int) -> T:
     """``x`` zero-padded at the end of ``axis`` to ``reference``'s (static) extent there."""
     return ops.PadToMatch.bind(x, reference, axis=as_int("pad_to_match", "axis", axis, AxisError))
 
 
 @takes()
-def no_derivative(operation: str, slot: int, tangent: Any, result: Meta, reason: str) -> Any:
+def no_derivative(operation: str, slot: int, tangent: T, result: Meta, reason: str) -> T:
     """In a JVP rule: the tangent of output ``slot`` of ``operation`` (meta ``result``),
     which has no derivative for ``reason``; ``tangent`` is any tangent of the rule's inputs.
     Evaluating or transposing it raises :class:`tidu.ADRuleError`."""
@@ -899,7 +962,7 @@ def no_derivative(operation: str, slot: int, tangent: Any, result: Meta, reason:
 
 
 @takes("like")
-def full(meta: Meta, value: Any, like: Any) -> Any:
+def full(meta: Meta, value: Any, like: T) -> T:
     """A value of ``meta``'s shape and dtype filled with ``value`` (kind taken from ``like``).
 
     Data-dependent axes of ``meta`` take their runtime extent from ``like``.
@@ -912,13 +975,13 @@ def full(meta: Meta, value: Any, like: Any) -> Any:
 
 
 @takes("x")
-def full_like(x: Any, value: Any) -> Any:
+def full_like(x: T, value: Any) -> T:
     """``x``'s shape and dtype filled with ``value``."""
     return full(x.meta, value, x)
 
 
 @takes("like")
-def zeros(meta: Meta, like: Any) -> Any:
+def zeros(meta: Meta, like: T) -> T:
     """Zeros of ``meta``'s shape and dtype (kind taken from ``like``)."""
     _check_meta("zeros", meta)
     return full(meta, 0, like)
@@ -932,13 +995,19 @@ def _check_meta(op: str, meta: Any) -> None:
 
 
 @takes("x")
-def zeros_like(x: Any) -> Any:
+def zeros_like(x: T) -> T:
     """Zeros of ``x``'s shape and dtype."""
     return full(x.meta, 0, x)
 
 
+@overload
+def add_tangents(a: T, b: T | None) -> T: ...
+@overload
+def add_tangents(a: None, b: T) -> T: ...
+@overload
+def add_tangents(a: T | None, b: T | None) -> T | None: ...
 @takes()
-def add_tangents(a: Any, b: Any) -> Any:
+def add_tangents(a: T | None, b: T | None) -> T | None:
     """``a + b`` where ``None`` is a symbolic zero."""
     if a is None:
         return b
@@ -947,8 +1016,14 @@ def add_tangents(a: Any, b: Any) -> Any:
     return add(a, b)
 
 
+@overload
+def sub_tangents(a: T, b: T | None) -> T: ...
+@overload
+def sub_tangents(a: None, b: T) -> T: ...
+@overload
+def sub_tangents(a: T | None, b: T | None) -> T | None: ...
 @takes()
-def sub_tangents(a: Any, b: Any) -> Any:
+def sub_tangents(a: T | None, b: T | None) -> T | None:
     """``a - b`` where ``None`` is a symbolic zero."""
     if b is None:
         return a
@@ -957,6 +1032,10 @@ def sub_tangents(a: Any, b: Any) -> Any:
     return sub(a, b)
 
 
+@overload
+def logical_and(a: T, b: T | Scalar) -> T: ...
+@overload
+def logical_and(a: Scalar, b: T) -> T: ...
 @takes("a", "b", elementwise=("a", "b"))
 def logical_and(a: Any, b: Any) -> Any:
     """``a and b`` of bool values."""
@@ -964,6 +1043,10 @@ def logical_and(a: Any, b: Any) -> Any:
     return select(a, b, zeros_like(b))
 
 
+@overload
+def logical_or(a: T, b: T | Scalar) -> T: ...
+@overload
+def logical_or(a: Scalar, b: T) -> T: ...
 @takes("a", "b", elementwise=("a", "b"))
 def logical_or(a: Any, b: Any) -> Any:
     """``a or b`` of bool values."""
@@ -972,7 +1055,7 @@ def logical_or(a: Any, b: Any) -> Any:
 
 
 @takes("a")
-def logical_not(a: Any) -> Any:
+def logical_not(a: T) -> T:
     """``not a`` of bool values."""
     _check_bool("logical_not", a)
     return compare(a, zeros_like(a), "eq")
@@ -985,7 +1068,7 @@ def _check_bool(op: str, *operands: Any) -> None:
 
 
 @takes()
-def not_linear(primitive: Any, what: str) -> RuleContractError:
+def not_linear(primitive: TensorPrimitive, what: str) -> RuleContractError:
     """The error for a transpose asked of a primitive used non-linearly."""
     return RuleContractError(
         f"{primitive.name} is not linear in {what}; it cannot be transposed so"

@@ -1,4 +1,4 @@
-"""Spec-level operation contracts (seed 004, TorchLean's ``Spec.OpSpec``).
+"""Spec-level operation contracts (after TorchLean's ``Spec.OpSpec``).
 
 An :class:`OpSpec` is the mathematical contract of an operation: its forward map
 and its vector-Jacobian product (``backward(x, dL/dy) = dL/dx``), independent of any

@@ -47,8 +47,9 @@ def bind(op: TensorPrimitive, operands: Sequence[Any], like: Any = None) -> tupl
     if not operands:
         if like is None:
             raise TenferroError(op.name, "a primitive without operands needs a `like` value")
-        return type(like)._bind(op, (), like)
-    kind = type(operands[0])
+        like_kind: type[TensorKind] = type(like)
+        return like_kind._bind(op, (), like)
+    kind: type[TensorKind] = type(operands[0])
     count = len(operands)
     if count == 1 or (count == 2 and type(operands[1]) is kind):
         return kind._bind(op, operands, like)  # the common cases, without a loop

@@ -11,8 +11,8 @@ tensors of any kind (and values of AD rules) pass unchanged: the wrapper is gene
 with the function's own signature, so that path costs one type check per operand and no
 argument packing.
 
-Elementwise functions also take what ``jax.lax`` takes beside an array (``jax.lax``
-0.10.2, checked by ``tests/test_lax_scalar_operands.py``):
+Elementwise functions also take what ``jax.lax`` takes beside an array (as ``jax.lax``
+0.10.2 does):
 
 * a rank-0 operand, broadcast to the others' shape: either operand of a binary
   function (``mul(x, 2.0)``, ``mul(np.array(2.0), x)``), the predicate of ``select``

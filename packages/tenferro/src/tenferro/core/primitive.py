@@ -1,4 +1,4 @@
-"""The base of every tenferro primitive, and the machinery its AD rules run in.
+"""The base of every tenferro primitive.
 
 A primitive is a frozen, hashable dataclass whose fields are its parameters plus
 ``inputs``, the metas of its operands. Construction runs the primitive's shape and
@@ -20,10 +20,10 @@ Each primitive implements, in one place:
   whole lowering; or ``no_lowering``, the reason there is none.
 
 The tidu :class:`~tidu.Primitive` protocol (``eval``, ``jvp_rule``,
-``transpose_rule``, ``add``) is implemented here once for all primitives. Inside
-a rule, :mod:`tenferro.lax` functions emit operations into the transform's graph
-and compute each operation's active mask from its operands, so rules never
-spell masks out.
+``transpose_rule``, ``add``) is implemented here once for all primitives: the rules
+run on the rule values of :mod:`tenferro.core.rules`. :class:`AddAny` is the
+cotangent accumulation every primitive's ``add()`` names; the shape rules' shared
+checks are :mod:`tenferro.core.checks`.
 """
 
 from __future__ import annotations
@@ -31,31 +31,25 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, overload
 
 import numpy as np
 
-from computegraph import PRIMARY, DictCache, External, Linearized, Local, LocalValueId, ValueKey
+from computegraph import DictCache, External, Linearized, Local, LocalValueId, ValueKey
 from tenferro.core.bind import bind as _bind_operands
-from tenferro.errors import DTypeError, ShapeError, TenferroError
-from tenferro.meta import HasMeta, Meta, check_size
-from tidu import ADRuleError, RuleContractError
+from tenferro.core.rules import RuleScope, RuleValue, rule_bind
+from tenferro.errors import ShapeError, TenferroError
+from tenferro.meta import Meta, check_size
+from tenferro.typing import TensorLikeT
+from tidu import ADRuleError
 
 __all__ = [
     "ADD_ANY",
     "AddAny",
-    "RuleScope",
-    "RuleValue",
     "TensorPrimitive",
-    "Ts",
-    "Xs",
-    "check_kind",
-    "check_same",
-    "check_static",
     "extent_pattern",
     "primitive",
     "register_default_rules",
-    "rule_bind",
 ]
 
 P = TypeVar("P", bound="TensorPrimitive")
@@ -116,8 +110,8 @@ class TensorPrimitive:
     extents, and emit only primitives whose parameters hold no extents: the derivative
     programs of one instance serve every instance with the same parameters, ranks and
     dtypes once each instruction is re-made from its operands' metas. The eager tape
-    then derives once per such class, not once per shape (``test_extent_generic``
-    checks every declaration against fresh derivations)."""
+    then derives once per such class, not once per shape (a declaration can be checked
+    against fresh derivations at other extents)."""
     extent_params: ClassVar[tuple[str, ...]] = ()
     """Of an ``extent_generic`` primitive, the parameters that hold extents (a target
     shape, slice limits): they follow from the operand and output metas, so they stay
@@ -126,7 +120,7 @@ class TensorPrimitive:
     reads_extent_coincidences: ClassVar[bool] = True
     """Whether its rules may read which of its extents are equal (beyond which are 0 or
     1): ``False`` lets the eager tape's extent classes ignore such coincidences (see
-    :mod:`tenferro.eager.extents`; ``test_never_seen_lanes`` checks declarations)."""
+    :mod:`tenferro.eager.extents`)."""
     extent_offsets: ClassVar[tuple[str, ...]] = ()
     """Parameters holding positions that :meth:`remake` keeps (a slice's starts): in a
     derivative program they must be zeros or a parameter of the node differentiated
@@ -207,7 +201,7 @@ class TensorPrimitive:
         cls: type[P], inputs: tuple[Meta, ...], cache_key: Any, params: dict[str, Any]
     ) -> P:
         try:
-            found = cls._instances.get(cache_key)
+            found: P | None = cls._instances.get(cache_key)
         except TypeError:
             raise TenferroError(cls.name, f"parameters must be hashable, got {params!r}") from None
         if found is not None:
@@ -216,11 +210,19 @@ class TensorPrimitive:
         TensorPrimitive._instances.put(cache_key, instance)
         return instance
 
+    @overload
+    @classmethod
+    def bind(cls, x: TensorLikeT, /, *operands: Any, **params: Any) -> TensorLikeT: ...
+    @overload
+    @classmethod
+    def bind(cls, *, like: TensorLikeT, **params: Any) -> TensorLikeT: ...
     @classmethod
     def bind(cls, *operands: Any, like: Any = None, **params: Any) -> Any:
         """Apply this primitive with ``params`` to ``operands`` (tensors of any kind, or
         rule values inside an AD rule); return its output, or the tuple of its outputs
-        when it has several (as many as its instance declares).
+        when it has several (as many as its instance declares; the catalogue's
+        primitives have one, and their output is the kind of the first operand, or of
+        ``like``, as the static type says).
 
         ``params`` are the primitive's fields, already in canonical hashable form (the
         :mod:`tenferro.lax` functions normalise what their callers pass); ``like`` gives
@@ -276,7 +278,8 @@ class TensorPrimitive:
     def eval(self, inputs: Sequence[Any], ctx: Any) -> Sequence[Any]:
         if self.output_arity == 1:
             return (self.impl(*inputs),)
-        return self.impl(*inputs)
+        outputs: Sequence[Any] = self.impl(*inputs)
+        return outputs
 
     def impl(self, *arrays: Any) -> Any:
         """The numpy evaluation (one array, or a tuple for several outputs).
@@ -479,133 +482,6 @@ def _is_classvar(annotation: Any) -> bool:
     return annotation is ClassVar or getattr(annotation, "__origin__", None) is ClassVar
 
 
-# ---------------------------------------------------------------------- rule values
-
-
-class RuleScope:
-    """Where one rule call emits: the transform's builder and the primitive being ruled."""
-
-    __slots__ = ("builder", "primitive")
-
-    def __init__(self, builder: Any, primitive: TensorPrimitive) -> None:
-        self.builder = builder
-        self.primitive = primitive
-
-    def value(self, ref: Local | External, meta: Meta, active: bool) -> RuleValue:
-        return RuleValue(ref, meta, active, self)
-
-    def linear_input(self, meta: Meta) -> RuleValue:
-        """The active operand of a linear use: a variable, not a value the rule may read."""
-        return RuleValue(None, meta, True, self)
-
-    def emit(self, op: TensorPrimitive, operands: Sequence[RuleValue]) -> tuple[RuleValue, ...]:
-        refs = []
-        mask = []
-        for operand in operands:
-            if operand.scope is not self:
-                raise RuleContractError(
-                    f"{self.primitive.name}: a rule mixed values of different rule calls"
-                )
-            if operand.ref is None:
-                raise RuleContractError(
-                    f"{self.primitive.name}: a transpose rule read the active (linear) operand; "
-                    f"only fixed operands and cotangents are values"
-                )
-            refs.append(operand.ref)
-            mask.append(operand.active)
-        active = any(mask)
-        # Computations on primal values only are primary: they merge with identical
-        # computations of the primal graph (primal reuse) and are never transposed.
-        ids = self.builder.add_primitive(op, refs, Linearized(mask) if active else PRIMARY)
-        return tuple(
-            RuleValue(Local(i), meta, active, self) for i, meta in zip(ids, op.outputs, strict=True)
-        )
-
-    def results(
-        self,
-        values: Sequence[RuleValue | None],
-        metas: tuple[Meta, ...],
-        rule: str,
-        what: str,
-    ) -> list[LocalValueId | None]:
-        name = self.primitive.name
-        values = list(values)
-        if len(values) != len(metas):
-            raise RuleContractError(
-                f"{name}.{rule} returned {len(values)} value(s), expected one per {what} "
-                f"({len(metas)})"
-            )
-        ids: list[LocalValueId | None] = []
-        for position, (value, meta) in enumerate(zip(values, metas, strict=True)):
-            if value is None:
-                ids.append(None)
-                continue
-            if not isinstance(value, RuleValue) or value.scope is not self:
-                raise RuleContractError(
-                    f"{name}.{rule}: {what} {position} is not a value of this rule"
-                )
-            if not value.active or not isinstance(value.ref, Local):
-                raise RuleContractError(
-                    f"{name}.{rule}: {what} {position} does not depend on the tangents, so it is "
-                    f"not linear in them; return None for a zero"
-                )
-            if value.meta.shape != meta.shape or value.meta.dtype != meta.dtype:
-                raise RuleContractError(
-                    f"{name}.{rule}: {what} {position} is {value.meta.describe()}, expected "
-                    f"{meta.describe()}"
-                )
-            ids.append(value.ref.id)
-        return ids
-
-
-class RuleValue(HasMeta):
-    """A value inside an AD rule: a reference, its meta, and whether it is linear (active)."""
-
-    __slots__ = ("active", "meta", "ref", "scope")
-    _priority: ClassVar[int] = 100
-
-    def __init__(self, ref: Local | External | None, meta: Meta, active: bool, scope: RuleScope):
-        self.ref = ref
-        self.meta = meta
-        self.active = active
-        self.scope = scope
-
-    @classmethod
-    def _bind(
-        cls, op: TensorPrimitive, operands: Sequence[Any], like: Any = None
-    ) -> tuple[RuleValue, ...]:
-        scope = operands[0].scope if operands else like.scope
-        return scope.emit(op, operands)
-
-    @classmethod
-    def _lift(cls, value: Any) -> RuleValue:
-        raise RuleContractError(
-            f"an AD rule used a {type(value).__name__}; rules compute with tenferro.lax on rule "
-            f"values only (use lax.full_like for constants)"
-        )
-
-    def _rewrap(self, meta: Meta) -> RuleValue:
-        return RuleValue(self.ref, meta, self.active, self.scope)
-
-    def __repr__(self) -> str:
-        kind = "active" if self.active else "fixed"
-        return f"<rule value {self.meta.describe()} {kind} {self.ref!r}>"
-
-
-Ts = tuple[RuleValue | None, ...]
-"""Tangents or cotangents in a rule (``None`` = zero)."""
-Xs = tuple[RuleValue, ...]
-"""Primal values in a rule."""
-
-
-def rule_bind(op: TensorPrimitive, operands: Sequence[RuleValue]) -> list[RuleValue]:
-    """Emit ``op`` on rule values (used by rules that re-apply their own primitive)."""
-    return list(operands[0].scope.emit(op, operands))
-
-
-# ---------------------------------------------------------------------- AddAny
-
-
 class AddAny(TensorPrimitive):
     """``a + b`` for two values of one meta, whatever it is: tidu's cotangent accumulation.
 
@@ -661,47 +537,6 @@ class AddAny(TensorPrimitive):
 
 
 ADD_ANY = AddAny()
-
-
-def check_same(op: str, metas: Sequence[Meta], what: str = "operands") -> Meta:
-    """All metas share one shape, dtype and set of dynamic axes (primitives never broadcast)."""
-    first = metas[0]
-    for other in metas[1:]:
-        if other.shape != first.shape or other.dynamic != first.dynamic:
-            raise ShapeError(
-                op,
-                f"{what} must have one shape, got "
-                f"{' and '.join(m.describe() for m in metas)} "
-                f"(use the numpy-style functions to broadcast)",
-            )
-        if other.dtype != first.dtype:
-            raise DTypeError(
-                op,
-                f"{what} must have one dtype, got {' and '.join(str(m.dtype) for m in metas)} "
-                f"(use the numpy-style functions to promote)",
-            )
-    return first
-
-
-_KIND_NAMES = {"b": "bool", "i": "integer", "f": "floating", "c": "complex"}
-
-
-def check_kind(op: str, meta: Meta, kinds: str, what: str = "operand") -> None:
-    """The dtype of ``meta`` is of one of ``kinds`` (numpy kind letters among b, i, f, c)."""
-    if meta.dtype.kind not in kinds:
-        allowed = ", ".join(_KIND_NAMES[k] for k in kinds)
-        raise DTypeError(op, f"{what} dtype {meta.dtype} is not supported (allowed: {allowed})")
-
-
-def check_static(op: str, meta: Meta, what: str = "operand") -> None:
-    """``meta`` has no dynamic (upper-bound) axes: ``op`` needs exact static shapes."""
-    if meta.dynamic:
-        raise ShapeError(
-            op,
-            f"the {what} {meta.describe()} has data-dependent extents (axes {meta.dynamic}); "
-            f"this operation needs a static shape: apply pad_to_match first, or use the eager "
-            f"surface for data-dependent shapes",
-        )
 
 
 def extent_pattern(metas: Sequence[Meta]) -> tuple[tuple[int, ...], ...]:

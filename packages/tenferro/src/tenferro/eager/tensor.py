@@ -205,7 +205,8 @@ class EagerTensor(Tensor):
         if captures_open[0]:
             capture = getattr(capture_state, "capture", None)
             if capture is not None:
-                return capture.apply(op, list(operands), values)
+                captured: tuple[EagerTensor, ...] = capture.apply(op, list(operands), values)
+                return captured
         if count == 1:
             tape = operands[0].tape
         elif count == 2:  # unrolled: the common binary case

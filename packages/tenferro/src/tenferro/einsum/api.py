@@ -14,7 +14,7 @@ so every AD mode differentiates einsum through the primitives' own rules.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 from computegraph import DictCache
 from tenferro.core.flags import check_flag
@@ -32,6 +32,12 @@ from tenferro.ops.elementwise import Mul
 from tenferro.ops.reduction import ReduceSum
 from tenferro.ops.structural import BroadcastInDim, EmbedDiag, ExtractDiag, Reshape, Transpose
 from tenferro.surface.convert import as_shape, asarray, prepare
+from tenferro.typing import TensorT
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from tenferro.concrete import Tensor
 
 __all__ = ["clear_caches", "einsum", "einsum_path"]
 
@@ -70,6 +76,31 @@ def clear_caches() -> None:
     _terms.clear()
 
 
+@overload
+def einsum(
+    subscripts: str,
+    x: TensorT,
+    /,
+    *operands: TensorT | ArrayLike,
+    optimize: Any = "auto",
+    memory_limit: Any = None,
+) -> TensorT: ...
+@overload
+def einsum(
+    subscripts: str,
+    x: ArrayLike,
+    y: TensorT,
+    /,
+    *operands: TensorT | ArrayLike,
+    optimize: Any = "auto",
+    memory_limit: Any = None,
+) -> TensorT: ...
+@overload
+def einsum(
+    subscripts: str, /, *operands: NDArray[Any], optimize: Any = "auto", memory_limit: Any = None
+) -> Tensor: ...
+@overload
+def einsum(*args: Any, optimize: Any = "auto", memory_limit: Any = None) -> Any: ...
 def einsum(*args: Any, optimize: Any = "auto", memory_limit: Any = None) -> Any:
     """numpy's ``einsum`` for every tensor kind, planned pairwise.
 
@@ -314,10 +345,12 @@ def _optimize_key(optimize: Any, subscripts: str) -> Hashable:
         raise ParameterError(
             OP, f"optimize {optimize!r} is not hashable in subscripts {subscripts!r}"
         ) from None
-    return optimize
+    hashable: Hashable = optimize
+    return hashable
 
 
 def _freeze(value: Any) -> Hashable:
     if isinstance(value, (list, tuple)):
         return tuple(_freeze(v) for v in value)
-    return value
+    leaf: Hashable = value
+    return leaf

@@ -8,10 +8,12 @@ LAPACK kernel and JVP side by side, so it works on every tensor kind and in ever
 transform; the families' modules are:
 
 * :mod:`tenferro.linalg.checks`: shared validation (square, finite, eps) and errors.
-* :mod:`tenferro.linalg.spectral`: svd, svdvals, truncated_svd, eigh, eigvalsh, eig,
-  eigvals (spectral derivatives, gauges); :mod:`tenferro.linalg.gaps` forms, cuts at
-  ties and checks their gap reciprocals, :mod:`tenferro.linalg.degeneracy` says where a
-  derivative is not defined.
+* :mod:`tenferro.linalg.singular_values`: svd, svdvals, truncated_svd;
+  :mod:`tenferro.linalg.hermitian_eigen`: eigh, eigvalsh;
+  :mod:`tenferro.linalg.general_eigen`: eig, eigvals. Their derivatives share
+  :mod:`tenferro.linalg.gaps` (forms, cuts at ties and checks the gap reciprocals),
+  :mod:`tenferro.linalg.gauges` (the phase of the vectors) and
+  :mod:`tenferro.linalg.degeneracy` (says where a derivative is not defined).
 * :mod:`tenferro.linalg.pseudo_inverse`: pinv (the derivative of ``A^+`` itself).
 * :mod:`tenferro.linalg.norms`: norm, vector_norm, matrix_norm.
 * :mod:`tenferro.linalg.solvers`: solve, solve_triangular, inv, det, slogdet
@@ -20,6 +22,10 @@ transform; the families' modules are:
 * :mod:`tenferro.linalg.least_squares`: lstsq, matrix_rank.
 * :mod:`tenferro.linalg.functions`: matrix_exp, matrix_power, multi_dot, tensorinv,
   tensorsolve.
+
+The iterative (matrix-free) solvers ``cg``, ``gmres``, ``bicgstab``, ``eigsh`` and
+``eigs``, with implicit derivatives, live in :mod:`tenferro.solvers` and are named
+here too.
 """
 
 from __future__ import annotations
@@ -35,22 +41,14 @@ from tenferro.linalg.factorizations import (
     qr,
 )
 from tenferro.linalg.functions import matrix_exp, matrix_power, multi_dot, tensorinv, tensorsolve
+from tenferro.linalg.general_eigen import EigResult, eig, eigvals
+from tenferro.linalg.hermitian_eigen import EighResult, eigh, eigvalsh
 from tenferro.linalg.least_squares import LstsqResult, lstsq, matrix_rank
 from tenferro.linalg.norms import cond, matrix_norm, norm, vector_norm
 from tenferro.linalg.pseudo_inverse import pinv
+from tenferro.linalg.singular_values import SVDResult, svd, svdvals, truncated_svd
 from tenferro.linalg.solvers import SlogdetResult, det, inv, slogdet, solve, solve_triangular
-from tenferro.linalg.spectral import (
-    EighResult,
-    EigResult,
-    SVDResult,
-    eig,
-    eigh,
-    eigvals,
-    eigvalsh,
-    svd,
-    svdvals,
-    truncated_svd,
-)
+from tenferro.solvers import EigenpairsResult, bicgstab, cg, eigs, eigsh, gmres
 
 __all__: list[str] = [
     "EigResult",
@@ -92,4 +90,12 @@ __all__ += [  # solvers
     "solve_triangular",
     "tensorinv",
     "tensorsolve",
+]
+__all__ += [  # iterative, matrix-free (tenferro.solvers)
+    "EigenpairsResult",
+    "bicgstab",
+    "cg",
+    "eigs",
+    "eigsh",
+    "gmres",
 ]

@@ -32,7 +32,7 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.algebra import adjoint
-from tenferro.core.primitive import RuleValue
+from tenferro.core.rules import RuleValue
 from tenferro.extension import register
 from tenferro.linalg import lowered
 from tenferro.linalg.checks import check_finite, check_square

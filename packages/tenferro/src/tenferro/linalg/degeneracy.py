@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from tenferro.core.primitive import RuleValue
+from tenferro.core.rules import RuleValue
 from tenferro.errors import DegenerateDerivativeWarning, warn_once_per_call
 from tenferro.extension import register
 from tenferro.linalg import lowered

@@ -1,8 +1,8 @@
 """Factorizations: ``qr``, ``cholesky``, ``lu``, ``lu_factor``, ``lu_solve``.
 
-Families (shape rule, LAPACK kernel and JVP side by side; JVPs per spec §4.5, their
-triangular sub-steps through ``linalg.solve_triangular`` so that reverse mode and higher
-orders come from the machinery):
+Families (shape rule, LAPACK kernel and JVP side by side; the JVPs take their
+triangular sub-steps through ``linalg.solve_triangular``, so that reverse mode and
+higher orders come from the machinery):
 
 * ``linalg.qr`` A -> (Q, R), tall and wide, ``gauge="raw"`` (LAPACK's, diag(R) real)
   or ``"positive"`` (diag(R) real positive);
@@ -16,8 +16,7 @@ orders come from the machinery):
 from __future__ import annotations
 
 import warnings
-from collections import namedtuple
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, overload
 
 import numpy as np
 
@@ -28,7 +27,7 @@ from tenferro.concrete import Tensor
 from tenferro.core.bind import bind, bind1
 from tenferro.core.flags import check_flag
 from tenferro.core.params import as_int
-from tenferro.core.primitive import RuleValue
+from tenferro.core.rules import RuleValue
 from tenferro.errors import DTypeError, ParameterError, ShapeError
 from tenferro.extension import register
 from tenferro.linalg import lapack, lowered
@@ -45,6 +44,11 @@ from tenferro.linalg.family import LinalgOp, matrix_operand
 from tenferro.linalg.solvers import triangular_solve
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
+from tenferro.surface.signatures import preserving
+from tenferro.typing import TensorLikeT
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = [
     "LUFactorResult",
@@ -57,12 +61,32 @@ __all__ = [
     "qr",
 ]
 
-QRResult = namedtuple("QRResult", ["Q", "R"])
+
+class QRResult(NamedTuple, Generic[TensorLikeT]):
+    """``qr``'s result: ``a = Q @ R``."""
+
+    Q: TensorLikeT
+    R: TensorLikeT
+
+
 _as_result = tuple.__new__
 """``_as_result(QRResult, (q, r))``: the result tuple made without the namedtuple's
 Python-level ``__new__``."""
-LUResult = namedtuple("LUResult", ["P", "L", "U"])
-LUFactorResult = namedtuple("LUFactorResult", ["LU", "pivots"])
+
+
+class LUResult(NamedTuple, Generic[TensorLikeT]):
+    """``lu``'s result: ``a = P @ L @ U``."""
+
+    P: TensorLikeT
+    L: TensorLikeT
+    U: TensorLikeT
+
+
+class LUFactorResult(NamedTuple, Generic[TensorLikeT]):
+    """``lu_factor``'s result: the packed factors and the row interchanges (int32)."""
+
+    LU: TensorLikeT
+    pivots: TensorLikeT
 
 
 def _half_diagonal(s: Any) -> Any:
@@ -179,7 +203,7 @@ class QR(LinalgOp):
 
 
 def _qr_tangents(q: Any, r: Any, da: Any) -> tuple[Any, Any]:
-    """(dQ, dR) of the thin QR A = Q R (diag(R) real), tall or wide (spec §4.5)."""
+    """(dQ, dR) of the thin QR A = Q R (diag(R) real), tall or wide."""
     m, n = da.meta.shape[-2:]
     k = min(m, n)
     r1 = matrix_slice(r, (0, k), (0, k))
@@ -198,6 +222,20 @@ def _qr_tangents(q: Any, r: Any, da: Any) -> tuple[Any, Any]:
     return dq, lax.concatenate([dr1, dr2], da.meta.ndim - 1)
 
 
+@overload
+def qr(a: TensorLikeT, mode: Literal["r"], *, gauge: str = "raw") -> TensorLikeT: ...
+@overload
+def qr(a: ArrayLike, mode: Literal["r"], *, gauge: str = "raw") -> Tensor: ...
+@overload
+def qr(
+    a: TensorLikeT, mode: Literal["reduced", "complete"] = "reduced", *, gauge: str = "raw"
+) -> QRResult[TensorLikeT]: ...
+@overload
+def qr(
+    a: ArrayLike, mode: Literal["reduced", "complete"] = "reduced", *, gauge: str = "raw"
+) -> QRResult[Tensor]: ...
+@overload
+def qr(a: Any, mode: str = "reduced", *, gauge: str = "raw") -> Any: ...
 def qr(a: Any, mode: str = "reduced", *, gauge: str = "raw") -> Any:
     """The QR decomposition ``a = Q R`` of ``[..., M, N]`` (numpy.linalg.qr's modes).
 
@@ -299,6 +337,7 @@ class Cholesky(LinalgOp):
         return [adjoint(dl) if self.upper else dl]
 
 
+@preserving
 def cholesky(a: Any, upper: bool = False) -> Any:
     """The Cholesky factor of Hermitian positive-definite matrices: lower L with
     ``a = L L^H`` (``upper=True``: U with ``a = U^H U``). Only the lower triangle of
@@ -411,7 +450,11 @@ class LU(LinalgOp):
         return [lax.no_derivative("linalg.lu", 0, da, p.meta, reason), dl, du, None]
 
 
-def lu(a: Any) -> Any:
+@overload
+def lu(a: TensorLikeT) -> LUResult[TensorLikeT]: ...
+@overload
+def lu(a: ArrayLike) -> LUResult[Tensor]: ...
+def lu(a: Any) -> LUResult[Any]:
     """LU decomposition with partial pivoting: ``LUResult(P, L, U)`` with
     **a = P @ L @ U** (scipy_linalg().lu's and torch.linalg.lu's convention).
 
@@ -571,7 +614,11 @@ def _eye_rows(square: Any, m: int) -> Any:
     return lax.pad(eye, zeros, (0,) * (nd - 2) + (m - k, 0), zeros)
 
 
-def lu_factor(a: Any) -> Any:
+@overload
+def lu_factor(a: TensorLikeT) -> LUFactorResult[TensorLikeT]: ...
+@overload
+def lu_factor(a: ArrayLike) -> LUFactorResult[Tensor]: ...
+def lu_factor(a: Any) -> LUFactorResult[Any]:
     """``LUFactorResult(LU, pivots)`` as scipy_linalg().lu_factor (batched): L (unit
     diagonal not stored) below the diagonal of LU and U on and above it; pivots are
     0-based LAPACK row interchanges (int32; torch's are 1-based). LU is differentiable;
@@ -582,6 +629,16 @@ def lu_factor(a: Any) -> Any:
     return LUFactorResult(*bind(LUFactor.make((a.meta,)), (a,)))
 
 
+@overload
+def lu_solve(
+    lu_and_piv: tuple[TensorLikeT, TensorLikeT],
+    b: TensorLikeT | ArrayLike,
+    trans: int = 0,
+) -> TensorLikeT: ...
+@overload
+def lu_solve(lu_and_piv: Any, b: TensorLikeT, trans: int = 0) -> TensorLikeT: ...
+@overload
+def lu_solve(lu_and_piv: Any, b: ArrayLike, trans: int = 0) -> Tensor: ...
 def lu_solve(lu_and_piv: Any, b: Any, trans: int = 0) -> Any:
     """Solve with a factorization from :func:`lu_factor` (scipy_linalg().lu_solve's
     signature): ``trans=0`` solves ``A x = b``, ``1`` solves ``A^T x = b``, ``2`` solves

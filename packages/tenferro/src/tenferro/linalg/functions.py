@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from tenferro import lax, surface
 from tenferro.algebra import adjoint, eye_like, matmul
 from tenferro.core.bind import bind1
 from tenferro.core.params import as_int
-from tenferro.core.primitive import RuleValue
+from tenferro.core.rules import RuleValue
 from tenferro.einsum import api as einsum_api
 from tenferro.errors import ParameterError, ShapeError
 from tenferro.extension import register
@@ -37,6 +37,13 @@ from tenferro.linalg.checks import check_finite, check_square
 from tenferro.linalg.family import LinalgOp
 from tenferro.linalg.solvers import inv, solve
 from tenferro.meta import Meta, normalize_axes
+from tenferro.surface.signatures import binary_preserving, preserving
+from tenferro.typing import TensorLikeT
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from tenferro.concrete import Tensor
 
 __all__ = ["matrix_exp", "matrix_power", "multi_dot", "tensorinv", "tensorsolve"]
 
@@ -148,6 +155,7 @@ def expm_frechet(a: Any, e: Any) -> Any:
     return bind1(ExpmFrechet.make((a.meta, e.meta)), (a, e))
 
 
+@preserving
 def matrix_exp(a: Any) -> Any:
     """The matrix exponential ``[..., N, N]`` (torch.linalg.matrix_exp,
     scipy_linalg().expm). Differentiable to any order (Fréchet derivative);
@@ -157,6 +165,7 @@ def matrix_exp(a: Any) -> Any:
     return bind1(MatrixExp.make((a.meta,)), (a,))
 
 
+@preserving
 def matrix_power(a: Any, n: int) -> Any:
     """``a`` raised to the integer power ``n`` (numpy.linalg.matrix_power): ``n = 0`` is
     the identity, ``n < 0`` the power of ``inv(a)``; computed by repeated squaring with
@@ -200,6 +209,12 @@ def _chain_order(shapes: Sequence[tuple[int, int]]) -> Any:
     return order(0, count - 1)
 
 
+@overload
+def multi_dot(arrays: Sequence[TensorLikeT]) -> TensorLikeT: ...
+@overload
+def multi_dot(arrays: Sequence[ArrayLike]) -> Tensor: ...
+@overload
+def multi_dot(arrays: Sequence[Any]) -> Any: ...
 def multi_dot(arrays: Sequence[Any]) -> Any:
     """The product of a chain of matrices in the cheapest order (numpy.linalg.multi_dot):
     the first operand may be a vector (a row), the last a vector (a column); the others
@@ -250,6 +265,7 @@ def _evaluate(order: Any, operands: list[Any]) -> Any:
     return surface.matmul(_evaluate(left, operands), _evaluate(right, operands))
 
 
+@preserving
 def tensorinv(a: Any, ind: int = 2) -> Any:
     """The inverse of ``a`` seen as a linear map from its trailing axes (``a.shape[ind:]``)
     to its leading ones (numpy.linalg.tensorinv): the result has shape
@@ -268,6 +284,7 @@ def tensorinv(a: Any, ind: int = 2) -> Any:
     return lax.reshape(result, (*shape[ind:], *shape[:ind]))
 
 
+@binary_preserving
 def tensorsolve(a: Any, b: Any, axes: Sequence[int] | None = None) -> Any:
     """Solve ``tensordot(a, x, x.ndim) = b`` for ``x`` (numpy.linalg.tensorsolve): ``x``
     has shape ``a.shape[b.ndim:]``; ``axes`` are axes of ``a`` moved to the end first."""

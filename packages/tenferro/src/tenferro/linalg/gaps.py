@@ -49,8 +49,8 @@ from typing import Any
 import numpy as np
 
 from tenferro import lax
-from tenferro.algebra import adjoint, matmul, scale_columns, scale_rows
-from tenferro.core.primitive import RuleValue
+from tenferro.algebra import adjoint, matmul, scale_columns, scale_rows, to_dtype
+from tenferro.core.rules import RuleValue
 from tenferro.extension import register
 from tenferro.linalg import lowered
 from tenferro.linalg.degeneracy import clusters, report
@@ -58,6 +58,7 @@ from tenferro.linalg.family import LinalgOp
 from tenferro.meta import Meta
 
 __all__ = [
+    "DEFAULT_EPS",
     "ClusterBlocks",
     "GapScale",
     "SpectralBlock",
@@ -65,6 +66,7 @@ __all__ = [
     "default_eps",
     "gap_scale",
     "hermitian_part",
+    "resolve_eps",
     "spectral_block",
     "tied_inverse",
 ]
@@ -77,6 +79,16 @@ def default_eps(dtype: Any) -> float:
     """The default relative tie tolerance for values of ``dtype``: 64 machine epsilons
     of its real precision (1.4e-14 in double, 7.6e-6 in single)."""
     return 64 * float(np.finfo(dtype).eps)
+
+
+DEFAULT_EPS = None
+"""``eps=None``: the tie tolerance of :func:`default_eps` for the operand's precision."""
+
+
+def resolve_eps(eps: float | None, dtype: Any) -> float:
+    """The relative tie tolerance of a family instance: ``eps``, or the default for the
+    precision of ``dtype``."""
+    return default_eps(dtype) if eps is None else eps
 
 
 def machine_eps(dtype: Any) -> float:
@@ -314,10 +326,6 @@ def _commutator(k: Any, db: Any, kind: str) -> Any:
     return lax.sub(left, right) if kind == "difference" else lax.add(left, right)
 
 
-def _to(x: Any, dt: np.dtype[Any]) -> Any:
-    return x if x.meta.dtype == dt else lax.convert_element_type(x, dt)
-
-
 # ---------------------------------------------------------------------- primitives
 
 
@@ -450,7 +458,7 @@ class GapScale(LinalgOp):
         if db is not None:
             dt = operands[0].meta.dtype
             # A transposed instance solves the adjoint Sylvester equation, of B^H.
-            db = _to(adjoint(db) if self.conjugate else db, dt)
+            db = to_dtype(adjoint(db) if self.conjugate else db, dt)
             for i, x in enumerate(operands):
                 (k,) = self._apply(v, b, [x], post="full", pair=0, reverse=False)
                 moved = _commutator(k, db, self.kind)
@@ -601,7 +609,7 @@ class SpectralBlock(LinalgOp):
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         v = xs[0]
         dt = xs[2].meta.dtype
-        values = _to(v, dt)
+        values = to_dtype(v, dt)
         terms: list[Any] = []
         if self.decomposition == "svd":
             u, vh = xs[2], xs[3]
@@ -626,7 +634,7 @@ class SpectralBlock(LinalgOp):
             vectors, vinv = xs[2], xs[3]
             da, dv, dvinv = ts[1], ts[2], ts[3]
             if da is not None:
-                terms.append(matmul(vinv, matmul(_to(da, dt), vectors)))
+                terms.append(matmul(vinv, matmul(to_dtype(da, dt), vectors)))
             if dvinv is not None:
                 terms.append(scale_columns(matmul(dvinv, vectors), values))
             if dv is not None:

@@ -25,6 +25,7 @@ import numpy as np
 
 from computegraph import DictCache
 from tenferro.linalg._common import scipy_linalg
+from tenferro.linalg.checks import failing_batch
 
 __all__ = [
     "LOOP_LIMIT",
@@ -35,6 +36,7 @@ __all__ = [
     "eigh_batch",
     "factor_and_solve",
     "factor_and_solve_batch",
+    "first_failure",
     "inv",
     "inv_batch",
     "looped",
@@ -87,6 +89,19 @@ def apply(
     if a.size // (a.shape[-1] * a.shape[-2]) > LOOP_LIMIT:
         return fallback(*arrays)
     return looped(kernel, *arrays) if batched is None else batched(*arrays)
+
+
+def first_failure(op: str, a: Array, kernel: Callable[..., Any]) -> str:
+    """Where a batched LAPACK call failed: re-run matrix by matrix (error path only)."""
+    batch = a.shape[:-2]
+    bad = np.zeros(batch, dtype=bool)
+    for index in np.ndindex(*batch):
+        try:
+            kernel(a[index])
+        except np.linalg.LinAlgError:
+            bad[index] = True
+            break
+    return failing_batch(bad)
 
 
 def looped(kernel: Callable[..., Any], *arrays: Array) -> Any:

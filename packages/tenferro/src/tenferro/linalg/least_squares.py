@@ -11,7 +11,7 @@ repeated singular values included); its singular values' is the SVD's.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, overload
 
 import numpy as np
 
@@ -21,21 +21,29 @@ from tenferro.core.params import as_real
 from tenferro.errors import ParameterError, ShapeError
 from tenferro.linalg._common import broadcast_batch, inexact_operands
 from tenferro.linalg.checks import check_matrix, check_square
+from tenferro.linalg.hermitian_eigen import eigvalsh
 from tenferro.linalg.pseudo_inverse import Lstsq
-from tenferro.linalg.spectral import eigvalsh, svdvals
+from tenferro.linalg.singular_values import svdvals
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
+from tenferro.surface.signatures import preserving
+from tenferro.typing import TensorLikeT
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from tenferro.concrete import Tensor
 
 __all__ = ["LstsqResult", "lstsq", "matrix_rank"]
 
 
-class LstsqResult(NamedTuple):
+class LstsqResult(NamedTuple, Generic[TensorLikeT]):
     """``lstsq``'s result, unpackable as numpy's ``(x, residuals, rank, s)``."""
 
-    solution: Any
-    residuals: Any
-    rank: Any
-    singular_values: Any
+    solution: TensorLikeT
+    residuals: TensorLikeT
+    rank: TensorLikeT
+    singular_values: TensorLikeT
 
 
 def _tolerance(op: str, name: str, value: Any) -> float | None:
@@ -47,7 +55,15 @@ def _tolerance(op: str, name: str, value: Any) -> float | None:
     return float(value)
 
 
-def lstsq(a: Any, b: Any, rcond: float | None = None) -> LstsqResult:
+@overload
+def lstsq(
+    a: TensorLikeT, b: TensorLikeT | ArrayLike, rcond: float | None = None
+) -> LstsqResult[TensorLikeT]: ...
+@overload
+def lstsq(a: ArrayLike, b: TensorLikeT, rcond: float | None = None) -> LstsqResult[TensorLikeT]: ...
+@overload
+def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None) -> LstsqResult[Tensor]: ...
+def lstsq(a: Any, b: Any, rcond: float | None = None) -> LstsqResult[Any]:
     """The least-squares solution of ``a @ x = b`` (numpy.linalg.lstsq; the minimum-norm
     one where ``a`` is rank-deficient or wide).
 
@@ -88,6 +104,7 @@ def lstsq(a: Any, b: Any, rcond: float | None = None) -> LstsqResult:
     return LstsqResult(solution, residuals, rank, s)
 
 
+@preserving
 def matrix_rank(
     A: Any,  # noqa: N803  (numpy's name)
     tol: Any = None,
@@ -147,6 +164,7 @@ def matrix_rank(
     spread = lax.broadcast_in_dim(
         magnitudes, (*shape, k), tuple(range(len(shape) - len(batch), len(shape) + 1))
     )
+    assert level is not None  # given, or made from the largest magnitude above
     cutoff = lax.broadcast_in_dim(level, (*shape, k), tuple(range(len(shape))))
     above = lax.convert_element_type(lax.compare(spread, cutoff, "gt"), int64)
     return lax.reduce_sum(above, (len(shape),))

@@ -37,7 +37,7 @@ def adjoint(lo: Any, x: Any) -> Any:
 
 
 def canonicalize(lo: Any, vectors: Any, partner_rows: Any | None) -> tuple[Any, Any, Any]:
-    """The canonical gauge of ``tenferro.linalg.spectral._canonicalize``: each column's
+    """The canonical gauge of ``tenferro.linalg.gauges.canonicalize``: each column's
     largest-magnitude entry (the first, on ties) made real positive, the matching rows of
     ``partner_rows`` multiplied by the inverse phase; returns them and the pivot mask."""
     jnp = lo.jnp

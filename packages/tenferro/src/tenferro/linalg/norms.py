@@ -22,8 +22,8 @@ from tenferro.errors import AxisError, LinAlgError, ParameterError, ShapeError
 from tenferro.extension import register
 from tenferro.linalg.checks import inexact_dtype
 from tenferro.linalg.family import LinalgOp
+from tenferro.linalg.singular_values import svdvals
 from tenferro.linalg.solvers import inv
-from tenferro.linalg.spectral import svdvals
 from tenferro.meta import Meta, normalize_axis
 from tenferro.ops.batching import batch_size, to_front
 from tenferro.surface.convert import asarray
@@ -32,6 +32,7 @@ from tenferro.surface.math import abs as abs_
 from tenferro.surface.math import where
 from tenferro.surface.reductions import amax, amin, sum
 from tenferro.surface.shapes import expand_dims, moveaxis
+from tenferro.surface.signatures import preserving
 
 __all__ = ["cond", "matrix_norm", "norm", "vector_norm"]
 
@@ -184,6 +185,7 @@ def _vector_norm(op: str, x: Any, order: float, axes: tuple[int, ...], keepdims:
     return _root(sum(magnitude**order, axis=axes, keepdims=keepdims), order)
 
 
+@preserving
 def vector_norm(
     x: Any,
     ord: Any = 2,  # noqa: A002  (numpy.linalg name)
@@ -202,6 +204,7 @@ def vector_norm(
 _MATRIX_ORDERS = ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf)
 
 
+@preserving
 def matrix_norm(
     x: Any,
     ord: Any = "fro",  # noqa: A002  (numpy.linalg name)
@@ -243,6 +246,7 @@ def matrix_norm(
     return result
 
 
+@preserving
 def cond(x: Any, p: Any = None) -> Any:
     """The condition number of (a batch of) matrices (numpy.linalg.cond): with ``p`` None,
     2 or -2 the ratio of extreme singular values (largest over smallest; -2 inverts it,
@@ -268,6 +272,7 @@ def _dropped(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
 
 
 @dispatch_cached()
+@preserving
 def norm(x: Any, ord: Any = None, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A002  (numpy.linalg name)
     """numpy.linalg.norm: with ``axis=None``, the 2-norm of all entries when ``ord`` is
     None, else the vector norm of a 1-D or the matrix norm of a 2-D ``x``; an integer

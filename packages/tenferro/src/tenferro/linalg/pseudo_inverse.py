@@ -35,7 +35,8 @@ import numpy as np
 from tenferro import lax
 from tenferro.algebra import adjoint, matmul
 from tenferro.core.flags import check_flag
-from tenferro.core.primitive import RuleValue, extent_pattern
+from tenferro.core.primitive import extent_pattern
+from tenferro.core.rules import RuleValue
 from tenferro.dtypes import is_complex
 from tenferro.errors import LinAlgError, ParameterError
 from tenferro.extension import register
@@ -43,14 +44,10 @@ from tenferro.linalg import lapack, lowered
 from tenferro.linalg.checks import check_finite, check_matrix, check_square, non_negative
 from tenferro.linalg.family import LinalgOp, matrix_operand
 from tenferro.linalg.gaps import hermitian_part
-from tenferro.linalg.spectral import (
-    eigh_factors,
-    hermitian_of_triangle,
-    singular_value_tangent,
-    svd,
-    svd_factors,
-)
+from tenferro.linalg.hermitian_eigen import eigh_factors, hermitian_of_triangle
+from tenferro.linalg.singular_values import singular_value_tangent, svd, svd_factors
 from tenferro.meta import Meta
+from tenferro.surface.signatures import preserving
 
 __all__ = ["Lstsq", "Pinv", "PinvSolve", "pinv"]
 
@@ -376,6 +373,7 @@ def _pinv_differential(a: Any, p: Any, da: Any, tall: bool) -> Any:
     return lax.add(lax.sub(range_part, first), null_part)
 
 
+@preserving
 def pinv(a: Any, rtol: float | None = None, hermitian: bool = False) -> Any:
     """Moore-Penrose pseudo-inverse ``[..., N, M]`` of ``a`` (``[..., M, N]``).
 

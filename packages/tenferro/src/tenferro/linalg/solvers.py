@@ -9,7 +9,7 @@ Families (each one class: shape rule, LAPACK kernel, JVP):
 * ``linalg.solve`` (A, B) -> X with A X = B, linear in B likewise;
 * ``linalg.inv``, ``linalg.det``, ``linalg.slogdet``.
 
-JVPs (``spec §4.5``): dX = solve(A, dB - dA X); d inv = -Y dA Y; d det = tr(adj(A) dA);
+JVPs: dX = solve(A, dB - dA X); d inv = -Y dA Y; d det = tr(adj(A) dA);
 d logabsdet = Re tr(A^-1 dA), d sign = sign * i Im tr(A^-1 dA) (zero for real input,
 torch's convention).
 """
@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections import namedtuple
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, overload
 
 import numpy as np
 
@@ -29,7 +28,7 @@ from tenferro.algebra import adjoint, matmul, trace
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind, bind1
 from tenferro.core.flags import check_flag
-from tenferro.core.primitive import RuleValue
+from tenferro.core.rules import RuleValue
 from tenferro.errors import LinAlgError, ShapeError
 from tenferro.extension import register
 from tenferro.linalg import lapack, lowered
@@ -45,10 +44,20 @@ from tenferro.linalg.adjugate import adjugate
 from tenferro.linalg.checks import check_finite, check_matrix, check_square, failing_batch
 from tenferro.linalg.family import LinalgOp, matrix_operand
 from tenferro.meta import Meta
+from tenferro.surface.signatures import binary_preserving, preserving
+from tenferro.typing import TensorLikeT
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["SlogdetResult", "det", "inv", "slogdet", "solve", "solve_triangular"]
 
-SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
+
+class SlogdetResult(NamedTuple, Generic[TensorLikeT]):
+    """``slogdet``'s result: ``det = sign * exp(logabsdet)``."""
+
+    sign: TensorLikeT
+    logabsdet: TensorLikeT
 
 
 # ---------------------------------------------------------------------- triangular solve
@@ -168,6 +177,7 @@ def triangular_solve(
     return bind1(op, (a, b))
 
 
+@binary_preserving
 def solve_triangular(
     a: Any, b: Any, *, upper: bool, left: bool = True, unitriangular: bool = False
 ) -> Any:
@@ -409,6 +419,7 @@ def solve_with_factors(
     return bind1(op, (a, factors, pivots, b))
 
 
+@binary_preserving
 def solve(a: Any, b: Any) -> Any:
     """Solve ``a @ x = b`` for square ``a`` (numpy 2 / torch semantics).
 
@@ -486,6 +497,7 @@ class Inv(LinalgOp):
         return [lax.neg(matmul(matmul(y, da), y))]
 
 
+@preserving
 def inv(a: Any) -> Any:
     """The inverse of a (batch of) square matrices; singular or non-finite input raises
     :class:`~tenferro.errors.LinAlgError` naming the first failing batch index."""
@@ -534,6 +546,7 @@ class Det(LinalgOp):
         return [trace(matmul(adjugate(a), da))]
 
 
+@preserving
 def det(a: Any) -> Any:
     """The determinant ``[..., N, N] -> [...]``. Its derivative ``tr(adj(A) dA)`` (the
     adjugate, ``det(A) A^-1`` where ``A`` is invertible) exists everywhere: derivatives of
@@ -582,7 +595,11 @@ class Slogdet(LinalgOp):
         return [lax.mul(sign, phase), lax.real(t)]
 
 
-def slogdet(a: Any) -> Any:
+@overload
+def slogdet(a: TensorLikeT) -> SlogdetResult[TensorLikeT]: ...
+@overload
+def slogdet(a: ArrayLike) -> SlogdetResult[Tensor]: ...
+def slogdet(a: Any) -> SlogdetResult[Any]:
     """``SlogdetResult(sign, logabsdet)`` with ``det = sign * exp(logabsdet)``.
 
     ``sign`` has the input dtype (±1, or a unit complex number), ``logabsdet`` the real

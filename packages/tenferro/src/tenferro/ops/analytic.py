@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tenferro import lax
-from tenferro.core.primitive import RuleValue, Ts, Xs, primitive
+from tenferro.core.primitive import primitive
+from tenferro.core.rules import RuleValue, Ts, Xs, present
 from tenferro.errors import ExecutionError
 from tenferro.ops.elementwise import Elementwise
 
@@ -68,7 +69,7 @@ class Log(Analytic):
     ufunc = np.log
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        return [lax.div(ts[0], xs[0])]
+        return [lax.div(present(ts[0]), xs[0])]
 
 
 class _LogBase(Analytic):
@@ -83,7 +84,7 @@ class _LogBase(Analytic):
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         (x,) = xs
-        return [lax.div(ts[0], lax.mul(x, lax.full_like(x, math.log(self.base))))]
+        return [lax.div(present(ts[0]), lax.mul(x, lax.full_like(x, math.log(self.base))))]
 
 
 @primitive
@@ -144,7 +145,7 @@ class Sqrt(Analytic):
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         (y,) = ys
-        return [lax.div(ts[0], lax.add(y, y))]
+        return [lax.div(present(ts[0]), lax.add(y, y))]
 
 
 @primitive
@@ -181,7 +182,7 @@ class Log1p(Analytic):
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         (x,) = xs
-        return [lax.div(ts[0], lax.add(x, lax.full_like(x, 1)))]
+        return [lax.div(present(ts[0]), lax.add(x, lax.full_like(x, 1)))]
 
 
 @primitive

@@ -3,12 +3,12 @@
 Contract ``lhs_contracting[i]`` with ``rhs_contracting[i]``, pair the batch axes;
 the output is batch axes (in ``lhs_batch`` order), then the lhs free axes, then
 the rhs free axes (each in ascending order). No conjugation: complex products are
-plain. Evaluation is one batched ``matmul`` after moving axes.
+plain. Evaluation is one (batched) matrix product of views of the operands, planned
+once per instance by :mod:`tenferro.ops.dot_plans`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,42 +16,23 @@ import numpy as np
 
 from computegraph import DictCache
 from tenferro import algebra, lax
-from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs, check_kind, primitive
+from tenferro.core.checks import check_kind
+from tenferro.core.primitive import TensorPrimitive, primitive
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import AxisError, DTypeError, ShapeError
 from tenferro.meta import Meta
 from tenferro.ops import dot_plans
 from tenferro.ops.batching import move_axis, rebind
+from tenferro.ops.dot_plans import free_axes
 
 __all__ = ["DotGeneral"]
 
-
-class _Sentinel:
-    """A named evaluation strategy (never mistaken for an outer product's plan)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"<{self.name}>"
-
-
-_PLANNED = _Sentinel("planned from the operands' layout")
-_GENERAL = _Sentinel("general: data-dependent extents")
 _FUNCTION = dot_plans.Function
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # numpy.einsum's
-
-_STRATEGIES: DictCache[Any, Any] = DictCache(4096, "dot_general evaluation strategies")
-"""(dimension numbers, operand ranks) -> the extent-free part of an instance's evaluation
-plan (``DotGeneral._strategy``): a never-seen shape only collects its extents."""
+_GENERAL = dot_plans.GENERAL
 
 _STRUCTURES: DictCache[Any, Any] = DictCache(4096, "dot_general structures")
 """(dimension numbers, operand ranks) -> the validated axis structure ``infer`` reads, so
 an instance of a never-seen shape only checks and collects extents."""
-
-
-def _free(ndim: int, contracting: Sequence[int], batch: Sequence[int]) -> tuple[int, ...]:
-    used = set(contracting) | set(batch)
-    return tuple(a for a in range(ndim) if a not in used)
 
 
 def _ranges_like(*groups: Sequence[int]) -> list[tuple[int, ...]]:
@@ -75,35 +56,15 @@ class DotGeneral(TensorPrimitive):
         """The evaluation plan itself when it reads no extent (a ``dot`` of two matrices
         or of transposed views, a ``matmul`` of stacks: run as planned, without looking
         at the layout), ``impl`` for an outer product, else ``impl``'s batched matmul
-        with the extents read from the arrays."""
+        with the extents read from the arrays (:func:`~tenferro.ops.dot_plans.any_extent`)."""
         plan = self._prepared
         if plan is None:
-            plan = self._plan()
+            plan = dot_plans.for_operands(self._numbers(), *self.inputs)
             object.__setattr__(self, "_prepared", plan)
-        if type(plan) is dot_plans.Function:
-            return plan
-        if not isinstance(plan, dot_plans.Planned):
-            return self.impl
-        lhs, rhs = self.inputs
-        lhs_free = _free(lhs.ndim, self.lhs_contracting, self.lhs_batch)
-        rhs_free = _free(rhs.ndim, self.rhs_contracting, self.rhs_batch)
-        lhs_perm = (*self.lhs_batch, *lhs_free, *self.lhs_contracting)
-        rhs_perm = (*self.rhs_batch, *self.rhs_contracting, *rhs_free)
-        lhs_keep = lhs_perm == tuple(range(lhs.ndim))
-        rhs_keep = rhs_perm == tuple(range(rhs.ndim))
-        batch, contracting = self.lhs_batch, self.lhs_contracting
-        prod, matmul = math.prod, np.matmul
-
-        def run(a: Any, b: Any) -> Any:
-            ls, rs = a.shape, b.shape
-            lf, rf = [ls[i] for i in lhs_free], [rs[i] for i in rhs_free]
-            n = [ls[i] for i in batch]
-            size, k = prod(n), prod([ls[i] for i in contracting])
-            a = (a if lhs_keep else a.transpose(lhs_perm)).reshape(size, prod(lf), k)
-            b = (b if rhs_keep else b.transpose(rhs_perm)).reshape(size, k, prod(rf))
-            return matmul(a, b).reshape((*n, *lf, *rf))
-
-        return run
+        kernel = dot_plans.any_extent(
+            plan, self._numbers(), self.inputs[0].ndim, self.inputs[1].ndim
+        )
+        return self.impl if kernel is None else kernel
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
         (lhs, rhs), (dl, dr) = xs, dims
@@ -211,8 +172,8 @@ class DotGeneral(TensorPrimitive):
             )
             for a, b in zip(left, right, strict=True)
         )
-        lhs_free = _free(lhs.ndim, self.lhs_contracting, self.lhs_batch)
-        rhs_free = _free(rhs.ndim, self.rhs_contracting, self.rhs_batch)
+        lhs_free = free_axes(lhs.ndim, self.lhs_contracting, self.lhs_batch)
+        rhs_free = free_axes(rhs.ndim, self.rhs_contracting, self.rhs_batch)
         source = (
             tuple((0, a) for a in self.lhs_batch)
             + tuple((0, a) for a in lhs_free)
@@ -227,8 +188,8 @@ class DotGeneral(TensorPrimitive):
 
     def impl(self, lhs: Any, rhs: Any) -> Any:
         plan = self._prepared
-        if plan is None:
-            plan = self._plan()
+        if plan is None:  # how to evaluate: see tenferro.ops.dot_plans.for_operands
+            plan = dot_plans.for_operands(self._numbers(), *self.inputs)
             object.__setattr__(self, "_prepared", plan)
         if type(plan) is _FUNCTION:  # two matrices, or two stacks of them
             return plan(lhs, rhs)
@@ -237,7 +198,7 @@ class DotGeneral(TensorPrimitive):
         if type(plan) is int:  # no contracted or batch axis: an outer product
             return np.multiply(lhs.reshape(lhs.shape + (1,) * plan), rhs)
         if plan is _GENERAL:
-            return self._general(lhs, rhs)
+            return dot_plans.general(self._numbers(), lhs, rhs)
         lhs_strides, rhs_strides = lhs.strides, rhs.strides
         if lhs_strides != plan.lhs_strides or rhs_strides != plan.rhs_strides:
             last = plan.last  # the plan of the layout met last (most often the only other)
@@ -246,80 +207,6 @@ class DotGeneral(TensorPrimitive):
             else:
                 plan = plan.for_layout(lhs_strides, rhs_strides)
         return plan(lhs, rhs)
-
-    def _plan(self) -> Any:
-        """How to evaluate, from the static metas: a :mod:`~tenferro.ops.dot_plans`
-        plan for operands in C order (the product of two matrices or stacks of them,
-        one product of views, or a broadcast product; re-planned per layout for other
-        operands), or ``_GENERAL`` for data-dependent extents. Without contracted axes
-        (outer products, which a matmul would run as a product over an axis of extent
-        1, several times slower): the rhs rank (one broadcast multiply) when there are
-        no batch axes either, else ``numpy.einsum``'s subscripts (its two-operand loops
-        are the fastest numpy has for a batched outer product, and ``opt_einsum`` runs
-        them too)."""
-        lhs, rhs = self.inputs
-        if lhs.dynamic or rhs.dynamic:
-            return _GENERAL
-        key = (self._numbers(), lhs.ndim, rhs.ndim)
-        strategy = _STRATEGIES.get(key)
-        if strategy is None:  # decided once per dimension numbers and ranks
-            strategy = self._strategy()
-            _STRATEGIES.put(key, strategy)
-        if strategy is not _PLANNED:
-            return strategy
-        itemsize = lhs.dtype.itemsize
-        return dot_plans.plan(
-            dot_plans.Problem(
-                self._numbers(),
-                lhs.shape,
-                dot_plans.c_strides(lhs.shape, itemsize),
-                rhs.shape,
-                dot_plans.c_strides(rhs.shape, itemsize),
-                itemsize,
-                lhs.dtype.kind in "fc",
-            ),
-            c_order=True,
-        )
-
-    def _strategy(self) -> Any:
-        """The extent-free part of :meth:`_plan`: an outer product's plan, else
-        ``_PLANNED``."""
-        lhs, rhs = self.inputs
-        if not self.lhs_contracting and lhs.ndim + rhs.ndim <= len(_LETTERS):
-            return self._outer_plan()
-        return _PLANNED
-
-    def _outer_plan(self) -> int | str:
-        lhs, rhs = self.inputs
-        if not self.lhs_batch:
-            return rhs.ndim
-        letters = iter(_LETTERS)
-        left = [next(letters) for _ in range(lhs.ndim)]
-        right = [next(letters) for _ in range(rhs.ndim)]
-        for a, b in zip(self.lhs_batch, self.rhs_batch, strict=True):
-            right[b] = left[a]
-        batch = [left[a] for a in self.lhs_batch]
-        lhs_free = [left[a] for a in _free(lhs.ndim, (), self.lhs_batch)]
-        rhs_free = [right[a] for a in _free(rhs.ndim, (), self.rhs_batch)]
-        out = "".join(batch + lhs_free + rhs_free)
-        return f"{''.join(left)},{''.join(right)}->{out}"
-
-    def _general(self, lhs: Any, rhs: Any) -> Any:
-        """Evaluation from the arrays' actual shapes (data-dependent extents)."""
-        lhs, rhs = np.asarray(lhs), np.asarray(rhs)
-        lhs_free = _free(lhs.ndim, self.lhs_contracting, self.lhs_batch)
-        rhs_free = _free(rhs.ndim, self.rhs_contracting, self.rhs_batch)
-        batch_shape = tuple(lhs.shape[a] for a in self.lhs_batch)
-        lhs_free_shape = tuple(lhs.shape[a] for a in lhs_free)
-        rhs_free_shape = tuple(rhs.shape[a] for a in rhs_free)
-        k = math.prod(lhs.shape[a] for a in self.lhs_contracting)
-        a = np.transpose(lhs, (*self.lhs_batch, *lhs_free, *self.lhs_contracting)).reshape(
-            (math.prod(batch_shape), math.prod(lhs_free_shape), k)
-        )
-        b = np.transpose(rhs, (*self.rhs_batch, *self.rhs_contracting, *rhs_free)).reshape(
-            (math.prod(batch_shape), k, math.prod(rhs_free_shape))
-        )
-        return np.matmul(a, b).reshape(batch_shape + lhs_free_shape + rhs_free_shape)
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         (lhs, rhs), (dlhs, drhs) = xs, ts
@@ -356,8 +243,8 @@ def _transpose_rhs(
     free) or ``dot_general(ct, lhs)`` (batch, free, contracting), whichever comes out in
     the rhs's axis order, so no transpose follows (a matrix product's ``lhs^H @ ct``, or
     ``ct^T @ lhs^*`` for a transposed rhs); else the first, transposed."""
-    lhs_kept = _free(lhs_ndim, op.lhs_contracting, op.lhs_batch)
-    rhs_kept = _free(rhs_ndim, op.rhs_contracting, op.rhs_batch)
+    lhs_kept = free_axes(lhs_ndim, op.lhs_contracting, op.lhs_batch)
+    rhs_kept = free_axes(rhs_ndim, op.rhs_contracting, op.rhs_batch)
     ct_batch, ct_lhs, _ = _ranges_like(op.lhs_batch, lhs_kept, rhs_kept)
     contracting_by_lhs = [op.rhs_contracting[i] for i in np.argsort(op.lhs_contracting)]
     order = [*op.rhs_batch, *contracting_by_lhs, *rhs_kept]
@@ -382,8 +269,8 @@ def _transpose_lhs(
     order; JAX's ``_dot_general_transpose_lhs``) or ``dot_general(other, ct)`` (batch,
     contracting, free), whichever comes out in the lhs's axis order, so no transpose
     follows; else the first, transposed."""
-    kept = _free(ndim, contracting, batch)
-    other_kept = _free(other_ndim, other_contracting, other_batch)
+    kept = free_axes(ndim, contracting, batch)
+    other_kept = free_axes(other_ndim, other_contracting, other_batch)
     ct_batch, _, ct_other = _ranges_like(batch, kept, other_kept)
     contracting_by_other = [contracting[i] for i in np.argsort(other_contracting)]
     order = [*batch, *kept, *contracting_by_other]

@@ -1,5 +1,10 @@
 """How ``dot_general`` runs on numpy arrays: plans chosen from the operands' memory layout.
 
+:func:`for_operands` is what a ``dot_general`` instance evaluates with, decided once
+from its dimension numbers and operand metas: one of the plans below, an outer
+product's (a broadcast multiply, or ``numpy.einsum``'s subscripts), or :data:`GENERAL`
+for data-dependent extents.
+
 A contraction is one (batched) matrix product of the operands viewed as
 ``[batch, rows, inner]`` and ``[batch, inner, columns]`` (:class:`Product`). Which views
 exist without copying depends on the strides: a group of axes (the batch, the free or
@@ -39,8 +44,22 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from computegraph import DictCache
+from tenferro.meta import Meta
 
-__all__ = ["Broadcast", "Function", "Planned", "Problem", "Product", "c_strides", "plan"]
+__all__ = [
+    "GENERAL",
+    "Broadcast",
+    "Function",
+    "Planned",
+    "Problem",
+    "Product",
+    "any_extent",
+    "c_strides",
+    "for_operands",
+    "free_axes",
+    "general",
+    "plan",
+]
 
 _LAYOUT_LIMIT = 8
 """Plans kept per ``dot_general`` instance for operand layouts other than C order."""
@@ -552,3 +571,142 @@ def _to_output(problem: Problem, tags: list[Tag]) -> tuple[int, ...] | None:
     ordered += [("r", a) for a in range(len(problem.rhs_shape)) if a not in (*rc, *rb)]
     out = tuple(tags.index(t) for t in ordered)
     return None if out == tuple(range(len(out))) else out
+
+
+# ---------------------------------------------------------------------- dot_general's plans
+
+
+class _Sentinel:
+    """A named evaluation strategy (never mistaken for an outer product's plan)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+_PLANNED = _Sentinel("planned from the operands' layout")
+GENERAL = _Sentinel("general: data-dependent extents")
+"""The plan of operands with data-dependent extents: :func:`general`, from the arrays'
+actual shapes."""
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # numpy.einsum's
+
+_STRATEGIES: DictCache[Any, Any] = DictCache(4096, "dot_general evaluation strategies")
+"""(dimension numbers, operand ranks) -> the extent-free part of an instance's evaluation
+plan (:func:`_strategy`): a never-seen shape only collects its extents."""
+
+
+def free_axes(ndim: int, contracting: Sequence[int], batch: Sequence[int]) -> tuple[int, ...]:
+    """The axes of an operand of rank ``ndim`` that are neither contracted nor batch."""
+    used = set(contracting) | set(batch)
+    return tuple(a for a in range(ndim) if a not in used)
+
+
+def for_operands(numbers: Numbers, lhs: Meta, rhs: Meta) -> Any:
+    """How ``dot_general`` with dimension ``numbers`` evaluates operands of metas ``lhs``
+    and ``rhs``: a plan of :func:`plan` for operands in C order (the product of two
+    matrices or stacks of them, one product of views, or a broadcast product; re-planned
+    per layout for other operands), or :data:`GENERAL` for data-dependent extents.
+    Without contracted axes (outer products, which a matmul would run as a product over
+    an axis of extent 1, several times slower): the rhs rank (one broadcast multiply)
+    when there are no batch axes either, else ``numpy.einsum``'s subscripts (its
+    two-operand loops are the fastest numpy has for a batched outer product, and
+    ``opt_einsum`` runs them too)."""
+    if lhs.dynamic or rhs.dynamic:
+        return GENERAL
+    key = (numbers, lhs.ndim, rhs.ndim)
+    strategy = _STRATEGIES.get(key)
+    if strategy is None:  # decided once per dimension numbers and ranks
+        strategy = _strategy(numbers, lhs.ndim, rhs.ndim)
+        _STRATEGIES.put(key, strategy)
+    if strategy is not _PLANNED:
+        return strategy
+    itemsize = lhs.dtype.itemsize
+    return plan(
+        Problem(
+            numbers,
+            lhs.shape,
+            c_strides(lhs.shape, itemsize),
+            rhs.shape,
+            c_strides(rhs.shape, itemsize),
+            itemsize,
+            lhs.dtype.kind in "fc",
+        ),
+        c_order=True,
+    )
+
+
+def _strategy(numbers: Numbers, lhs_ndim: int, rhs_ndim: int) -> Any:
+    """The extent-free part of :func:`for_operands`: an outer product's plan, else
+    ``_PLANNED``."""
+    if not numbers[0] and lhs_ndim + rhs_ndim <= len(_LETTERS):
+        return _outer_plan(numbers, lhs_ndim, rhs_ndim)
+    return _PLANNED
+
+
+def _outer_plan(numbers: Numbers, lhs_ndim: int, rhs_ndim: int) -> int | str:
+    _, _, lhs_batch, rhs_batch = numbers
+    if not lhs_batch:
+        return rhs_ndim
+    letters = iter(_LETTERS)
+    left = [next(letters) for _ in range(lhs_ndim)]
+    right = [next(letters) for _ in range(rhs_ndim)]
+    for a, b in zip(lhs_batch, rhs_batch, strict=True):
+        right[b] = left[a]
+    batch = [left[a] for a in lhs_batch]
+    lhs_free = [left[a] for a in free_axes(lhs_ndim, (), lhs_batch)]
+    rhs_free = [right[a] for a in free_axes(rhs_ndim, (), rhs_batch)]
+    out = "".join(batch + lhs_free + rhs_free)
+    return f"{''.join(left)},{''.join(right)}->{out}"
+
+
+def general(numbers: Numbers, lhs: Any, rhs: Any) -> Any:
+    """``dot_general`` from the arrays' actual shapes (data-dependent extents)."""
+    lhs_contracting, rhs_contracting, lhs_batch, rhs_batch = numbers
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    lhs_free = free_axes(lhs.ndim, lhs_contracting, lhs_batch)
+    rhs_free = free_axes(rhs.ndim, rhs_contracting, rhs_batch)
+    batch_shape = tuple(lhs.shape[a] for a in lhs_batch)
+    lhs_free_shape = tuple(lhs.shape[a] for a in lhs_free)
+    rhs_free_shape = tuple(rhs.shape[a] for a in rhs_free)
+    k = math.prod(lhs.shape[a] for a in lhs_contracting)
+    a = np.transpose(lhs, (*lhs_batch, *lhs_free, *lhs_contracting)).reshape(
+        (math.prod(batch_shape), math.prod(lhs_free_shape), k)
+    )
+    b = np.transpose(rhs, (*rhs_batch, *rhs_contracting, *rhs_free)).reshape(
+        (math.prod(batch_shape), k, math.prod(rhs_free_shape))
+    )
+    return np.matmul(a, b).reshape(batch_shape + lhs_free_shape + rhs_free_shape)
+
+
+def any_extent(evaluation: Any, numbers: Numbers, lhs_ndim: int, rhs_ndim: int) -> Any:
+    """A function of the two arrays right for operands of any extents, given the plan
+    :func:`for_operands` chose (``evaluation``): that plan itself when it reads no
+    extent (a :data:`Function`), a batched matmul with the extents read from the arrays
+    for a :class:`Planned` product, else ``None`` (outer products and data-dependent
+    extents: the primitive's own evaluation serves)."""
+    if type(evaluation) is Function:
+        return evaluation
+    if not isinstance(evaluation, Planned):
+        return None
+    lhs_contracting, rhs_contracting, lhs_batch, rhs_batch = numbers
+    lhs_free = free_axes(lhs_ndim, lhs_contracting, lhs_batch)
+    rhs_free = free_axes(rhs_ndim, rhs_contracting, rhs_batch)
+    lhs_perm = (*lhs_batch, *lhs_free, *lhs_contracting)
+    rhs_perm = (*rhs_batch, *rhs_contracting, *rhs_free)
+    lhs_keep = lhs_perm == tuple(range(lhs_ndim))
+    rhs_keep = rhs_perm == tuple(range(rhs_ndim))
+    batch, contracting = lhs_batch, lhs_contracting
+    prod, matmul = math.prod, np.matmul
+
+    def run(a: Any, b: Any) -> Any:
+        ls, rs = a.shape, b.shape
+        lf, rf = [ls[i] for i in lhs_free], [rs[i] for i in rhs_free]
+        n = [ls[i] for i in batch]
+        size, k = prod(n), prod([ls[i] for i in contracting])
+        a = (a if lhs_keep else a.transpose(lhs_perm)).reshape(size, prod(lf), k)
+        b = (b if rhs_keep else b.transpose(rhs_perm)).reshape(size, k, prod(rf))
+        return matmul(a, b).reshape((*n, *lf, *rf))
+
+    return run

@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 
 from tenferro import lax
-from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs, check_kind, primitive
+from tenferro.core.checks import check_kind
+from tenferro.core.primitive import TensorPrimitive, primitive
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.dtypes import float64
 from tenferro.errors import ShapeError

@@ -14,15 +14,9 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from tenferro import algebra, lax
-from tenferro.core.primitive import (
-    RuleValue,
-    TensorPrimitive,
-    Ts,
-    Xs,
-    check_kind,
-    check_same,
-    primitive,
-)
+from tenferro.core.checks import check_kind, check_same
+from tenferro.core.primitive import TensorPrimitive, primitive
+from tenferro.core.rules import RuleValue, Ts, Xs, present
 from tenferro.dtypes import bool_, complex_dtype, is_complex, real_dtype
 from tenferro.errors import DTypeError, ExecutionError, ParameterError, ShapeError
 from tenferro.meta import Meta
@@ -138,7 +132,7 @@ class Neg(Elementwise):
     lax_name = "neg"
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        return [lax.neg(cts[0])]
+        return [lax.neg(present(cts[0]))]
 
 
 @primitive
@@ -154,7 +148,7 @@ class Conj(Elementwise):
         return lo.lax.conj(x) if is_complex(self.inputs[0].dtype) else x  # lax's would be complex
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        return [lax.conj(cts[0])]
+        return [lax.conj(present(cts[0]))]
 
 
 @primitive
@@ -187,7 +181,7 @@ class Div(Elementwise):
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         if active[1]:
             raise lax.not_linear(self, "its denominator")
-        (ct,) = cts
+        ct = present(*cts)
         return [lax.div(ct, lax.conj(xs[1])), None]
 
 
@@ -448,7 +442,7 @@ class Select(TensorPrimitive):
 
 @primitive
 class Clamp(TensorPrimitive):
-    """``min(max(x, lower), upper)`` with strict masks (seed 001):
+    """``min(max(x, lower), upper)`` with strict masks:
 
     x active iff lower < x < upper; lower iff lower > x and lower < upper;
     upper iff upper < max(x, lower) (so with lower > upper the result, upper, gets it, as

@@ -6,7 +6,7 @@ rank-1 integer tensor, clamped so the window fits), gather (start indices clampe
 so the slice fits) and scatter-add (windows out of bounds are dropped).
 
 Index operands are never differentiated; derivatives are promised for in-bounds
-indices only (seed 001).
+indices only.
 """
 
 from __future__ import annotations
@@ -20,15 +20,9 @@ from typing import Any
 import numpy as np
 
 from tenferro import lax
-from tenferro.core.primitive import (
-    RuleValue,
-    TensorPrimitive,
-    Ts,
-    Xs,
-    check_static,
-    extent_pattern,
-    primitive,
-)
+from tenferro.core.checks import check_static
+from tenferro.core.primitive import TensorPrimitive, extent_pattern, primitive
+from tenferro.core.rules import RuleValue, Ts, Xs, present
 from tenferro.errors import AxisError, DTypeError, ShapeError
 from tenferro.meta import Meta, normalize_axis
 from tenferro.ops.batching import batch_size, counted_indices, loop, move_axis, rebind, to_front
@@ -148,7 +142,7 @@ class Slice(TensorPrimitive):
             max(stride - 1, 0) if count else 0
             for stride, count in zip(self.strides, out.shape, strict=True)
         ]
-        return [lax.pad(cts[0], self.starts, high, interior)]
+        return [lax.pad(present(cts[0]), self.starts, high, interior)]
 
 
 def _canonical_limits(
@@ -275,7 +269,7 @@ class Pad(TensorPrimitive):
         return _pad_plan(self.low, self.high, self.interior, self.inputs[0].shape)
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        (ct,) = cts
+        ct = present(*cts)
         (x,) = self.inputs
         ndim = x.ndim
         unpadded = lax.pad(ct, [-lo for lo in self.low], [-hi for hi in self.high], [0] * ndim)
@@ -397,7 +391,7 @@ class Concatenate(TensorPrimitive):
         return lo.lax.concatenate(operands, self.axis)
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        (ct,) = cts
+        ct = present(*cts)
         (out,) = self.outputs
         results: list[RuleValue | None] = []
         offset = 0
@@ -475,11 +469,11 @@ class DynamicSlice(TensorPrimitive):
         return lo.lax.dynamic_slice(x, _start_list(lo, starts), self.sizes)  # clamps to fit
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        return [lax.dynamic_slice(ts[0], xs[1], self.sizes)]
+        return [lax.dynamic_slice(present(ts[0]), xs[1], self.sizes)]
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        zeros = lax.zeros(self.inputs[0], like=cts[0])
-        return [lax.dynamic_update_slice(zeros, cts[0], xs[1]), None]
+        zeros = lax.zeros(self.inputs[0], like=present(cts[0]))
+        return [lax.dynamic_update_slice(zeros, present(cts[0]), xs[1]), None]
 
 
 @primitive
@@ -712,7 +706,7 @@ class Gather(TensorPrimitive):
         )
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        return [lax.gather(ts[0], xs[1], **self._numbers())]
+        return [lax.gather(present(ts[0]), xs[1], **self._numbers())]
 
     def _numbers(self) -> dict[str, Any]:
         return {
@@ -724,12 +718,12 @@ class Gather(TensorPrimitive):
         }
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        zeros = lax.zeros(self.inputs[0], like=cts[0])
+        zeros = lax.zeros(self.inputs[0], like=present(cts[0]))
         return [
             lax.scatter_add(
                 zeros,
                 xs[1],
-                cts[0],
+                present(cts[0]),
                 update_window_dims=self.offset_dims,
                 inserted_window_dims=self.collapsed_slice_dims,
                 scatter_dims_to_operand_dims=self.start_index_map,

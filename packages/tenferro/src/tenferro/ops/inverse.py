@@ -37,7 +37,8 @@ from __future__ import annotations
 import numpy as np
 
 from tenferro import lax
-from tenferro.core.primitive import RuleValue, Ts, Xs, primitive
+from tenferro.core.primitive import primitive
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.dtypes import is_complex
 from tenferro.ops.analytic import Analytic
 from tenferro.ops.elementwise import Elementwise

@@ -13,15 +13,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tenferro import lax
-from tenferro.core.primitive import (
-    RuleValue,
-    TensorPrimitive,
-    Ts,
-    Xs,
-    check_kind,
-    check_static,
-    primitive,
-)
+from tenferro.core.checks import check_kind, check_static
+from tenferro.core.primitive import TensorPrimitive, primitive
+from tenferro.core.rules import RuleValue, Ts, Xs, present
 from tenferro.errors import AxisError, ShapeError
 from tenferro.meta import Meta, normalize_axes
 from tenferro.ops.batching import move_axis, rebind
@@ -110,7 +104,7 @@ class ReduceSumSquares(Reduction):
         return lo.jnp.sum(lo.lax.mul(x, x), axis=self.axes, dtype=self.inputs[0].dtype)
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        (x,), (dx,) = xs, ts
+        (x,), dx = xs, present(*ts)
         return [lax.reduce_sum(lax.mul(lax.add(x, x), dx), self.axes)]
 
 
@@ -171,7 +165,7 @@ class _Extremum(Reduction):
         return super().infer()
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        (x,), (y,), (dx,) = xs, ys, ts
+        (x,), (y,), dx = xs, ys, present(*ts)
         hits = lax.convert_element_type(lax.compare(x, self.broadcast_back(y), "eq"), x.dtype)
         weights = lax.div(hits, self.broadcast_back(lax.reduce_sum(hits, self.axes)))
         return [lax.reduce_sum(lax.mul(dx, weights), self.axes)]

@@ -15,15 +15,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tenferro import lax
-from tenferro.core.primitive import (
-    RuleValue,
-    TensorPrimitive,
-    Ts,
-    Xs,
-    check_kind,
-    check_static,
-    primitive,
-)
+from tenferro.core.checks import check_kind, check_static
+from tenferro.core.primitive import TensorPrimitive, primitive
+from tenferro.core.rules import RuleValue, Ts, Xs, present
 from tenferro.errors import AxisError
 from tenferro.meta import Meta, normalize_axis
 from tenferro.ops.batching import move_axis, rebind
@@ -73,7 +67,7 @@ class Cumsum(Scan):
         return lo.lax.cumsum(x, self.axis, reverse=self.reverse)
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        return [lax.cumsum(cts[0], self.axis, reverse=not self.reverse)]
+        return [lax.cumsum(present(cts[0]), self.axis, reverse=not self.reverse)]
 
 
 @primitive

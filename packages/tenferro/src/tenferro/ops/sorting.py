@@ -17,15 +17,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tenferro import lax
-from tenferro.core.primitive import (
-    RuleValue,
-    TensorPrimitive,
-    Ts,
-    Xs,
-    check_kind,
-    check_static,
-    primitive,
-)
+from tenferro.core.checks import check_kind, check_static
+from tenferro.core.primitive import TensorPrimitive, primitive
+from tenferro.core.rules import RuleValue, Ts, Xs, present
 from tenferro.dtypes import int64
 from tenferro.errors import AxisError, DTypeError, ShapeError
 from tenferro.meta import Meta, normalize_axis
@@ -102,7 +96,7 @@ class Sort(_Sorting):
         return lo.lax.rev(lo.lax.sort(flipped, dimension=axis, is_stable=True), (axis,))
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        (x,), (dx,) = xs, ts
+        (x,), dx = xs, present(*ts)
         order = lax.argsort(x, self.axis, descending=self.descending)
         return [lax.apply_permutation(dx, order, self.axis)]
 

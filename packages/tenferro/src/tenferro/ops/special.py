@@ -12,7 +12,8 @@ import math
 from typing import Any
 
 from tenferro import lax
-from tenferro.core.primitive import RuleValue, primitive
+from tenferro.core.primitive import primitive
+from tenferro.core.rules import RuleValue
 from tenferro.ops.analytic import Analytic
 
 __all__ = ["Erf", "Erfc"]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from tenferro.core.primitive import RuleValue, Ts, Xs, primitive
+from tenferro.core.primitive import primitive
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.ops.elementwise import Elementwise
 
 __all__ = ["StopGradient"]

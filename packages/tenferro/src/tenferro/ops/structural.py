@@ -17,14 +17,9 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.core.bind import bind1
-from tenferro.core.primitive import (
-    RuleValue,
-    TensorPrimitive,
-    Ts,
-    Xs,
-    check_static,
-    primitive,
-)
+from tenferro.core.checks import check_static
+from tenferro.core.primitive import TensorPrimitive, primitive
+from tenferro.core.rules import RuleValue, Ts, Xs, present
 from tenferro.dtypes import bool_, is_inexact
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import AxisError, ScalarOverflowError, ShapeError
@@ -87,7 +82,7 @@ class Transpose(TensorPrimitive):
         return lo.lax.transpose(x, self.permutation)
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        return [lax.transpose(cts[0], _inverse(self.permutation))]
+        return [lax.transpose(present(cts[0]), _inverse(self.permutation))]
 
 
 @primitive
@@ -145,7 +140,7 @@ class Reshape(TensorPrimitive):
         return lo.lax.reshape(x, self.shape)
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        return [lax.reshape(cts[0], self.inputs[0].shape)]
+        return [lax.reshape(present(cts[0]), self.inputs[0].shape)]
 
 
 @primitive
@@ -275,7 +270,7 @@ class BroadcastInDim(TensorPrimitive):
         return None if kept else tuple(order), tuple(expanded), math.prod(self.shape) <= 1024
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        (ct,) = cts
+        ct = present(*cts)
         operand = self.inputs[0]
         expanded = {
             d for j, d in enumerate(self.dims) if operand.shape[j] == 1 and self.shape[d] != 1
@@ -340,10 +335,10 @@ class Convert(TensorPrimitive):
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         if not (is_inexact(self.inputs[0].dtype) and is_inexact(self.dtype)):
             return [None]
-        return [lax.convert_element_type(ts[0], self.dtype)]
+        return [lax.convert_element_type(present(ts[0]), self.dtype)]
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        return [lax.convert_element_type(cts[0], self.inputs[0].dtype)]
+        return [lax.convert_element_type(present(cts[0]), self.inputs[0].dtype)]
 
 
 def _check_python_ints_fit(x: Any, target: np.dtype[Any]) -> None:
@@ -407,7 +402,7 @@ class ExtractDiag(TensorPrimitive):
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         (x,) = self.inputs
         a, b = self.axis_a, self.axis_b
-        embedded = lax.embed_diag(cts[0], _diagonal_position(a, b), b)
+        embedded = lax.embed_diag(present(cts[0]), _diagonal_position(a, b), b)
         m = min(x.shape[a], x.shape[b])
         if x.shape[a] == x.shape[b]:
             return [embedded]
@@ -487,7 +482,7 @@ class EmbedDiag(TensorPrimitive):
         return out
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        return [lax.extract_diag(cts[0], self._source_position(), self.axis_b)]
+        return [lax.extract_diag(present(cts[0]), self._source_position(), self.axis_b)]
 
 
 class _Triangle(TensorPrimitive):
@@ -577,7 +572,7 @@ class Reverse(TensorPrimitive):
         return lo.lax.rev(x, self.axes) if self.axes else x
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        return [lax.rev(cts[0], self.axes)]
+        return [lax.rev(present(cts[0]), self.axes)]
 
 
 def dynamic_reshape_axis(op: str, x: Meta, shape: tuple[int, ...]) -> int:

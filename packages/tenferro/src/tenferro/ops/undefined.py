@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenferro.core.primitive import RuleValue, TensorPrimitive, primitive
+from tenferro.core.primitive import TensorPrimitive, primitive
+from tenferro.core.rules import RuleValue
 from tenferro.meta import Meta
 from tidu import ADRuleError
 

@@ -44,7 +44,8 @@ __all__ = [
 
 def array(data: Any, dtype: Any = None) -> Tensor:
     """A concrete tensor holding a copy of ``data``."""
-    return concrete_class()._convert(data, dtype, "array")
+    tensor: Tensor = concrete_class()._convert(data, dtype, "array")
+    return tensor
 
 
 def tensor(data: Any, dtype: Any = None, *, requires_grad: bool = False) -> EagerTensor:
@@ -151,13 +152,14 @@ def full(shape: int | Sequence[int], fill_value: Any, dtype: Any = None) -> Tens
     return _full("full", shape, fill_value, dtype)
 
 
-def _full(op: str, shape: Any, fill_value: Any, dtype: Any) -> Any:
+def _full(op: str, shape: Any, fill_value: Any, dtype: Any) -> Tensor:
     extents = as_shape(shape, op)
     fill = np.asarray(fill_value._value if hasattr(fill_value, "_value") else fill_value)
     target = as_dtype(dtype if dtype is not None else fill.dtype, op)
     _check_fill(op, fill_value, fill, target)
     values = _allocate(op, extents, target, lambda: np.full(extents, fill, dtype=target))
-    return concrete_class()._convert(values, None, op)
+    tensor: Tensor = concrete_class()._convert(values, None, op)
+    return tensor
 
 
 def _check_fill(op: str, value: Any, fill: np.ndarray[Any, Any], target: np.dtype[Any]) -> None:
@@ -220,7 +222,8 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Te
     values = _allocate("arange", (length,), np.float64, lambda: np.arange(low, high, step))
     if dtype is None and values.dtype.kind == "i":
         values = values.astype(np.int64)
-    return concrete_class()._convert(values, dtype, "arange")
+    tensor: Tensor = concrete_class()._convert(values, dtype, "arange")
+    return tensor
 
 
 def linspace(
@@ -234,7 +237,8 @@ def linspace(
         values = np.linspace(start, stop, count, endpoint=endpoint)
     except (TypeError, ValueError) as error:
         raise ParameterError("linspace", f"{error} (start={start!r}, stop={stop!r})") from None
-    return concrete_class()._convert(values, dtype, "linspace")
+    tensor: Tensor = concrete_class()._convert(values, dtype, "linspace")
+    return tensor
 
 
 @preserving

@@ -180,7 +180,8 @@ class _Probe(HasMeta):
         for operand in operands:
             if type(operand) is not _Probe or operand.recording is not recording:
                 raise _RefusedError  # a constant or another kind met the probe
-        return recording.step(op, tuple(o.ref for o in operands))
+        probes: tuple[_Probe, ...] = recording.step(op, tuple(o.ref for o in operands))
+        return probes
 
     @classmethod
     def _lift(cls, value: Any) -> _Probe:

@@ -62,9 +62,11 @@ class _Item:
 
 def _dtype_of(item: Any) -> np.dtype[Any] | None:
     if is_tensor(item):
-        return np.dtype(item.meta.dtype)
+        dtype: np.dtype[Any] = np.dtype(item.meta.dtype)
+        return dtype
     if isinstance(item, np.ndarray):
-        return item.dtype
+        array_dtype: np.dtype[Any] = item.dtype
+        return array_dtype
     if isinstance(item, list):
         return np.asarray(item).dtype
     return None

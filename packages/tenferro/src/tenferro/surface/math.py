@@ -585,6 +585,7 @@ def arctan2(y: Any, x: Any) -> Any:
 atan2 = arctan2
 
 
+@preserving
 def angle(z: Any, deg: bool = False) -> Any:
     """The argument of complex ``z`` in ``(-pi, pi]`` (numpy's ``angle``: the arctan2 of
     its imaginary and real parts); of real ``z``, ``pi`` where it is negative and 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 import builtins
 import itertools
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 from tenferro import lax
 from tenferro.core.flags import check_flag
@@ -33,6 +33,12 @@ from tenferro.surface.signatures import (
     preserving,
     unary,
 )
+from tenferro.typing import TensorT
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from tenferro.concrete import Tensor
 
 __all__ = [
     "argmax",
@@ -219,6 +225,12 @@ def cumprod(x: Any, axis: int | None = None, dtype: Any = None) -> Any:
 # ---------------------------------------------------------------------- joining and splitting
 
 
+@overload
+def split(x: TensorT, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[TensorT]: ...
+@overload
+def split(
+    x: ArrayLike, indices_or_sections: int | Sequence[int], axis: int = 0
+) -> list[Tensor]: ...
 def split(x: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Any]:
     """``x`` cut along ``axis`` into a list: ``N`` equal sections (``N`` must divide the
     extent), or at the listed indices (numpy's slicing rules: negative indices count

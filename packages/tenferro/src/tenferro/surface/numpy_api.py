@@ -630,7 +630,8 @@ def _ufuncs() -> dict[str, Callable[..., Any]]:
 
 def _reduction(name: str) -> Callable[[], Callable[..., Any]]:
     def resolve() -> Callable[..., Any]:
-        return getattr(reductions, name)
+        function: Callable[..., Any] = getattr(reductions, name)
+        return function
 
     return resolve
 

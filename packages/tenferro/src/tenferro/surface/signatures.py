@@ -10,13 +10,14 @@ only give a function its static type).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, cast, overload
+
+from tenferro.typing import TensorT
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
     from tenferro.concrete import Tensor
-    from tenferro.core.methods import TensorMethods
 
 __all__ = [
     "Binary",
@@ -36,12 +37,7 @@ __all__ = [
     "unary",
 ]
 
-TensorT = TypeVar("TensorT", bound="TensorMethods")
-"""Any tensor kind: ``Tensor``, ``EagerTensor``, ``TracedTensor``."""
-
 P = ParamSpec("P")
-
-Scalar = bool | int | float | complex
 
 
 class Unary(Protocol):

@@ -58,7 +58,7 @@ __all__ = [
 class _Substitutions:
     """For ``materialize_merge``: an alias input stands for its origin's value."""
 
-    def get(self, key: Hashable, default: Any = None) -> ValueKey | None:
+    def get(self, key: Hashable, default: ValueKey | None = None) -> ValueKey | None:
         kind = type(key)
         return key.origin if kind is AliasKey or kind is SlotAliasKey else default  # type: ignore[attr-defined]
 
@@ -69,9 +69,10 @@ _CARRIERS = (AliasKey, CheckpointKey, SlotAliasKey, SlotCheckpointKey)
 class _Aliases:
     """For ``tidu.linearize``: aliases and checkpoints carry their origin's tangent."""
 
-    def get(self, key: Hashable, default: Any = None) -> ValueKey | None:
+    def get(self, key: Hashable, default: ValueKey | None = None) -> ValueKey | None:
         if isinstance(key, _CARRIERS):
-            return key.origin
+            origin: ValueKey = key.origin
+            return origin
         return default
 
 

@@ -37,8 +37,9 @@ from computegraph import (
 )
 from tenferro.core.bind import bind
 from tenferro.core.kinds import asarray
-from tenferro.core.primitive import RuleValue, TensorPrimitive, primitive, rule_bind
+from tenferro.core.primitive import TensorPrimitive, primitive
 from tenferro.core.pytree import flatten, unflatten
+from tenferro.core.rules import RuleValue, rule_bind
 from tenferro.dtypes import is_inexact
 from tenferro.errors import TenferroError
 from tenferro.meta import Meta

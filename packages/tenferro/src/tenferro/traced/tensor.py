@@ -14,7 +14,7 @@ import itertools
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -42,7 +42,7 @@ from tenferro.meta import Meta, as_shape
 __all__ = ["TracedTensor", "operator_lane", "placeholder", "provide", "traced"]
 
 
-EAGER_CAPTURE: ContextVar[Callable[[Any], Any] | None] = ContextVar(
+EAGER_CAPTURE: ContextVar[Callable[[Any], TracedTensor] | None] = ContextVar(
     "tenferro_eager_capture", default=None
 )
 """Set by ``vmap`` while it traces: turns a tracked EagerTensor the function captured into
@@ -201,7 +201,7 @@ class _Provided:
     gives its own when it is loaded (:func:`provide`)."""
 
     __slots__ = ("checkpoint", "evaluate", "grad", "jvp", "vjp")
-    checkpoint: Callable[..., Any]
+    checkpoint: Callable[[TracedTensor], TracedTensor]
     evaluate: Callable[..., Any]
     grad: Callable[..., Any]
     jvp: Callable[..., Any]
@@ -409,9 +409,9 @@ def _other_key(op: TensorPrimitive, keys: tuple[ValueKey, ...]) -> ValueKey:
         memo = None
     entry = None if memo is None else memo.get(token)
     if entry is not None and all(r() is k for r, k in zip(entry[0], others, strict=True)):
-        made = entry[1]()
-        if made is not None:
-            return made
+        remembered: ValueKey | None = entry[1]()
+        if remembered is not None:
+            return remembered
     made = first_output(op, keys)
     memo_put(first, token, (tuple([_ref(k) for k in others]), _ref(made)))
     return made
@@ -448,7 +448,7 @@ class _Anchor:
         return TracedTensor._bind(op, operands)
 
 
-_ANCHOR = _Anchor()
+_ANCHOR = cast("TracedTensor", _Anchor())  # binds operand-free primitives as traced
 
 
 def placeholder(

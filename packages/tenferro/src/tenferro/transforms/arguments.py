@@ -4,10 +4,9 @@ standing for them while the function is traced."""
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from contextvars import ContextVar
 from typing import Any
 
-from computegraph import Input, gc_paused
+from computegraph import Input
 from tenferro.core.keys import AliasKey, ArgKey
 from tenferro.core.kinds import asarray
 from tenferro.core.pytree import TreeDef, count_leaves, flatten, unflatten
@@ -16,21 +15,10 @@ from tenferro.errors import (
 )
 from tenferro.meta import Meta
 from tenferro.traced.tensor import TracedTensor
+from tenferro.traced.tracing import TRACE_DEPTH, call_traced
 
-_DEPTH: ContextVar[int] = ContextVar("tenferro_transform_trace_depth", default=0)
-"""How many transform traces enclose the running code. Inside one, every transform is
-symbolic (its results are traced values of the enclosing trace), so a function that
-captures a value of an enclosing trace is differentiated correctly, as in JAX."""
-
-
-def _call(fun: Callable[..., Any], args: Sequence[Any]) -> Any:
-    """``fun(*args)`` as a trace (see ``_DEPTH``)."""
-    token = _DEPTH.set(_DEPTH.get() + 1)
-    try:
-        with gc_paused():  # tracing builds many long-lived keys and no cycles
-            return fun(*args)
-    finally:
-        _DEPTH.reset(token)
+_DEPTH = TRACE_DEPTH  # the transforms' names for the trace depth and the traced call
+_call = call_traced
 
 
 class _Args:

@@ -30,25 +30,29 @@ import functools
 import inspect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypeVar
 
 import numpy as np
 
-from computegraph import After, BoundedCache, Derived, Input, OperationKey, ValueKey, fold
+from computegraph import BoundedCache, Input, ValueKey
 from tenferro import lax
 from tenferro.concrete import Tensor
 from tenferro.core.bind import lift
-from tenferro.core.keys import AliasKey, ArgKey
+from tenferro.core.keys import ArgKey
 from tenferro.core.kinds import asarray
-from tenferro.core.primitive import RuleValue, TensorPrimitive, Ts, Xs
 from tenferro.core.pytree import TreeDef, count_leaves, describe, flatten, unflatten
+from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import ArgumentTypeError, ShapeError, TenferroError
 from tenferro.extension import ExtensionOp, register
 from tenferro.meta import Meta
 from tenferro.traced.program import TracedProgram
+from tenferro.traced.replay import replay
 from tenferro.traced.tensor import TracedTensor
 from tenferro.transforms.arguments import _call
 from tidu import ADRuleError
+
+Tree = TypeVar("Tree")
+"""A tensor, or a pytree of them: given back with the same structure."""
 
 __all__ = ["custom_jvp", "custom_vjp", "stop_gradient"]
 
@@ -56,7 +60,7 @@ _LOWERED: BoundedCache[Any, TracedProgram] = BoundedCache(256, "custom function 
 """The traced programs of custom functions lowered to XLA, by application (structure)."""
 
 
-def stop_gradient(x: Any) -> Any:
+def stop_gradient(x: Tree) -> Tree:
     """``x`` (a tensor or a pytree of them) with a zero derivative by contract.
 
     The value passes through unchanged; no derivative flows back through it in any
@@ -65,7 +69,8 @@ def stop_gradient(x: Any) -> Any:
     (``x.detach()`` is the PyTorch spelling; both stay available).
     """
     leaves, treedef = flatten(x)
-    return unflatten(treedef, [lax.stop_gradient(asarray(leaf)) for leaf in leaves])
+    stopped: Tree = unflatten(treedef, [lax.stop_gradient(asarray(leaf)) for leaf in leaves])
+    return stopped
 
 
 # ---------------------------------------------------------------------- rule tracing
@@ -112,34 +117,12 @@ def _replay(
     name: str, values: Sequence[RuleValue], outputs: Sequence[ValueKey], like: RuleValue
 ) -> list[RuleValue]:
     """Emit the traced computation of ``outputs`` into the scope of the rule being run,
-    ``RuleArgKey(i)`` standing for ``values[i]`` (an iterative walk: any depth)."""
-    scope = like.scope
-
-    def emit(operation: OperationKey, operands: list[RuleValue]) -> tuple[RuleValue, ...]:
-        return scope.emit(cast(TensorPrimitive, operation.operation), operands)
-
-    def argument(key: ValueKey) -> RuleValue | After[RuleValue]:
-        input_name = key.key if type(key) is Input else None
-        if type(input_name) is RuleArgKey:
-            return values[input_name.position]
-        if type(input_name) is AliasKey:  # a transform applied inside the rule
-            return After(input_name.origin, _itself)
-        raise TenferroError(
-            name,
-            f"a rule read {input_name!r}, a value that is not one of its arguments (an "
-            f"array or traced value captured from outside the rule); pass it as an "
-            f"argument of the function instead",
-        )
-
-    return fold(outputs, emit, _output, argument)
+    ``RuleArgKey(i)`` standing for ``values[i]``."""
+    return replay(name, values, outputs, like, _rule_position)
 
 
-def _output(results: tuple[RuleValue, ...], key: Derived) -> RuleValue:
-    return results[key.output_slot]
-
-
-def _itself(value: RuleValue) -> RuleValue:
-    return value
+def _rule_position(input_name: Hashable) -> int | None:
+    return input_name.position if type(input_name) is RuleArgKey else None
 
 
 def _check_result(
@@ -583,7 +566,8 @@ class _CustomCall(ExtensionOp):
         return self.rule.lower(lo, self, values)
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
-        return self.rule.jvp(self, xs, ys, ts)
+        tangents: list[RuleValue | None] = self.rule.jvp(self, xs, ys, ts)
+        return tangents
 
     def __str__(self) -> str:
         operands = " ".join(m.describe() for m in self.inputs)
@@ -657,7 +641,8 @@ class _CustomVJPLinear(ExtensionOp):
         ]
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
-        return self.rule.transpose(self, cts, xs, active)
+        cotangents: list[RuleValue | None] = self.rule.transpose(self, cts, xs, active)
+        return cotangents
 
     def __str__(self) -> str:
         operands = " ".join(m.describe() for m in self.inputs)

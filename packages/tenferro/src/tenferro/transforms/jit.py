@@ -104,14 +104,15 @@ def jit(
     def lower(*args: Any, **kwargs: Any) -> Lowered:
         """The function lowered to XLA for these arguments: ``.as_stablehlo()`` gives
         its StableHLO text, ``.export()`` a ``jax.export.Exported``."""
-        return run(args, kwargs, "xla", True)
+        lowered: Lowered = run(args, kwargs, "xla", True)
+        return lowered
 
     compiled.cache = cache  # type: ignore[attr-defined]
     compiled.lower = lower  # type: ignore[attr-defined]
     return compiled
 
 
-_PLANS: dict[str, Callable[[Any, Any], Any]] = {"numpy": _Plan, "xla": XlaPlan}
+_PLANS: dict[str, Callable[[Any, Any], _Plan | XlaPlan]] = {"numpy": _Plan, "xla": XlaPlan}
 
 
 def _finish(plan: Any, arrays: list[Any], lowering: bool) -> Any:

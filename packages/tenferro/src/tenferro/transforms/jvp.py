@@ -52,7 +52,8 @@ def jvp(
         )
     trace = _trace_call(fun, primal_call)
     plan = _jvp_plan(primal_call, tangent_call, trace)
-    return plan(primal_call.arrays() + tangent_call.arrays(), trace.shape.slots)
+    outputs: tuple[Any, ...] = plan(primal_call.arrays() + tangent_call.arrays(), trace.shape.slots)
+    return outputs
 
 
 def _jvp_with_aux(

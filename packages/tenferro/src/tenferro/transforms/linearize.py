@@ -126,6 +126,7 @@ class _LinearizePlan:
 
 
 def _linearize_plan(call: _Args, trace: _Trace) -> _LinearizePlan:
-    return _LINEARIZE_PROGRAMS.get_or_create(
+    plan: _LinearizePlan = _LINEARIZE_PROGRAMS.get_or_create(
         (call.signature(), trace.key), lambda: _LinearizePlan(call, trace)
     )
+    return plan

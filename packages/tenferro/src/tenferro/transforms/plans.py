@@ -25,9 +25,9 @@ def _cache(name: str, maxsize: int = 128) -> BoundedCache[Any, Any]:
 
 
 _GRAD_PROGRAMS = _cache("value_and_grad programs", 256)
-_JVP_PROGRAMS = _cache("jvp programs", 256)
-_VJP_PROGRAMS = _cache("vjp programs", 256)
-_FORWARD_PROGRAMS = _cache("forward programs", 256)
+_JVP_PROGRAMS: BoundedCache[Any, _Plan] = _cache("jvp programs", 256)
+_VJP_PROGRAMS: BoundedCache[Any, _Plan] = _cache("vjp programs", 256)
+_FORWARD_PROGRAMS: BoundedCache[Any, _Plan] = _cache("forward programs", 256)
 _LINEARIZE_PROGRAMS = _cache("linearize programs", 256)
 """Derivative (and forward) programs by traced structure, shared by every function."""
 

@@ -78,7 +78,8 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[
 
         key = (call.signature(), ct_call.signature(), count, trace.key)
         plan = _VJP_PROGRAMS.get_or_create(key, derive)
-        return plan(call.arrays() + ct_call.arrays(), trace.shape.slots)
+        cotangents: tuple[Any, ...] = plan(call.arrays() + ct_call.arrays(), trace.shape.slots)
+        return cotangents
 
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 

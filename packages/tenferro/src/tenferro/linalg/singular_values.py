@@ -1,50 +1,42 @@
-"""Spectral decompositions with AD: svd, svdvals, truncated_svd, eigh, eigvalsh, eig,
-eigvals (``pinv`` is :mod:`tenferro.linalg.pseudo_inverse`).
+"""The singular value decomposition with AD: svd, svdvals, truncated_svd.
 
-Three extension families carry the kernels and the JVP rules (``linalg.svd``,
-``linalg.eigh``, ``linalg.eig``); everything else composes them with differentiable
-operations. Conventions (numpy.linalg / torch.linalg):
+Three families carry the kernels and the rules: ``linalg.svd`` (the thin factors and
+their JVP), ``linalg.svd_complement`` (the extra vectors of a full non-square SVD,
+which have no derivative) and ``linalg.svd_truncate`` (the leading triplets, linear).
+Conventions (numpy.linalg / torch.linalg):
 
-* leading batch axes, ``[..., M, N]``; singular values real and descending,
-  ``eigh`` eigenvalues real and ascending, ``eig`` outputs complex;
-* derivatives divide by spectral gaps through :mod:`tenferro.linalg.gaps`: two values
-  closer than ``eps * max|values|`` are tied (``eps`` relative, default 64 machine
-  epsilons of the operand's precision; it is not a solver tolerance and leaves values
-  unchanged), a tied gap's reciprocal is 0 at every order, every other gap's is exact.
-  Derivatives are therefore unchanged when the input is rescaled. At a tie the
-  rotations inside the tied level get no derivative, while every quantity that does not
-  depend on them (singular/eigen values and their symmetric functions, projectors onto
-  complete tied levels, the polar factor ``U Vh``, ``U diag(f(S)) Vh``) keeps its exact
-  derivative; the SVD's term over ``s_i + s_j`` is never regularised. A loss that needs
-  what was left out gets a :class:`~tenferro.errors.DegenerateDerivativeWarning` from
-  the reverse pass (:mod:`tenferro.linalg.degeneracy`);
-* gauges: ``gauge="raw"`` returns LAPACK's vectors; their complex phase derivative
-  follows the convention ``diag(V^H dV) = 0`` with the phase carried by ``U`` (SVD)
-  and ``diag(V^H dV) = 0`` (eigh). ``gauge="canonical"`` makes the largest-magnitude
-  entry of each singular/eigen vector real and positive (compensating the partner
-  vector of an SVD), which makes phase-dependent functions of the vectors
-  well-defined and differentiable;
-* ``eig`` eigenvectors have unit norm (LAPACK's scaling, as numpy and torch); their
-  derivative is torch's: ``dV = V (F o (V^-1 dA V))`` with ``Re diag(V^H dV) = 0`` and
-  ``F = 1/(w_j - w_i)`` cut at ties as above;
-* ``eigh`` and ``eigvalsh`` read one triangle for their values and differentiate the
-  input as Hermitian: tangents enter through their Hermitian part, so gradients are
-  Hermitian (as torch, JAX and :func:`~tenferro.linalg.cholesky`).
+* leading batch axes, ``[..., M, N]``; singular values real and descending;
+* derivatives divide by the gaps between singular values through
+  :mod:`tenferro.linalg.gaps`: two values closer than ``eps * S_max`` are tied (``eps``
+  relative, default 64 machine epsilons of the operand's precision; it is not a solver
+  tolerance and leaves values unchanged), a tied gap's reciprocal is 0 at every order,
+  every other gap's is exact. Derivatives are therefore unchanged when the input is
+  rescaled. At a tie the rotations inside the tied level get no derivative, while every
+  quantity that does not depend on them (singular values and their symmetric
+  functions, projectors onto complete tied levels, the polar factor ``U Vh``,
+  ``U diag(f(S)) Vh``) keeps its exact derivative; the term over ``s_i + s_j`` is never
+  regularised. A loss that needs what was left out gets a
+  :class:`~tenferro.errors.DegenerateDerivativeWarning` from the reverse pass
+  (:mod:`tenferro.linalg.degeneracy`);
+* gauges (:mod:`tenferro.linalg.gauges`): ``gauge="raw"`` returns LAPACK's vectors;
+  their complex phase derivative follows the convention ``diag(V^H dV) = 0`` with the
+  phase carried by ``U``. ``gauge="canonical"`` makes the largest-magnitude entry of
+  each column of ``U`` real and positive (compensating the rows of ``Vh``), which makes
+  phase-dependent functions of the vectors well-defined and differentiable.
 """
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, overload
 
 import numpy as np
 
 from computegraph import DictCache
 from tenferro import lax
 from tenferro.algebra import (
-    adjoint,
     diag_embed,
     diagonal,
+    diagonal_of_product,
     matmul,
     scale_columns,
     scale_rows,
@@ -53,79 +45,56 @@ from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
 from tenferro.core.flags import check_flag
 from tenferro.core.params import as_int
-from tenferro.core.primitive import RuleValue
+from tenferro.core.rules import RuleValue, Ts, Xs
+from tenferro.dtypes import real_dtype
 from tenferro.errors import LinAlgError, ParameterError
 from tenferro.extension import register
 from tenferro.linalg import lapack, lowered
+from tenferro.linalg._common import require_inexact
 from tenferro.linalg.checks import (
     check_eps,
     check_finite,
     check_matrix,
-    check_square,
-    failing_batch,
     inexact_dtype,
     non_negative,
 )
 from tenferro.linalg.degeneracy import guard_ties
 from tenferro.linalg.family import LinalgOp, matrix_operand
 from tenferro.linalg.gaps import (
-    default_eps,
+    DEFAULT_EPS,
     gap_scale,
-    hermitian_part,
+    resolve_eps,
     spectral_block,
     tied_inverse,
 )
+from tenferro.linalg.gauges import canonicalize, check_gauge, phase_correction
 from tenferro.meta import Meta
-from tenferro.surface.convert import asarray
 from tenferro.surface.dispatch import REPLAYABLE
+from tenferro.surface.signatures import preserving
+from tenferro.typing import TensorLikeT
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = [
-    "EigResult",
-    "EighResult",
     "SVDResult",
-    "eig",
-    "eigh",
-    "eigvals",
-    "eigvalsh",
+    "Svd",
+    "SvdComplement",
+    "SvdTruncate",
+    "singular_value_tangent",
     "svd",
+    "svd_factors",
     "svdvals",
     "truncated_svd",
 ]
 
-DEFAULT_EPS = None
-"""``eps=None``: the tie tolerance of :func:`tenferro.linalg.gaps.default_eps` for the
-operand's precision."""
-GAUGES = ("raw", "canonical")
 
-Ts = tuple[RuleValue | None, ...]
-Xs = tuple[RuleValue, ...]
+class SVDResult(NamedTuple, Generic[TensorLikeT]):
+    """``svd``'s result: ``a = U @ diag(S) @ Vh``."""
 
-
-class SVDResult(NamedTuple):
-    U: Any
-    S: Any
-    Vh: Any
-
-
-class EighResult(NamedTuple):
-    eigenvalues: Any
-    eigenvectors: Any
-
-
-class EigResult(NamedTuple):
-    eigenvalues: Any
-    eigenvectors: Any
-
-
-# ---------------------------------------------------------------------- kernel helpers
-
-
-def _real_dtype(dt: np.dtype[Any]) -> np.dtype[Any]:
-    return np.empty(0, dt).real.dtype
-
-
-def _complex_dtype(dt: np.dtype[Any]) -> np.dtype[Any]:
-    return np.result_type(dt, np.complex64)
+    U: TensorLikeT
+    S: TensorLikeT
+    Vh: TensorLikeT
 
 
 def _numpy_svd(a: np.ndarray[Any, Any]) -> Any:
@@ -137,95 +106,13 @@ def svd_factors(op: str, a: Any) -> tuple[Any, Any, Any]:
     ``op``."""
     check_finite(op, a)
     try:
-        return lapack.apply(lapack.svd, _numpy_svd, a)
+        factors: tuple[Any, Any, Any] = lapack.apply(lapack.svd, _numpy_svd, a)
+        return factors
     except np.linalg.LinAlgError:
-        where = _first_failure(op, a, np.linalg.svd)
+        where = lapack.first_failure(op, a, np.linalg.svd)
         raise LinAlgError(
             op, f"the SVD did not converge for the input of shape {a.shape}{where}"
         ) from None
-
-
-def eigh_factors(op: str, a: Any, lower: bool) -> tuple[Any, Any]:
-    """Eigenvalues (ascending) and eigenvectors of the (batch of) finite Hermitian
-    matrices read from one triangle of ``a``; errors name ``op``."""
-    check_finite(op, a)
-    try:
-        if a.ndim == 2 and a.size:
-            return lapack.eigh(a, lower)
-        return lapack.apply(
-            lambda m: lapack.eigh(m, lower),
-            lambda m: np.linalg.eigh(m, UPLO="L" if lower else "U"),
-            a,
-            batched=lambda m: lapack.eigh_batch(m, lower),
-        )
-    except np.linalg.LinAlgError:
-        where = _first_failure(op, a, np.linalg.eigh)
-        raise LinAlgError(
-            op, f"the eigensolver did not converge for the input of shape {a.shape}{where}"
-        ) from None
-
-
-def _first_failure(op: str, a: np.ndarray[Any, Any], kernel: Any) -> str:
-    """Where a batched LAPACK call failed: re-run matrix by matrix (error path only)."""
-    batch = a.shape[:-2]
-    bad = np.zeros(batch, dtype=bool)
-    for index in np.ndindex(*batch):
-        try:
-            kernel(a[index])
-        except np.linalg.LinAlgError:
-            bad[index] = True
-            break
-    return failing_batch(bad)
-
-
-def _canonicalize(
-    vectors: np.ndarray[Any, Any], partner_rows: np.ndarray[Any, Any] | None
-) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any] | None, np.ndarray[Any, Any]]:
-    """Make each column's largest-magnitude entry (the first, on ties) real positive;
-    multiply the matching rows of ``partner_rows`` by the inverse phase. Returns the new
-    arrays and the one-hot pivot mask (bool, the shape of ``vectors``)."""
-    if vectors.shape[-2] == 0:  # no entries to pivot on
-        return vectors, partner_rows, np.zeros(vectors.shape, dtype=bool)
-    pivot = np.argmax(np.abs(vectors), axis=-2)[..., None, :]
-    mask = np.zeros(vectors.shape, dtype=bool)
-    if vectors.size:
-        np.put_along_axis(mask, pivot, True, axis=-2)
-    value = np.take_along_axis(vectors, pivot, axis=-2)[..., 0, :]
-    magnitude = np.abs(value)
-    phase = np.where(magnitude == 0, 1, value / np.where(magnitude == 0, 1, magnitude))
-    vectors = (vectors * np.conj(phase)[..., None, :]).astype(vectors.dtype, copy=False)
-    if partner_rows is not None:
-        k = min(partner_rows.shape[-2], phase.shape[-1])
-        partner_rows = partner_rows.copy()
-        partner_rows[..., :k, :] *= phase[..., :k, None]
-    return vectors, partner_rows, mask
-
-
-# ---------------------------------------------------------------------- rule helpers
-
-
-def _to(x: Any, dt: np.dtype[Any]) -> Any:
-    return x if x.meta.dtype == dt else lax.convert_element_type(x, dt)
-
-
-def resolve_eps(eps: float | None, dtype: Any) -> float:
-    """The relative tie tolerance of a family instance: ``eps``, or the default for the
-    precision of ``dtype``."""
-    return default_eps(_real_dtype(np.dtype(dtype))) if eps is None else eps
-
-
-def _pick(mask: Any, x: Any) -> Any:
-    """``[..., M, K] -> [..., K]``: the entry of each column where ``mask`` is set."""
-    picked = lax.select(mask, x, lax.zeros_like(x))
-    return lax.reduce_sum(picked, (x.meta.ndim - 2,))
-
-
-def _phase_correction(mask: Any, vectors: Any, tangent: Any) -> Any:
-    """``i * Im(dv_p) / v_p`` per column (``p`` the pivot, where ``v_p`` is real > 0):
-    subtracting ``vectors * that`` from a tangent keeps the pivot entries real."""
-    pivot = lax.real(_pick(mask, vectors))
-    rate = lax.div(lax.imag(_pick(mask, tangent)), pivot)
-    return lax.complex(lax.zeros_like(rate), rate)
 
 
 def singular_value_tangent(
@@ -236,7 +123,7 @@ def singular_value_tangent(
     if da.meta.shape[-1] > s.meta.shape[-1]:  # wide
         dpd = _row_diagonal(_adjoint_times(u, da), vh)
     else:
-        dpd = _diagonal_of_product(u, _times_adjoint(da, vh))
+        dpd = diagonal_of_product(u, _times_adjoint(da, vh))
     eps = resolve_eps(eps, s.meta.dtype)
     return guard_ties(op, s, lax.real(dpd) if u.meta.dtype.kind == "c" else dpd, eps, True)
 
@@ -278,7 +165,7 @@ def _svd_tangents(
     else:
         dav = _times_adjoint(da, vh)
         dp = _adjoint_times(u, dav)
-        dpd = _diagonal_of_product(u, dav)
+        dpd = diagonal_of_product(u, dav)
     ds = guard_ties("linalg.svd", s, lax.real(dpd) if complex_ else dpd, eps, nonnegative=True)
     # B carries diag(S) with the derivative of its tied blocks (tenferro.linalg.gaps):
     # every order of these rules is then exact at ties. Each part enters dU and dV
@@ -309,7 +196,7 @@ def _svd_tangents(
     else:
         dvh = lax.neg(matmul(inner_v, vh))
     if mask is not None and complex_:
-        rotation = _phase_correction(mask, u, du)
+        rotation = phase_correction(mask, u, du)
         du = lax.sub(du, scale_columns(u, rotation))
         dvh = lax.sub(dvh, scale_rows(lax.conj(rotation), vh))
     return du, ds, dvh
@@ -336,32 +223,10 @@ def _times_adjoint(a: Any, b: Any) -> Any:
 
 def _row_diagonal(rows: Any, vh: Any) -> Any:
     """``diag(rows vh^H)`` of ``[..., K, N]`` stacks as row sums of the elementwise
-    product (see :func:`_diagonal_of_product`)."""
+    product (see :func:`~tenferro.algebra.diagonal_of_product`)."""
     if vh.meta.dtype.kind == "c":
         vh = lax.conj(vh)
     return lax.reduce_sum(lax.mul(rows, vh), (vh.meta.ndim - 1,))
-
-
-def _diagonal_of_product(left: Any, right: Any) -> Any:
-    """``diag(left^H right)`` of ``[..., M, K]`` stacks as column sums of the elementwise
-    product: a derivative that needs only this diagonal (singular values or eigenvalues
-    alone) then holds one matrix product fewer (the full ``left^H right`` is pruned)."""
-    if left.meta.dtype.kind == "c":
-        left = lax.conj(left)
-    return lax.reduce_sum(lax.mul(left, right), (left.meta.ndim - 2,))
-
-
-def hermitian_of_triangle(da: Any, uplo: str) -> Any:
-    """The Hermitian matrix ``eigh`` reads from one triangle of ``da`` (the real part of
-    its diagonal): linear, so also the tangent of what it reads from ``a``."""
-    part = lax.tril(da, -1) if uplo == "L" else lax.triu(da, 1)
-    d = diagonal(da)
-    if da.meta.dtype.kind == "c":
-        d = _to(lax.real(d), da.meta.dtype)
-    return lax.add(lax.add(part, adjoint(part)), diag_embed(d))
-
-
-# ---------------------------------------------------------------------- families
 
 
 @register("linalg.svd")
@@ -376,11 +241,12 @@ class Svd(LinalgOp):
     def infer(self) -> list[Meta]:
         (a,) = self.inputs
         check_matrix(self.name, a)
+        require_inexact(self.name, a)
         *batch, m, n = a.shape
         k = min(m, n)
         dt = a.dtype
         u = Meta((*batch, m, k), dt)
-        outs = [u, Meta((*batch, k), _real_dtype(dt)), Meta((*batch, k, n), dt)]
+        outs = [u, Meta((*batch, k), real_dtype(dt)), Meta((*batch, k, n), dt)]
         if self.gauge == "canonical":
             outs.append(Meta(u.shape, np.dtype(bool)))
         return outs
@@ -389,7 +255,7 @@ class Svd(LinalgOp):
         u, s, vh = svd_factors(self.name, a)
         if self.gauge != "canonical":
             return u, s, vh
-        u, partner, mask = _canonicalize(u, vh)
+        u, partner, mask = canonicalize(u, vh)
         return u, s, partner, mask
 
     def lower(self, lo: Any, a: Any) -> Any:
@@ -442,16 +308,16 @@ class SvdComplement(LinalgOp):
         try:
             u, _, vh = np.linalg.svd(a, full_matrices=True)
         except np.linalg.LinAlgError:
-            where = _first_failure(self.name, a, np.linalg.svd)
+            where = lapack.first_failure(self.name, a, np.linalg.svd)
             raise LinAlgError(
                 self.name, f"the SVD did not converge for the input of shape {a.shape}{where}"
             ) from None
         if self.side == "left":
             extra = u[..., :, k:]
-            return _canonicalize(extra, None)[0] if self.gauge == "canonical" else extra
+            return canonicalize(extra, None)[0] if self.gauge == "canonical" else extra
         extra = np.swapaxes(vh[..., k:, :], -1, -2).conj()
         if self.gauge == "canonical":
-            extra = _canonicalize(extra, None)[0]
+            extra = canonicalize(extra, None)[0]
         return np.swapaxes(extra, -1, -2).conj()
 
     def lower(self, lo: Any, a: Any) -> Any:
@@ -543,152 +409,21 @@ class SvdTruncate(LinalgOp):
         return result
 
 
-@register("linalg.eigh")
-class Eigh(LinalgOp):
-    """``A = V diag(w) V^H`` from the ``uplo`` triangle of ``A``; outputs ``w``
-    (ascending, real), ``V`` and, with the canonical gauge, the pivot mask (internal)."""
-
-    extent_generic = True  # its rules read ranks, flags and the eigenvalue count only
-    uplo: str
-    eps: float | None
-    gauge: str
-
-    def infer(self) -> list[Meta]:
-        (a,) = self.inputs
-        check_square(self.name, a)
-        outs = [Meta(a.shape[:-1], _real_dtype(a.dtype)), Meta(a.shape, a.dtype)]
-        if self.gauge == "canonical":
-            outs.append(Meta(a.shape, np.dtype(bool)))
-        return outs
-
-    def impl(self, a: Any) -> Any:
-        w, v = eigh_factors(self.name, a, self.uplo == "L")
-        if self.gauge != "canonical":
-            return w, v
-        v, _, mask = _canonicalize(v, None)
-        return w, v, mask
-
-    def lower(self, lo: Any, a: Any) -> Any:
-        if a.shape[-1] == 0:
-            jnp = lo.jnp
-            w, v = (jnp.zeros(meta.shape, meta.dtype) for meta in self.outputs[:2])
-        else:  # ascending eigenvalues, from one triangle
-            v, w = lo.linalg.eigh(a, lower=self.uplo == "L", symmetrize_input=False)
-        if self.gauge != "canonical":
-            return w, v
-        v, _, mask = lowered.canonicalize(lo, v, None)
-        return w, v, mask
-
-    def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
-        (da,) = ts
-        count = len(self.outputs)
-        if da is None:
-            return [None] * count
-        w, v = ys[0], ys[1]
-        assert w is not None
-        assert v is not None
-        dt = v.meta.dtype
-        eps = resolve_eps(self.eps, w.meta.dtype)
-        xv = matmul(hermitian_part(da), v)  # the input differentiated as Hermitian
-        dp = matmul(adjoint(v), xv)
-        dpd = _diagonal_of_product(v, xv)  # diag(dP) without dP: a derivative of w alone
-        dw = guard_ties(self.name, w, lax.real(dpd) if dt.kind == "c" else dpd, eps)
-        b = spectral_block("eigh", w, (xs[0], v), eps)
-        dv = matmul(v, gap_scale(self.name, w, b, dp, eps, pre="hermitian"))
-        if count == 3 and dt.kind == "c":
-            dv = lax.sub(dv, scale_columns(v, _phase_correction(ys[2], v, dv)))
-        return [dw, dv] + [None] * (count - 2)
-
-
-@register("linalg.eig")
-class Eig(LinalgOp):
-    """``A V = V diag(w)``, complex outputs ``w, V`` (unit-norm columns) and ``V^-1``
-    (internal: the eigenvalue derivative needs it; NaN when ``V`` is singular)."""
-
-    eps: float | None
-
-    def infer(self) -> list[Meta]:
-        (a,) = self.inputs
-        check_square(self.name, a)
-        dt = _complex_dtype(a.dtype)
-        return [Meta(a.shape[:-1], dt), Meta(a.shape, dt), Meta(a.shape, dt)]
-
-    def impl(self, a: Any) -> Any:
-        check_finite(self.name, a)
-        dt = _complex_dtype(a.dtype)
-        try:
-            w, v = np.linalg.eig(a)
-        except np.linalg.LinAlgError:
-            where = _first_failure(self.name, a, np.linalg.eig)
-            raise LinAlgError(
-                self.name,
-                f"the eigensolver did not converge for the input of shape {a.shape}{where}",
-            ) from None
-        v = v.astype(dt, copy=False)
-        try:
-            vinv = np.linalg.inv(v)
-        except np.linalg.LinAlgError:  # defective: eigenvalue derivatives do not exist
-            vinv = np.full(v.shape, np.nan, dtype=dt)
-        return w.astype(dt, copy=False), v, vinv
-
-    def lower(self, lo: Any, a: Any) -> Any:
-        if not lo.on_cpu:
-            raise lo.refuse(
-                self,
-                f"XLA computes non-Hermitian eigendecompositions on CPU only, not on "
-                f"{lo.platform}; pass arrays on a CPU device (jax.devices('cpu'))",
-            )
-        jnp = lo.jnp
-        dt = self.outputs[0].dtype
-        if a.shape[-1] == 0:
-            return tuple(jnp.zeros(meta.shape, meta.dtype) for meta in self.outputs)
-        w, v = lo.linalg.eig(a, compute_left_eigenvectors=False)
-        v = v.astype(dt)
-        return w.astype(dt), v, jnp.linalg.inv(v)  # NaN/Inf where V is singular (defective A)
-
-    def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
-        (da,) = ts
-        if da is None:
-            return [None, None, None]
-        w, v, vinv = ys
-        assert w is not None
-        assert v is not None
-        assert vinv is not None
-        dt = v.meta.dtype
-        dp = matmul(vinv, matmul(_to(da, dt), v))
-        eps = resolve_eps(self.eps, w.meta.dtype)
-        dw = guard_ties(self.name, w, diagonal(dp), eps)
-        b = spectral_block("eig", w, (xs[0], v, vinv), eps)
-        f_dp = gap_scale(self.name, w, b, dp, eps)
-        dv = matmul(v, f_dp)
-        norm_rate = lax.real(diagonal(matmul(adjoint(v), dv)))
-        dv = lax.sub(dv, scale_columns(v, _to(norm_rate, dt)))
-        dvinv = lax.neg(matmul(vinv, matmul(dv, vinv)))
-        return [dw, dv, dvinv]
-
-
-# ---------------------------------------------------------------------- public functions
-
-
-def _operand(op: str, a: Any) -> Any:
-    """``a`` as a tensor of an inexact dtype (integers and bool promote to float64)."""
-    x = asarray(a)
-    target = inexact_dtype(op, x.meta)
-    if x.meta.dtype != target:
-        x = lax.convert_element_type(x, target)
-    check_matrix(op, x.meta)
-    return x
-
-
-def _check_gauge(op: str, gauge: str) -> str:
-    if gauge not in GAUGES:
-        raise ParameterError(op, f"gauge must be one of {GAUGES}, got {gauge!r}")
-    return gauge
-
-
+@overload
+def svd(
+    a: TensorLikeT,
+    full_matrices: bool = True,
+    *,
+    eps: float | None = DEFAULT_EPS,
+    gauge: str = "raw",
+) -> SVDResult[TensorLikeT]: ...
+@overload
+def svd(
+    a: ArrayLike, full_matrices: bool = True, *, eps: float | None = DEFAULT_EPS, gauge: str = "raw"
+) -> SVDResult[Tensor]: ...
 def svd(
     a: Any, full_matrices: bool = True, *, eps: float | None = DEFAULT_EPS, gauge: str = "raw"
-) -> SVDResult:
+) -> SVDResult[Any]:
     """Singular value decomposition ``a = U @ diag(S) @ Vh`` (numpy.linalg.svd).
 
     ``full_matrices=True`` (numpy's default) gives square ``U`` (``[..., M, M]``) and
@@ -706,7 +441,7 @@ def svd(
     if eps is not DEFAULT_EPS:
         eps = check_eps("linalg.svd", eps)
     if gauge != "raw":
-        gauge = _check_gauge("linalg.svd", gauge)
+        gauge = check_gauge("linalg.svd", gauge)
     m, n = x.meta.shape[-2:]
     outs = Svd.bind(x, eps=eps, gauge=gauge)
     u, s, vh = outs[0], outs[1], outs[2]
@@ -772,6 +507,7 @@ def _cut_factors(u: Any, s: Any, vh: Any, sizes: Any, rank: Any) -> tuple[Any, A
     )
 
 
+@preserving
 def svdvals(a: Any, *, eps: float | None = DEFAULT_EPS) -> Any:
     """The singular values of ``a``, real and descending (``[..., K]``)."""
     if eps is not DEFAULT_EPS:
@@ -790,6 +526,24 @@ def _rank_threshold(
     return np.maximum(0.0 if atol is None else atol, rtol * top)
 
 
+@overload
+def truncated_svd(
+    a: TensorLikeT,
+    *,
+    max_rank: int | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    eps: float | None = DEFAULT_EPS,
+) -> SVDResult[TensorLikeT]: ...
+@overload
+def truncated_svd(
+    a: ArrayLike,
+    *,
+    max_rank: int | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    eps: float | None = DEFAULT_EPS,
+) -> SVDResult[Tensor]: ...
 def truncated_svd(
     a: Any,
     *,
@@ -797,7 +551,7 @@ def truncated_svd(
     rtol: float | None = None,
     atol: float | None = None,
     eps: float | None = DEFAULT_EPS,
-) -> SVDResult:
+) -> SVDResult[Any]:
     """The thin SVD keeping the singular values above ``max(atol, rtol * S_max)`` (at
     most ``max_rank`` of them): the truncation of tensor-network sweeps.
 
@@ -856,7 +610,7 @@ def truncated_svd(
 
 def _concrete_truncated_svd(
     a: Any, max_rank: int | None, rtol: float | None, atol: float | None
-) -> SVDResult:
+) -> SVDResult[Any]:
     """:func:`truncated_svd` of a concrete float/complex matrix stack (the default
     ``eps``): the two nodes the general path binds (the SVD, then the truncation), bound
     directly through the tensor's kind, with the truncation instances kept on the SVD
@@ -937,83 +691,3 @@ def _traced_rank(
     if counts.meta.ndim:
         counts = lax.reduce_max(counts, tuple(range(counts.meta.ndim)))
     return lax.min(counts, lax.full_like(counts, cap))
-
-
-def eigh(
-    a: Any,
-    UPLO: str = "L",  # noqa: N803  (numpy.linalg name)
-    *,
-    eps: float | None = DEFAULT_EPS,
-    gauge: str = "raw",
-) -> EighResult:
-    """Eigen-decomposition of a Hermitian (real symmetric) matrix, read from the lower
-    (``UPLO="L"``) or upper triangle: ``(eigenvalues, eigenvectors)``, eigenvalues real
-    ascending. The input is differentiated as Hermitian (tangents enter through their
-    Hermitian part, gradients are Hermitian, as torch and JAX); ``eps`` is the relative
-    tie tolerance of the derivative (eigenvalues closer than ``eps * max|w|`` are tied;
-    default 64 machine epsilons), ``gauge`` is ``"raw"`` or ``"canonical"``.
-    """
-    op = _eigh_call(a, UPLO, eps, gauge)
-    if op is None:
-        a, op = _eigh_op(a, UPLO, eps, gauge)
-    outs = type(a)._bind(op, (a,))  # (w, V) or, with the canonical gauge, (w, V, mask)
-    return tuple.__new__(EighResult, outs if len(outs) == 2 else outs[:2])
-
-
-def eigvalsh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803  (numpy.linalg name)
-    """The eigenvalues of a Hermitian matrix, real ascending (see :func:`eigh`)."""
-    op = _eigh_call(a, UPLO, DEFAULT_EPS, "raw")
-    if op is None:
-        a, op = _eigh_op(a, UPLO, DEFAULT_EPS, "raw")
-    return type(a)._bind(op, (a,))[0]
-
-
-def _eigh_call(a: Any, uplo: Any, eps: Any, gauge: Any) -> Eigh | None:
-    """The Eigh instance an earlier call with these arguments bound, if any: a tensor
-    whose meta was found a valid operand then (the fast lane of repeated calls)."""
-    if not isinstance(a, Tensor):
-        return None
-    try:
-        return _EIGH_CALLS.get((a.meta, uplo, eps, gauge))
-    except TypeError:  # unhashable arguments: refused by _eigh_op
-        return None
-
-
-def _eigh_op(a: Any, uplo: Any, eps: Any, gauge: Any) -> tuple[Any, Eigh]:
-    """The operand (a float/complex square matrix tensor) and the Eigh instance of a
-    call, validating its arguments; remembered for :func:`_eigh_call`."""
-    op = "linalg.eigh"
-    x = matrix_operand(op, a, square=True)
-    if uplo not in ("L", "U"):
-        raise ParameterError(op, f"UPLO must be 'L' or 'U', got {uplo!r}")
-    checked_eps = eps if eps is DEFAULT_EPS else check_eps(op, eps)
-    checked_gauge = gauge if gauge == "raw" else _check_gauge(op, gauge)
-    made = Eigh.make((x.meta,), uplo=uplo, eps=checked_eps, gauge=checked_gauge)
-    if x is a:  # a tensor used as given: later calls with it may skip the checks
-        with contextlib.suppress(TypeError):  # an unhashable (valid) eps: not remembered
-            _EIGH_CALLS.put((x.meta, uplo, eps, gauge), made)
-    return x, made
-
-
-_EIGH_CALLS: DictCache[tuple[Any, ...], Eigh] = DictCache(1024, "linalg.eigh calls")
-"""(operand meta, UPLO, eps, gauge) -> the Eigh instance a call binds (structure only)."""
-
-
-def eig(a: Any, *, eps: float | None = DEFAULT_EPS) -> EigResult:
-    """Eigen-decomposition of a general square matrix: complex ``(eigenvalues,
-    eigenvectors)``, eigenvectors of unit norm (numpy's/LAPACK's scaling). Both are
-    differentiable (torch's convention for the eigenvectors: ``Re diag(V^H dV) = 0``);
-    a defective matrix gives NaN derivatives.
-    """
-    op = "linalg.eig"
-    x = _operand(op, a)
-    check_square(op, x.meta)
-    if eps is not DEFAULT_EPS:
-        eps = check_eps(op, eps)
-    outs = bind(Eig.make((x.meta,), eps=eps), [x])
-    return EigResult(outs[0], outs[1])
-
-
-def eigvals(a: Any) -> Any:
-    """The (complex) eigenvalues of a general square matrix (see :func:`eig`)."""
-    return eig(a).eigenvalues
