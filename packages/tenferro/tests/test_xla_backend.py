@@ -334,6 +334,41 @@ def test_inside_a_jax_transformation_the_program_is_inlined():
     np.testing.assert_allclose(np.asarray(out), np.sin(np.asarray(x)) * 3 + 1, rtol=1e-15)
 
 
+def test_the_steady_state_lane_serves_device_arrays_and_steps_aside_for_the_rest():
+    """Repeated calls of JAX arrays take one lookup by their shapes and dtypes; numpy
+    arrays, tensors, other shapes, dtypes and weak types, a JAX tracer of the same
+    shape and a call inside a tenferro trace still get their own results."""
+    calls = []
+
+    def f(x: Any, y: Any) -> Any:
+        calls.append(x.shape)
+        return tf.sin(x) * y, tf.sum(x)
+
+    g = tf.jit(f, backend="xla")
+    with jax.enable_x64(True):
+        x, y = jnp.asarray(RNG.standard_normal(3)), jnp.asarray(RNG.standard_normal(3))
+        wide = jnp.asarray(RNG.standard_normal(5))
+        single = jnp.asarray(RNG.standard_normal(3), dtype=jnp.float32)
+    xn, yn = np.asarray(x), np.asarray(y)
+    for _ in range(3):
+        first, total = g(x, y)
+        assert isinstance(first, jax.Array) and isinstance(total, jax.Array)
+        np.testing.assert_allclose(np.asarray(first), np.sin(xn) * yn, rtol=1e-15)
+    assert len(calls) == 1  # traced once; later calls never reach the trace
+    assert isinstance(g(xn, yn)[0], tf.Tensor)
+    assert g(wide, wide)[0].shape == (5,)
+    assert g(single, single)[0].dtype == jnp.float32
+    with jax.enable_x64(True):
+        inside = jax.jit(lambda a, b: g(a, b)[0] * 2)(x, y)
+    np.testing.assert_allclose(np.asarray(inside), 2 * np.sin(xn) * yn, rtol=1e-15)
+    grads = tf.grad(lambda a: tf.sum(g(a, yn)[0]))(xn)
+    np.testing.assert_allclose(np.asarray(grads), np.cos(xn) * yn, rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(g(x, y)[1]), np.sum(xn), rtol=1e-15)
+    tf.clear_caches()
+    g(x, y)
+    assert calls.count((3,)) >= 2  # traced anew after the caches were emptied
+
+
 # ---------------------------------------------------------------------- caching and export
 
 

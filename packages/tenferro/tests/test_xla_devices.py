@@ -6,7 +6,8 @@ reads the flag once per process).
   four devices (``NamedSharding``) gives the one-device values, its result keeps the
   batch sharding, and every device holds a quarter of it.
 * Residency: an array committed to device 2 gives results on device 2, and the
-  captured data of a ``jit`` follows it there.
+  captured data of a ``jit`` follows it there; one jitted function called with arrays
+  on changing devices and shardings gives each result where its input is.
 """
 
 from __future__ import annotations
@@ -64,6 +65,23 @@ SCRIPT = textwrap.dedent(
     report["residency_value"] = float(
         np.max(np.abs(np.asarray(moved) - np.sin(np.asarray(on_two)) * captured))
     )
+
+    # one function called with arrays on changing devices and shardings: its steady-state
+    # lane (keyed by shapes and dtypes) hands each to an executable compiled for it
+    moves = tf.jit(lambda x: tf.sin(x) * captured, backend="xla")
+    homes, errors = [], []
+    with jax.enable_x64(True):
+        placed = [jax.device_put(jnp.asarray(rng.standard_normal(4)), devices[d])
+                  for d in (2, 0, 2, 1, 1)]
+        placed.append(jax.device_put(jnp.asarray(rng.standard_normal(4)),
+                                     NamedSharding(mesh, P("batch"))))
+    for x in placed:
+        y = moves(x)
+        homes.append(sorted(d.id for d in y.devices()))
+        errors.append(float(np.max(np.abs(np.asarray(y) - np.sin(np.asarray(x)) * captured))))
+    report["lane_homes"] = homes
+    report["lane_error"] = max(errors)
+    report["lane_sharded_spec"] = [str(axis) for axis in y.sharding.spec]
     print(json.dumps(report))
     """
 )
@@ -85,3 +103,6 @@ def test_sharded_vmapped_gradient_matches_one_device_and_stays_where_it_is():
     assert report["shard_devices"] == [0, 1, 2, 3]
     assert report["residency"] == [2]
     assert report["residency_value"] <= 1e-15
+    assert report["lane_homes"] == [[2], [0], [2], [1], [1], [0, 1, 2, 3]]
+    assert report["lane_error"] <= 1e-15
+    assert report["lane_sharded_spec"] == ["batch"]

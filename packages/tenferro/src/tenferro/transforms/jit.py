@@ -20,6 +20,8 @@ from tenferro.transforms.arguments import _arg_leaves, _Args, _call, _split
 from tenferro.transforms.plans import _cache, _Plan, _traced_outputs
 from tenferro.transforms.validation import _callable
 from tenferro.transforms.xla import (
+    MISS,
+    FastLane,
     Lowered,
     XlaPlan,
     check_backend,
@@ -72,7 +74,15 @@ def jit(
     numbers, names = _static_spec(fun, static_argnums, static_argnames)
     cache = _cache(f"jit({getattr(fun, '__name__', 'fun')})")
 
-    def run(args: tuple[Any, ...], kwargs: dict[str, Any], chosen: str, lowering: bool) -> Any:
+    lane = FastLane(f"jit({getattr(fun, '__name__', 'fun')})")
+
+    def run(
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        chosen: str,
+        lowering: bool,
+        lane_key: Any = None,
+    ) -> Any:
         static_positions = _static_positions(numbers, len(args))
         if static_positions or (names and kwargs):
             return _jit_static(fun, cache, args, kwargs, static_positions, names, chosen, lowering)
@@ -95,11 +105,24 @@ def jit(
 
         key = ("keywords", call.signature()) if kwargs else call.signature()
         plan = cache.get_or_create((chosen, key), trace)
+        if lane_key is not None and isinstance(plan, XlaPlan):
+            return plan(call.arrays(), lane, lane_key)
         return _finish(plan, call.arrays(), lowering)
 
     @functools.wraps(fun, updated=())
     def compiled(*args: Any, **kwargs: Any) -> Any:
-        return run(args, kwargs, backend or current_backend(), False)
+        chosen = backend or current_backend()
+        if chosen == "xla" and not kwargs and not numbers:
+            # the steady state of a call of JAX arrays: one lookup (see FastLane)
+            lane_key = lane.key(args)
+            if lane_key is not None:
+                result = lane.call(lane_key, args)
+                if result is not MISS:
+                    return result
+            else:
+                lane_key = lane.learn(args)
+            return run(args, kwargs, chosen, False, lane_key)
+        return run(args, kwargs, chosen, False)
 
     def lower(*args: Any, **kwargs: Any) -> Lowered:
         """The function lowered to XLA for these arguments: ``.as_stablehlo()`` gives

@@ -31,18 +31,27 @@ from typing import Any
 
 import numpy as np
 
-from computegraph import BoundedCache
+from computegraph import BoundedCache, DictCache
 from tenferro.concrete import Tensor
 from tenferro.core.kinds import asarray
-from tenferro.core.pytree import TreeDef, unflatten
+from tenferro.core.pytree import TreeDef, flatten, unflatten
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import BindingError, LoweringError, ParameterError, one_warning_per_call
 from tenferro.meta import Meta
 from tenferro.ops.lowering import Lowering, load_jax, missing_lowerings
 from tenferro.traced.program import TracedProgram
 from tenferro.traced.tensor import TracedTensor
+from tenferro.traced.tracing import TRACE_DEPTH
 
-__all__ = ["BACKENDS", "Lowered", "XlaPlan", "current_backend", "default_backend"]
+__all__ = [
+    "BACKENDS",
+    "MISS",
+    "FastLane",
+    "Lowered",
+    "XlaPlan",
+    "current_backend",
+    "default_backend",
+]
 
 BACKENDS = ("numpy", "xla")
 
@@ -142,6 +151,7 @@ class XlaPlan:
     __slots__ = (
         "arg_positions",
         "data",
+        "flat_tuple",
         "jax",
         "layout",
         "metas",
@@ -181,6 +191,8 @@ class XlaPlan:
         self.data = tuple(data)
         self.metas = [o.meta for o in outputs]
         self.out_treedef = out_treedef
+        self.flat_tuple = out_treedef == flatten(tuple(range(len(outputs))))[1]
+        """Whether the result is a flat tuple of the outputs (rebuilt without a walk)."""
 
     # ------------------------------------------------------------------ tracing
 
@@ -222,7 +234,10 @@ class XlaPlan:
     def inputs(self, arrays: Sequence[Any]) -> list[Any]:
         return [arrays[p] for p in self.arg_positions]
 
-    def __call__(self, arrays: Sequence[Any]) -> Any:
+    def __call__(self, arrays: Sequence[Any], lane: FastLane | None = None, key: Any = None) -> Any:
+        """Run on ``arrays`` (the flattened call arguments); with a ``lane`` and its
+        ``key`` for this call (every argument a JAX array), the executable used is
+        remembered there."""
         inputs = self.inputs(arrays)
         jax = self.jax
         on_device = any(isinstance(a, jax.Array) for a in inputs)
@@ -230,13 +245,20 @@ class XlaPlan:
             # called inside the user's own jax transformation: inline the program there
             outputs = self.function(_platform(jax, inputs), None)(*inputs, *self.data)
             return unflatten(self.out_treedef, list(outputs))
-        key = (self, *[getattr(a, "sharding", None) for a in inputs])
-        executable = _EXECUTABLES.get(key)
+        sharding_key = (self, *[getattr(a, "sharding", None) for a in inputs])
+        executable = _EXECUTABLES.get(sharding_key)
         if executable is None:
             executable = self._compile(inputs)
-            _EXECUTABLES.put(key, executable)
+            _EXECUTABLES.put(sharding_key, executable)
+        if lane is not None and key is not None:
+            lane.remember(key, self, executable, arrays)
         with _x64(jax):
             outputs = executable.compiled(*inputs, *executable.data)
+        return self.finish(executable, outputs, on_device)
+
+    def finish(self, executable: _Executable, outputs: Any, on_device: bool) -> Any:
+        """The call's result from the executable's ``outputs``, after its host checks:
+        JAX arrays as they are (``on_device``), else ``tf.Tensor``s."""
         if executable.checks:
             outputs, flags, check_values = outputs
             flagged = np.asarray(flags)  # one transfer for all the checks' flags
@@ -248,6 +270,8 @@ class XlaPlan:
                         if on:
                             callback(*values)
         if on_device:
+            if self.flat_tuple:
+                return tuple(outputs)
             return unflatten(self.out_treedef, list(outputs))
         return unflatten(
             self.out_treedef,
@@ -292,6 +316,69 @@ def _placed(jax: Any, data: Any, inputs: Sequence[Any]) -> Any:
                 return jax.device_put(data, replicated)
             return data
     return data
+
+
+MISS = object()
+"""What :meth:`FastLane.call` returns when the call must take the full path."""
+
+
+class FastLane:
+    """The steady-state path of one jitted function on XLA: calls whose positional
+    arguments are all JAX arrays (not tracers), found by one dictionary lookup on the
+    arguments' abstract values (shapes, dtypes, weak types) and handed to the executable
+    their last such call used. Nothing is flattened, converted or validated again: JAX's
+    executable checks the arguments' shardings and devices itself, and a call it refuses
+    for them takes the full path (which compiles for them and is remembered instead).
+    Bounded; emptied by ``tf.clear_caches()``."""
+
+    __slots__ = ("array_type", "entries")
+
+    def __init__(self, name: str) -> None:
+        self.entries: DictCache[Any, tuple[XlaPlan, _Executable]] = DictCache(
+            64, f"{name} on XLA (by argument avals)"
+        )
+        self.array_type: type | None = None
+        """The concrete JAX array class (learned from the first call that used it)."""
+
+    def key(self, args: tuple[Any, ...]) -> Any:
+        """The lane's key for ``args``, or ``None`` when the call is not for the lane
+        (an argument that is no concrete JAX array, no arguments, inside a trace)."""
+        array_type = self.array_type
+        if array_type is None or not args or TRACE_DEPTH.get():
+            return None
+        for arg in args:
+            if type(arg) is not array_type:
+                return None
+        return tuple([arg.aval for arg in args])
+
+    def remember(
+        self, key: Any, plan: XlaPlan, executable: _Executable, arrays: Sequence[Any]
+    ) -> None:
+        if all(type(a) is type(arrays[0]) for a in arrays):
+            self.entries.put(key, (plan, executable))
+
+    def learn(self, args: tuple[Any, ...]) -> Any:
+        """The key of a call of concrete JAX arrays that :meth:`key` did not know yet."""
+        jax = sys.modules.get("jax")  # a JAX array exists only once jax is imported
+        if self.array_type is None and args and jax is not None:
+            first = args[0]
+            if isinstance(first, jax.Array) and not isinstance(first, jax.core.Tracer):
+                self.array_type = type(first)
+        return self.key(args)
+
+    def call(self, key: Any, args: tuple[Any, ...]) -> Any:
+        """The call's result, or :data:`MISS`."""
+        entry = self.entries.get(key)
+        if entry is None:
+            return MISS
+        plan, executable = entry
+        inputs = [args[p] for p in plan.arg_positions]
+        try:
+            with _x64(plan.jax):
+                outputs = executable.compiled(*inputs, *executable.data)
+        except ValueError:  # compiled for other shardings or devices: JAX ran nothing
+            return MISS
+        return plan.finish(executable, outputs, True)
 
 
 class Lowered:
