@@ -352,7 +352,8 @@ def test_the_steady_state_lane_serves_device_arrays_and_steps_aside_for_the_rest
     xn, yn = np.asarray(x), np.asarray(y)
     for _ in range(3):
         first, total = g(x, y)
-        assert isinstance(first, jax.Array) and isinstance(total, jax.Array)
+        assert isinstance(first, jax.Array)
+        assert isinstance(total, jax.Array)
         np.testing.assert_allclose(np.asarray(first), np.sin(xn) * yn, rtol=1e-15)
     assert len(calls) == 1  # traced once; later calls never reach the trace
     assert isinstance(g(xn, yn)[0], tf.Tensor)
