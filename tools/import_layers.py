@@ -48,6 +48,7 @@ TENFERRO_LAYERS: dict[str, int] = {
     # rules' checks, binding, operands, asarray and the registry of kinds, the methods
     # every kind has (declared; installed by the facade).
     "tenferro.core.primitive": 1,
+    "tenferro.core.families": 1,
     "tenferro.core.rules": 1,
     "tenferro.core.checks": 1,
     "tenferro.core.bind": 1,

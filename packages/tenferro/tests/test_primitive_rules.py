@@ -25,6 +25,7 @@ from sampling import first_value, sample_product
 from tenferro_support import dtype_id, output_weights, real_loss, sample
 
 import tenferro as tf
+from tenferro.core.families import families
 from tenferro.core.primitive import TensorPrimitive
 
 CASES = [
@@ -146,12 +147,14 @@ def test_rules_with_one_active_operand(case, dt, position):
 
 
 def _exported_primitives() -> dict[str, type[TensorPrimitive]]:
-    """Every primitive of ``tf.ops`` and every built-in extension family, by name."""
+    """Every primitive of ``tf.ops``, every family of the library and every extension
+    family defined inside tenferro, by name."""
     found = {
         cls.name: cls
         for cls in (getattr(tf.ops, n) for n in tf.ops.__all__)
         if isinstance(cls, type) and issubclass(cls, TensorPrimitive) and cls is not TensorPrimitive
     }
+    found.update(families())  # the library's families (tf.linalg, the solvers)
     for name, family in tf.extension.families().items():
         # Families defined inside tenferro (functional ones made by define() live in
         # tenferro.extension itself, whoever defined them: those are users').

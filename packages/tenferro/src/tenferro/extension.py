@@ -63,13 +63,12 @@ runs.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from tenferro.core.bind import lift
+from tenferro.core.families import FamilyPrimitive
 from tenferro.core.flags import check_flag
-from tenferro.core.kinds import asarray
 from tenferro.core.primitive import TensorPrimitive, primitive
 from tenferro.core.rules import RuleValue
 from tenferro.dtypes import dtype as as_dtype
@@ -93,7 +92,7 @@ _FAMILIES: dict[str, type[ExtensionOp]] = {}
 Rule = Callable[..., Sequence[RuleValue | None]]
 
 
-class ExtensionOp(TensorPrimitive):
+class ExtensionOp(FamilyPrimitive):
     """Base class of extension families (subclass, then decorate with :func:`register`).
 
     Subclasses declare their parameters as annotated fields and implement
@@ -104,11 +103,6 @@ class ExtensionOp(TensorPrimitive):
 
     __slots__ = ()
     family: ClassVar[str] = ""
-
-    if TYPE_CHECKING:  # a family may have several outputs: bind gives them as a tuple
-
-        @classmethod
-        def bind(cls, *operands: Any, like: Any = None, **params: Any) -> Any: ...
 
     def __post_init__(self) -> None:
         raw: Any = self.infer()
@@ -121,9 +115,6 @@ class ExtensionOp(TensorPrimitive):
         object.__setattr__(
             self, "_hash", hash((type(self), *(getattr(self, f) for f in self._field_names)))
         )
-
-    def output_count(self) -> int:
-        return len(self.outputs)
 
     def kernel(self) -> Any:
         """For generated code: the checked evaluation (every path validates results)."""
@@ -155,17 +146,6 @@ class ExtensionOp(TensorPrimitive):
                 )
             checked.append(array)
         return checked
-
-    @classmethod
-    def apply(cls, *operands: Any, **params: Any) -> Any:
-        """Apply the family to ``operands`` (tensors of any kind, arrays or scalars).
-
-        Returns one tensor, or a tuple for families with several outputs.
-        """
-        tensors = lift([asarray(v) for v in operands])
-        if not tensors:
-            raise TenferroError(cls.name, "an extension operation needs at least one operand")
-        return cls.bind(*tensors, **params)
 
 
 def _is_single_meta(value: Any) -> bool:

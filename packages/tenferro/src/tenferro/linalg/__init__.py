@@ -2,10 +2,10 @@
 
 numpy.linalg / torch.linalg names and conventions: leading batch axes
 (``[..., M, N]``), results as named tuples, complex derivatives with the conjugate
-convention of the package. Each operation is an extension family of
-:mod:`tenferro.extension` (``"linalg.svd"``, ...), defined once with its shape rule,
-LAPACK kernel and JVP side by side, so it works on every tensor kind and in every
-transform; the families' modules are:
+convention of the package. Each operation is a primitive family
+(:mod:`tenferro.linalg.family`; ``"linalg.svd"``, ...), defined as every primitive is,
+with its shape rule, LAPACK kernel and JVP side by side, so it works on every tensor
+kind and in every transform; the families' modules are:
 
 * :mod:`tenferro.linalg.checks`: shared validation (square, finite, eps) and errors.
 * :mod:`tenferro.linalg.singular_values`: svd, svdvals, truncated_svd;

@@ -32,8 +32,8 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.algebra import adjoint
+from tenferro.core.families import family
 from tenferro.core.rules import RuleValue
-from tenferro.extension import register
 from tenferro.linalg import lowered
 from tenferro.linalg.checks import check_finite, check_square
 from tenferro.linalg.family import LinalgOp
@@ -242,7 +242,7 @@ def _lowered_derivative(lo: Any, a: Any, es: list[Any], dtype: Any) -> Any:
     return (total if np.dtype(dtype).kind == "c" else total.real).astype(dtype)
 
 
-@register("linalg.adjugate")
+@family("linalg.adjugate")
 class Adjugate(LinalgOp):
     """``adj(A)``, ``[..., N, N]`` (module documentation)."""
 
@@ -265,7 +265,7 @@ class Adjugate(LinalgOp):
         return [None if da is None else AdjugateDerivative.bind(a, da)]
 
 
-@register("linalg.adjugate_derivative")
+@family("linalg.adjugate_derivative")
 class AdjugateDerivative(LinalgOp):
     """``D^k adj(A)[E_1, ..., E_k]``, operands ``(A, E_1, ..., E_k)`` (module
     documentation); linear in each ``E``."""

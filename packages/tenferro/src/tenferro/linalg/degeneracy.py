@@ -46,9 +46,9 @@ from typing import Any
 
 import numpy as np
 
+from tenferro.core.families import family
 from tenferro.core.rules import RuleValue
 from tenferro.errors import DegenerateDerivativeWarning, warn_once_per_call
-from tenferro.extension import register
 from tenferro.linalg import lowered
 from tenferro.linalg.family import LinalgOp
 
@@ -240,7 +240,7 @@ class _TieIdentity(LinalgOp):
         return {"family_name": self.family_name, "eps": self.eps, "nonnegative": self.nonnegative}
 
 
-@register("linalg.tie_guard")
+@family("linalg.tie_guard")
 class TieGuard(_TieIdentity):
     """Forward-mode tangents of tied values pass unchecked (a tangent that splits a
     level is an ordinary direction; the loss decides whether it matters)."""
@@ -254,7 +254,7 @@ class TieGuard(_TieIdentity):
         return [None, TieCheck.bind(xs[0], cts[0], **self._params())]
 
 
-@register("linalg.tie_check")
+@family("linalg.tie_check")
 class TieCheck(_TieIdentity):
     """Cotangents of tied values, checked: uneven ones warn (module documentation)."""
 

@@ -25,11 +25,11 @@ from tenferro import lax
 from tenferro.algebra import adjoint, diag_embed, diagonal, eye_like, matmul, matrix_transpose
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind, bind1
+from tenferro.core.families import family
 from tenferro.core.flags import check_flag
 from tenferro.core.params import as_int
 from tenferro.core.rules import RuleValue
 from tenferro.errors import DTypeError, ParameterError, ShapeError
-from tenferro.extension import register
 from tenferro.linalg import lapack, lowered
 from tenferro.linalg._common import (
     broadcast_batch,
@@ -40,7 +40,7 @@ from tenferro.linalg._common import (
     scipy_linalg,
 )
 from tenferro.linalg.checks import check_finite, check_matrix, check_square
-from tenferro.linalg.family import LinalgOp, matrix_operand
+from tenferro.linalg.family import LinalgOp, SquareMatrixOp, matrix_operand
 from tenferro.linalg.solvers import triangular_solve
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
@@ -111,7 +111,7 @@ def _zero_tangent(da: RuleValue, y: RuleValue) -> RuleValue:
 # ---------------------------------------------------------------------- QR
 
 
-@register("linalg.qr")
+@family("linalg.qr")
 class QR(LinalgOp):
     """A = Q R; ``complete``: Q is MxM and R is MxN, else Q is MxK, R is KxN (K = min)."""
 
@@ -281,19 +281,15 @@ def _not_positive_definite(m: np.ndarray[Any, Any]) -> bool:
     return False
 
 
-@register("linalg.cholesky")
-class Cholesky(LinalgOp):
+@family("linalg.cholesky")
+class Cholesky(SquareMatrixOp):
     """A = L L^H (lower L; ``upper``: returns U = L^H with A = U^H U)."""
 
     single_output = True
 
     upper: bool
 
-    def infer(self) -> list[Meta]:
-        (a,) = self.inputs
-        check_square("cholesky", a)
-        require_inexact("cholesky", a)
-        return [a]
+    subject = "cholesky"
 
     def impl(self, a: Any) -> Any:
         if a.size == 0:
@@ -390,7 +386,7 @@ def _lu_tangents(ptda: Any, lower: Any, upper: Any) -> tuple[Any, Any]:
     return dl1, du1
 
 
-@register("linalg.lu")
+@family("linalg.lu")
 class LU(LinalgOp):
     """A = P L U with partial pivoting (scipy_linalg().lu): P MxM permutation (in A's
     dtype), L MxK unit lower, U KxN upper; a fourth output holds the pivots (int32, as
@@ -482,7 +478,7 @@ def _permutation(pivots: np.ndarray[Any, Any], m: int) -> np.ndarray[Any, Any]:
     return perm
 
 
-@register("linalg.pivot_rows")
+@family("linalg.pivot_rows")
 class PivotRows(LinalgOp):
     """``P^T B`` (or ``P B`` when ``inverse``) where ``pivots`` are LAPACK row interchanges
     (0-based; row i was swapped with row pivots[i], in order). Linear in B."""
@@ -543,7 +539,7 @@ def pivot_rows(b: Any, pivots: Any, *, inverse: bool) -> Any:
     return bind1(PivotRows.make((b.meta, pivots.meta), inverse=inverse), (b, pivots))
 
 
-@register("linalg.lu_factor")
+@family("linalg.lu_factor")
 class LUFactor(LinalgOp):
     """scipy_linalg().lu_factor: packed LU (L strictly below the diagonal, U on and above)
     and 0-based int32 pivots (row i interchanged with row pivots[i])."""

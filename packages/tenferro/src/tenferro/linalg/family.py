@@ -1,10 +1,11 @@
 """The base of tf.linalg's families, and the preamble of their public functions.
 
-A :class:`LinalgOp` is an :class:`~tenferro.extension.ExtensionOp` whose kernels are
-part of the package: they are trusted to return the metas ``infer()`` declared (the
-linalg tests check every dtype and shape class), so evaluation is ``impl`` alone,
-without the per-output check that guards user-written families. Leading axes are
-batch axes (numpy.linalg semantics) for ``vmap``.
+A :class:`LinalgOp` is a :class:`~tenferro.core.families.FamilyPrimitive`, defined
+as every primitive is (shape rule, kernel, JVP, transpose, batching rule in one class)
+and named with :func:`~tenferro.core.families.family` (``"linalg.qr"``). Its kernels
+are trusted to return the metas ``infer()`` declared (the linalg tests check every
+dtype and shape class). Leading axes are batch axes (numpy.linalg semantics) for
+``vmap``. :class:`SquareMatrixOp` is the base of the families of one square matrix.
 
 :func:`matrix_operand` is the one preamble of the public functions that take one
 matrix: a tensor that is already a float/complex matrix passes straight through.
@@ -12,21 +13,21 @@ matrix: a tensor that is already a float/complex matrix passes straight through.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from tenferro.concrete import Tensor
+from tenferro.core.families import FamilyPrimitive
 from tenferro.core.primitive import TensorPrimitive
-from tenferro.extension import ExtensionOp
-from tenferro.linalg._common import inexact_operands
+from tenferro.linalg._common import inexact_operands, require_inexact
 from tenferro.linalg.checks import check_matrix, check_square
+from tenferro.meta import Meta
 from tenferro.ops.batching import leading
 
-__all__ = ["LinalgOp", "matrix_operand"]
+__all__ = ["LinalgOp", "SquareMatrixOp", "matrix_operand"]
 
 
-class LinalgOp(ExtensionOp):
-    """An extension family of tf.linalg (see the module documentation)."""
+class LinalgOp(FamilyPrimitive):
+    """A family of tf.linalg (see the module documentation)."""
 
     __slots__ = ()
 
@@ -45,14 +46,26 @@ class LinalgOp(ExtensionOp):
         super().__post_init__()
         object.__setattr__(self, "_prepared", None)  # a family's kernel plan, if it has one
 
-    def eval(self, inputs: Sequence[Any], ctx: Any) -> Sequence[Any]:
-        result = self.impl(*inputs)
-        return result if isinstance(result, tuple) else (result,)
 
-    def kernel(self) -> Any:
-        """For generated code: ``impl`` itself when it returns one array (trusted, as
-        :meth:`eval`: no per-call check of the result)."""
-        return self.impl if len(self.outputs) == 1 else None
+class SquareMatrixOp(LinalgOp):
+    """A family of one (batch of) square float or complex matrices, its first operand:
+    ``infer`` checks it, naming ``subject`` (the public function), and gives
+    :meth:`square_outputs`."""
+
+    __slots__ = ()
+    subject: ClassVar[str] = ""
+    """The function named in errors (the family's own name when empty)."""
+
+    def infer(self) -> list[Meta]:
+        a = self.inputs[0]
+        op = self.subject or self.name
+        check_square(op, a)
+        require_inexact(op, a)
+        return self.square_outputs(a)
+
+    def square_outputs(self, a: Meta) -> list[Meta]:
+        """The output metas for the square operand ``a`` (default: one like ``a``)."""
+        return [a]
 
 
 def matrix_operand(op: str, a: Any, *, square: bool = False) -> Any:

@@ -20,21 +20,20 @@ import numpy as np
 from tenferro import lax, surface
 from tenferro.algebra import adjoint, eye_like, matmul
 from tenferro.core.bind import bind1
+from tenferro.core.families import family
 from tenferro.core.params import as_int
 from tenferro.core.rules import RuleValue
 from tenferro.einsum import api as einsum_api
 from tenferro.errors import ParameterError, ShapeError
-from tenferro.extension import register
 from tenferro.linalg._common import (
     inexact_operands,
     matrix_slice,
     on_tape_of,
-    require_inexact,
     same_batch,
     scipy_linalg,
 )
 from tenferro.linalg.checks import check_finite, check_square
-from tenferro.linalg.family import LinalgOp
+from tenferro.linalg.family import LinalgOp, SquareMatrixOp
 from tenferro.linalg.solvers import inv, solve
 from tenferro.meta import Meta, normalize_axes
 from tenferro.surface.signatures import binary_preserving, preserving
@@ -56,15 +55,11 @@ def _blocks(a: Any, e: Any, zeros: Any) -> Any:
     return lax.concatenate([top, bottom], nd - 2)
 
 
-@register("linalg.matrix_exp")
-class MatrixExp(LinalgOp):
+@family("linalg.matrix_exp")
+class MatrixExp(SquareMatrixOp):
     """The matrix exponential of square matrices (scipy_linalg().expm, batched)."""
 
-    def infer(self) -> list[Meta]:
-        (a,) = self.inputs
-        check_square("matrix_exp", a)
-        require_inexact("matrix_exp", a)
-        return [a]
+    subject = "matrix_exp"
 
     def impl(self, a: Any) -> Any:
         if a.size == 0:
@@ -85,7 +80,7 @@ class MatrixExp(LinalgOp):
         return [None if da is None else expm_frechet(a, da)]
 
 
-@register("linalg.expm_frechet")
+@family("linalg.expm_frechet")
 class ExpmFrechet(LinalgOp):
     """``L_A(E)``: the Fréchet derivative of expm at A along E (linear in E)."""
 

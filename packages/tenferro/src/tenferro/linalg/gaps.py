@@ -50,8 +50,8 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.algebra import adjoint, matmul, scale_columns, scale_rows, to_dtype
+from tenferro.core.families import family
 from tenferro.core.rules import RuleValue
-from tenferro.extension import register
 from tenferro.linalg import lowered
 from tenferro.linalg.degeneracy import clusters, report
 from tenferro.linalg.family import LinalgOp
@@ -329,7 +329,7 @@ def _commutator(k: Any, db: Any, kind: str) -> Any:
 # ---------------------------------------------------------------------- primitives
 
 
-@register("linalg.gap_scale")
+@family("linalg.gap_scale")
 class GapScale(LinalgOp):
     """``post(R(v) o pre(x))``: ``R`` the cut reciprocals of the gaps (or sums) of the
     spectrum ``v`` (``[..., K]``, real, or complex with ``eig``; conjugated with
@@ -516,7 +516,7 @@ def gap_scale(
     )
 
 
-@register("linalg.cluster_blocks")
+@family("linalg.cluster_blocks")
 class ClusterBlocks(LinalgOp):
     """``part(x)`` (``[..., K, K]``; ``part`` the Hermitian part or all of it) kept on
     the blocks of the tied clusters of the spectrum ``v`` (diagonal included), zero
@@ -572,7 +572,7 @@ class ClusterBlocks(LinalgOp):
         return [None, ClusterBlocks.bind(xs[0], ct, eps=self.eps, part=self.part)]
 
 
-@register("linalg.spectral_block")
+@family("linalg.spectral_block")
 class SpectralBlock(LinalgOp):
     """``B = diag(v)`` in the dtype of the vectors, whose derivative is that of the
     projected matrix with its tied blocks full (module documentation):
@@ -655,7 +655,7 @@ def spectral_block(family: str, v: Any, operands: tuple[Any, ...], eps: float) -
     return SpectralBlock.bind(v, *operands, decomposition=family, eps=float(eps))
 
 
-@register("linalg.tied_inverse")
+@family("linalg.tied_inverse")
 class TiedInverse(LinalgOp):
     """``diag(1/v)`` (``[..., K, K]``, dtype of ``b``) with the cluster at zero cut to 0:
     the inverse singular values of the SVD's derivative. Operands ``(v, b)``, ``b`` the

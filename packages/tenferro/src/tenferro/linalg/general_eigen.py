@@ -16,12 +16,11 @@ import numpy as np
 from tenferro import lax
 from tenferro.algebra import adjoint, diagonal, matmul, scale_columns, to_dtype
 from tenferro.core.bind import bind
+from tenferro.core.families import family
 from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.dtypes import complex_dtype
 from tenferro.errors import LinAlgError
-from tenferro.extension import register
 from tenferro.linalg import lapack
-from tenferro.linalg._common import require_inexact
 from tenferro.linalg.checks import (
     check_eps,
     check_finite,
@@ -30,7 +29,7 @@ from tenferro.linalg.checks import (
     inexact_dtype,
 )
 from tenferro.linalg.degeneracy import guard_ties
-from tenferro.linalg.family import LinalgOp
+from tenferro.linalg.family import SquareMatrixOp
 from tenferro.linalg.gaps import DEFAULT_EPS, gap_scale, resolve_eps, spectral_block
 from tenferro.meta import Meta
 from tenferro.surface.convert import asarray
@@ -52,17 +51,14 @@ class EigResult(NamedTuple, Generic[TensorLikeT]):
     eigenvectors: TensorLikeT
 
 
-@register("linalg.eig")
-class Eig(LinalgOp):
+@family("linalg.eig")
+class Eig(SquareMatrixOp):
     """``A V = V diag(w)``, complex outputs ``w, V`` (unit-norm columns) and ``V^-1``
     (internal: the eigenvalue derivative needs it; NaN when ``V`` is singular)."""
 
     eps: float | None
 
-    def infer(self) -> list[Meta]:
-        (a,) = self.inputs
-        check_square(self.name, a)
-        require_inexact(self.name, a)
+    def square_outputs(self, a: Meta) -> list[Meta]:
         dt = complex_dtype(a.dtype)
         return [Meta(a.shape[:-1], dt), Meta(a.shape, dt), Meta(a.shape, dt)]
 

@@ -36,15 +36,14 @@ from tenferro.algebra import (
     to_dtype,
 )
 from tenferro.concrete import Tensor
+from tenferro.core.families import family
 from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.dtypes import real_dtype
 from tenferro.errors import LinAlgError, ParameterError
-from tenferro.extension import register
 from tenferro.linalg import lapack, lowered
-from tenferro.linalg._common import require_inexact
-from tenferro.linalg.checks import check_eps, check_finite, check_square
+from tenferro.linalg.checks import check_eps, check_finite
 from tenferro.linalg.degeneracy import guard_ties
-from tenferro.linalg.family import LinalgOp, matrix_operand
+from tenferro.linalg.family import SquareMatrixOp, matrix_operand
 from tenferro.linalg.gaps import (
     DEFAULT_EPS,
     gap_scale,
@@ -101,8 +100,8 @@ def hermitian_of_triangle(da: Any, uplo: str) -> Any:
     return lax.add(lax.add(part, adjoint(part)), diag_embed(d))
 
 
-@register("linalg.eigh")
-class Eigh(LinalgOp):
+@family("linalg.eigh")
+class Eigh(SquareMatrixOp):
     """``A = V diag(w) V^H`` from the ``uplo`` triangle of ``A``; outputs ``w``
     (ascending, real), ``V`` and, with the canonical gauge, the pivot mask (internal)."""
 
@@ -111,10 +110,7 @@ class Eigh(LinalgOp):
     eps: float | None
     gauge: str
 
-    def infer(self) -> list[Meta]:
-        (a,) = self.inputs
-        check_square(self.name, a)
-        require_inexact(self.name, a)
+    def square_outputs(self, a: Meta) -> list[Meta]:
         outs = [Meta(a.shape[:-1], real_dtype(a.dtype)), Meta(a.shape, a.dtype)]
         if self.gauge == "canonical":
             outs.append(Meta(a.shape, np.dtype(bool)))

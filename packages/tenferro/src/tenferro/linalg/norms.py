@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from tenferro import lax
+from tenferro.core.families import family
 from tenferro.core.flags import check_flag
 from tenferro.core.params import as_int_or_ints, as_real
 from tenferro.errors import AxisError, LinAlgError, ParameterError, ShapeError
-from tenferro.extension import register
 from tenferro.linalg.checks import inexact_dtype
 from tenferro.linalg.family import LinalgOp
 from tenferro.linalg.singular_values import svdvals
@@ -91,7 +91,7 @@ def _root(total: Any, order: float) -> Any:
     return where(zero, math.inf if order < 0 else 0, safe ** (1.0 / order))
 
 
-@register("linalg.norm2")
+@family("linalg.norm2")
 class Norm2(LinalgOp):
     """``sqrt(sum |x|**2)`` over ``axes`` (sorted, non-negative), real: the vector
     2-norm and the Frobenius norm in one primitive. Its derivative at a zero norm is

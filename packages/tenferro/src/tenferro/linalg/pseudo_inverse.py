@@ -34,12 +34,12 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.algebra import adjoint, matmul
+from tenferro.core.families import family
 from tenferro.core.flags import check_flag
 from tenferro.core.primitive import extent_pattern
 from tenferro.core.rules import RuleValue
 from tenferro.dtypes import is_complex
 from tenferro.errors import LinAlgError, ParameterError
-from tenferro.extension import register
 from tenferro.linalg import lapack, lowered
 from tenferro.linalg.checks import check_finite, check_matrix, check_square, non_negative
 from tenferro.linalg.family import LinalgOp, matrix_operand
@@ -55,7 +55,7 @@ Ts = tuple[RuleValue | None, ...]
 Xs = tuple[RuleValue, ...]
 
 
-@register("linalg.pinv")
+@family("linalg.pinv")
 class Pinv(LinalgOp):
     """``A^+`` (``[..., N, M]``) of ``a`` (``[..., M, N]``), from its thin SVD, or with
     ``hermitian`` from ``eigh`` of the Hermitian matrix of its lower triangle: ``A^+ =
@@ -117,7 +117,7 @@ class Pinv(LinalgOp):
         return [_pinv_differential(a, p, da, tall=m >= n)]
 
 
-@register("linalg.pinv_solve")
+@family("linalg.pinv_solve")
 class PinvSolve(LinalgOp):
     """``A^+ b`` (``[..., N, K]``) of ``a`` (``[..., M, N]``) and ``b`` (``[..., M,
     K]``), inputs ``(a, b, u, s, vh)`` with ``(u, s, vh)`` the thin SVD of ``a`` (a
@@ -207,7 +207,7 @@ def _solution_tangent(
     return lax.add(apply(a, rhs, u, s, vh), z)
 
 
-@register("linalg.lstsq")
+@family("linalg.lstsq")
 class Lstsq(LinalgOp):
     """``lstsq``'s solution ``x = A^+ b`` (``[..., N, K]``), residuals ``sum_rows |A x -
     b|^2`` (``[..., K]``, real), numerical rank (int64 ``[...]``) and singular values

@@ -43,12 +43,12 @@ from tenferro.algebra import (
 )
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind
+from tenferro.core.families import family
 from tenferro.core.flags import check_flag
 from tenferro.core.params import as_int
 from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.dtypes import real_dtype
 from tenferro.errors import LinAlgError, ParameterError
-from tenferro.extension import register
 from tenferro.linalg import lapack, lowered
 from tenferro.linalg._common import require_inexact
 from tenferro.linalg.checks import (
@@ -229,7 +229,7 @@ def _row_diagonal(rows: Any, vh: Any) -> Any:
     return lax.reduce_sum(lax.mul(rows, vh), (vh.meta.ndim - 1,))
 
 
-@register("linalg.svd")
+@family("linalg.svd")
 class Svd(LinalgOp):
     """The thin ``A = U diag(S) Vh``; outputs ``U, S, Vh`` and, with the canonical
     gauge, the pivot mask of ``U``'s columns (bool, internal)."""
@@ -284,7 +284,7 @@ class Svd(LinalgOp):
         return [du, ds, dvh] + [None] * (count - 3)
 
 
-@register("linalg.svd_complement")
+@family("linalg.svd_complement")
 class SvdComplement(LinalgOp):
     """The extra singular vectors of a full non-square SVD: the last ``M - K`` columns
     of the full ``U`` (``side="left"``) or last ``N - K`` rows of the full ``Vh``
@@ -347,7 +347,7 @@ class SvdComplement(LinalgOp):
         ]
 
 
-@register("linalg.svd_truncate")
+@family("linalg.svd_truncate")
 class SvdTruncate(LinalgOp):
     """The leading ``rank`` singular triplets of a thin SVD ``(U, S, Vh)``: U's first
     columns, S's first values and Vh's first rows, one node for the three (eager

@@ -27,10 +27,10 @@ from tenferro import lax
 from tenferro.algebra import adjoint, matmul, trace
 from tenferro.concrete import Tensor
 from tenferro.core.bind import bind, bind1
+from tenferro.core.families import family
 from tenferro.core.flags import check_flag
 from tenferro.core.rules import RuleValue
 from tenferro.errors import LinAlgError, ShapeError
-from tenferro.extension import register
 from tenferro.linalg import lapack, lowered
 from tenferro.linalg._common import (
     broadcast_batch,
@@ -42,7 +42,7 @@ from tenferro.linalg._common import (
 )
 from tenferro.linalg.adjugate import adjugate
 from tenferro.linalg.checks import check_finite, check_matrix, check_square, failing_batch
-from tenferro.linalg.family import LinalgOp, matrix_operand
+from tenferro.linalg.family import LinalgOp, SquareMatrixOp, matrix_operand
 from tenferro.meta import Meta
 from tenferro.surface.signatures import binary_preserving, preserving
 from tenferro.typing import TensorLikeT
@@ -63,7 +63,7 @@ class SlogdetResult(NamedTuple, Generic[TensorLikeT]):
 # ---------------------------------------------------------------------- triangular solve
 
 
-@register("linalg.solve_triangular")
+@family("linalg.solve_triangular")
 class TriangularSolve(LinalgOp):
     """op(A) X = B (``left``) or X op(A) = B, A upper or lower triangular (only that
     triangle is read; ``unitriangular``: its diagonal is taken as ones). ``caller`` names
@@ -216,7 +216,7 @@ def _check_nonsingular(op: str, a: np.ndarray[Any, Any]) -> None:
     raise_per_matrix(op, a, singular, "singular")
 
 
-@register("linalg.solve")
+@family("linalg.solve")
 class Solve(LinalgOp):
     """A X = B for square A and a matrix stack B ``[..., N, K]`` (same batch axes).
 
@@ -328,7 +328,7 @@ def general_solve(a: Any, b: Any, *, caller: str) -> Any:
     return bind(Solve.make((a.meta, b.meta), caller=caller), (a, b))[0]
 
 
-@register("linalg.solve_with_factors")
+@family("linalg.solve_with_factors")
 class SolveWithFactors(LinalgOp):
     """``A X = B`` (``A^H X = B`` when ``adjoint``) from A's LU factors and pivots as
     ``linalg.solve`` returned them: two triangular solves, no factorization.
@@ -458,17 +458,13 @@ used as given (no promotion, broadcasting or vector B), binds (structure only)."
 # ---------------------------------------------------------------------- inverse
 
 
-@register("linalg.inv")
-class Inv(LinalgOp):
+@family("linalg.inv")
+class Inv(SquareMatrixOp):
     """The inverse of square matrices."""
 
     single_output = True
 
-    def infer(self) -> list[Meta]:
-        (a,) = self.inputs
-        check_square("inv", a)
-        require_inexact("inv", a)
-        return [a]
+    subject = "inv"
 
     def impl(self, a: Any) -> Any:
         if a.size == 0:
@@ -512,16 +508,15 @@ def _trace_of_solve(a: Any, da: Any, caller: str) -> Any:
     return trace(general_solve(a, da, caller=caller))
 
 
-@register("linalg.det")
-class Det(LinalgOp):
+@family("linalg.det")
+class Det(SquareMatrixOp):
     """The determinant of square matrices ``[..., N, N] -> [...]``."""
 
     single_output = True
 
-    def infer(self) -> list[Meta]:
-        (a,) = self.inputs
-        check_square("det", a)
-        require_inexact("det", a)
+    subject = "det"
+
+    def square_outputs(self, a: Meta) -> list[Meta]:
         return [a.with_(shape=a.shape[:-2])]
 
     def impl(self, a: Any) -> Any:
@@ -554,14 +549,13 @@ def det(a: Any) -> Any:
     return Det.bind(matrix_operand("det", a, square=True))
 
 
-@register("linalg.slogdet")
-class Slogdet(LinalgOp):
+@family("linalg.slogdet")
+class Slogdet(SquareMatrixOp):
     """``(sign, log|det|)`` of square matrices; sign has the input dtype, logabsdet is real."""
 
-    def infer(self) -> list[Meta]:
-        (a,) = self.inputs
-        check_square("slogdet", a)
-        require_inexact("slogdet", a)
+    subject = "slogdet"
+
+    def square_outputs(self, a: Meta) -> list[Meta]:
         batch = a.with_(shape=a.shape[:-2])
         real = np.finfo(a.dtype).dtype
         return [batch, batch.with_(dtype=real)]

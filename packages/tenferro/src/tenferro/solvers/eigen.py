@@ -45,11 +45,11 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.algebra import adjoint, diagonal, eye_like, matmul
+from tenferro.core.families import FamilyPrimitive, family
 from tenferro.core.flags import check_flag
 from tenferro.core.params import as_int, as_real
 from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import ParameterError, ShapeError
-from tenferro.extension import ExtensionOp, register
 from tenferro.linalg.degeneracy import guard_ties, report
 from tenferro.linalg.gaps import DEFAULT_EPS, gap_scale, resolve_eps, spectral_block
 from tenferro.meta import Meta
@@ -197,7 +197,7 @@ class _EigenSearch(SolverOp):
         )
 
 
-@register("solvers.eigsh")
+@family("solvers.eigsh")
 class Eigsh(_EigenSearch):
     """Extremal eigenpairs of a Hermitian operator: operands are the operator's
     parameters, then the starting vector. Outputs: the ``k`` wanted eigenvalues
@@ -284,7 +284,7 @@ class Eigsh(_EigenSearch):
         return [dw, BoundaryGuard.bind(w, following, dv, vectors=True, **boundary), None]
 
 
-class _SpectrumCheck(ExtensionOp):
+class _SpectrumCheck(FamilyPrimitive):
     """The identity on its last operand (a derivative of an eigensolver's outputs);
     the first two locate the degeneracies it looks for. ``reverse``: it checks
     cotangents (the transpose of the unchecked forward mark)."""
@@ -328,7 +328,7 @@ def _bound(values: Any, eps: float) -> float:
     return eps * float(np.max(np.abs(values), initial=0.0))
 
 
-@register("solvers.eigsh_boundary_check")
+@family("solvers.eigsh_boundary_check")
 class BoundaryGuard(_SpectrumCheck):
     """On ``eigsh``'s derivatives: warns when a wanted eigenvalue is tied with the next
     one (not computed: a degenerate level split by ``k``, which has no derivative) and
@@ -536,7 +536,7 @@ def eigsh(
 # ---------------------------------------------------------------------- eigs
 
 
-@register("solvers.eigs_gap_check")
+@family("solvers.eigs_gap_check")
 class GapCheck(_SpectrumCheck):
     """On ``eigs``' derivatives, in both directions: warns when a wanted eigenvalue is
     within rounding of another computed one or of the next Ritz value, where the
@@ -561,7 +561,7 @@ class GapCheck(_SpectrumCheck):
                     return
 
 
-@register("solvers.eigs")
+@family("solvers.eigs")
 class Eigs(_EigenSearch):
     """Eigenpairs of a general operator (complex vectors): operands are the operator's
     parameters, then the starting vector. Outputs: ``k`` eigenvalues (most wanted

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from tenferro.extension import ExtensionOp
+from tenferro.core.families import FamilyPrimitive
 
 __all__ = ["SolverOp"]
 
 
-class SolverOp(ExtensionOp):
+class SolverOp(FamilyPrimitive):
     """An iterative solver as one primitive: its evaluation runs the iteration on numpy
     arrays (nothing recorded), its JVP applies the implicit function theorem at the
     solution, so derivatives cost what one more solve costs, whatever the number of

@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from tenferro import lax
+from tenferro.core.families import family
 from tenferro.core.params import as_int, as_real
 from tenferro.core.pytree import unflatten
 from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import ParameterError, ShapeError
-from tenferro.extension import register
 from tenferro.meta import Meta
 from tenferro.solvers import krylov
 from tenferro.solvers.closure import ClosedFunction, close, derived
@@ -46,7 +46,7 @@ __all__ = [
 METHODS = ("cg", "gmres", "bicgstab")
 
 
-@register("solvers.linear_solve")
+@family("solvers.linear_solve")
 class LinearSolve(SolverOp):
     """``x = A^-1 b``: operands are the operator's parameters, the right-hand side's
     leaves and (``has_x0``) an initial guess's leaves. ``operator`` maps the vector's

@@ -23,12 +23,12 @@ import numpy as np
 
 from tenferro import lax
 from tenferro.concrete import Tensor
+from tenferro.core.families import family
 from tenferro.core.kinds import asarray
 from tenferro.core.params import as_int, as_real
 from tenferro.core.pytree import describe, flatten, unflatten
 from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import ArgumentTypeError, ParameterError, ShapeError
-from tenferro.extension import register
 from tenferro.meta import Meta
 from tenferro.solvers import krylov
 from tenferro.solvers.closure import ClosedFunction, close, derived
@@ -114,7 +114,7 @@ class _ImplicitSolve:
         return list(result) if count > 1 else [result]
 
 
-@register("solvers.fixed_point")
+@family("solvers.fixed_point")
 class FixedPoint(_ImplicitSolve, SolverOp):
     """``x* = f(x*, params)``: operands are the starting point's leaves, then the
     parameters (explicit ones and what ``f`` captured); ``function`` is ``f`` closed."""
@@ -163,7 +163,7 @@ class FixedPoint(_ImplicitSolve, SolverOp):
         return self.implicit_solve(xs, ys, rhs, identity_minus=True)
 
 
-@register("solvers.custom_root")
+@family("solvers.custom_root")
 class Root(_ImplicitSolve, SolverOp):
     """``f(x*, params) = 0`` found by the user's ``solve(f, x0)``: operands are the
     initial guess's leaves, what ``f`` captured, then (``extra`` of them) what the
