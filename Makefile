@@ -58,8 +58,10 @@ $(CURDIR)/.tools/bin/uv:
 	$(CURDIR)/.tools/bin/python -m pip install --quiet --disable-pip-version-check "uv>=0.5,<1"
 
 # The whole workspace (all packages + dev tools), for integration tests, lint, demo, bench.
+# `--extra xla` brings JAX's CPU wheel: the XLA backend's tests, docs and benchmarks run.
 sync: | $(UV)
-	UV_PROJECT_ENVIRONMENT=$(WORKSPACE_ENV) $(UV) sync --locked --all-packages --group dev --quiet
+	UV_PROJECT_ENVIRONMENT=$(WORKSPACE_ENV) $(UV) sync --locked --all-packages --group dev \
+	    --extra xla --quiet
 
 PYTEST_OPTIONS = -n $(JOBS) $(PYTEST_ARGS)
 
@@ -72,10 +74,12 @@ test-quick:
 	    PYTEST_ARGS='$(PYTEST_ARGS) -m "$(QUICK_MARKERS)"'
 
 # Each package's suite runs in an environment holding only that package, its declared
-# dependencies and the test tools: importing a higher layer there fails.
+# dependencies (with its optional extras: tenferro's `xla`, JAX's CPU wheel) and the test
+# tools: importing a higher layer there fails.
+EXTRAS_tenferro := --extra xla
 test-computegraph test-tidu test-tenferro: test-%: | $(UV)
 	UV_PROJECT_ENVIRONMENT=$(CURDIR)/.venvs/$* $(UV) sync --locked --package $(DIST_$*) \
-	    --no-default-groups --group test --exact --quiet
+	    --no-default-groups --group test $(EXTRAS_$*) --exact --quiet
 	cd packages/$* && TENFERRO_TEST_SAMPLE=$(SAMPLE) \
 	    $(CURDIR)/.venvs/$*/bin/python -m pytest $(PYTEST_OPTIONS) tests
 
@@ -100,7 +104,7 @@ demo: sync
 # autograd, opt_einsum: see docs/benchmarks.md), which the lockfile never holds.
 sync-docs: | $(UV)
 	UV_PROJECT_ENVIRONMENT=$(WORKSPACE_ENV) $(UV) sync --locked --all-packages --group dev \
-	    --group docs --inexact --quiet
+	    --group docs --extra xla --inexact --quiet
 
 bench: sync-docs
 	$(RUN) tests/benchmarks/run_all.py

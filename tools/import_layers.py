@@ -58,6 +58,7 @@ TENFERRO_LAYERS: dict[str, int] = {
     "tenferro.typing": 1,
     # L2 primitives: the catalogue and its batching helpers, lax, the matrix algebra.
     "tenferro.ops": 2,
+    "tenferro.ops.lowering": 2,  # the lowering helpers: what primitives' XLA rules use
     "tenferro.lax": 2,
     "tenferro.algebra": 2,
     "tenferro.batching": 2,  # the former name of tenferro.ops.batching
@@ -74,6 +75,7 @@ TENFERRO_LAYERS: dict[str, int] = {
     "tenferro.solvers": 4,
     # L5 transforms (and the derivative checks built on them).
     "tenferro.transforms": 5,
+    "tenferro.transforms.xla": 5,  # jit's XLA backend driver (imports jax lazily)
     "tenferro.testing": 5,
     # L6 facade.
     "tenferro.array_api": 6,

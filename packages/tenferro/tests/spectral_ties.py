@@ -348,9 +348,12 @@ class Outcome:
         return abs(self.ad - self.reference) / max(abs(self.reference), 1e-300)
 
 
-def evaluate(name: str, config: str, order: int, dtype: Any = np.float64) -> Outcome:
-    """tenferro's derivative (directional: ``<grad, E>`` or ``<E, H E>``) and the
-    extended-precision finite difference at the configuration's matrix."""
+def derivative(
+    name: str, config: str, order: int, dtype: Any = np.float64, backend: str | None = None
+) -> tuple[np.ndarray[Any, Any], bool]:
+    """tenferro's gradient (``order=1``) or Hessian-vector product along the
+    configuration's direction (``order=2``) at its matrix, and whether it warned;
+    ``backend`` (``"numpy"``, ``"xla"``) runs it under ``tf.jit`` there."""
     q = QUANTITIES[name]
     a = matrix(config, q.kind, dtype)
     e = direction(q.kind, dtype)
@@ -359,14 +362,26 @@ def evaluate(name: str, config: str, order: int, dtype: Any = np.float64) -> Out
     def f(x: Any) -> Any:
         return q.tf_fn(x, w, config)
 
+    def taken(x: Any, d: Any) -> Any:
+        return tf.grad(f)(x) if order == 1 else tf.hvp(f, (x,), (d,))
+
+    run = taken if backend is None else tf.jit(taken, backend=backend)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", tf.DegenerateDerivativeWarning)
-        if order == 1:
-            g = np.asarray(tf.grad(f)(a))
-        else:
-            g = np.asarray(tf.hvp(f, (a,), (e,)))
-    ad = float(np.real(np.sum(np.conj(g) * e)))
+        g = np.asarray(run(a, e))
     warned = any(issubclass(c.category, tf.DegenerateDerivativeWarning) for c in caught)
+    return g, warned
+
+
+def evaluate(
+    name: str, config: str, order: int, dtype: Any = np.float64, backend: str | None = None
+) -> Outcome:
+    """tenferro's derivative (directional: ``<grad, E>`` or ``<E, H E>``; see
+    :func:`derivative`) and the extended-precision finite difference at the
+    configuration's matrix."""
+    g, warned = derivative(name, config, order, dtype, backend)
+    e = direction(QUANTITIES[name].kind, dtype)
+    ad = float(np.real(np.sum(np.conj(g) * e)))
     return Outcome(warned, ad, reference(name, config, order, dtype))
 
 

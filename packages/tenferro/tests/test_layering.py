@@ -30,10 +30,16 @@ def test_import_pulls_in_only_declared_layers():
 
 
 def test_declared_dependencies():
-    names = [re.split(r"[ ;<>=!~\[]", requirement)[0] for requirement in requires("tenferro") or []]
+    declared = requires("tenferro") or []
+    runtime = [r for r in declared if "extra ==" not in r]
+    names = [re.split(r"[ ;<>=!~\[]", requirement)[0] for requirement in runtime]
     assert sorted(names) == sorted(["tenferro-computegraph", "tidu", "numpy", "scipy"])
-    pins = [r for r in requires("tenferro") or [] if r.startswith(("tidu", "tenferro-"))]
+    pins = [r for r in runtime if r.startswith(("tidu", "tenferro-"))]
     assert sorted(pins) == ["tenferro-computegraph==0.1.0", "tidu==0.1.0"]  # exact siblings
+    # the XLA backend's JAX is the optional extra `xla`, never a runtime dependency
+    extras = [r for r in declared if "extra ==" in r]
+    assert [re.split(r"[ ;<>=!~\[]", r)[0] for r in extras] == ["jax"]
+    assert all(r.replace('"', "'").endswith("extra == 'xla'") for r in extras)
 
 
 def test_version():

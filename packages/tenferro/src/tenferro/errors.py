@@ -19,6 +19,7 @@ __all__ = [
     "AllocationError",
     "ArgumentTypeError",
     "AxisError",
+    "BackendUnavailableError",
     "BindingError",
     "ConvergenceError",
     "DTypeError",
@@ -29,6 +30,7 @@ __all__ = [
     "InactiveError",
     "IndexingError",
     "LinAlgError",
+    "LoweringError",
     "NonScalarError",
     "ParameterError",
     "Phase",
@@ -160,6 +162,17 @@ class ConvergenceError(LinAlgError):
 class UnsupportedError(TenferroError, TypeError):
     """An operation tenferro does not provide for tensors (a numpy function without a
     tenferro counterpart, or an option of one that tenferro does not implement)."""
+
+
+class LoweringError(TenferroError, NotImplementedError):
+    """A program the XLA backend cannot run as asked: an operation without a lowering
+    rule, a data-dependent extent, or an operation or dtype the target device lacks.
+    Raised while the program is lowered, before anything runs."""
+
+
+class BackendUnavailableError(TenferroError, ImportError):
+    """A backend was asked for whose optional dependency is not installed (the XLA
+    backend needs JAX: ``pip install 'tenferro[xla]'``)."""
 
 
 class ScalarOverflowError(TenferroError, OverflowError):

@@ -50,6 +50,14 @@ the batch axis of ``xs[i]`` (``None``: not batched); it returns the outputs and
 their batch axes. :mod:`tenferro.ops.batching` has helpers (``leading`` for
 families that accept leading batch axes, ``elementwise``, ``to_front``). A family
 without one is batched by applying it to each example and stacking the results.
+
+For the XLA backend (``tf.jit(f, backend="xla")``), a family may define its lowering,
+``lower(lo, *values)`` (a method, or ``define(..., lower=...)`` taking the family's
+keyword parameters too): the output (a tuple for several) computed from the operands'
+JAX values with ``lo.lax`` (``jax.lax``), ``lo.jnp`` (``jax.numpy``) or ``lo.linalg``
+(``jax.lax.linalg``); ``lo.platform`` names the target. A program using a family
+without one raises :class:`~tenferro.errors.LoweringError` naming it before anything
+runs.
 """
 
 from __future__ import annotations
@@ -253,6 +261,13 @@ class _FunctionalOp(ExtensionOp):
         return _as_list(outs), _as_list(out_dims)
 
 
+def _functional_lower(self: _FunctionalOp, lo: Any, *values: Any) -> Any:
+    """The lowering of a family made by :func:`define` with a ``lower`` rule."""
+    rule = self.spec.lower_rule
+    assert rule is not None
+    return rule(lo, *values, **dict(self.params))
+
+
 def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (tuple, list)) else [value]
 
@@ -269,6 +284,7 @@ class ExtensionFamily:
         transpose: Rule | None,
         linear: bool,
         batch: Callable[..., Any] | None = None,
+        lower: Callable[..., Any] | None = None,
     ) -> None:
         self.name = name
         self.infer = infer
@@ -276,7 +292,10 @@ class ExtensionFamily:
         self.jvp_rule = jvp
         self.transpose_rule = transpose
         self.batch_rule = batch
+        self.lower_rule = lower
         namespace = {"spec": self, "linear": linear, "__qualname__": name}
+        if lower is not None:
+            namespace["lower"] = _functional_lower
         self.primitive: type[ExtensionOp] = register(name)(
             type(f"Extension[{name}]", (_FunctionalOp,), namespace)
         )
@@ -300,11 +319,19 @@ class ExtensionFamily:
         self.batch_rule = rule
         return rule
 
+    def deflower(self, rule: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator: set the XLA lowering ``rule(lo, *values, **params)`` (see the
+        module documentation)."""
+        self.lower_rule = rule
+        self.primitive.lower = _functional_lower  # type: ignore[method-assign, assignment]
+        return rule
+
     def __repr__(self) -> str:
         pairs = (
             ("jvp", self.jvp_rule),
             ("transpose", self.transpose_rule),
             ("batch", self.batch_rule),
+            ("lower", self.lower_rule),
         )
         rules = [r for r, f in pairs if f]
         return f"<extension family {self.name!r} rules={rules}>"
@@ -319,6 +346,7 @@ def define(
     transpose: Rule | None = None,
     linear: bool = False,
     batch: Callable[..., Any] | None = None,
+    lower: Callable[..., Any] | None = None,
 ) -> ExtensionFamily:
     """Define and register an operation family from functions.
 
@@ -330,14 +358,16 @@ def define(
       family is linear in all operands, so only ``transpose`` is needed;
     * ``batch(xs, dims, **params)``: optional batching rule for ``tf.vmap``, returning
       ``(outputs, out_dims)`` (see :mod:`tenferro.ops.batching`); without one,
-      ``vmap`` applies the family to each example and stacks the results.
+      ``vmap`` applies the family to each example and stacks the results;
+    * ``lower(lo, *values, **params)``: optional lowering for the XLA backend (see the
+      module documentation).
 
     Parameters are passed as keywords when calling the family and must be hashable.
     """
     if not callable(infer) or not callable(impl):
         raise TenferroError(name, "define() needs callable infer and impl")
     linear = check_flag(f"extension.define({name!r})", "linear", linear)
-    return ExtensionFamily(name, infer, impl, jvp, transpose, linear, batch)
+    return ExtensionFamily(name, infer, impl, jvp, transpose, linear, batch, lower)
 
 
 __dir__ = _public_dir(__all__)

@@ -12,7 +12,12 @@ Each primitive implements, in one place:
 * ``jvp(xs, ys, ts)``: its JVP, written with :mod:`tenferro.lax` on rule values
   (``xs``/``ys`` primal inputs/outputs, ``ts`` input tangents, ``None`` = zero);
 * ``transpose(cts, xs, active)``: for linear uses, the cotangents of the active
-  inputs (``xs[i]`` is usable only where ``active[i]`` is false).
+  inputs (``xs[i]`` is usable only where ``active[i]`` is false);
+* ``batch(xs, dims)``: its batching rule for ``vmap``;
+* ``lower(lo, *values)``: its lowering to XLA, written with ``jax.lax`` /
+  ``jax.numpy`` / ``jax.lax.linalg`` as ``lo`` provides them (see
+  :mod:`tenferro.ops.lowering`); or ``lax_name``, the ``jax.lax`` function that is the
+  whole lowering; or ``no_lowering``, the reason there is none.
 
 The tidu :class:`~tidu.Primitive` protocol (``eval``, ``jvp_rule``,
 ``transpose_rule``, ``add``) is implemented here once for all primitives: the rules
@@ -301,6 +306,25 @@ class TensorPrimitive:
             return None
         return self.ufunc if self.ufunc is not None else self.impl
 
+    # ------------------------------------------------------------------ lowering to XLA
+
+    lax_name: ClassVar[str] = ""
+    """The ``jax.lax`` function that is the whole lowering (operands in order), when there
+    is one (the lowering's counterpart of :attr:`ufunc`)."""
+    no_lowering: ClassVar[str] = ""
+    """Why this primitive has no lowering to XLA, when it has none on purpose (a program
+    meeting it raises :class:`~tenferro.errors.LoweringError` with this reason)."""
+
+    def lower(self, lo: Any, *values: Any) -> Any:
+        """The XLA backend's rule: the output (a tuple for several) as JAX values, from
+        the operands' JAX values; ``lo`` (a :class:`tenferro.ops.lowering.Lowering`) gives
+        ``jax.lax``, ``jax.numpy``, ``jax.lax.linalg`` and the target platform. Runs
+        while the program is traced by ``jax.jit``, never per call. Default: the
+        :attr:`lax_name` function, or a :class:`~tenferro.errors.LoweringError`."""
+        if self.lax_name:
+            return getattr(lo.lax, self.lax_name)(*values)
+        raise lo.missing(self)
+
     def __hash__(self) -> int:
         return self._hash
 
@@ -501,6 +525,8 @@ class AddAny(TensorPrimitive):
 
     def kernel(self) -> Any:
         return np.add
+
+    lax_name = "add"
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangents, ctx):  # type: ignore[no-untyped-def]
         first, second = tangents

@@ -34,6 +34,7 @@ from tenferro import lax
 from tenferro.algebra import adjoint
 from tenferro.core.families import family
 from tenferro.core.rules import RuleValue
+from tenferro.linalg import lowered
 from tenferro.linalg.checks import check_finite, check_square
 from tenferro.linalg.family import LinalgOp
 from tenferro.meta import Meta
@@ -140,6 +141,107 @@ def adjugate_derivative_value(a: np.ndarray[Any, Any], es: list[Any]) -> np.ndar
     return (total if dtype.kind == "c" else total.real).astype(dtype, copy=False)
 
 
+# ---------------------------------------------------------------------- in JAX
+# The same formulas for the XLA backend (``lo``: tenferro.ops.lowering.Lowering), with
+# static shapes: the pair products by a cumulative product per row, the polarization
+# and the circle's points as static loops and a batch of SVDs.
+
+
+def _lowered_svd(lo: Any, a: Any) -> tuple[Any, Any, Any, Any]:
+    """``(U, s, Vh, det(U Vh))`` of JAX values."""
+    jnp = lo.jnp
+    u, s, vh = lo.linalg.svd(a, full_matrices=True)
+    return u, s, vh, jnp.linalg.det(u) * jnp.linalg.det(vh)
+
+
+def _lowered_others(lo: Any, s: Any, drop: int) -> Any:
+    """:func:`_others` of JAX values: for ``drop=2``, the products of the values
+    strictly between ``i`` and ``j`` are a cumulative product along each row of ``s``
+    masked to the values past ``i``."""
+    jnp = lo.jnp
+    n = s.shape[-1]
+    one = jnp.ones((*s.shape[:-1], 1), s.dtype)
+    prefix = jnp.cumprod(jnp.concatenate([one, s[..., :-1]], -1), -1)
+    suffix = jnp.flip(jnp.cumprod(jnp.concatenate([one, jnp.flip(s[..., 1:], -1)], -1), -1), -1)
+    if drop == 1:
+        return prefix * suffix
+    index = np.arange(n)
+    past = index[None, :] > index[:, None]  # [i, l]: l > i
+    # between[..., i, m] = prod_{i < l <= m} s_l, shifted one column: prod_{i < l < j}
+    between = jnp.cumprod(jnp.where(past, s[..., None, :], 1), -1)
+    ones = jnp.ones((*s.shape, 1), s.dtype)
+    middle = jnp.concatenate([ones, between[..., :, :-1]], -1)
+    upper = prefix[..., :, None] * middle * suffix[..., None, :]
+    above = index[:, None] < index[None, :]
+    return jnp.where(above, upper, jnp.where(above.T, jnp.swapaxes(upper, -1, -2), 0))
+
+
+def _lowered_value(lo: Any, a: Any) -> Any:
+    """:func:`adjugate_value` of JAX values."""
+    jnp = lo.jnp
+    n = a.shape[-1]
+    if n == 0 or 0 in a.shape:
+        return jnp.zeros(a.shape, a.dtype)
+    if n == 1:
+        return jnp.ones(a.shape, a.dtype)
+    u, s, vh, phase = _lowered_svd(lo, a)
+    others = _lowered_others(lo, s, 1).astype(a.dtype)
+    out = lowered.matmul(lo, lowered.adjoint(lo, vh) * others[..., None, :], lowered.adjoint(lo, u))
+    return (out * phase[..., None, None]).astype(a.dtype)
+
+
+def _lowered_first(lo: Any, a: Any, e: Any, dtype: Any) -> Any:
+    """:func:`_first_derivative` of JAX values."""
+    jnp = lo.jnp
+    n = a.shape[-1]
+    shape = jnp.broadcast_shapes(a.shape, e.shape)
+    if n <= 1 or 0 in shape:
+        return jnp.zeros(shape, dtype)
+    u, s, vh, phase = _lowered_svd(lo, a)
+    pairs = _lowered_others(lo, s, 2).astype(dtype)
+    x = lowered.matmul(lo, lowered.matmul(lo, lowered.adjoint(lo, u), e), lowered.adjoint(lo, vh))
+    diagonal = jnp.diagonal(x, axis1=-2, axis2=-1)
+    summed = jnp.einsum("...im,...m->...i", pairs, diagonal, precision="highest")
+    inner = jnp.where(jnp.eye(n, dtype=bool), summed[..., :, None], -pairs * x)
+    out = lowered.matmul(
+        lo, lowered.matmul(lo, lowered.adjoint(lo, vh), inner), lowered.adjoint(lo, u)
+    )
+    return (out * phase[..., None, None]).astype(dtype)
+
+
+def _lowered_directional(lo: Any, a: Any, u: Any, k: int, dtype: Any) -> Any:
+    """:func:`_directional` of JAX values, in the complex type of ``dtype``'s precision."""
+    jnp = lo.jnp
+    n = a.shape[-1]
+    shape = jnp.broadcast_shapes(a.shape, u.shape)
+    complex_ = np.result_type(dtype, np.complex64)
+    if k > n - 1:
+        return jnp.zeros(shape, complex_)
+    size = jnp.linalg.norm(a, axis=(-2, -1))
+    direction = jnp.linalg.norm(u, axis=(-2, -1))
+    direction = jnp.where(direction > 0, direction, 1.0)
+    radius = ((size + direction) / (n * direction))[..., None, None]
+    roots = np.exp(2j * np.pi * np.arange(n) / n).astype(complex_)
+    points = radius[None] * jnp.asarray(roots).reshape((n,) + (1,) * a.ndim)
+    values = _lowered_value(lo, (a[None] + points * u[None]).astype(complex_))
+    weights = np.exp(-2j * np.pi * np.arange(n) * k / n).astype(complex_)
+    coefficient = jnp.mean(values * jnp.asarray(weights).reshape((n,) + (1,) * a.ndim), axis=0)
+    return coefficient / radius**k * math.factorial(k)
+
+
+def _lowered_derivative(lo: Any, a: Any, es: list[Any], dtype: Any) -> Any:
+    """:func:`adjugate_derivative_value` of JAX values."""
+    k = len(es)
+    if k == 1:
+        return _lowered_first(lo, a, es[0], dtype)
+    total: Any = 0
+    for signs in itertools.product((1.0, -1.0), repeat=k):  # polarization
+        u = sum(sign * e for sign, e in zip(signs, es, strict=True))
+        total = total + math.prod(signs) * _lowered_directional(lo, a.astype(dtype), u, k, dtype)
+    total = total / (2**k * math.factorial(k))
+    return (total if np.dtype(dtype).kind == "c" else total.real).astype(dtype)
+
+
 @family("linalg.adjugate")
 class Adjugate(LinalgOp):
     """``adj(A)``, ``[..., N, N]`` (module documentation)."""
@@ -150,6 +252,9 @@ class Adjugate(LinalgOp):
         (a,) = self.inputs
         check_square("det", a)
         return [a]
+
+    def lower(self, lo: Any, a: Any) -> Any:
+        return _lowered_value(lo, a)  # non-finite input: NaN (XLA does not raise)
 
     def impl(self, a: Any) -> Any:
         check_finite("det", a)
@@ -171,6 +276,9 @@ class AdjugateDerivative(LinalgOp):
         a = self.inputs[0]
         check_square("det", a)
         return [a]
+
+    def lower(self, lo: Any, a: Any, *es: Any) -> Any:
+        return _lowered_derivative(lo, a, list(es), self.outputs[0].dtype)
 
     def impl(self, a: Any, *es: Any) -> Any:
         return adjugate_derivative_value(np.asarray(a), [np.asarray(e) for e in es])

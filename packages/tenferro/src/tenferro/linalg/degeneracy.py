@@ -49,6 +49,7 @@ import numpy as np
 from tenferro.core.families import family
 from tenferro.core.rules import RuleValue
 from tenferro.errors import DegenerateDerivativeWarning, warn_once_per_call
+from tenferro.linalg import lowered
 from tenferro.linalg.family import LinalgOp
 
 __all__ = [
@@ -232,6 +233,9 @@ class _TieIdentity(LinalgOp):
     def any_extent_kernel(self) -> Any:
         return self.impl  # the identity (a check of the arrays it is given)
 
+    def lower(self, lo: Any, values: Any, x: Any) -> Any:
+        return x
+
     def _params(self) -> dict[str, Any]:
         return {"family_name": self.family_name, "eps": self.eps, "nonnegative": self.nonnegative}
 
@@ -259,6 +263,26 @@ class TieCheck(_TieIdentity):
             self.family_name, np.asarray(values), np.asarray(x), self.eps, self.nonnegative
         )
         return x
+
+    def lower(self, lo: Any, values: Any, x: Any) -> Any:
+        """The identity; after a run whose values have a tie (or, for singular values, a
+        value at zero), as the device finds, the host checks the values and the
+        cotangent as :meth:`impl` does."""
+        jnp = lo.jnp
+        k = values.shape[-1]
+        if k == 0 or 0 in x.shape:
+            return x
+        same, at_zero = lowered.clusters(lo, values, self.eps)
+        tied = jnp.any(same & ~jnp.eye(k, dtype=bool))
+        if self.nonnegative:
+            tied = tied | jnp.any(at_zero)
+        lo.check(self._check_after_run, values, x, when=tied)
+        return x
+
+    def _check_after_run(self, values: Any, x: Any) -> None:
+        _check_values(
+            self.family_name, np.asarray(values), np.asarray(x), self.eps, self.nonnegative
+        )
 
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         return [None if ts[1] is None else TieCheck.bind(xs[0], ts[1], **self._params())]

@@ -30,7 +30,7 @@ from tenferro.core.flags import check_flag
 from tenferro.core.params import as_int
 from tenferro.core.rules import RuleValue
 from tenferro.errors import DTypeError, ParameterError, ShapeError
-from tenferro.linalg import lapack
+from tenferro.linalg import lapack, lowered
 from tenferro.linalg._common import (
     broadcast_batch,
     inexact_operands,
@@ -144,6 +144,20 @@ class QR(LinalgOp):
             q[..., :, :k] *= phase[..., None, :]
             r = r.copy()
             r[..., :k, :] *= np.conj(phase)[..., :, None]  # complete tall R: rows past K are 0
+        return q, r
+
+    def lower(self, lo: Any, a: Any) -> Any:
+        q, r = lo.linalg.qr(a, full_matrices=self.complete)
+        if self.positive and 0 not in a.shape:
+            jnp = lo.jnp
+            d = jnp.diagonal(r, axis1=-2, axis2=-1)
+            magnitude = jnp.abs(d)
+            phase = jnp.where(magnitude == 0, 1, d / jnp.where(magnitude == 0, 1, magnitude))
+            phase = phase.astype(a.dtype)
+            k = d.shape[-1]
+            q = jnp.concatenate([q[..., :, :k] * phase[..., None, :], q[..., :, k:]], axis=-1)
+            rows = r[..., :k, :] * jnp.conj(phase)[..., :, None]
+            r = jnp.concatenate([rows, r[..., k:, :]], axis=-2)
         return q, r
 
     def _factor(self, a: Any) -> tuple[Any, Any]:
@@ -293,6 +307,12 @@ class Cholesky(SquareMatrixOp):
             raise  # pragma: no cover
         return np.conj(np.swapaxes(factor, -1, -2)) if self.upper else factor
 
+    def lower(self, lo: Any, a: Any) -> Any:
+        if 0 in a.shape:
+            return a
+        factor = lo.linalg.cholesky(a, symmetrize_input=False)  # reads the lower triangle
+        return lowered.adjoint(lo, factor) if self.upper else factor
+
     def jvp(
         self,
         xs: tuple[RuleValue, ...],
@@ -399,6 +419,17 @@ class LU(LinalgOp):
         upper = np.triu(packed[..., :k, :])
         return np.ascontiguousarray(p), lower, upper, pivots
 
+    def lower(self, lo: Any, a: Any) -> Any:
+        jnp = lo.jnp
+        m, n = a.shape[-2:]
+        k = min(m, n)
+        packed, pivots, perm = _lowered_lu(lo, a)
+        rows = lo.lax.broadcasted_iota("int32", (*a.shape[:-2], m, m), a.ndim - 1)
+        p = jnp.swapaxes((perm[..., :, None] == rows).astype(a.dtype), -1, -2)
+        lower = jnp.tril(packed[..., :, :k], -1) + jnp.eye(m, k, dtype=a.dtype)
+        upper = jnp.triu(packed[..., :k, :])
+        return p, lower, upper, pivots
+
     def jvp(
         self,
         xs: tuple[RuleValue, ...],
@@ -476,6 +507,12 @@ class PivotRows(LinalgOp):
             perm = np.argsort(perm, axis=-1)
         return np.take_along_axis(b, perm[..., None], axis=-2)
 
+    def lower(self, lo: Any, b: Any, pivots: Any) -> Any:
+        perm = lowered.lu_permutation(lo, pivots.astype("int32"), b.shape[-2])
+        if self.inverse:
+            perm = lo.jnp.argsort(perm, axis=-1)
+        return lo.jnp.take_along_axis(b, perm[..., :, None], axis=-2, mode="clip")
+
     def jvp(
         self,
         xs: tuple[RuleValue, ...],
@@ -524,6 +561,10 @@ class LUFactor(LinalgOp):
             packed, pivots = scipy_linalg().lu_factor(a, check_finite=False)
         return packed.astype(a.dtype), pivots.astype(np.int32)
 
+    def lower(self, lo: Any, a: Any) -> Any:
+        packed, pivots, _ = _lowered_lu(lo, a)
+        return packed, pivots
+
     def jvp(
         self,
         xs: tuple[RuleValue, ...],
@@ -546,6 +587,18 @@ class LUFactor(LinalgOp):
         dl = lax.pad(dl, zeros, (0,) * (nd - 1) + (n - k,), zeros)
         du = lax.pad(du, zeros, (0,) * (nd - 2) + (m - k, 0), zeros)
         return [lax.add(lax.tril(dl, -1), lax.triu(du)), None]
+
+
+def _lowered_lu(lo: Any, a: Any) -> tuple[Any, Any, Any]:
+    """JAX's packed LU factors, 0-based int32 pivots and row permutation of ``a`` (an empty
+    matrix: zeros)."""
+    m, n = a.shape[-2:]
+    if 0 in a.shape:
+        pivots = lo.jnp.zeros((*a.shape[:-2], min(m, n)), "int32")
+        perm = lo.jnp.broadcast_to(lo.jnp.arange(m, dtype="int32"), (*a.shape[:-2], m))
+        return a, pivots, perm
+    packed, pivots, perm = lo.linalg.lu(a)
+    return packed, pivots, perm
 
 
 def _eye_rows(square: Any, m: int) -> Any:

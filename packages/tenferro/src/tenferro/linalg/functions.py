@@ -91,6 +91,9 @@ class MatrixExp(SquareMatrixOp):
         check_finite("matrix_exp", a)
         return np.asarray(scipy_linalg().expm(a), dtype=a.dtype)
 
+    def lower(self, lo: Any, a: Any) -> Any:
+        return a if 0 in a.shape else lo.jax.scipy.linalg.expm(a)
+
     def jvp(
         self,
         xs: tuple[RuleValue, ...],
@@ -122,6 +125,17 @@ class ExpmFrechet(LinalgOp):
         block[..., n:, n:] = a
         block[..., :n, n:] = e
         return np.ascontiguousarray(scipy_linalg().expm(block)[..., :n, n:], dtype=a.dtype)
+
+    def lower(self, lo: Any, a: Any, e: Any) -> Any:
+        jnp = lo.jnp
+        n = a.shape[-1]
+        if 0 in a.shape:
+            return a
+        zeros = jnp.zeros(a.shape, a.dtype)  # the numpy kernel's block formula
+        block = jnp.concatenate(
+            [jnp.concatenate([a, e], axis=-1), jnp.concatenate([zeros, a], axis=-1)], axis=-2
+        )
+        return lo.jax.scipy.linalg.expm(block)[..., :n, n:]
 
     def jvp(
         self,

@@ -52,6 +52,7 @@ from tenferro import lax
 from tenferro.algebra import adjoint, matmul, scale_columns, scale_rows, to_dtype
 from tenferro.core.families import family
 from tenferro.core.rules import RuleValue
+from tenferro.linalg import lowered
 from tenferro.linalg.degeneracy import clusters, report
 from tenferro.linalg.family import LinalgOp
 from tenferro.meta import Meta
@@ -164,6 +165,21 @@ def _project(x: np.ndarray[Any, Any], part: str) -> np.ndarray[Any, Any]:
     if x.dtype.kind == "c":
         xh = xh.conj()
     return (x + xh) * 0.5 if part == "hermitian" else (x - xh) * 0.5
+
+
+def _lowered_gaps(v: Any, kind: str) -> Any:
+    """:func:`_gaps` of JAX values."""
+    if kind == "difference":
+        return v[..., None, :] - v[..., :, None]
+    return v[..., None, :] + v[..., :, None]
+
+
+def _lowered_cut(lo: Any, v: Any, eps: float, kind: str) -> Any:
+    """:func:`_cut` of JAX values."""
+    same, at_zero = lowered.clusters(lo, v, eps)
+    if kind == "difference":
+        return same
+    return at_zero[..., :, None] & at_zero[..., None, :]
 
 
 # ---------------------------------------------------------------------- checks
@@ -361,6 +377,56 @@ class GapScale(LinalgOp):
             return out, (out if self.pair > 0 else -out)
         return out
 
+    def lower(self, lo: Any, v: Any, b: Any, *xs: Any) -> Any:
+        """:meth:`impl` in JAX: every reciprocal formed and cut on the device; the
+        checks run on the host after the call, only when a gap is not resolved (the
+        device says so) and the operand is not zero."""
+        jnp = lo.jnp
+        x = xs[0] if len(xs) == 1 else xs[0] + self.pair * xs[1]
+        if 0 in x.shape:
+            out = jnp.zeros(x.shape, x.dtype)
+        else:
+            y = lowered.project(lo, x, self.pre)
+            g = _lowered_gaps(v, self.kind)
+            cut = _lowered_cut(lo, v, self.eps, self.kind)
+            r = jnp.where(cut, 0, 1 / jnp.where(cut, 1, g))
+            if self.conjugate and jnp.iscomplexobj(r):
+                r = jnp.conj(r)
+            out = lowered.project(lo, r * y, self.post).astype(x.dtype)
+            nonzero = jnp.any(jnp.stack([jnp.any(p != 0) for p in xs]))
+            lo.check(self._check_on_host, v, *xs, when=nonzero & ~self._resolved_on_device(lo, v))
+        if self.pair and not self.reverse:
+            return out, (out if self.pair > 0 else -out)
+        return out
+
+    def _resolved_on_device(self, lo: Any, v: Any) -> Any:
+        """Whether :func:`_resolved` finds every gap resolved (then nothing needs
+        checking), computed on the device."""
+        jnp = lo.jnp
+        k = v.shape[-1]
+        if jnp.iscomplexobj(v) or k == 0:
+            return jnp.asarray(False)
+        scale = jnp.max(jnp.abs(v), axis=-1)
+        limit = scale * max(self.eps, machine_eps(v.dtype) ** (0.75 / self.order))
+        monotone = jnp.asarray(True)
+        if k > 1:
+            steps = v[..., 1:] - v[..., :-1]
+            monotone = jnp.all(steps > 0) | jnp.all(steps < 0)
+        if self.kind == "difference":
+            closest = jnp.min(jnp.abs(steps), axis=-1) if k > 1 else scale + 1
+        else:
+            closest = 2 * jnp.min(jnp.abs(v), axis=-1)
+        return monotone & jnp.all(closest > limit)
+
+    def _check_on_host(self, v: Any, *xs: Any) -> None:
+        """The checks :meth:`impl` makes, on the values a lowered program computed."""
+        v = np.asarray(v)
+        parts = [np.asarray(x) for x in xs]
+        x = parts[0] if len(parts) == 1 else parts[0] + self.pair * parts[1]
+        if _resolved(v, self.eps, self.kind, self.order) is None:
+            _, g, cut = _reciprocals(v, self.eps, self.kind)
+            _check(self, v, g, cut, _project(x, self.pre), parts)
+
     def _params(self, **changes: Any) -> dict[str, Any]:
         params = {
             "eps": self.eps,
@@ -477,6 +543,20 @@ class ClusterBlocks(LinalgOp):
         same, _ = clusters(v, self.eps)
         return np.where(same, _project(x, self.part), 0).astype(x.dtype, copy=False)
 
+    def lower(self, lo: Any, v: Any, x: Any) -> Any:
+        """:meth:`impl` in JAX; the zero-level check runs on the host after the call,
+        only when the device finds a cluster at zero."""
+        jnp = lo.jnp
+        if 0 in x.shape:
+            return jnp.zeros(x.shape, x.dtype)
+        same, at_zero = lowered.clusters(lo, v, self.eps)
+        if self.check_zero:
+            lo.check(self._check_on_host, v, x, when=jnp.any(at_zero))
+        return jnp.where(same, lowered.project(lo, x, self.part), 0).astype(x.dtype)
+
+    def _check_on_host(self, v: Any, x: Any) -> None:
+        _check_zero_block(self.check_zero, np.asarray(v), np.asarray(x), self.eps)
+
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         if ts[1] is None:
             return [None]
@@ -522,6 +602,9 @@ class SpectralBlock(LinalgOp):
         k = v.shape[-1]
         out.reshape((*v.shape[:-1], k * k))[..., :: k + 1] = v
         return out
+
+    def lower(self, lo: Any, v: Any, a: Any, vectors: Any, *rest: Any) -> Any:
+        return lowered.diagonal_matrix(lo, v, self.outputs[0].dtype)
 
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         v = xs[0]
@@ -588,6 +671,15 @@ class TiedInverse(LinalgOp):
 
     def any_extent_kernel(self) -> Any:
         return self.impl
+
+    def lower(self, lo: Any, v: Any, b: Any) -> Any:
+        """:meth:`impl` in JAX (its fast path is the same formula with nothing at zero)."""
+        jnp = lo.jnp
+        if 0 in b.shape:
+            return jnp.zeros(b.shape, b.dtype)
+        _, at_zero = lowered.clusters(lo, v, self.eps)
+        inverse = jnp.where(at_zero, 0, 1 / jnp.where(at_zero, 1, v))
+        return lowered.diagonal_matrix(lo, inverse, b.dtype)
 
     def impl(self, v: Any, b: Any) -> Any:
         v, b = np.asarray(v), np.asarray(b)

@@ -80,6 +80,21 @@ class Eig(SquareMatrixOp):
             vinv = np.full(v.shape, np.nan, dtype=dt)
         return w.astype(dt, copy=False), v, vinv
 
+    def lower(self, lo: Any, a: Any) -> Any:
+        if not lo.on_cpu:
+            raise lo.refuse(
+                self,
+                f"XLA computes non-Hermitian eigendecompositions on CPU only, not on "
+                f"{lo.platform}; pass arrays on a CPU device (jax.devices('cpu'))",
+            )
+        jnp = lo.jnp
+        dt = self.outputs[0].dtype
+        if a.shape[-1] == 0:
+            return tuple(jnp.zeros(meta.shape, meta.dtype) for meta in self.outputs)
+        w, v = lo.linalg.eig(a, compute_left_eigenvectors=False)
+        v = v.astype(dt)
+        return w.astype(dt), v, jnp.linalg.inv(v)  # NaN/Inf where V is singular (defective A)
+
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         (da,) = ts
         if da is None:

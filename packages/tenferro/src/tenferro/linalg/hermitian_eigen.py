@@ -40,7 +40,7 @@ from tenferro.core.families import family
 from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.dtypes import real_dtype
 from tenferro.errors import LinAlgError, ParameterError
-from tenferro.linalg import lapack
+from tenferro.linalg import lapack, lowered
 from tenferro.linalg.checks import check_eps, check_finite
 from tenferro.linalg.degeneracy import guard_ties
 from tenferro.linalg.family import SquareMatrixOp, matrix_operand
@@ -121,6 +121,17 @@ class Eigh(SquareMatrixOp):
         if self.gauge != "canonical":
             return w, v
         v, _, mask = canonicalize(v, None)
+        return w, v, mask
+
+    def lower(self, lo: Any, a: Any) -> Any:
+        if a.shape[-1] == 0:
+            jnp = lo.jnp
+            w, v = (jnp.zeros(meta.shape, meta.dtype) for meta in self.outputs[:2])
+        else:  # ascending eigenvalues, from one triangle
+            v, w = lo.linalg.eigh(a, lower=self.uplo == "L", symmetrize_input=False)
+        if self.gauge != "canonical":
+            return w, v
+        v, _, mask = lowered.canonicalize(lo, v, None)
         return w, v, mask
 
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:

@@ -120,6 +120,11 @@ class Norm2(LinalgOp):
         squares = x.real * x.real + x.imag * x.imag if x.dtype.kind == "c" else x * x
         return np.sqrt(_add_reduce(squares, axis=self.axes, keepdims=self.keepdims))
 
+    def lower(self, lo: Any, x: Any) -> Any:
+        jnp = lo.jnp
+        squares = lo.lax.real(x) ** 2 + lo.lax.imag(x) ** 2 if jnp.iscomplexobj(x) else x * x
+        return jnp.sqrt(jnp.sum(squares, axis=self.axes, keepdims=self.keepdims))
+
     def jvp(self, xs: Any, ys: Any, ts: Any) -> list[Any]:
         (x,), (n,), (dx,) = xs, ys, ts
         if dx is None:

@@ -40,7 +40,7 @@ from tenferro.core.primitive import extent_pattern
 from tenferro.core.rules import RuleValue
 from tenferro.dtypes import is_complex
 from tenferro.errors import LinAlgError, ParameterError
-from tenferro.linalg import lapack
+from tenferro.linalg import lapack, lowered
 from tenferro.linalg.checks import check_finite, check_matrix, check_square, non_negative
 from tenferro.linalg.family import LinalgOp, matrix_operand
 from tenferro.linalg.gaps import hermitian_part
@@ -89,6 +89,20 @@ class Pinv(LinalgOp):
             u, s, vh = svd_factors(self.name, a)
         inverse = _kept_inverse(s, self.rtol, self.hermitian, a.dtype)
         return np.matmul(_adjoint(vh) * inverse[..., None, :], _adjoint(u))
+
+    def lower(self, lo: Any, a: Any) -> Any:
+        if not min(a.shape[-2:]):
+            return lo.jnp.zeros(self.outputs[0].shape, a.dtype)
+        if self.hermitian:
+            s, u = lo.linalg.eigh(a, lower=True, symmetrize_input=False)[::-1]
+            vh = lowered.adjoint(lo, u)
+        else:
+            u, s, vh = lo.linalg.svd(a, full_matrices=False)
+        keep = lowered.kept(lo, s, self.rtol, self.hermitian)
+        inverse = lowered.inverse_where(lo, s, keep, a.dtype)
+        return lowered.matmul(
+            lo, lowered.adjoint(lo, vh) * inverse[..., None, :], lowered.adjoint(lo, u)
+        )
 
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         (a,), (da,) = xs, ts
@@ -141,6 +155,13 @@ class PinvSolve(LinalgOp):
             return np.zeros((*a.shape[:-2], a.shape[-1], b.shape[-1]), a.dtype)
         inverse = _kept_inverse(s, self.rtol, False, a.dtype)
         return np.matmul(_adjoint(vh), inverse[..., :, None] * np.matmul(_adjoint(u), b))
+
+    def lower(self, lo: Any, a: Any, b: Any, u: Any, s: Any, vh: Any) -> Any:
+        if not s.shape[-1]:
+            return lo.jnp.zeros(self.outputs[0].shape, a.dtype)
+        inverse = lowered.inverse_where(lo, s, lowered.kept(lo, s, self.rtol, False), a.dtype)
+        projected = lowered.matmul(lo, lowered.adjoint(lo, u), b)
+        return lowered.matmul(lo, lowered.adjoint(lo, vh), inverse[..., :, None] * projected)
 
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         (a, b, u, s, vh), (da, db, *_) = xs, ts  # the factors' tangents: zero by contract
@@ -245,6 +266,27 @@ class Lstsq(LinalgOp):
         misfit = np.matmul(a, x) - b
         squares = misfit.real**2 + misfit.imag**2 if misfit.dtype.kind == "c" else misfit**2
         return x, np.sum(squares, axis=-2), np.asarray(rank, np.int64), s
+
+    def lower(self, lo: Any, a: Any, b: Any) -> Any:
+        jnp = lo.jnp
+        x_meta, _, rank_meta, s_meta = self.outputs
+        if not min(a.shape[-2:]):
+            x = jnp.zeros(x_meta.shape, a.dtype)
+            rank = jnp.zeros(rank_meta.shape, "int64")
+            s = jnp.zeros(s_meta.shape, s_meta.dtype)
+        else:  # the SVD formula (the numpy kernel's for batches; LAPACK's gelsd agrees)
+            u, s, vh = lo.linalg.svd(a, full_matrices=False)
+            keep = lowered.kept(lo, s, self.rtol, False)
+            inverse = lowered.inverse_where(lo, s, keep, a.dtype)
+            projected = lowered.matmul(lo, lowered.adjoint(lo, u), b)
+            x = lowered.matmul(lo, lowered.adjoint(lo, vh), inverse[..., :, None] * projected)
+            rank = jnp.sum(keep, axis=-1, dtype="int64")
+        misfit = lowered.matmul(lo, a, x) - b
+        if jnp.iscomplexobj(misfit):
+            squares = lo.lax.real(misfit) ** 2 + lo.lax.imag(misfit) ** 2
+        else:
+            squares = misfit**2
+        return x, jnp.sum(squares, axis=-2), rank, s
 
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         (a, b), (da, db) = xs, ts

@@ -49,7 +49,7 @@ from tenferro.core.params import as_int
 from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.dtypes import real_dtype
 from tenferro.errors import LinAlgError, ParameterError
-from tenferro.linalg import lapack
+from tenferro.linalg import lapack, lowered
 from tenferro.linalg._common import require_inexact
 from tenferro.linalg.checks import (
     check_eps,
@@ -258,6 +258,17 @@ class Svd(LinalgOp):
         u, partner, mask = canonicalize(u, vh)
         return u, s, partner, mask
 
+    def lower(self, lo: Any, a: Any) -> Any:
+        if 0 in a.shape[-2:]:
+            jnp = lo.jnp
+            u, s, vh = (jnp.zeros(meta.shape, meta.dtype) for meta in self.outputs[:3])
+        else:
+            u, s, vh = lo.linalg.svd(a, full_matrices=False)
+        if self.gauge != "canonical":
+            return u, s, vh
+        u, partner, mask = lowered.canonicalize(lo, u, vh)
+        return u, s, partner, mask
+
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         (da,) = ts
         count = len(self.outputs)
@@ -308,6 +319,21 @@ class SvdComplement(LinalgOp):
         if self.gauge == "canonical":
             extra = canonicalize(extra, None)[0]
         return np.swapaxes(extra, -1, -2).conj()
+
+    def lower(self, lo: Any, a: Any) -> Any:
+        jnp = lo.jnp
+        (out,) = self.outputs
+        if 0 in out.shape:
+            return jnp.zeros(out.shape, out.dtype)
+        k = min(a.shape[-2:])
+        u, _, vh = lo.linalg.svd(a, full_matrices=True)
+        if self.side == "left":
+            extra = u[..., :, k:]
+            return lowered.canonicalize(lo, extra, None)[0] if self.gauge == "canonical" else extra
+        extra = lowered.adjoint(lo, vh[..., k:, :])
+        if self.gauge == "canonical":
+            extra = lowered.canonicalize(lo, extra, None)[0]
+        return lowered.adjoint(lo, extra)
 
     def jvp(self, xs: Xs, ys: Ts, ts: Ts) -> list[RuleValue | None]:
         (da,) = ts
@@ -362,6 +388,10 @@ class SvdTruncate(LinalgOp):
         ]
 
     def impl(self, u: Any, s: Any, vh: Any) -> Any:
+        r = self.rank
+        return u[..., :r], s[..., :r], vh[..., :r, :]
+
+    def lower(self, lo: Any, u: Any, s: Any, vh: Any) -> Any:
         r = self.rank
         return u[..., :r], s[..., :r], vh[..., :r, :]
 

@@ -31,7 +31,7 @@ from tenferro.core.families import family
 from tenferro.core.flags import check_flag
 from tenferro.core.rules import RuleValue
 from tenferro.errors import LinAlgError, ShapeError
-from tenferro.linalg import lapack
+from tenferro.linalg import lapack, lowered
 from tenferro.linalg._common import (
     broadcast_batch,
     inexact_operands,
@@ -113,6 +113,13 @@ class TriangularSolve(LinalgOp):
         # X A = B is A^T X^T = B^T
         x = lapack.triangular_solve(a, b.T, lower=lower, trans=1, unit=unit)
         return x.T
+
+    def lower(self, lo: Any, a: Any, b: Any) -> Any:
+        if 0 in a.shape or 0 in b.shape:
+            return lo.jnp.zeros(b.shape, b.dtype)
+        return lo.linalg.triangular_solve(
+            a, b, left_side=self.left, lower=not self.upper, unit_diagonal=self.unitriangular
+        )
 
     def _triangle(self, m: Any) -> Any:
         offset = 1 if self.unitriangular else 0
@@ -256,6 +263,21 @@ class Solve(LinalgOp):
             _check_nonsingular(self.caller, a)
             raise  # pragma: no cover - LAPACK failed without an exactly singular pivot
 
+    def lower(self, lo: Any, a: Any, b: Any) -> Any:
+        jnp = lo.jnp
+        factored = len(self.outputs) == 3
+        if 0 in a.shape or 0 in b.shape:
+            x = jnp.zeros(b.shape, b.dtype)
+            if not factored:
+                return x
+            return x, jnp.zeros(a.shape, a.dtype), jnp.zeros(a.shape[:-1], "int32")
+        if not factored:
+            return jnp.linalg.solve(a, b)
+        # the numpy kernel's layout: the LU factors of A^T, transposed back
+        packed, pivots, _ = lo.linalg.lu(jnp.swapaxes(a, -1, -2))
+        factors = jnp.swapaxes(packed, -1, -2)
+        return lowered.solve_transposed_lu(lo, factors, pivots, b, False), factors, pivots
+
     def jvp(
         self,
         xs: tuple[RuleValue, ...],
@@ -349,6 +371,11 @@ class SolveWithFactors(LinalgOp):
         return lapack.looped(
             lambda f, p, rhs: lapack.solve_with_factors(f, p, rhs, adjoint), factors, pivots, b
         )
+
+    def lower(self, lo: Any, a: Any, factors: Any, pivots: Any, b: Any) -> Any:
+        if 0 in a.shape or 0 in b.shape:
+            return lo.jnp.zeros(b.shape, b.dtype)
+        return lowered.solve_transposed_lu(lo, factors, pivots, b, self.adjoint)
 
     def jvp(
         self,
@@ -452,6 +479,9 @@ class Inv(SquareMatrixOp):
             _check_nonsingular("inv", a)
             raise  # pragma: no cover
 
+    def lower(self, lo: Any, a: Any) -> Any:
+        return a if 0 in a.shape else lo.jnp.linalg.inv(a)
+
     def jvp(
         self,
         xs: tuple[RuleValue, ...],
@@ -494,6 +524,11 @@ class Det(SquareMatrixOp):
         check_finite("det", a)
         return np.asarray(np.linalg.det(a), dtype=a.dtype)
 
+    def lower(self, lo: Any, a: Any) -> Any:
+        if a.shape[-1] == 0:
+            return lo.jnp.ones(a.shape[:-2], a.dtype)
+        return lo.jnp.linalg.det(a)
+
     def jvp(
         self,
         xs: tuple[RuleValue, ...],
@@ -532,6 +567,14 @@ class Slogdet(SquareMatrixOp):
         sign, logabsdet = np.linalg.slogdet(a)
         real = np.finfo(a.dtype).dtype
         return np.asarray(sign, dtype=a.dtype), np.asarray(logabsdet, dtype=real)
+
+    def lower(self, lo: Any, a: Any) -> Any:
+        jnp = lo.jnp
+        if a.shape[-1] == 0:
+            real = np.finfo(a.dtype).dtype
+            return jnp.ones(a.shape[:-2], a.dtype), jnp.zeros(a.shape[:-2], real)
+        sign, logabsdet = jnp.linalg.slogdet(a)
+        return sign.astype(a.dtype), logabsdet
 
     def jvp(
         self,

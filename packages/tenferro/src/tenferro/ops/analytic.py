@@ -56,6 +56,7 @@ class Analytic(Elementwise):
 @primitive
 class Exp(Analytic):
     name = "exp"
+    lax_name = "exp"
 
     ufunc = np.exp
 
@@ -66,6 +67,7 @@ class Exp(Analytic):
 @primitive
 class Log(Analytic):
     name = "log"
+    lax_name = "log"
 
     ufunc = np.log
 
@@ -79,6 +81,9 @@ class _LogBase(Analytic):
 
     __slots__ = ()
     base: ClassVar[float]
+
+    def lower(self, lo: Any, x: Any) -> Any:
+        return lo.lax.div(lo.lax.log(x), lo.lax.log(lo.full((), self.base, x.dtype)))
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         (x,) = xs
@@ -104,6 +109,7 @@ class Log10(_LogBase):
 @primitive
 class Sin(Analytic):
     name = "sin"
+    lax_name = "sin"
 
     ufunc = np.sin
 
@@ -114,6 +120,7 @@ class Sin(Analytic):
 @primitive
 class Cos(Analytic):
     name = "cos"
+    lax_name = "cos"
 
     ufunc = np.cos
 
@@ -162,6 +169,7 @@ class Cosh(Analytic):
 @primitive
 class Tanh(Analytic):
     name = "tanh"
+    lax_name = "tanh"
 
     ufunc = np.tanh
 
@@ -172,6 +180,7 @@ class Tanh(Analytic):
 @primitive
 class Sqrt(Analytic):
     name = "sqrt"
+    lax_name = "sqrt"
 
     ufunc = np.sqrt
 
@@ -185,6 +194,7 @@ class Rsqrt(Analytic):
     """``1 / sqrt(x)``; derivative ``-y / (2 x)``."""
 
     name = "rsqrt"
+    lax_name = "rsqrt"
 
     def impl(self, x: Any) -> Any:
         return np.reciprocal(np.sqrt(x))
@@ -200,6 +210,7 @@ class Expm1(Analytic):
     finite, ``exp(x) - 1`` (``expm1(inf + 0j) = inf + 0j``, ``expm1(-inf + i y) = -1 + 0j``)."""
 
     name = "expm1"
+    lax_name = "expm1"
 
     def impl(self, x: Any) -> Any:
         out = np.expm1(x)
@@ -223,6 +234,7 @@ class Expm1(Analytic):
 @primitive
 class Log1p(Analytic):
     name = "log1p"
+    lax_name = "log1p"
 
     ufunc = np.log1p
 
@@ -251,6 +263,11 @@ class Pow(Elementwise):
 
     def kernel(self) -> Any:
         return self.impl if self.inputs[0].dtype.kind == "i" else np.power
+
+    def lower(self, lo: Any, x: Any, y: Any) -> Any:
+        if self.inputs[0].dtype.kind == "i":  # repeated squaring (XLA gives 0 for y < 0)
+            return lo.jnp.power(x, y)
+        return lo.lax.pow(x, y)
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         x, y = xs

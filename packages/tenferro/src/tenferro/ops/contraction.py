@@ -181,6 +181,11 @@ class DotGeneral(TensorPrimitive):
         )
         return pairs, source
 
+    def lower(self, lo: Any, lhs: Any, rhs: Any) -> Any:
+        numbers = ((self.lhs_contracting, self.rhs_contracting), (self.lhs_batch, self.rhs_batch))
+        # HIGHEST: full-precision products on every device (numpy's), never TF32/bf16 passes
+        return lo.lax.dot_general(lhs, rhs, numbers, precision=lo.lax.Precision.HIGHEST)
+
     def impl(self, lhs: Any, rhs: Any) -> Any:
         plan = self._prepared
         if plan is None:  # how to evaluate: see tenferro.ops.dot_plans.for_operands

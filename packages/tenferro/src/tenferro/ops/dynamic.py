@@ -55,6 +55,9 @@ class Constant(TensorPrimitive):
     def impl(self) -> Any:
         return np.frombuffer(self.bits, dtype=self.dtype).reshape(())
 
+    def lower(self, lo: Any) -> Any:
+        return lo.jnp.asarray(self.impl())
+
     @property
     def value(self) -> Any:
         return self.impl()[()]
@@ -86,8 +89,19 @@ class ShapeOf(TensorPrimitive):
     def impl(self, x: Any) -> Any:
         return np.array(float(np.shape(x)[self.axis]))
 
+    def lower(self, lo: Any, x: Any) -> Any:
+        if self.axis in self.inputs[0].dynamic:
+            raise lo.refuse(self, _DATA_DEPENDENT)
+        return lo.full((), float(self.inputs[0].shape[self.axis]), float64)
+
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         return [None]
+
+
+_DATA_DEPENDENT = (
+    "its operand has a data-dependent extent (from a truncation by a runtime size); XLA "
+    "programs have static shapes"
+)
 
 
 def _size(value: Any, extent: int) -> int:
@@ -100,6 +114,10 @@ class DynamicTruncate(TensorPrimitive):
     nearest integer and clamped to the extent). Linear in ``x``."""
 
     name = "dynamic_truncate"
+    no_lowering = (
+        "its extent depends on the data (a truncation by a runtime size, such as a "
+        "tolerance-truncated SVD); XLA programs have static shapes"
+    )
     batch_loop = "a batched size gives each example its own extent (the loop then raises)"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
@@ -191,6 +209,16 @@ class PadToMatch(TensorPrimitive):
         widths = [(0, 0)] * x.ndim
         widths[self.axis] = (0, missing)
         return np.pad(x, widths)
+
+    def lower(self, lo: Any, x: Any, reference: Any, *source: Any) -> Any:
+        if self.axis in self.inputs[0].dynamic:
+            raise lo.refuse(self, _DATA_DEPENDENT)
+        missing = self.outputs[0].shape[self.axis] - self.inputs[0].shape[self.axis]
+        if missing <= 0:
+            return x
+        widths = [(0, 0, 0)] * x.ndim
+        widths[self.axis] = (0, missing, 0)
+        return lo.lax.pad(x, lo.full((), 0, self.inputs[0].dtype), widths)
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         if ts[0] is None:  # only the reference is active: its values are not read

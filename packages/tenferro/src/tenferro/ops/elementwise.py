@@ -71,6 +71,7 @@ class Add(Elementwise):
     linear = True
 
     ufunc = np.add
+    lax_name = "add"
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         return [lax.add_tangents(ts[0], ts[1])]
@@ -85,6 +86,7 @@ class Sub(Elementwise):
     linear = True
 
     ufunc = np.subtract
+    lax_name = "sub"
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         dx, dy = ts
@@ -103,6 +105,7 @@ class Mul(Elementwise):
     name = "mul"
 
     ufunc = np.multiply
+    lax_name = "mul"
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         (x, y), (dx, dy) = xs, ts
@@ -126,6 +129,7 @@ class Neg(Elementwise):
     linear = True
 
     ufunc = np.negative
+    lax_name = "neg"
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         return [lax.neg(present(cts[0]))]
@@ -140,6 +144,9 @@ class Conj(Elementwise):
 
     ufunc = np.conj
 
+    def lower(self, lo: Any, x: Any) -> Any:
+        return lo.lax.conj(x) if is_complex(self.inputs[0].dtype) else x  # lax's would be complex
+
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         return [lax.conj(present(cts[0]))]
 
@@ -150,6 +157,7 @@ class Div(Elementwise):
 
     name = "div"
     extent_generic = True  # elementwise, without a ufunc (integer division checks zeros)
+    lax_name = "div"  # truncates integers; XLA gives -1 for an integer division by zero
 
     def impl(self, x: Any, y: Any) -> Any:
         if self.inputs[0].dtype.kind == "i":
@@ -197,6 +205,7 @@ class Rem(Elementwise):
 
     name = "rem"
     kinds = "if"
+    lax_name = "rem"  # C fmod: the sign of the dividend
 
     def impl(self, x: Any, y: Any) -> Any:
         if self.inputs[0].dtype.kind == "i" and np.any(np.asarray(y) == 0):
@@ -226,6 +235,7 @@ class Abs(Elementwise):
         return real_dtype(dtype) if is_complex(dtype) else dtype
 
     ufunc = np.abs
+    lax_name = "abs"
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         (x,), (y,), (dx,) = xs, ys, ts
@@ -266,6 +276,13 @@ class Round(Elementwise):
     def impl(self, x: Any) -> Any:
         return _ROUNDING[self.method](x)
 
+    def lower(self, lo: Any, x: Any) -> Any:
+        if self.method == "nearest_even":
+            return lo.lax.round(x, lo.lax.RoundingMethod.TO_NEAREST_EVEN)
+        if self.method == "trunc":
+            return lo.jnp.trunc(x)
+        return lo.lax.floor(x) if self.method == "floor" else lo.lax.ceil(x)
+
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         return [None]
 
@@ -273,6 +290,8 @@ class Round(Elementwise):
 @primitive
 class Sign(Elementwise):
     """-1, 0, 1 (complex: ``z / |z|``, 0 at 0). Its derivative is zero."""
+
+    lax_name = "sign"
 
     name = "sign"
 
@@ -315,6 +334,7 @@ class Maximum(_Extremum):
     name = "max"
 
     ufunc = np.maximum
+    lax_name = "max"
 
 
 @primitive
@@ -322,6 +342,7 @@ class Minimum(_Extremum):
     name = "min"
 
     ufunc = np.minimum
+    lax_name = "min"
 
 
 # ---------------------------------------------------------------------- comparison and selection
@@ -358,6 +379,9 @@ class Compare(Elementwise):
     def impl(self, x: Any, y: Any) -> Any:
         return _COMPARE[self.direction](x, y)
 
+    def lower(self, lo: Any, x: Any, y: Any) -> Any:
+        return getattr(lo.lax, self.direction)(x, y)
+
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         return [None]
 
@@ -368,6 +392,7 @@ class Select(TensorPrimitive):
 
     name = "select"
     extent_generic = True  # elementwise, without a ufunc
+    lax_name = "select"
 
     def batch(self, xs: Sequence[Any], dims: Sequence[int | None]) -> tuple[list[Any], list[Any]]:
         return elementwise(self, xs, dims)
@@ -437,6 +462,9 @@ class Clamp(TensorPrimitive):
     def impl(self, x: Any, lower: Any, upper: Any) -> Any:
         return np.minimum(np.maximum(x, lower), upper)
 
+    def lower(self, lo: Any, x: Any, lower: Any, upper: Any) -> Any:
+        return lo.lax.min(lo.lax.max(x, lower), upper)
+
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         x, lower, upper = xs
         masks = (
@@ -466,6 +494,7 @@ class Real(Elementwise):
         return real_dtype(dtype)
 
     ufunc = staticmethod(np.real)
+    lax_name = "real"
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         (ct,) = cts
@@ -485,6 +514,7 @@ class Imag(Elementwise):
         return real_dtype(dtype)
 
     ufunc = staticmethod(np.imag)
+    lax_name = "imag"
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         (ct,) = cts
@@ -500,6 +530,7 @@ class Complex(Elementwise):
     kinds = "f"
     linear = True
     extent_generic = True  # elementwise, without a ufunc
+    lax_name = "complex"
 
     def result_dtype(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return complex_dtype(dtype)

@@ -126,6 +126,9 @@ class Slice(TensorPrimitive):
             object.__setattr__(self, "_prepared", index)
         return x[index]  # values are arrays or numpy scalars: both index like arrays
 
+    def lower(self, lo: Any, x: Any) -> Any:
+        return lo.lax.slice(x, self.starts, self.limits, self.strides)
+
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         (x,) = self.inputs
         (out,) = self.outputs
@@ -256,6 +259,10 @@ class Pad(TensorPrimitive):
         out[placed] = x
         return out if crop is None else out[crop]
 
+    def lower(self, lo: Any, x: Any) -> Any:
+        zero = lo.full((), 0, self.inputs[0].dtype)
+        return lo.lax.pad(x, zero, tuple(zip(self.low, self.high, self.interior, strict=True)))
+
     def _plan(self) -> tuple[tuple[int, ...], tuple[slice, ...], tuple[slice, ...] | None]:
         """(the grown shape, where the operand goes in it, the crop of negative padding or
         ``None``), from the static metas."""
@@ -380,6 +387,9 @@ class Concatenate(TensorPrimitive):
                 )
         return np.concatenate(operands, axis=self.axis)
 
+    def lower(self, lo: Any, *operands: Any) -> Any:
+        return lo.lax.concatenate(operands, self.axis)
+
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         ct = present(*cts)
         (out,) = self.outputs
@@ -455,6 +465,9 @@ class DynamicSlice(TensorPrimitive):
         begin = _clamped_starts(starts, x.shape, self.sizes)
         return x[tuple(_slice(b, b + n) for b, n in zip(begin, self.sizes, strict=True))]
 
+    def lower(self, lo: Any, x: Any, starts: Any) -> Any:
+        return lo.lax.dynamic_slice(x, _start_list(lo, starts), self.sizes)  # clamps to fit
+
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         return [lax.dynamic_slice(present(ts[0]), xs[1], self.sizes)]
 
@@ -499,6 +512,9 @@ class DynamicUpdateSlice(TensorPrimitive):
         out[tuple(_slice(b, b + n) for b, n in zip(begin, update.shape, strict=True))] = update
         return out
 
+    def lower(self, lo: Any, x: Any, update: Any, starts: Any) -> Any:
+        return lo.lax.dynamic_update_slice(x, update, _start_list(lo, starts))  # clamps to fit
+
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         x, update, starts = xs
         dx, du = ts[0], ts[1]
@@ -531,6 +547,19 @@ def _index_vectors(indices: Any, index_vector_dim: int) -> Any:
     if index_vector_dim < indices.ndim:
         return np.moveaxis(indices, index_vector_dim, -1)
     return indices[..., None]
+
+
+def _vectors_last(lo: Any, indices: Any, index_vector_dim: int) -> Any:
+    """Indices with the index vector as their last axis (jax.lax's layout); the order
+    of the other axes is kept."""
+    if index_vector_dim < indices.ndim:
+        return lo.jnp.moveaxis(indices, index_vector_dim, -1)
+    return lo.lax.expand_dims(indices, (indices.ndim,))
+
+
+def _start_list(lo: Any, starts: Any) -> list[Any]:
+    """A rank-1 tensor of start indices as the list of scalars jax.lax takes."""
+    return [lo.lax.index_in_dim(starts, i, keepdims=False) for i in range(starts.shape[0])]
 
 
 def _window_index(
@@ -661,6 +690,20 @@ class Gather(TensorPrimitive):
         for position in range(gathered.ndim):
             source.append(next(windows) if position in self.offset_dims else next(batches))
         return np.transpose(gathered, source)
+
+    def lower(self, lo: Any, operand: Any, indices: Any) -> Any:
+        numbers = lo.lax.GatherDimensionNumbers(
+            offset_dims=self.offset_dims,
+            collapsed_slice_dims=self.collapsed_slice_dims,
+            start_index_map=self.start_index_map,
+        )
+        return lo.lax.gather(
+            operand,
+            _vectors_last(lo, indices, self.index_vector_dim),
+            numbers,
+            self.slice_sizes,
+            mode=lo.lax.GatherScatterMode.CLIP,  # start indices clamped so slices fit
+        )
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         return [lax.gather(present(ts[0]), xs[1], **self._numbers())]
@@ -809,6 +852,20 @@ class Scatter(TensorPrimitive):
         )
         np.add.at(out, index, ordered[valid])
         return out
+
+    def lower(self, lo: Any, operand: Any, indices: Any, updates: Any) -> Any:
+        numbers = lo.lax.ScatterDimensionNumbers(
+            update_window_dims=self.update_window_dims,
+            inserted_window_dims=self.inserted_window_dims,
+            scatter_dims_to_operand_dims=self.scatter_dims_to_operand_dims,
+        )
+        return lo.lax.scatter_add(
+            operand,
+            _vectors_last(lo, indices, self.index_vector_dim),
+            updates,
+            numbers,
+            mode=lo.lax.GatherScatterMode.FILL_OR_DROP,  # windows out of bounds are dropped
+        )
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         operand, indices, updates = xs

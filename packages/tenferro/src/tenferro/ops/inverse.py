@@ -105,6 +105,7 @@ class Asin(_Inverse):
     """The inverse sine (numpy's ``arcsin``; branch cuts below -1 and above 1)."""
 
     name = "asin"
+    lax_name = "asin"
 
     ufunc = np.arcsin
 
@@ -117,6 +118,7 @@ class Acos(_Inverse):
     """The inverse cosine (numpy's ``arccos``; branch cuts below -1 and above 1)."""
 
     name = "acos"
+    lax_name = "acos"
 
     ufunc = np.arccos
 
@@ -130,6 +132,7 @@ class Atan(_Inverse):
     ``+-i``)."""
 
     name = "atan"
+    lax_name = "atan"
 
     ufunc = np.arctan
 
@@ -143,6 +146,7 @@ class Asinh(_Inverse):
     axis beyond ``+-i``)."""
 
     name = "asinh"
+    lax_name = "asinh"
 
     ufunc = np.arcsinh
 
@@ -155,6 +159,7 @@ class Acosh(_Inverse):
     """The inverse hyperbolic cosine (numpy's ``arccosh``; branch cut below 1)."""
 
     name = "acosh"
+    lax_name = "acosh"
 
     ufunc = np.arccosh
 
@@ -168,6 +173,7 @@ class Atanh(_Inverse):
     above 1)."""
 
     name = "atanh"
+    lax_name = "atanh"
 
     ufunc = np.arctanh
 
@@ -180,6 +186,7 @@ class Atan2(Elementwise):
     """``atan2(y, x)``, the angle of ``(x, y)`` in ``[-pi, pi]`` (real operands)."""
 
     name = "atan2"
+    lax_name = "atan2"
     kinds = "f"
 
     ufunc = np.arctan2

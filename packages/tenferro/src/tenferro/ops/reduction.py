@@ -83,6 +83,9 @@ class ReduceSum(Reduction):
             object.__setattr__(self, "_prepared", plan)
         return _add_reduce(x, plan[0], plan[1])  # np.sum, unwrapped, positional
 
+    def lower(self, lo: Any, x: Any) -> Any:
+        return lo.jnp.sum(x, axis=self.axes, dtype=self.inputs[0].dtype)
+
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         return [self.broadcast_back(cts[0])]  # type: ignore[arg-type]
 
@@ -97,6 +100,9 @@ class ReduceSumSquares(Reduction):
     def impl(self, x: Any) -> Any:
         return np.sum(np.square(x), axis=self.axes, dtype=self.inputs[0].dtype)
 
+    def lower(self, lo: Any, x: Any) -> Any:
+        return lo.jnp.sum(lo.lax.mul(x, x), axis=self.axes, dtype=self.inputs[0].dtype)
+
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         (x,), dx = xs, present(*ts)
         return [lax.reduce_sum(lax.mul(lax.add(x, x), dx), self.axes)]
@@ -108,6 +114,9 @@ class ReduceProd(Reduction):
 
     def impl(self, x: Any) -> Any:
         return np.prod(x, axis=self.axes, dtype=self.inputs[0].dtype)
+
+    def lower(self, lo: Any, x: Any) -> Any:
+        return lo.jnp.prod(x, axis=self.axes, dtype=self.inputs[0].dtype)
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         (x,), (dx,) = xs, ts
@@ -172,6 +181,9 @@ class ReduceMax(_Extremum):
     def impl(self, x: Any) -> Any:
         return np.max(x, axis=self.axes) if self.axes else x
 
+    def lower(self, lo: Any, x: Any) -> Any:
+        return lo.jnp.max(x, axis=self.axes) if self.axes else x
+
 
 @primitive
 class ReduceMin(_Extremum):
@@ -179,3 +191,6 @@ class ReduceMin(_Extremum):
 
     def impl(self, x: Any) -> Any:
         return np.min(x, axis=self.axes) if self.axes else x
+
+    def lower(self, lo: Any, x: Any) -> Any:
+        return lo.jnp.min(x, axis=self.axes) if self.axes else x

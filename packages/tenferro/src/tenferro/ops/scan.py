@@ -63,6 +63,9 @@ class Cumsum(Scan):
     def impl(self, x: Any) -> Any:
         return self.scan(np.cumsum, x)
 
+    def lower(self, lo: Any, x: Any) -> Any:
+        return lo.lax.cumsum(x, self.axis, reverse=self.reverse)
+
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         return [lax.cumsum(present(cts[0]), self.axis, reverse=not self.reverse)]
 
@@ -75,6 +78,9 @@ class Cumprod(Scan):
 
     def impl(self, x: Any) -> Any:
         return self.scan(np.cumprod, x)
+
+    def lower(self, lo: Any, x: Any) -> Any:
+        return lo.lax.cumprod(x, self.axis, reverse=self.reverse)
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         (x,), (dx,) = xs, ts

@@ -64,6 +64,15 @@ class _Sorting(_AlongAxis):
         reversed_order = np.argsort(np.flip(x, self.axis), axis=self.axis, kind="stable")
         return np.flip(n - 1 - reversed_order, self.axis)
 
+    def lowered_order(self, lo: Any, x: Any) -> Any:
+        """:meth:`order` in JAX (int64)."""
+        axis = self.axis
+        if not self.descending:
+            return lo.jnp.argsort(x, axis=axis, stable=True).astype("int64")
+        n = x.shape[axis]
+        reversed_order = lo.jnp.argsort(lo.lax.rev(x, (axis,)), axis=axis, stable=True)
+        return lo.lax.rev(n - 1 - reversed_order.astype("int64"), (axis,))
+
 
 @primitive
 class Sort(_Sorting):
@@ -78,6 +87,13 @@ class Sort(_Sorting):
         if not self.descending:
             return np.sort(x, axis=self.axis, kind="stable")
         return np.flip(np.sort(np.flip(x, self.axis), axis=self.axis, kind="stable"), self.axis)
+
+    def lower(self, lo: Any, x: Any) -> Any:
+        axis = self.axis
+        if not self.descending:
+            return lo.lax.sort(x, dimension=axis, is_stable=True)
+        flipped = lo.lax.rev(x, (axis,))
+        return lo.lax.rev(lo.lax.sort(flipped, dimension=axis, is_stable=True), (axis,))
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         (x,), dx = xs, present(*ts)
@@ -96,6 +112,9 @@ class Argsort(_Sorting):
 
     def impl(self, x: Any) -> Any:
         return self.order(x).astype(np.int64, copy=False)
+
+    def lower(self, lo: Any, x: Any) -> Any:
+        return self.lowered_order(lo, x)
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         return [None]
@@ -126,6 +145,9 @@ class ArgMax(_ArgExtremum):
     def impl(self, x: Any) -> Any:
         return np.argmax(x, axis=self.axis).astype(np.int64, copy=False)
 
+    def lower(self, lo: Any, x: Any) -> Any:
+        return lo.jnp.argmax(x, axis=self.axis).astype("int64")
+
 
 @primitive
 class ArgMin(_ArgExtremum):
@@ -135,6 +157,9 @@ class ArgMin(_ArgExtremum):
 
     def impl(self, x: Any) -> Any:
         return np.argmin(x, axis=self.axis).astype(np.int64, copy=False)
+
+    def lower(self, lo: Any, x: Any) -> Any:
+        return lo.jnp.argmin(x, axis=self.axis).astype("int64")
 
 
 @primitive
@@ -167,6 +192,9 @@ class ApplyPermutation(TensorPrimitive):
 
     def impl(self, x: Any, permutation: Any) -> Any:
         return np.take_along_axis(x, permutation, axis=self.axis)
+
+    def lower(self, lo: Any, x: Any, permutation: Any) -> Any:
+        return lo.jnp.take_along_axis(x, permutation, axis=self.axis, mode="clip")
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         dx = ts[0]

@@ -33,8 +33,17 @@ def _gaussian(x: RuleValue, scale: float) -> RuleValue:
     return lax.mul(lax.full_like(x, scale), lax.exp(lax.neg(lax.mul(x, x))))
 
 
+class _ErrorFunction(Analytic):
+    __slots__ = ()
+
+    def lower(self, lo: Any, x: Any) -> Any:
+        if self.inputs[0].dtype.kind == "c":
+            raise lo.refuse(self, "XLA has no complex error function (JAX's erf is real only)")
+        return getattr(lo.lax, self.name)(x)
+
+
 @primitive
-class Erf(Analytic):
+class Erf(_ErrorFunction):
     """The error function ``2/sqrt(pi) * integral_0^x exp(-t^2) dt``."""
 
     name = "erf"
@@ -47,7 +56,7 @@ class Erf(Analytic):
 
 
 @primitive
-class Erfc(Analytic):
+class Erfc(_ErrorFunction):
     """The complementary error function ``1 - erf(x)``, accurate where erf(x) is near 1."""
 
     name = "erfc"

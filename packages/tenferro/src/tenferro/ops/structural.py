@@ -78,6 +78,9 @@ class Transpose(TensorPrimitive):
     def impl(self, x: Any) -> Any:
         return x.transpose(self.permutation)  # np.transpose without its wrappers
 
+    def lower(self, lo: Any, x: Any) -> Any:
+        return lo.lax.transpose(x, self.permutation)
+
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         return [lax.transpose(present(cts[0]), _inverse(self.permutation))]
 
@@ -132,6 +135,9 @@ class Reshape(TensorPrimitive):
             shape[self.outputs[0].dynamic[0]] = -1
             return x.reshape(shape)
         return x.reshape(self.shape)  # np.reshape without its wrapper (arrays and scalars)
+
+    def lower(self, lo: Any, x: Any) -> Any:
+        return lo.lax.reshape(x, self.shape)
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         return [lax.reshape(present(cts[0]), self.inputs[0].shape)]
@@ -236,6 +242,9 @@ class BroadcastInDim(TensorPrimitive):
             return out
         return np.broadcast_to(x, self.shape)
 
+    def lower(self, lo: Any, x: Any) -> Any:
+        return lo.lax.broadcast_in_dim(x, self.shape, self.dims)
+
     def _dynamic_impl(self, x: Any) -> Any:
         """``impl`` for an operand with data-dependent axes: the output takes their
         run-time extents."""
@@ -313,6 +322,16 @@ class Convert(TensorPrimitive):
             x = np.real(x)
         return np.asarray(x).astype(target)
 
+    def lower(self, lo: Any, x: Any) -> Any:
+        source, target = self.inputs[0].dtype, self.dtype
+        if source == target:
+            return x
+        if target == bool_:
+            return lo.lax.ne(x, lo.full((), 0, source))
+        if source.kind == "c" and target.kind != "c":
+            x = lo.lax.real(x)
+        return lo.lax.convert_element_type(x, target)
+
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         if not (is_inexact(self.inputs[0].dtype) and is_inexact(self.dtype)):
             return [None]
@@ -376,6 +395,10 @@ class ExtractDiag(TensorPrimitive):
             return diagonal
         return np.moveaxis(diagonal, -1, position)
 
+    def lower(self, lo: Any, x: Any) -> Any:
+        diagonal = lo.jnp.diagonal(x, 0, self.axis_a, self.axis_b)  # numpy's: put last
+        return lo.jnp.moveaxis(diagonal, -1, _diagonal_position(self.axis_a, self.axis_b))
+
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         (x,) = self.inputs
         a, b = self.axis_a, self.axis_b
@@ -422,6 +445,18 @@ class EmbedDiag(TensorPrimitive):
     def impl(self, x: Any) -> Any:
         (out_meta,) = self.outputs
         return self._embed(x, out_meta.shape, out_meta.dtype)
+
+    def lower(self, lo: Any, x: Any) -> Any:
+        (out,) = self.outputs
+        b = self.axis_b
+        spread = lo.lax.broadcast_in_dim(
+            x, out.shape, tuple(i if i < b else i + 1 for i in range(len(self.inputs[0].shape)))
+        )
+        on_diagonal = lo.lax.eq(
+            lo.lax.broadcasted_iota("int32", out.shape, self._source_position()),
+            lo.lax.broadcasted_iota("int32", out.shape, b),
+        )
+        return lo.lax.select(on_diagonal, spread, lo.full(out.shape, 0, out.dtype))
 
     def any_extent_kernel(self) -> Any:
         """``impl`` with the output's extents read from the operand's."""
@@ -480,6 +515,10 @@ class _Triangle(TensorPrimitive):
             object.__setattr__(self, "_prepared", plan)
         return np.where(plan[0], x, plan[1])  # np.tril's own formula
 
+    def lower(self, lo: Any, x: Any) -> Any:
+        function = lo.jnp.tril if self.name == "tril" else lo.jnp.triu
+        return function(x, self.k)  # type: ignore[attr-defined]
+
 
 @primitive
 class Tril(_Triangle):
@@ -528,6 +567,9 @@ class Reverse(TensorPrimitive):
 
     def impl(self, x: Any) -> Any:
         return np.flip(x, self.axes) if self.axes else x
+
+    def lower(self, lo: Any, x: Any) -> Any:
+        return lo.lax.rev(x, self.axes) if self.axes else x
 
     def transpose(self, cts: Ts, xs: Xs, active: tuple[bool, ...]) -> list[RuleValue | None]:
         return [lax.rev(present(cts[0]), self.axes)]

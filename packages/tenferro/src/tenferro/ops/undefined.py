@@ -54,6 +54,9 @@ class NoDerivative(TensorPrimitive):
     def kernel(self) -> Any:
         return self.impl
 
+    def lower(self, lo: Any, *values: Any) -> Any:
+        raise self._error("jvp")  # a derivative through this output: no program to run
+
     def transpose(
         self,
         cts: tuple[RuleValue | None, ...],

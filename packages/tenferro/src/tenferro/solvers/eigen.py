@@ -293,6 +293,10 @@ class _SpectrumCheck(FamilyPrimitive):
     eps: float
     reverse: bool
     batch_loop: ClassVar[str] = "a check of one eigenproblem's spectrum: applied per example"
+    no_lowering: ClassVar[str] = (
+        "checks the spectrum of an iterative eigensolver, which does not lower to XLA "
+        "(its iteration runs on the host)"
+    )
 
     def infer(self) -> list[Meta]:
         return [self.inputs[2]._replace(weak=False)]

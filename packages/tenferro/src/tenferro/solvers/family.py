@@ -25,6 +25,10 @@ class SolverOp(FamilyPrimitive):
         "an iterative solver converges per example (its iteration count and stopping "
         "point are data): applied per example"
     )
+    no_lowering: ClassVar[str] = (
+        "is an iterative solver: its iteration runs in Python on the host and stops at a "
+        "data-dependent step, which a static XLA program cannot express"
+    )
     caller: str
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

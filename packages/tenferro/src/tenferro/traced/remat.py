@@ -108,6 +108,12 @@ class Segment(TensorPrimitive):
         values = self.eval(arrays, None)
         return values[0] if len(values) == 1 else tuple(values)
 
+    def lower(self, lo: Any, *values: Any) -> Any:
+        """The segment's program, lowered inline (XLA decides what to keep or recompute)."""
+        runner = _PROGRAMS.get_or_create(self, lambda: _Runner(self))
+        outputs = lo.run(runner.program, [values[k] for k in runner.order])
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
     def kernel(self) -> Any:
         return self.impl if len(self.results) == 1 else None
 

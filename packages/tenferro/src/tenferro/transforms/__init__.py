@@ -41,12 +41,14 @@ from tenferro.transforms.make_jaxpr import make_jaxpr
 from tenferro.transforms.plans import clear_caches
 from tenferro.transforms.vjp import vjp
 from tenferro.transforms.vmap import vmap
+from tenferro.transforms.xla import default_backend
 
 __all__ = [
     "checkpoint",
     "clear_caches",
     "custom_jvp",
     "custom_vjp",
+    "default_backend",
     "grad",
     "hessian",
     "hvp",

@@ -3,7 +3,7 @@ standing for them while the function is traced."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from computegraph import Input
@@ -32,9 +32,11 @@ class _Args:
 
     __slots__ = ("metas", "roots", "traced", "treedef", "values")
 
-    def __init__(self, args: tuple[Any, ...], keep: bool = False) -> None:
+    def __init__(
+        self, args: tuple[Any, ...], keep: bool = False, convert: Callable[[Any], Any] = asarray
+    ) -> None:
         leaves, self.treedef = flatten(args)
-        tensors = [asarray(leaf) for leaf in leaves]
+        tensors = [convert(leaf) for leaf in leaves]
         if keep:
             tensors = [owned(t) for t in tensors]
         self.roots = borrowed_roots(tensors)

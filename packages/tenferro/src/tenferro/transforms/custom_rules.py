@@ -43,13 +43,14 @@ from computegraph import After, BoundedCache, Derived, Input, OperationKey, Valu
 from tenferro import lax
 from tenferro.concrete import Borrowed, Tensor
 from tenferro.core.bind import lift
-from tenferro.core.keys import AliasKey, LeafKey
+from tenferro.core.keys import AliasKey, ArgKey, LeafKey
 from tenferro.core.kinds import asarray
 from tenferro.core.pytree import TreeDef, count_leaves, describe, flatten, unflatten
 from tenferro.core.rules import RuleValue, Ts, Xs
 from tenferro.errors import ArgumentTypeError, DTypeError, ShapeError, TenferroError
 from tenferro.extension import ExtensionOp, register
 from tenferro.meta import Meta
+from tenferro.traced.program import TracedProgram
 from tenferro.traced.replay import replay
 from tenferro.traced.tensor import TracedTensor
 from tenferro.transforms.arguments import _call
@@ -59,6 +60,9 @@ Tree = TypeVar("Tree")
 """A tensor, or a pytree of them: given back with the same structure."""
 
 __all__ = ["custom_jvp", "custom_vjp", "stop_gradient"]
+
+_LOWERED: BoundedCache[Any, TracedProgram] = BoundedCache(256, "custom function programs")
+"""The traced programs of custom functions lowered to XLA, by application (structure)."""
 
 
 def stop_gradient(x: Tree) -> Tree:
@@ -395,7 +399,11 @@ class _CustomFunction:
             Tensor._wrap(np.asarray(a), m.weak) for a, m in zip(arrays, op.inputs, strict=True)
         ]
         diff = unflatten(op.in_tree, tensors)
-        result = self.fun(*self.merge(op.statics, list(diff)))
+        leaves = self._output_leaves(op, self.fun(*self.merge(op.statics, list(diff))))
+        return tuple(asarray(leaf)._value for leaf in leaves)
+
+    def _output_leaves(self, op: _CustomCall, result: Any) -> list[Any]:
+        """The leaves of the function's ``result``, checked against the traced structure."""
         leaves, out_tree = flatten(result)
         if out_tree != op.out_tree:
             raise TenferroError(
@@ -404,7 +412,28 @@ class _CustomFunction:
                 f"{describe(op.out_tree)} (its output structure must depend only on its "
                 f"arguments' shapes and dtypes)",
             )
-        return tuple(asarray(leaf)._value for leaf in leaves)
+        return leaves
+
+    def lower(self, lo: Any, op: _CustomCall, values: Sequence[Any]) -> Any:
+        """The function traced on the operands' metas and its program lowered inline
+        (the XLA backend's :meth:`evaluate`)."""
+        program = _LOWERED.get_or_create(op, lambda: self._traced_program(op))
+        inputs = [
+            values[what] if kind == "arg" else lo.jnp.asarray(what)
+            for kind, what in program.sources
+        ]
+        outputs = lo.run(program.program, inputs)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _traced_program(self, op: _CustomCall) -> TracedProgram:
+        leaves = [TracedTensor(Input(ArgKey(i, m)), m) for i, m in enumerate(op.inputs)]
+        diff = unflatten(op.in_tree, leaves)
+        outputs = self._output_leaves(op, _call(self.fun, self.merge(op.statics, list(diff))))
+        traced = [asarray(leaf) for leaf in outputs]
+        keys = tuple(
+            (t if isinstance(t, TracedTensor) else TracedTensor._lift(t)).key for t in traced
+        )
+        return TracedProgram(keys)
 
     def jvp(self, op: _CustomCall, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         raise NotImplementedError
@@ -704,6 +733,9 @@ class _CustomCall(ExtensionOp):
     def impl(self, *arrays: Any) -> Any:
         return self.rule.evaluate(self, arrays)
 
+    def lower(self, lo: Any, *values: Any) -> Any:
+        return self.rule.lower(lo, self, values)
+
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         tangents: list[RuleValue | None] = self.rule.jvp(self, xs, ys, ts)
         return tangents
@@ -755,6 +787,9 @@ class _CustomVJPLinear(ExtensionOp):
 
     def impl(self, *arrays: Any) -> Any:
         raise self._forward_error()
+
+    def lower(self, lo: Any, *values: Any) -> Any:
+        raise self._forward_error()  # evaluating it is forward mode, which it lacks
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         """The map is linear in its tangent operands, so its derivative there is the map

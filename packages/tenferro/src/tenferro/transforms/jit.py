@@ -19,6 +19,15 @@ from tenferro.errors import (
 from tenferro.transforms.arguments import _arg_leaves, _Args, _call, _split
 from tenferro.transforms.plans import _cache, _Plan, _traced_outputs
 from tenferro.transforms.validation import _callable
+from tenferro.transforms.xla import (
+    MISS,
+    FastLane,
+    Lowered,
+    XlaPlan,
+    check_backend,
+    current_backend,
+    device_leaf,
+)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -28,6 +37,8 @@ def jit(
     fun: Callable[P, R],
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
+    *,
+    backend: str | None = None,
 ) -> Callable[P, R]:
     """Trace ``fun`` once per argument signature, compile, and run the cached program.
 
@@ -45,21 +56,43 @@ def jit(
     anew. A parameter named in one list is static whichever way it is passed, when
     ``fun``'s signature says where it is. The cache is bounded (least recently used
     traces are dropped).
+
+    ``backend`` says where the compiled program runs: ``"numpy"`` (numpy and scipy
+    kernels, one by one) or ``"xla"`` (the whole program compiled by XLA through JAX,
+    on CPU, GPU or TPU: ``pip install 'tenferro[xla]'``). ``None`` (the default) takes
+    the backend of the enclosing ``tf.default_backend(...)`` block at each call, else
+    ``"numpy"``. Every transform inside ``fun`` is tenferro's own on both backends (JAX
+    never differentiates), so values and derivatives agree. On ``"xla"``, JAX arrays
+    in give JAX arrays out on their devices (sharded inputs keep their sharding), and
+    other inputs give ``tf.Tensor``s; ``compiled.lower(*args)`` gives the program's
+    StableHLO (``.as_stablehlo()``) and a ``jax.export.Exported`` (``.export()``). A
+    ``jit`` called inside another transform is part of that transform's program.
     """
     _callable(fun, "jit")
+    if backend is not None:
+        check_backend("jit", backend)
     numbers, names = _static_spec(fun, static_argnums, static_argnames)
     cache = _cache(f"jit({getattr(fun, '__name__', 'fun')})")
 
-    @functools.wraps(fun, updated=())
-    def compiled(*args: Any, **kwargs: Any) -> Any:
+    lane = FastLane(f"jit({getattr(fun, '__name__', 'fun')})")
+
+    def run(
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        chosen: str,
+        lowering: bool,
+        lane_key: Any = None,
+    ) -> Any:
         static_positions = _static_positions(numbers, len(args))
         if static_positions or (names and kwargs):
-            return _jit_static(fun, cache, args, kwargs, static_positions, names)
-        call = _jit_args((args, kwargs) if kwargs else args)
+            return _jit_static(fun, cache, args, kwargs, static_positions, names, chosen, lowering)
+        call = _jit_args((args, kwargs) if kwargs else args, chosen)
         if call.traced:
+            if lowering:
+                raise ArgumentTypeError("jit.lower", "needs concrete arguments, got traced ones")
             return fun(*args, **kwargs)
 
-        def trace() -> _Plan:
+        def trace() -> _Plan | XlaPlan:
             traced = _split(call.treedef, _arg_leaves(call.metas))
             if kwargs:
                 traced_args, traced_kwargs = traced
@@ -68,13 +101,48 @@ def jit(
                 )
             else:
                 outputs, out_treedef = _traced_outputs(_call(fun, traced))
-            return _Plan(outputs, out_treedef)
+            return _PLANS[chosen](outputs, out_treedef)
 
         key = ("keywords", call.signature()) if kwargs else call.signature()
-        return call.release(cache.get_or_create(key, trace)(call.arrays()))
+        plan = cache.get_or_create((chosen, key), trace)
+        if lane_key is not None and isinstance(plan, XlaPlan):
+            return plan(call.arrays(), lane, lane_key)
+        return call.release(_finish(plan, call.arrays(), lowering))
+
+    @functools.wraps(fun, updated=())
+    def compiled(*args: Any, **kwargs: Any) -> Any:
+        chosen = backend or current_backend()
+        if chosen == "xla" and not kwargs and not numbers:
+            # the steady state of a call of JAX arrays: one lookup (see FastLane)
+            lane_key = lane.key(args)
+            if lane_key is not None:
+                result = lane.call(lane_key, args)
+                if result is not MISS:
+                    return result
+            else:
+                lane_key = lane.learn(args)
+            return run(args, kwargs, chosen, False, lane_key)
+        return run(args, kwargs, chosen, False)
+
+    def lower(*args: Any, **kwargs: Any) -> Lowered:
+        """The function lowered to XLA for these arguments: ``.as_stablehlo()`` gives
+        its StableHLO text, ``.export()`` a ``jax.export.Exported``."""
+        lowered: Lowered = run(args, kwargs, "xla", True)
+        return lowered
 
     compiled.cache = cache  # type: ignore[attr-defined]
+    compiled.lower = lower  # type: ignore[attr-defined]
     return compiled
+
+
+_PLANS: dict[str, Callable[[Any, Any], _Plan | XlaPlan]] = {"numpy": _Plan, "xla": XlaPlan}
+
+
+def _finish(plan: Any, arrays: list[Any], lowering: bool) -> Any:
+    """Run ``plan`` on ``arrays``, or (``lowering``) lower it for them."""
+    if lowering:
+        return plan.lower(arrays)
+    return plan(arrays)
 
 
 def _static_spec(
@@ -160,9 +228,9 @@ def _static_key(value: Any) -> Any:
     return (kind, value)
 
 
-def _jit_args(packed: Any) -> _Args:
+def _jit_args(packed: Any, backend: str = "numpy") -> _Args:
     try:
-        return _Args(packed)
+        return _Args(packed, convert=device_leaf) if backend == "xla" else _Args(packed)
     except (ArgumentTypeError, DTypeError) as error:
         raise ArgumentTypeError(
             "jit",
@@ -178,6 +246,8 @@ def _jit_static(
     kwargs: dict[str, Any],
     static_positions: frozenset[int],
     static_names: frozenset[str],
+    backend: str,
+    lowering: bool,
 ) -> Any:
     """A call with static arguments: they are keys of the cache, the rest is traced."""
     statics: list[tuple[Any, Any]] = []
@@ -197,13 +267,16 @@ def _jit_static(
         merged = [args[i] if i in static_positions else next(remaining) for i in range(len(args))]
         return fun(*merged, **traced_kwargs, **static_kwargs)
 
-    call = _jit_args((dynamic_args, dynamic_kwargs))
+    call = _jit_args((dynamic_args, dynamic_kwargs), backend)
     if call.traced:
+        if lowering:
+            raise ArgumentTypeError("jit.lower", "needs concrete arguments, got traced ones")
         return fun(*args, **kwargs)
 
-    def trace() -> _Plan:
+    def trace() -> _Plan | XlaPlan:
         traced_args, traced_kwargs = _split(call.treedef, _arg_leaves(call.metas))
-        return _Plan(*_traced_outputs(_call(full, (traced_args, traced_kwargs))))
+        return _PLANS[backend](*_traced_outputs(_call(full, (traced_args, traced_kwargs))))
 
     key = ("static", call.signature(), tuple([(at, _static_key(v)) for at, v in statics]))
-    return call.release(cache.get_or_create(key, trace)(call.arrays()))
+    plan = cache.get_or_create((backend, key), trace)
+    return call.release(_finish(plan, call.arrays(), lowering))

@@ -1,0 +1,422 @@
+"""The XLA backend of ``jit``: traced programs compiled by XLA through JAX.
+
+``tf.jit(f, backend="xla")`` traces ``f`` as the numpy backend does -- every transform
+inside it (``grad``, ``vmap``, ``hvp``, ``jacrev``, ...) is tenferro's own, symbolic --
+and compiles the *final* program (after tenferro's linearize, transpose, merge and CSE)
+once more: each instruction through its primitive's lowering rule
+(:mod:`tenferro.ops.lowering`) inside a function that ``jax.jit`` traces and XLA
+compiles. JAX never differentiates, so derivatives, the complex convention and the
+regularised spectral rules are exactly the numpy backend's.
+
+* Arrays stay where they are: JAX arrays in give JAX arrays out, on their devices
+  (sharded inputs keep their sharding and XLA's partitioner spreads the work); numpy
+  arrays, scalars and ``tf.Tensor``s in give ``tf.Tensor``s out, as on the numpy backend.
+* 64-bit types work without touching JAX's global configuration: programs are traced,
+  compiled and called inside ``jax.enable_x64(True)``, a thread-local context.
+* One executable per (program structure, shapes, dtypes, shardings, devices), in a
+  bounded cache emptied by ``tf.clear_caches()``.
+* ``jitted.lower(*args)`` gives the program's StableHLO (``as_stablehlo()``) and a
+  ``jax.export.Exported`` (``export()``) to ship it.
+
+JAX is imported only when this backend is asked for (:func:`tenferro.ops.lowering.load_jax`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from typing import Any
+
+import numpy as np
+
+from computegraph import BoundedCache, DictCache
+from tenferro.concrete import Tensor
+from tenferro.core.kinds import asarray
+from tenferro.core.pytree import TreeDef, flatten, unflatten
+from tenferro.dtypes import dtype as as_dtype
+from tenferro.errors import BindingError, LoweringError, ParameterError, one_warning_per_call
+from tenferro.meta import Meta
+from tenferro.ops.lowering import Lowering, load_jax, missing_lowerings
+from tenferro.traced.program import TracedProgram
+from tenferro.traced.tensor import TracedTensor
+from tenferro.traced.tracing import TRACE_DEPTH
+
+__all__ = [
+    "BACKENDS",
+    "MISS",
+    "FastLane",
+    "Lowered",
+    "XlaPlan",
+    "current_backend",
+    "default_backend",
+]
+
+BACKENDS = ("numpy", "xla")
+
+_DEFAULT: ContextVar[str] = ContextVar("tenferro_default_backend", default="numpy")
+
+
+def check_backend(op: str, backend: Any) -> str:
+    """``backend`` if it names a backend; a ``ParameterError`` naming ``op`` otherwise."""
+    if backend not in BACKENDS:
+        raise ParameterError(op, f"backend must be one of {BACKENDS}, got {backend!r}")
+    return str(backend)
+
+
+def current_backend() -> str:
+    """The backend a ``jit`` without an explicit ``backend`` uses now (see
+    :func:`default_backend`)."""
+    return _DEFAULT.get()
+
+
+@contextlib.contextmanager
+def default_backend(backend: str) -> Iterator[None]:
+    """Make ``backend`` (``"numpy"`` or ``"xla"``) the backend of every ``tf.jit``
+    without an explicit ``backend`` that is *called* inside the ``with`` block (this
+    thread or task only)::
+
+        with tf.default_backend("xla"):
+            step(params, batch)        # step = tf.jit(...) runs on XLA here
+    """
+    token = _DEFAULT.set(check_backend("default_backend", backend))
+    try:
+        yield
+    finally:
+        _DEFAULT.reset(token)
+
+
+# ---------------------------------------------------------------------- arguments
+
+
+class DeviceLeaf:
+    """A JAX array passed to a jitted function: its meta and the array itself (never
+    copied to the host)."""
+
+    __slots__ = ("_value", "meta")
+
+    def __init__(self, value: Any, meta: Meta) -> None:
+        self._value = value
+        self.meta = meta
+
+
+def device_leaf(leaf: Any) -> Any:
+    """A JAX array as a :class:`DeviceLeaf`; anything else as ``asarray`` makes it."""
+    jax = sys.modules.get("jax")  # a JAX array exists only once jax is imported
+    if jax is not None and isinstance(leaf, jax.Array):
+        return DeviceLeaf(leaf, Meta(tuple(leaf.shape), as_dtype(leaf.dtype, "jit")))
+    return asarray(leaf)
+
+
+def _x64(jax: Any) -> Any:
+    """A context in which JAX keeps 64-bit dtypes (thread-local; the global flag is
+    never changed)."""
+    enable = getattr(jax, "enable_x64", None)
+    if enable is not None and callable(enable):
+        return enable(True)
+    # older JAX releases keep the same thread-local switch under jax.experimental (jax is
+    # optional: imported only when the XLA backend is asked for)
+    from jax.experimental import enable_x64
+
+    return enable_x64(True)
+
+
+# ---------------------------------------------------------------------- plans
+
+
+class _Executable:
+    """A compiled program for one set of input shardings: the XLA executable, the
+    captured data placed for it, and the host-side checks its extra outputs feed."""
+
+    __slots__ = ("checks", "compiled", "data")
+
+    def __init__(self, compiled: Any, data: tuple[Any, ...], checks: list[Any]) -> None:
+        self.compiled = compiled
+        self.data = data
+        self.checks = checks
+
+
+_EXECUTABLES: BoundedCache[Any, _Executable] = BoundedCache(256, "xla executables")
+"""XLA executables by (plan, input shardings): a plan is one traced program structure at
+one set of shapes and dtypes, so a key is (structure, shapes, dtypes, shardings and
+devices). Bounded; emptied by ``tf.clear_caches()``."""
+
+
+class XlaPlan:
+    """A traced computation lowered to XLA: its compiled tenferro program and how each
+    program input is bound (a call argument, or data the function captured); its
+    executables are in ``_EXECUTABLES``."""
+
+    __slots__ = (
+        "arg_positions",
+        "data",
+        "flat_tuple",
+        "jax",
+        "layout",
+        "metas",
+        "out_treedef",
+        "program",
+    )
+
+    def __init__(self, outputs: list[TracedTensor], out_treedef: TreeDef) -> None:
+        self.jax = load_jax()
+        traced = TracedProgram(tuple(o.key for o in outputs))
+        self.program = traced.program
+        missing = missing_lowerings(self.program)
+        if missing:
+            raise LoweringError(
+                "jit(backend='xla')",
+                "the program uses operations that do not lower to XLA: "
+                + "; ".join(missing)
+                + "; run it with backend='numpy'",
+            )
+        arg_positions: list[int] = []
+        data: list[Any] = []
+        for kind, what in traced.sources:
+            if kind == "arg":
+                arg_positions.append(what)
+            elif kind == "data":
+                data.append(np.asarray(what))
+            else:
+                raise BindingError(
+                    "jit(backend='xla')",
+                    "the function reads a placeholder or a checkpointed value that is not "
+                    "bound by its arguments; pass it as an argument",
+                    "bind",
+                )
+        self.arg_positions = tuple(arg_positions)
+        self.layout = tuple(kind == "arg" for kind, _ in traced.sources)
+        """Per program input: an argument (true) or captured data (false)."""
+        self.data = tuple(data)
+        self.metas = [o.meta for o in outputs]
+        self.out_treedef = out_treedef
+        self.flat_tuple = out_treedef == flatten(tuple(range(len(outputs))))[1]
+        """Whether the result is a flat tuple of the outputs (rebuilt without a walk)."""
+
+    # ------------------------------------------------------------------ tracing
+
+    def function(
+        self, platform: str, checks: list[Any] | None, data: Sequence[Any] | None = None
+    ) -> Callable[..., Any]:
+        """The function ``jax.jit`` traces: program inputs (the used arguments, then the
+        captured data unless ``data`` embeds it) to the outputs and, when ``checks``
+        collects them, the values of the host-side checks."""
+        program, positions, layout = self.program, self.arg_positions, self.layout
+        jax = self.jax
+
+        def run(*flat: Any) -> Any:
+            args = flat[: len(positions)]
+            captured = flat[len(positions) :] if data is None else data
+            inputs = _bind(layout, args, captured)
+            lowering = Lowering(jax, platform)
+            outputs = lowering.run(program, inputs)
+            if checks is None or not lowering.checks:
+                return tuple(outputs)
+            jnp = jax.numpy
+            checks.extend(callback for callback, _, _ in lowering.checks)
+            flags = jnp.stack([jnp.asarray(when, bool) for _, _, when in lowering.checks])
+            return tuple(outputs), flags, tuple(values for _, values, _ in lowering.checks)
+
+        return run
+
+    def _compile(self, inputs: Sequence[Any]) -> _Executable:
+        jax = self.jax
+        platform = _platform(jax, inputs)
+        checks: list[Any] = []
+        with _x64(jax):
+            data = tuple(_placed(jax, d, inputs) for d in self.data)
+            lowered = jax.jit(self.function(platform, checks)).lower(*inputs, *data)
+            return _Executable(lowered.compile(), data, checks)
+
+    # ------------------------------------------------------------------ calls
+
+    def inputs(self, arrays: Sequence[Any]) -> list[Any]:
+        return [arrays[p] for p in self.arg_positions]
+
+    def __call__(self, arrays: Sequence[Any], lane: FastLane | None = None, key: Any = None) -> Any:
+        """Run on ``arrays`` (the flattened call arguments); with a ``lane`` and its
+        ``key`` for this call (every argument a JAX array), the executable used is
+        remembered there."""
+        inputs = self.inputs(arrays)
+        jax = self.jax
+        on_device = any(isinstance(a, jax.Array) for a in inputs)
+        if on_device and any(isinstance(a, jax.core.Tracer) for a in inputs):
+            # called inside the user's own jax transformation: inline the program there
+            outputs = self.function(_platform(jax, inputs), None)(*inputs, *self.data)
+            return unflatten(self.out_treedef, list(outputs))
+        sharding_key = (self, *[getattr(a, "sharding", None) for a in inputs])
+        executable = _EXECUTABLES.get(sharding_key)
+        if executable is None:
+            executable = self._compile(inputs)
+            _EXECUTABLES.put(sharding_key, executable)
+        if lane is not None and key is not None:
+            lane.remember(key, self, executable, arrays)
+        with _x64(jax):
+            outputs = executable.compiled(*inputs, *executable.data)
+        return self.finish(executable, outputs, on_device)
+
+    def finish(self, executable: _Executable, outputs: Any, on_device: bool) -> Any:
+        """The call's result from the executable's ``outputs``, after its host checks:
+        JAX arrays as they are (``on_device``), else ``tf.Tensor``s."""
+        if executable.checks:
+            outputs, flags, check_values = outputs
+            flagged = np.asarray(flags)  # one transfer for all the checks' flags
+            if flagged.any():
+                with one_warning_per_call():  # as a numpy-backend run: its first finding warns
+                    for callback, on, values in zip(
+                        executable.checks, flagged, check_values, strict=True
+                    ):
+                        if on:
+                            callback(*values)
+        if on_device:
+            if self.flat_tuple:
+                return tuple(outputs)
+            return unflatten(self.out_treedef, list(outputs))
+        return unflatten(
+            self.out_treedef,
+            [Tensor._wrap(np.asarray(v), m.weak) for v, m in zip(outputs, self.metas, strict=True)],
+        )
+
+    def lower(self, arrays: Sequence[Any]) -> Lowered:
+        """The program lowered for ``arrays`` (see :class:`Lowered`)."""
+        inputs = self.inputs(arrays)
+        jax = self.jax
+        with _x64(jax):
+            data = [jax.numpy.asarray(d) for d in self.data]
+            function = jax.jit(self.function(_platform(jax, inputs), None, data))
+            return Lowered(jax, function, inputs, function.lower(*inputs))
+
+
+def _bind(layout: Sequence[bool], args: Sequence[Any], data: Sequence[Any]) -> list[Any]:
+    """The program inputs: arguments where ``layout`` says so, captured data elsewhere,
+    each in order."""
+    args_iter, data_iter = iter(args), iter(data)
+    return [next(args_iter) if is_arg else next(data_iter) for is_arg in layout]
+
+
+def _platform(jax: Any, inputs: Sequence[Any]) -> str:
+    """The platform the program runs on: its JAX inputs' devices', else JAX's default."""
+    for value in inputs:
+        if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer):
+            return str(next(iter(value.sharding.device_set)).platform)
+    return str(jax.default_backend())
+
+
+def _placed(jax: Any, data: Any, inputs: Sequence[Any]) -> Any:
+    """Captured data placed once where the inputs are (replicated over a mesh)."""
+    for value in inputs:
+        if isinstance(value, jax.Array):
+            sharding = value.sharding
+            if len(sharding.device_set) == 1:
+                return jax.device_put(data, sharding)
+            mesh = getattr(sharding, "mesh", None)
+            if mesh is not None:
+                replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+                return jax.device_put(data, replicated)
+            return data
+    return data
+
+
+MISS = object()
+"""What :meth:`FastLane.call` returns when the call must take the full path."""
+
+
+class FastLane:
+    """The steady-state path of one jitted function on XLA: calls whose positional
+    arguments are all JAX arrays (not tracers), found by one dictionary lookup on the
+    arguments' abstract values (shapes, dtypes, weak types) and handed to the executable
+    their last such call used. Nothing is flattened, converted or validated again: JAX's
+    executable checks the arguments' shardings and devices itself, and a call it refuses
+    for them takes the full path (which compiles for them and is remembered instead).
+    Bounded; emptied by ``tf.clear_caches()``."""
+
+    __slots__ = ("array_type", "entries")
+
+    def __init__(self, name: str) -> None:
+        self.entries: DictCache[Any, tuple[XlaPlan, _Executable]] = DictCache(
+            64, f"{name} on XLA (by argument avals)"
+        )
+        self.array_type: type | None = None
+        """The concrete JAX array class (learned from the first call that used it)."""
+
+    def key(self, args: tuple[Any, ...]) -> Any:
+        """The lane's key for ``args``, or ``None`` when the call is not for the lane
+        (an argument that is no concrete JAX array, no arguments, inside a trace)."""
+        array_type = self.array_type
+        if array_type is None or not args or TRACE_DEPTH.get():
+            return None
+        for arg in args:
+            if type(arg) is not array_type:
+                return None
+        return tuple([arg.aval for arg in args])
+
+    def remember(
+        self, key: Any, plan: XlaPlan, executable: _Executable, arrays: Sequence[Any]
+    ) -> None:
+        if all(type(a) is type(arrays[0]) for a in arrays):
+            self.entries.put(key, (plan, executable))
+
+    def learn(self, args: tuple[Any, ...]) -> Any:
+        """The key of a call of concrete JAX arrays that :meth:`key` did not know yet."""
+        jax = sys.modules.get("jax")  # a JAX array exists only once jax is imported
+        if self.array_type is None and args and jax is not None:
+            first = args[0]
+            if isinstance(first, jax.Array) and not isinstance(first, jax.core.Tracer):
+                self.array_type = type(first)
+        return self.key(args)
+
+    def call(self, key: Any, args: tuple[Any, ...]) -> Any:
+        """The call's result, or :data:`MISS`."""
+        entry = self.entries.get(key)
+        if entry is None:
+            return MISS
+        plan, executable = entry
+        inputs = [args[p] for p in plan.arg_positions]
+        try:
+            with _x64(plan.jax):
+                outputs = executable.compiled(*inputs, *executable.data)
+        except ValueError:  # compiled for other shardings or devices: JAX ran nothing
+            return MISS
+        return plan.finish(executable, outputs, True)
+
+
+class Lowered:
+    """A jitted function lowered to XLA for some arguments (``jitted.lower(*args)``).
+
+    * :meth:`as_stablehlo`: the program as StableHLO text (MLIR);
+    * :meth:`export`: a ``jax.export.Exported`` (serialisable with ``.serialize()``,
+      callable from JAX with ``.call(*arrays)``), whose inputs are the function's array
+      arguments (flattened) and whose outputs are its results (flattened);
+    * :meth:`compile`: JAX's compiled executable (``.as_text()`` shows the optimised HLO).
+
+    Data the function captured are constants of the lowered program.
+    """
+
+    def __init__(self, jax: Any, function: Any, inputs: Sequence[Any], lowered: Any) -> None:
+        self._jax = jax
+        self._function = function
+        self._inputs = list(inputs)
+        self._lowered = lowered
+
+    def as_stablehlo(self) -> str:
+        """The StableHLO (MLIR) text of the program."""
+        return str(self._lowered.as_text())
+
+    def compile(self) -> Any:
+        """JAX's compiled executable of the program."""
+        with _x64(self._jax):
+            return self._lowered.compile()
+
+    def export(self) -> Any:
+        """The program as a ``jax.export.Exported`` (``.serialize()`` to ship it,
+        ``.mlir_module()`` for its StableHLO)."""
+        jax = self._jax
+        with _x64(jax):
+            specs = [jax.ShapeDtypeStruct(np.shape(a), _dtype_of(a)) for a in self._inputs]
+            return jax.export.export(self._function)(*specs)
+
+
+def _dtype_of(value: Any) -> Any:
+    dtype = getattr(value, "dtype", None)
+    return dtype if dtype is not None else np.asarray(value).dtype
