@@ -69,6 +69,8 @@ def _rebuild(
     attributes."""
     error = cls(op, message)
     error.args = args
+    if isinstance(error, ImportError):  # its str() is its msg, set by the constructor
+        error.msg = str(args[0]) if args else ""
     return error
 
 

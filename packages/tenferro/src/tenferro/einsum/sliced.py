@@ -24,6 +24,7 @@ import numpy as np
 
 from computegraph import DictCache
 from tenferro import lax
+from tenferro.core.families import FamilyPrimitive, family
 from tenferro.core.rules import RuleValue
 from tenferro.einsum.lowering import Program, finish, lower, prepare_operands
 from tenferro.einsum.parse import Equation
@@ -31,7 +32,6 @@ from tenferro.einsum.planners import auto, plan
 from tenferro.einsum.planners.network import Network, Pair, binarize
 from tenferro.einsum.planners.slicing import slice_to_fit
 from tenferro.errors import DTypeError, ParameterError, ShapeError
-from tenferro.extension import ExtensionOp, register
 from tenferro.meta import Meta
 from tenferro.ops.batching import move_axis
 
@@ -76,8 +76,8 @@ def sliced_plan(
     return found
 
 
-@register("einsum.sliced_contraction")
-class SlicedContraction(ExtensionOp):
+@family("einsum.sliced_contraction")
+class SlicedContraction(FamilyPrimitive):
     """``subscripts`` contracted along ``pairs`` (SSA), one slice per value of the
     ``sliced`` labels; ``memory_limit`` is what derivative contractions are planned
     for (see the module documentation)."""
@@ -124,6 +124,12 @@ class SlicedContraction(ExtensionOp):
                         self.name, f"label {label!r} has extents {sizes[label]} and {extent}"
                     )
         return [Meta(tuple(sizes[label] for label in output), dtype)]
+
+    def lower(self, lo: Any, *values: Any) -> Any:
+        """One contraction of the whole network: XLA plans its own memory, so the slices
+        that bound the numpy evaluation's intermediates are not needed (the values are
+        the same sum)."""
+        return lo.jnp.einsum(self.subscripts, *values, precision=lo.lax.Precision.HIGHEST)
 
     def impl(self, *arrays: Any) -> Any:
         plan_ = self._prepared

@@ -136,6 +136,7 @@ class Tan(Analytic):
     name = "tan"
 
     ufunc = np.tan
+    lax_name = "tan"
 
     def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
         return lax.add(lax.full_like(y, 1), lax.mul(y, y))
@@ -149,6 +150,7 @@ class Sinh(Analytic):
     name = "sinh"
 
     ufunc = np.sinh
+    lax_name = "sinh"
 
     def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
         return lax.cosh(x)
@@ -161,6 +163,7 @@ class Cosh(Analytic):
     name = "cosh"
 
     ufunc = np.cosh
+    lax_name = "cosh"
 
     def coefficient(self, x: RuleValue, y: RuleValue) -> RuleValue:
         return lax.sinh(x)

@@ -50,6 +50,7 @@ class BitwiseAnd(_Bitwise):
 
     name = "bitwise_and"
     ufunc = np.bitwise_and
+    lax_name = "bitwise_and"
 
 
 @primitive
@@ -58,6 +59,7 @@ class BitwiseOr(_Bitwise):
 
     name = "bitwise_or"
     ufunc = np.bitwise_or
+    lax_name = "bitwise_or"
 
 
 @primitive
@@ -66,6 +68,7 @@ class BitwiseXor(_Bitwise):
 
     name = "bitwise_xor"
     ufunc = np.bitwise_xor
+    lax_name = "bitwise_xor"
 
 
 @primitive
@@ -75,6 +78,7 @@ class ShiftLeft(_Bitwise):
     name = "shift_left"
     kinds = "i"
     ufunc = np.left_shift
+    lax_name = "shift_left"
 
 
 @primitive
@@ -84,6 +88,7 @@ class ShiftRightArithmetic(_Bitwise):
     name = "shift_right_arithmetic"
     kinds = "i"
     ufunc = np.right_shift
+    lax_name = "shift_right_arithmetic"
 
 
 @primitive
@@ -92,6 +97,7 @@ class BitwiseNot(_Bitwise):
 
     name = "bitwise_not"
     ufunc = np.invert
+    lax_name = "bitwise_not"
 
 
 @primitive
@@ -103,6 +109,9 @@ class SignBit(Elementwise):
     kinds = "f"
 
     ufunc = np.signbit
+
+    def lower(self, lo: Any, x: Any) -> Any:
+        return lo.jnp.signbit(x)
 
     def result_dtype(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return bool_
@@ -125,6 +134,7 @@ class NextAfter(Elementwise):
     kinds = "f"
 
     ufunc = np.nextafter
+    lax_name = "nextafter"
 
     def jvp(self, xs: Xs, ys: Xs, ts: Ts) -> list[RuleValue | None]:
         return [ts[0]]

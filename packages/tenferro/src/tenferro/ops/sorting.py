@@ -239,6 +239,10 @@ class SearchSorted(TensorPrimitive):
             )
         return (Meta(values.shape, int64),)
 
+    def lower(self, lo: Any, sorted_values: Any, values: Any) -> Any:
+        positions = lo.jnp.searchsorted(sorted_values, values, side=self.side)
+        return positions.astype("int64")
+
     def impl(self, sorted_values: Any, values: Any) -> Any:
         positions = np.searchsorted(sorted_values, values, side=self.side)  # type: ignore[call-overload]
         return np.asarray(positions, dtype=np.int64)
