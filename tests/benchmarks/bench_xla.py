@@ -225,7 +225,7 @@ def bench(report: Report) -> None:
 
 def mps_module_energy_torch(torch: Any, mpo: list[Any], cores: list[Any]) -> Any:
     """W7's contraction with torch (the same einsums as the JAX peer)."""
-    env = torch.ones((1, 1, 1), dtype=torch.complex128)
+    env = torch.ones((1, 1, 1), dtype=torch.complex128, device=cores[0].device)
     for core, w in zip(cores, mpo, strict=True):
         env = torch.einsum("awc,atb,wvst,csd->bvd", env, core, w, torch.conj(core))
     norm = torch.einsum("asb,asd->bd", cores[0], torch.conj(cores[0]))
