@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -127,6 +128,51 @@ def test_dp_and_optimal_past_their_time_say_so(monkeypatch: Any) -> None:
         with pytest.warns(PlanningWarning, match="did not finish|found no path"):
             path, _ = tf.einsum_path(subscripts, *shapes, shapes=True, optimize=optimize)
         assert len(path) == 10
+
+
+def _grid(side: int) -> tuple[str, list[tuple[int, ...]]]:
+    """A closed ``side`` by ``side`` lattice of tensors with bonds of extent 3."""
+    symbols = iter(oe_symbols())
+    right = {(r, c): next(symbols) for r in range(side) for c in range(side - 1)}
+    down = {(r, c): next(symbols) for r in range(side - 1) for c in range(side)}
+    terms = []
+    for r in range(side):
+        for c in range(side):
+            legs = [
+                right.get((r, c)),
+                right.get((r, c - 1)),
+                down.get((r, c)),
+                down.get((r - 1, c)),
+            ]
+            terms.append("".join(leg for leg in legs if leg))
+    return ",".join(terms), [(3,) * len(term) for term in terms]
+
+
+def oe_symbols() -> Iterator[str]:
+    return (chr(code) for code in range(0x100, 0x100 + 1000))
+
+
+def test_exact_searches_and_their_fallback_share_one_budget(monkeypatch: Any) -> None:
+    """A search past its share leaves the fallback only what is left of the budget, so
+    ``dp`` and ``optimal`` plan in ``EXACT_SECONDS`` in all (``branch-*`` returns its
+    best path at the deadline, or falls back the same way when it has none)."""
+    monkeypatch.setattr(planners, "EXACT_SECONDS", 0.2)
+    budgets: list[float] = []
+    real = planners.auto_hq
+
+    def spy(network: Any, memory_limit: Any = None, **options: Any) -> Any:
+        budgets.append(options["budget"])
+        return real(network, memory_limit, **options)
+
+    monkeypatch.setattr(planners, "auto_hq", spy)
+    grid, shapes = _grid(6)
+    for optimize in ("dp", "optimal"):
+        tf.clear_caches()
+        with pytest.warns(PlanningWarning):
+            tf.einsum_path(grid, *shapes, shapes=True, optimize=optimize)
+    dp_left, optimal_left = budgets  # dp searched first; optimal refused 36 operands at once
+    assert 0 < dp_left <= 0.2 * (1 - planners.SEARCH_SHARE) + 1e-9
+    assert 0.2 * (1 - planners.SEARCH_SHARE) < optimal_left <= 0.2
 
 
 def test_true_and_none_mean_auto_and_minus_one_no_limit() -> None:

@@ -68,8 +68,15 @@ __all__ = [
 ]
 
 EXACT_SECONDS = 10.0
-"""How long ``optimal``, ``dp`` and ``branch-*`` may search before they say so and
-return another planner's path."""
+"""The most time ``optimal``, ``dp`` and ``branch-*`` take in all. Each searches for
+:data:`SEARCH_SHARE` of it; one that has not finished by then says so and returns
+``auto-hq``'s path found in the time left."""
+SEARCH_SHARE = 0.7
+_FALLBACK_FLOOR = 0.05
+
+
+def _search_seconds() -> float:
+    return SEARCH_SHARE * EXACT_SECONDS
 
 
 def plan(
@@ -128,49 +135,55 @@ def _greedy(network: Network, memory_limit: int | None) -> list[Step]:
 
 def _optimal(network: Network, memory_limit: int | None) -> list[Step]:
     count = len(network.inputs)
+    start = time.perf_counter()
     if count > OPERAND_LIMIT:
         return _fallback(
             network,
             memory_limit,
             f"optimize='optimal' searches every path and takes at most {OPERAND_LIMIT} "
             f"operands, got {count}",
+            start,
         )
     try:
-        found = optimal(
-            network, memory_limit=memory_limit, deadline=time.perf_counter() + EXACT_SECONDS
-        )
+        found = optimal(network, memory_limit=memory_limit, deadline=start + _search_seconds())
     except OptimalTimeoutError:
         return _fallback(
-            network, memory_limit, f"optimize='optimal' did not finish in {EXACT_SECONDS:g} s"
+            network,
+            memory_limit,
+            f"optimize='optimal' did not finish in {_search_seconds():g} s",
+            start,
         )
     assert found is not None  # without a bound some path is found
     return found
 
 
 def _dp(network: Network, memory_limit: int | None) -> list[Step]:
+    start = time.perf_counter()
     try:
         return dynamic_programming(
-            network, memory_limit=memory_limit, deadline=time.perf_counter() + EXACT_SECONDS
+            network, memory_limit=memory_limit, deadline=start + _search_seconds()
         )
     except DPTimeoutError:
         return _fallback(
-            network, memory_limit, f"optimize='dp' did not finish in {EXACT_SECONDS:g} s"
+            network, memory_limit, f"optimize='dp' did not finish in {_search_seconds():g} s", start
         )
 
 
 def _branch(nbranch: int | None) -> Callable[[Network, int | None], list[Step]]:
     def planner(network: Network, memory_limit: int | None) -> list[Step]:
+        start = time.perf_counter()
         found = branch_bound(
             network,
             nbranch=nbranch,
             memory_limit=memory_limit,
-            deadline=time.perf_counter() + EXACT_SECONDS,
+            deadline=start + _search_seconds(),
         )
         if found is None:
             return _fallback(
                 network,
                 memory_limit,
-                f"branch and bound found no path in {EXACT_SECONDS:g} s",
+                f"branch and bound found no path in {_search_seconds():g} s",
+                start,
             )
         return found
 
@@ -196,14 +209,16 @@ def _anneal(network: Network, memory_limit: int | None) -> list[Step]:
     return list(refine(network, deadline))
 
 
-def _fallback(network: Network, memory_limit: int | None, why: str) -> list[Step]:
-    """``auto-hq``'s path, with a :class:`PlanningWarning` saying why."""
+def _fallback(network: Network, memory_limit: int | None, why: str, start: float) -> list[Step]:
+    """``auto-hq``'s path in what is left of :data:`EXACT_SECONDS` since ``start``, with a
+    :class:`PlanningWarning` saying why."""
     warnings.warn(
         f"einsum: {why}; using optimize='auto-hq''s path instead (not proven optimal)",
         PlanningWarning,
         stacklevel=4,
     )
-    return auto_hq(network, memory_limit)
+    left = start + EXACT_SECONDS - time.perf_counter()
+    return auto_hq(network, memory_limit, budget=max(left, _FALLBACK_FLOOR))
 
 
 register("auto", auto)

@@ -77,20 +77,16 @@ def dynamic_programming(
     for term in (*network.inputs, network.output):
         for label in term:
             counts[label] = counts.get(label, 0) + 1
-    ids = {label: k for k, label in enumerate(counts)}
-    extents = [network.sizes[label] for label in counts]
-    inputs_all = [frozenset(ids[c] for c in term) for term in network.inputs]
-    output = frozenset(ids[c] for c in network.output)
-
-    def size_of(labels: frozenset[int]) -> int:
-        return math.prod([extents[i] for i in labels])
-
-    single = frozenset(ids[c] for c, n in counts.items() if n == 1)
-    inputs: list[frozenset[int]] = []
+    bit = {label: 1 << k for k, label in enumerate(counts)}
+    extents = {bit[label]: network.sizes[label] for label in counts}
+    inputs_all = [_mask(term, bit) for term in network.inputs]
+    output = _mask(network.output, bit)
+    single = _mask((c for c, n in counts.items() if n == 1), bit)
+    inputs: list[int] = []
     done: list[Any] = []
     leaves: list[Any] = []
     for j, labels_j in enumerate(inputs_all):
-        reduced = labels_j - single
+        reduced = labels_j & ~single
         if not reduced and labels_j:
             done.append((j,))
         else:
@@ -99,107 +95,245 @@ def dynamic_programming(
     if not inputs:
         return linear_to_ssa(_tree_to_sequence(_left_to_right(done)), len(inputs_all))
 
+    search = _Search(
+        inputs,
+        leaves,
+        output,
+        _Sizes(extents),
+        memory_limit=memory_limit,
+        score=None if minimize == "flops" else score,
+        search_outer=search_outer,
+        deadline=deadline,
+    )
     contractions: list[Any] = list(done)
     contraction_sizes = [1] * len(done)
     if search_outer:
         subgraphs = [list(range(len(inputs)))]
     else:
         subgraphs = _subgraphs(inputs, output)
-    everything = (1 << len(inputs)) - 1
-    checks = 0
     for group in subgraphs:
-        layers: list[dict[int, tuple[frozenset[int], int, Any]]] = [{}, {}]
-        layers[1] = {1 << j: (inputs[j], 0, leaves[j]) for j in group}
-        layers.extend({} for _ in range(len(group) - 1))
-        group_mask = 0
+        labels = 0
         for j in group:
-            group_mask |= 1 << j
-        labels = frozenset().union(*(inputs[j] for j in group))
+            labels |= inputs[j]
         if cost_cap is True:
-            cap: float = max(1, size_of(labels & output))
+            cap: float = max(1, search.size(labels & output))
         elif cost_cap is False:
             cap = math.inf
         else:
             cap = cost_cap
-        increment = max(min((extents[i] for i in labels), default=2), 2)
-        while not layers[-1]:
-            capped = False  # whether the cap turned a candidate away in this pass
-            for n in range(2, len(group) + 1):
-                layer = layers[n]
-                for m in range(1, n // 2 + 1):
-                    for s1, (i1, cost1, tree1) in layers[m].items():
-                        for s2, (i2, cost2, tree2) in layers[n - m].items():
-                            if s1 & s2 or (m == n - m and s1 >= s2):
-                                continue
-                            checks += 1
-                            if (
-                                deadline is not None
-                                and checks & 1023 == 1
-                                and time.perf_counter() > deadline
-                            ):
-                                raise DPTimeoutError
-                            shared = (i1 & i2) - output
-                            if not shared and not search_outer:
-                                continue
-                            union = i1 | i2
-                            s = s1 | s2
-                            rest = group_mask & (everything ^ s)
-                            if minimize == "flops":
-                                cost = cost1 + cost2 + size_of(union)
-                                if cost > cap:
-                                    capped = True
-                                    continue
-                                if s in layer and cost >= layer[s][1]:
-                                    continue
-                                legs = _legs(rest, inputs, shared, union)
-                                if memory_limit is not None and size_of(legs) > memory_limit:
-                                    continue
-                            else:
-                                legs = _legs(rest, inputs, shared, union)
-                                kept = size_of(legs)
-                                cost = score(cost1, cost2, size_of(union), kept)
-                                if cost > cap:
-                                    capped = True
-                                    continue
-                                if s in layer and cost >= layer[s][1]:
-                                    continue
-                                if memory_limit is not None and kept > memory_limit:
-                                    continue
-                            layer[s] = (legs, cost, (tree1, tree2))
-            if not capped and not layers[-1]:
-                raise PlanningError(
-                    "einsum",
-                    f"dp found no contraction whose intermediates fit memory_limit={memory_limit}",
-                )
-            cap = increment * cap
-        legs, _, tree = next(iter(layers[-1].values()))
+        increment = max(min((extents[b] for b in _bits(labels)), default=2), 2)
+        legs, tree = search.best_tree(group, cap, increment)
         contractions.append(tree)
-        contraction_sizes.append(size_of(legs))
+        contraction_sizes.append(search.size(legs))
     order = sorted(range(len(contractions)), key=contraction_sizes.__getitem__)
     tree = _left_to_right([contractions[k] for k in order])
     return linear_to_ssa(_tree_to_sequence(tree), len(inputs_all))
 
 
-def _legs(
-    rest: int, inputs: list[frozenset[int]], shared: frozenset[int], union: frozenset[int]
-) -> frozenset[int]:
-    """The labels of a merged subgraph still needed: those summed by the merge, unless
-    an operand outside it (``rest``, a mask) still has them, leave."""
-    if not shared:
-        return union
-    outside: set[int] = set()
-    k = 0
-    while rest:
-        if rest & 1:
-            outside |= inputs[k]
-        rest >>= 1
-        k += 1
-    return union - (shared - outside)
+def _mask(labels: Any, bit: dict[str, int]) -> int:
+    mask = 0
+    for label in labels:
+        mask |= bit[label]
+    return mask
 
 
-def _subgraphs(inputs: list[frozenset[int]], output: frozenset[int]) -> list[list[int]]:
+def _bits(mask: int) -> list[int]:
+    """The set bits of ``mask``, each as a power of two."""
+    found = []
+    while mask:
+        low = mask & -mask
+        found.append(low)
+        mask ^= low
+    return found
+
+
+class _Sizes:
+    """Products of extents over label masks, remembered for the search's lifetime."""
+
+    def __init__(self, extents: dict[int, int]) -> None:
+        self.extents = extents
+        self.known: dict[int, int] = {0: 1}
+
+    def __call__(self, mask: int) -> int:
+        size = self.known.get(mask)
+        if size is None:
+            size = 1
+            for low in _bits(mask):
+                size *= self.extents[low]
+            self.known[mask] = size
+        return size
+
+
+_Entry = tuple[int, int, Any, int]
+"""A subgraph's best tree so far: (its open labels, its cost, the tree, the open
+labels' size)."""
+
+
+class _Search:
+    """The subset dynamic programme of one network's reduced operands.
+
+    Without ``search_outer`` a subgraph is only joined with subgraphs that share one
+    of its summed labels; these are found through an index from each summed label to
+    the subgraphs of a layer holding it, so a pass costs the number of connected
+    pairs rather than the product of the layers' sizes."""
+
+    def __init__(
+        self,
+        inputs: list[int],
+        leaves: list[Any],
+        output: int,
+        size: _Sizes,
+        *,
+        memory_limit: int | None,
+        score: Scorer | None,
+        search_outer: bool,
+        deadline: float | None,
+    ) -> None:
+        self.inputs = inputs
+        self.leaves = leaves
+        self.output = output
+        self.size = size
+        self.memory_limit = memory_limit
+        self.score = score
+        self.search_outer = search_outer
+        self.deadline = deadline
+        holders: dict[int, int] = {}
+        for j, labels in enumerate(inputs):
+            for low in _bits(labels & ~output):
+                holders[low] = holders.get(low, 0) | (1 << j)
+        self.holders = holders
+        self.checks = 0
+
+    def best_tree(self, group: list[int], cap: float, increment: int) -> tuple[int, Any]:
+        """The open labels and tree of the cheapest contraction of ``group``, raising
+        the cost cap by ``increment`` until some tree fits under it."""
+        layers: list[dict[int, _Entry]] = [{} for _ in range(len(group) + 1)]
+        self.whole = sum(1 << j for j in group)
+        layers[1] = {
+            1 << j: (self.inputs[j], 0, self.leaves[j], self.size(self.inputs[j])) for j in group
+        }
+        while not layers[-1]:
+            capped = False
+            indexes: dict[int, dict[int, list[tuple[int, _Entry]]] | None] = {}
+            for n in range(1, len(group) + 1):
+                for m in range(1, n // 2 + 1):
+                    if self._join(layers[m], layers[n - m], indexes[n - m], layers[n], m, n, cap):
+                        capped = True
+                indexes[n] = None if self.search_outer else self._index(layers[n])
+            if not capped and not layers[-1]:
+                raise PlanningError(
+                    "einsum",
+                    "dp found no contraction whose intermediates fit "
+                    f"memory_limit={self.memory_limit}",
+                )
+            cap = increment * cap
+        legs, _, tree, _ = next(iter(layers[-1].values()))
+        return legs, tree
+
+    def _index(self, layer: dict[int, _Entry]) -> dict[int, list[tuple[int, _Entry]]]:
+        """The subgraphs of ``layer`` by each summed label they leave open."""
+        index: dict[int, list[tuple[int, _Entry]]] = {}
+        output = self.output
+        for item in layer.items():
+            for low in _bits(item[1][0] & ~output):
+                index.setdefault(low, []).append(item)
+        return index
+
+    def _join(
+        self,
+        small: dict[int, _Entry],
+        large: dict[int, _Entry],
+        index: dict[int, list[tuple[int, _Entry]]] | None,
+        layer: dict[int, _Entry],
+        m: int,
+        n: int,
+        cap: float,
+    ) -> bool:
+        """Offer every pair of a subgraph of ``small`` (``m`` operands) and a disjoint
+        one of ``large`` (``n - m``) to ``layer``; whether the cap refused one."""
+        output = self.output
+        size = self.size
+        holders = self.holders
+        score = self.score
+        memory_limit = self.memory_limit
+        deadline = self.deadline
+        same = 2 * m == n
+        whole = self.whole
+        capped = False
+        for s1, (i1, cost1, tree1, size1) in small.items():
+            self.checks += 1
+            if deadline is not None and self.checks & 255 == 1 and time.perf_counter() > deadline:
+                raise DPTimeoutError
+            if index is None:
+                partners: Any = large.items()
+            else:
+                found: dict[int, _Entry] = {}
+                for low in _bits(i1 & ~output):
+                    for s2, entry in index.get(low, ()):
+                        if not s1 & s2:
+                            found[s2] = entry
+                partners = found.items()
+            for s2, (i2, cost2, tree2, size2) in partners:
+                if s1 & s2 or (same and s1 >= s2):
+                    continue
+                self.checks += 1
+                if (
+                    deadline is not None
+                    and self.checks & 1023 == 1
+                    and time.perf_counter() > deadline
+                ):
+                    raise DPTimeoutError
+                common = i1 & i2
+                shared = common & ~output
+                if not shared and not self.search_outer:
+                    continue
+                joined = size1 * size2 // size(common)
+                s = s1 | s2
+                if score is None:
+                    cost = cost1 + cost2 + joined
+                    if cost > cap:
+                        capped = True
+                        continue
+                    if s in layer and cost >= layer[s][1]:
+                        continue
+                    legs = _open(i1 | i2, shared, s, holders)
+                    kept = size(legs)
+                    # joined to anything, s pays at least its open size once more
+                    if cost + kept > cap and s != whole:
+                        capped = True
+                        continue
+                    if memory_limit is not None and kept > memory_limit:
+                        continue
+                else:
+                    legs = _open(i1 | i2, shared, s, holders)
+                    kept = size(legs)
+                    cost = score(cost1, cost2, joined, kept)
+                    if cost > cap:
+                        capped = True
+                        continue
+                    if s in layer and cost >= layer[s][1]:
+                        continue
+                    if memory_limit is not None and kept > memory_limit:
+                        continue
+                layer[s] = (legs, cost, (tree1, tree2), kept)
+        return capped
+
+
+def _open(union: int, shared: int, subgraph: int, holders: dict[int, int]) -> int:
+    """The labels of a merged subgraph still needed: a shared summed label leaves
+    once every operand holding it is inside the subgraph."""
+    for low in _bits(shared):
+        if not holders[low] & ~subgraph:
+            union &= ~low
+    return union
+
+
+def _subgraphs(inputs: list[int], output: int) -> list[list[int]]:
     """Operands grouped into components linked by summed labels (opt_einsum's order)."""
-    summed = frozenset().union(*inputs) - output
+    summed = 0
+    for labels in inputs:
+        summed |= labels
+    summed &= ~output
     unused = set(range(len(inputs)))
     groups = []
     while unused:
