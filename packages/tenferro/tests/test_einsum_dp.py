@@ -1,14 +1,18 @@
 """``dp`` finds the optimum of the cost it minimises among the trees it searches.
 
 The search (cost caps raised pass by pass, partners found through an index of summed
-labels, subgraphs dropped once their cost plus their open size exceeds the cap) is
+labels or by the array filter, subgraphs dropped once their cost plus their open size
+exceeds the cap) is
 checked against a plain subset dynamic programme with none of those devices, written
 here from the definition: every connected set of operands, every split of it into two
 parts that share a summed label (any two parts with ``search_outer``)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,6 +23,8 @@ from hypothesis import strategies as st
 from tenferro.einsum.planners import PlanningError
 from tenferro.einsum.planners.dp import DPTimeoutError, dynamic_programming, parse_minimize
 from tenferro.einsum.planners.network import Network
+
+dp_module = sys.modules["tenferro.einsum.planners.dp"]
 
 MINIMIZE = ["flops", "size", "write", "combo", "combo-16", "limit", "limit-4"]
 
@@ -129,28 +135,65 @@ def replayed_cost(network: Network, path: list[tuple[int, ...]], minimize: str) 
     return cost
 
 
-@fuzz_settings(120)
+def widened(network: Network) -> Network:
+    """The same network with each label split into six parallel ones (five of extent
+    1): the costs are unchanged, and the labels no longer fit one 64-bit word."""
+
+    def split(labels: frozenset[str]) -> frozenset[str]:
+        return frozenset(f"{c}{k}" for c in labels for k in range(6))
+
+    return Network(
+        inputs=tuple(split(term) for term in network.inputs),
+        output=split(network.output),
+        sizes={f"{c}{k}": n if k == 0 else 1 for c, n in network.sizes.items() for k in range(6)},
+    )
+
+
+@contextlib.contextmanager
+def pairs_on_arrays(always: bool) -> Iterator[None]:
+    """Every block of pairs judged by the array filter (or by the loops, as usual for
+    networks this small)."""
+    saved = dp_module._ARRAY_PAIRS
+    dp_module._ARRAY_PAIRS = 0 if always else saved
+    try:
+        yield
+    finally:
+        dp_module._ARRAY_PAIRS = saved
+
+
+@fuzz_settings(150)
 @given(
     connected_networks(),
     st.sampled_from(MINIMIZE),
     st.booleans(),
     st.sampled_from([None, 16, 64, 400]),
+    st.booleans(),
+    st.booleans(),
 )
 def test_dp_is_optimal_for_what_it_minimises(
-    network: Network, minimize: str, search_outer: bool, memory_limit: int | None
+    network: Network,
+    minimize: str,
+    search_outer: bool,
+    memory_limit: int | None,
+    on_arrays: bool,
+    wide: bool,
 ) -> None:
     terms = _reduced(network)
     assume(all(terms) and _connected(terms, network.output))
     expected = reference(network, minimize, search_outer, memory_limit)
-    if expected == math.inf:
-        with pytest.raises(PlanningError, match="memory_limit"):
-            dynamic_programming(
-                network, minimize=minimize, search_outer=search_outer, memory_limit=memory_limit
-            )
-        return
-    path = dynamic_programming(
-        network, minimize=minimize, search_outer=search_outer, memory_limit=memory_limit
-    )
+    if wide:
+        network = widened(network)
+    options: dict[str, Any] = {
+        "minimize": minimize,
+        "search_outer": search_outer,
+        "memory_limit": memory_limit,
+    }
+    with pairs_on_arrays(on_arrays):
+        if expected == math.inf:
+            with pytest.raises(PlanningError, match="memory_limit"):
+                dynamic_programming(network, **options)
+            return
+        path = dynamic_programming(network, **options)
     assert replayed_cost(network, path, minimize) == expected
 
 

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tenferro.einsum.planners.dp_blocks import GROUP_LIMIT, LayerArrays, PairFilter
 from tenferro.einsum.planners.network import Network, Step, linear_to_ssa
 from tenferro.einsum.planners.registry import PlanningError
 
@@ -37,6 +38,8 @@ class DPTimeoutError(Exception):
 
 _MINIMIZE = re.compile(r"(flops|size|write|combo|limit)-*(\d*)")
 DEFAULT_COMBO_FACTOR = 64
+_ARRAY_PAIRS = 4096
+"""Pairs of two layers from which the array filter is worth its set-up."""
 
 Scorer = Callable[[int, int, int, int], int]
 """``(cost of part 1, cost of part 2, loop-nest size, result size) -> cost``."""
@@ -95,6 +98,19 @@ def dynamic_programming(
     if not inputs:
         return linear_to_ssa(_tree_to_sequence(_left_to_right(done)), len(inputs_all))
 
+    if search_outer:
+        subgraphs = [list(range(len(inputs)))]
+    else:
+        subgraphs = _subgraphs(inputs, output)
+    # each component's operands numbered consecutively, so a component's subgraph masks
+    # shifted by its first number fit in a machine word when it is small
+    order = [j for group in subgraphs for j in group]
+    inputs = [inputs[j] for j in order]
+    leaves = [leaves[j] for j in order]
+    groups, first = [], 0
+    for group in subgraphs:
+        groups.append(list(range(first, first + len(group))))
+        first += len(group)
     search = _Search(
         inputs,
         leaves,
@@ -107,11 +123,7 @@ def dynamic_programming(
     )
     contractions: list[Any] = list(done)
     contraction_sizes = [1] * len(done)
-    if search_outer:
-        subgraphs = [list(range(len(inputs)))]
-    else:
-        subgraphs = _subgraphs(inputs, output)
-    for group in subgraphs:
+    for group in groups:
         labels = 0
         for j in group:
             labels |= inputs[j]
@@ -203,6 +215,12 @@ class _Search:
                 holders[low] = holders.get(low, 0) | (1 << j)
         self.holders = holders
         self.checks = 0
+        summed = 0
+        for labels in inputs:
+            summed |= labels & ~output
+        self.filter = (
+            PairFilter(size.extents, summed, search_outer=search_outer) if score is None else None
+        )
 
     def best_tree(self, group: list[int], cap: float, increment: int) -> tuple[int, Any]:
         """The open labels and tree of the cheapest contraction of ``group``, raising
@@ -212,14 +230,30 @@ class _Search:
         layers[1] = {
             1 << j: (self.inputs[j], 0, self.leaves[j], self.size(self.inputs[j])) for j in group
         }
+        offset = group[0]
+        pair_filter = self.filter if len(group) <= GROUP_LIMIT else None
         while not layers[-1]:
             capped = False
-            indexes: dict[int, dict[int, list[tuple[int, _Entry]]] | None] = {}
-            for n in range(1, len(group) + 1):
+            indexes: dict[int, dict[int, list[tuple[int, _Entry]]]] = {}
+            arrays: dict[int, LayerArrays] = {}
+            for n in range(2, len(group) + 1):
+                layer = layers[n]
                 for m in range(1, n // 2 + 1):
-                    if self._join(layers[m], layers[n - m], indexes[n - m], layers[n], m, n, cap):
-                        capped = True
-                indexes[n] = None if self.search_outer else self._index(layers[n])
+                    small, large = layers[m], layers[n - m]
+                    if pair_filter is not None and len(small) * len(large) >= _ARRAY_PAIRS:
+                        for k in (m, n - m):
+                            if k not in arrays:
+                                arrays[k] = pair_filter.arrays(list(layers[k].items()), offset)
+                        refused = self._join_arrays(
+                            arrays[m], arrays[n - m], layer, 2 * m == n, cap
+                        )
+                    else:
+                        if n - m not in indexes and not self.search_outer:
+                            indexes[n - m] = self._index(large)
+                        refused = self._join(
+                            small, large, indexes.get(n - m), layer, 2 * m == n, cap
+                        )
+                    capped = capped or refused
             if not capped and not layers[-1]:
                 raise PlanningError(
                     "einsum",
@@ -245,78 +279,102 @@ class _Search:
         large: dict[int, _Entry],
         index: dict[int, list[tuple[int, _Entry]]] | None,
         layer: dict[int, _Entry],
-        m: int,
-        n: int,
+        same: bool,
         cap: float,
     ) -> bool:
-        """Offer every pair of a subgraph of ``small`` (``m`` operands) and a disjoint
-        one of ``large`` (``n - m``) to ``layer``; whether the cap refused one."""
+        """Offer every pair of a subgraph of ``small`` and a disjoint one of ``large``
+        sharing a summed label (found through ``index``; any pair without one) to
+        ``layer``; whether the cap refused one. ``same``: the two are one layer."""
         output = self.output
-        size = self.size
-        holders = self.holders
-        score = self.score
-        memory_limit = self.memory_limit
-        deadline = self.deadline
-        same = 2 * m == n
-        whole = self.whole
+        offer = self._offer
         capped = False
-        for s1, (i1, cost1, tree1, size1) in small.items():
-            self.checks += 1
-            if deadline is not None and self.checks & 255 == 1 and time.perf_counter() > deadline:
-                raise DPTimeoutError
+        for s1, entry1 in small.items():
+            self._tick(255)
             if index is None:
                 partners: Any = large.items()
             else:
                 found: dict[int, _Entry] = {}
-                for low in _bits(i1 & ~output):
+                for low in _bits(entry1[0] & ~output):
                     for s2, entry in index.get(low, ()):
                         if not s1 & s2:
                             found[s2] = entry
                 partners = found.items()
-            for s2, (i2, cost2, tree2, size2) in partners:
+            for s2, entry2 in partners:
                 if s1 & s2 or (same and s1 >= s2):
                     continue
-                self.checks += 1
-                if (
-                    deadline is not None
-                    and self.checks & 1023 == 1
-                    and time.perf_counter() > deadline
-                ):
-                    raise DPTimeoutError
-                common = i1 & i2
-                shared = common & ~output
-                if not shared and not self.search_outer:
-                    continue
-                joined = size1 * size2 // size(common)
-                s = s1 | s2
-                if score is None:
-                    cost = cost1 + cost2 + joined
-                    if cost > cap:
-                        capped = True
-                        continue
-                    if s in layer and cost >= layer[s][1]:
-                        continue
-                    legs = _open(i1 | i2, shared, s, holders)
-                    kept = size(legs)
-                    # joined to anything, s pays at least its open size once more
-                    if cost + kept > cap and s != whole:
-                        capped = True
-                        continue
-                    if memory_limit is not None and kept > memory_limit:
-                        continue
-                else:
-                    legs = _open(i1 | i2, shared, s, holders)
-                    kept = size(legs)
-                    cost = score(cost1, cost2, joined, kept)
-                    if cost > cap:
-                        capped = True
-                        continue
-                    if s in layer and cost >= layer[s][1]:
-                        continue
-                    if memory_limit is not None and kept > memory_limit:
-                        continue
-                layer[s] = (legs, cost, (tree1, tree2), kept)
+                self._tick(1023)
+                if offer(s1, entry1, s2, entry2, layer, cap):
+                    capped = True
         return capped
+
+    def _join_arrays(
+        self,
+        small: LayerArrays,
+        large: LayerArrays,
+        layer: dict[int, _Entry],
+        same: bool,
+        cap: float,
+    ) -> bool:
+        """:meth:`_join` with the pairs chosen by the array filter."""
+        assert self.filter is not None
+        offer = self._offer
+        capped = False
+        check = self._deadline_check
+        for rows, columns, refused in self.filter.pairs(small, large, same, cap, check):
+            capped = capped or refused
+            for i, j in zip(rows, columns, strict=True):
+                s1, entry1 = small.items[i]
+                s2, entry2 = large.items[j]
+                if offer(s1, entry1, s2, entry2, layer, cap):
+                    capped = True
+        return capped
+
+    def _offer(
+        self, s1: int, entry1: _Entry, s2: int, entry2: _Entry, layer: dict[int, _Entry], cap: float
+    ) -> bool:
+        """Price joining two disjoint subgraphs and keep the result if it is the best
+        tree of their union so far; whether the cap refused it."""
+        i1, cost1, tree1, size1 = entry1
+        i2, cost2, tree2, size2 = entry2
+        common = i1 & i2
+        shared = common & ~self.output
+        if not shared and not self.search_outer:
+            return False
+        size = self.size
+        joined = size1 * size2 // size(common)
+        s = s1 | s2
+        memory_limit = self.memory_limit
+        if self.score is None:
+            cost = cost1 + cost2 + joined
+            if cost > cap:
+                return True
+            if s in layer and cost >= layer[s][1]:
+                return False
+            legs = _open(i1 | i2, shared, s, self.holders)
+            kept = size(legs)
+            # joined to anything, s pays at least its open size once more
+            if cost + kept > cap and s != self.whole:
+                return True
+        else:
+            legs = _open(i1 | i2, shared, s, self.holders)
+            kept = size(legs)
+            cost = self.score(cost1, cost2, joined, kept)
+            if cost > cap:
+                return True
+            if s in layer and cost >= layer[s][1]:
+                return False
+        if memory_limit is None or kept <= memory_limit:
+            layer[s] = (legs, cost, (tree1, tree2), kept)
+        return False
+
+    def _tick(self, every: int) -> None:
+        self.checks += 1
+        if self.deadline is not None and self.checks & every == 1:
+            self._deadline_check()
+
+    def _deadline_check(self) -> None:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise DPTimeoutError
 
 
 def _open(union: int, shared: int, subgraph: int, holders: dict[int, int]) -> int:
