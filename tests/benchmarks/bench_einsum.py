@@ -148,6 +148,55 @@ def bench_w5_plans(report: Report) -> list[tuple[dict[str, Any], list[tuple[int,
     return planned
 
 
+def bench_dp(report: Report, at_least: int = 20) -> None:
+    """``optimize="dp"`` (ours: at most 10 s in all, falling back to ``auto-hq``'s path
+    with a warning) against opt_einsum's ``dp`` (unbounded: stopped here after
+    ``cap`` seconds) on the instances of ``at_least`` operands; their cost (log10
+    flops) and cold planning time."""
+    import signal
+    import warnings
+
+    oe = None
+    if have("opt_einsum") and hasattr(signal, "SIGALRM"):
+        import opt_einsum as oe
+    cap = 5 if QUICK else 30
+
+    class _StoppedError(Exception):
+        pass
+
+    def stop(*_: Any) -> None:
+        raise _StoppedError
+
+    for instance in instances():
+        subscripts = instance["format_string"]
+        shapes = [tuple(s) for s in instance["shapes"]]
+        if len(shapes) < at_least:
+            continue
+        row: dict[str, Any] = {"workload": "W5 dp", "instance": instance["name"], "n": len(shapes)}
+        tf.clear_caches()
+        start = time.perf_counter()
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            _, info = tf.einsum_path(subscripts, *shapes, shapes=True, optimize="dp")
+        row["dp_s"] = time.perf_counter() - start
+        row["dp"] = _log10(info.opt_cost)
+        row["dp_fell_back"] = bool(said)
+        if oe is not None:
+            previous = signal.signal(signal.SIGALRM, stop)
+            signal.alarm(cap)
+            start = time.perf_counter()
+            try:
+                _, theirs = oe.contract_path(subscripts, *shapes, shapes=True, optimize="dp")
+                row["oe_dp_s"] = time.perf_counter() - start
+                row["oe_dp"] = _log10(float(theirs.opt_cost))
+            except _StoppedError:
+                row["oe_dp_s"] = f"> {cap}"
+            finally:
+                signal.alarm(0)
+                signal.signal(signal.SIGALRM, previous)
+        report.add(**row)
+
+
 def cotengra_path(network: Network, seconds: float) -> list[tuple[int, ...]]:
     """cotengra's hyper-optimizer (greedy trials, each annealed and reconfigured) for
     ``seconds``: its best path, in opt_einsum's form."""
@@ -666,6 +715,8 @@ if __name__ == "__main__":
     header("einsum W5: plan cost (log10 flops, opt_einsum's count) and cold planning time")
     report = Report("einsum")
     planned = bench_w5_plans(report)
+    header("einsum W5: optimize='dp' vs opt_einsum's dp (cost, cold planning time)")
+    bench_dp(report)
     header("einsum W5: planning during a bond-dimension sweep (plan reuse)")
     bench_plan_reuse(report)
     header("einsum W5: a sliced contraction under a memory limit (peak memory)")
