@@ -88,6 +88,13 @@ def broadcast_to(x: Any, shape: Sequence[int]) -> Any:
     return _broadcast(x, as_shape(shape, "broadcast_to"))
 
 
+def broadcast_operand(x: Any, shape: tuple[int, ...]) -> Any:
+    """A tensor ``x`` broadcast to a validated ``shape``, as the operand of an operation
+    that consumes it at once: one of that shape is returned as is, borrowed or not (the
+    operation copies a result that would alias a borrowed operand)."""
+    return x if x.meta.shape == shape else _broadcast(x, shape)
+
+
 def _broadcast(x: Any, target: tuple[int, ...]) -> Any:
     """``broadcast_to`` for a validated target shape."""
     shape = x.meta.shape
@@ -130,6 +137,10 @@ def prepare(
         quick = _tensor_and_scalar(op, values[0], values[1], kinds)
         if quick is not None:
             return quick
+    if dtype is None:
+        alike = _alike_arrays(op, values, kinds)
+        if alike is not None:
+            return alike
     operands = lift([asarray(v, op=op) for v in values])
     metas = [o.meta for o in operands]
     target = (
@@ -150,10 +161,41 @@ def prepare(
     if broadcast and len(operands) > 1:
         shape = broadcast_shapes(*(o.meta.shape for o in operands), op=op)
         given = [o.meta for o in operands]
-        operands = [_broadcast(o, shape) for o in operands]
+        operands = [broadcast_operand(o, shape) for o in operands]
         if any(m.dynamic for m in given):
             operands = _share_dynamic_extents(op, given, operands)
     return operands
+
+
+def _alike_arrays(op: str, values: Sequence[Any], kinds: str) -> list[Any] | None:
+    """Tensors of one concrete kind mixed with numpy arrays, all of one dtype and shape:
+    the arrays borrowed (not copied), everything lifted to one kind; nothing to promote
+    or broadcast. ``None`` otherwise."""
+    kind = None
+    dtype = shape = None
+    arrays = False
+    for value in values:
+        if type(value) is np.ndarray:
+            arrays = True
+            meta_dtype, meta_shape = value.dtype, value.shape
+        else:
+            if kind is None:
+                kind = type(value)
+                if kind not in REPLAYABLE:
+                    return None
+            elif type(value) is not kind:
+                return None
+            meta = value.meta
+            if meta.weak or meta.dynamic:
+                return None
+            meta_dtype, meta_shape = meta.dtype, meta.shape
+        if dtype is None:
+            dtype, shape = meta_dtype, meta_shape
+        elif meta_dtype != dtype or meta_shape != shape:
+            return None
+    if kind is None or not arrays or dtype.kind not in kinds:
+        return None
+    return lift([asarray(v, op=op) for v in values])
 
 
 def _share_dynamic_extents(op: str, given: list[Meta], operands: list[Any]) -> list[Any]:

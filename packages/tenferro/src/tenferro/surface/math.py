@@ -19,7 +19,13 @@ from tenferro.meta import broadcast_shapes
 from tenferro.ops.analytic import Cos, Cosh, Exp, Log, Sin, Sinh, Sqrt, Tan, Tanh
 from tenferro.ops.elementwise import Add, Mul
 from tenferro.ops.inverse import Acos, Acosh, Asin, Asinh, Atan, Atanh
-from tenferro.surface.convert import asarray, broadcast_to, check_int_fits, prepare
+from tenferro.surface.convert import (
+    asarray,
+    broadcast_operand,
+    broadcast_to,
+    check_int_fits,
+    prepare,
+)
 from tenferro.surface.dispatch import BINDS_INSTANCES, REPLAYABLE, dispatch_cached
 from tenferro.surface.sets import nonzero
 from tenferro.surface.signatures import Binary, Unary, binary, preserving, unary
@@ -782,7 +788,9 @@ def where(condition: Any, x: Any = _NOT_GIVEN, y: Any = _NOT_GIVEN) -> Any:
     a, b = prepare("where", (x, y))
     pred, a, b = lift([pred, a, b])
     shape = broadcast_shapes(pred.meta.shape, a.meta.shape, op="where")
-    return lax.select(broadcast_to(pred, shape), broadcast_to(a, shape), broadcast_to(b, shape))
+    return lax.select(
+        broadcast_operand(pred, shape), broadcast_operand(a, shape), broadcast_operand(b, shape)
+    )
 
 
 def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
