@@ -22,7 +22,7 @@ from tenferro.errors import TenferroError
 if TYPE_CHECKING:
     from tenferro.core.primitive import TensorPrimitive
 
-__all__ = ["TensorKind", "bind", "bind1", "lift"]
+__all__ = ["TensorKind", "bind", "bind1", "highest_kind", "lift"]
 
 
 class TensorKind(Protocol):
@@ -72,6 +72,11 @@ def lift(operands: Sequence[Any]) -> list[Any]:
         return list(operands)
     lift_to = kind._lift
     return [o if type(o) is kind else lift_to(o) for o in operands]
+
+
+def highest_kind(operands: Sequence[Any]) -> Any:
+    """The kind that binds an operation on ``operands`` (tensors of any kinds)."""
+    return _highest_kind(operands)[0]
 
 
 def _highest_kind(operands: Sequence[Any]) -> tuple[Any, bool]:

@@ -8,7 +8,7 @@ import numpy as np
 
 from computegraph import DictCache
 from tenferro import lax
-from tenferro.core.bind import lift
+from tenferro.core.bind import highest_kind, lift
 from tenferro.core.flags import check_flag
 from tenferro.core.kinds import owned
 from tenferro.core.params import as_int
@@ -247,6 +247,8 @@ def _boolean_aware(
                     _SAME_META.put((primitive, meta), instance)
                 return kind._bind(instance, (x, y))[0]
             return between_metas(x, y)
+        if type(y) is np.ndarray or type(x) is np.ndarray:
+            return _with_array(primitive, kinds, x, y, general)
         scalar_type = type(y)
         if scalar_type in _FAST_SCALARS:
             tensor, scalar, first = x, y, False
@@ -279,6 +281,32 @@ def _boolean_aware(
 
     apply.__name__ = op
     return apply
+
+
+def _with_array(primitive: Any, kinds: str, x: Any, y: Any, general: Any) -> Any:
+    """``x op y`` where one is a numpy array of the other's (concrete) dtype and shape:
+    the array borrowed, both lifted to one kind, the same-meta instance bound on it.
+    ``general`` otherwise."""
+    tensor = y if type(x) is np.ndarray else x
+    array = x if tensor is y else y
+    kind = type(tensor)
+    if kind not in REPLAYABLE:
+        return general(x, y)
+    meta = tensor.meta
+    if (
+        array.dtype != meta.dtype
+        or array.shape != meta.shape
+        or meta.weak
+        or meta.dynamic
+        or meta.dtype.kind not in kinds
+    ):
+        return general(x, y)
+    operands = lift([x, asarray(y)] if array is y else [asarray(x), y])
+    instance = _SAME_META.get((primitive, meta))
+    if instance is None:
+        instance = primitive.make((meta, meta))
+        _SAME_META.put((primitive, meta), instance)
+    return highest_kind(operands)._bind(instance, operands)[0]
 
 
 add = _boolean_aware("add", NUMERIC, lax.add, lax.logical_or, Add)
