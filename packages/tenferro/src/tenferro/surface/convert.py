@@ -193,7 +193,7 @@ def _alike_arrays(op: str, values: Sequence[Any], kinds: str) -> list[Any] | Non
             dtype, shape = meta_dtype, meta_shape
         elif meta_dtype != dtype or meta_shape != shape:
             return None
-    if kind is None or not arrays or dtype.kind not in kinds:
+    if kind is None or not arrays or dtype is None or dtype.kind not in kinds:
         return None
     return lift([asarray(v, op=op) for v in values])
 
