@@ -328,9 +328,8 @@ def for_reader(problem: Problem, consumer: Reader, alone: Any = None) -> Planned
     """A plan for ``problem`` whose result its reader takes with fewer copies: fewer
     elements copied by both (``consumer`` gives the reader's :func:`copies` for the
     result's strides) than with the plan chosen alone (``alone``, when known); the
-    first such plan of :func:`_options` on ties (a product, one matrix product, before
-    a broadcast one). ``None`` when the plan chosen alone serves as well or
-    ``problem`` has no other plan (matrices)."""
+    first such plan of :func:`_options` on ties. ``None`` when the plan chosen alone
+    serves as well or ``problem`` has no other plan (matrices)."""
     if alone is None:
         alone = plan(problem)
     if not isinstance(alone, Planned):
@@ -578,18 +577,20 @@ def _instantiate(layout: _Layout, problem: Problem) -> Planned:
 
 
 def _options(layout: _Layout, problem: Problem) -> list[Planned]:
-    """Every plan ``layout`` allows at ``problem``'s extents: each product, also with
-    its factors swapped (the result laid out rhs free axes first), and each broadcast
-    product, also transposed."""
+    """Every plan ``layout`` allows at ``problem``'s extents: each broadcast product,
+    also transposed, then each product, also with its factors swapped (the result laid
+    out rhs free axes first). Broadcast products come first: where both copy as few
+    elements, a stack of small matrix products beats one product with a short inner
+    extent, which a threaded BLAS splits and runs many times slower on a busy machine."""
     found: list[Planned] = []
-    for candidate in layout.candidates:
-        found.append(_product(problem, candidate, False))
-        found.append(_product(problem, candidate, True))
     for side in layout.sides:
         for transposed in (False, True):
             option = _broadcast(problem, side, transposed)
             if option is not None:
                 found.append(option)
+    for candidate in layout.candidates:
+        found.append(_product(problem, candidate, False))
+        found.append(_product(problem, candidate, True))
     return found
 
 
