@@ -187,10 +187,10 @@ def test_a_result_is_laid_out_as_its_reader_wants() -> None:
     """An environment multiplied into a site tensor ``[d, c, f]`` along ``f``, read by
     a contraction with another site ``[d, b, e]`` over ``d`` and the environment's
     free axis ``e``: alone, the product is written ``[d, c, e]``, which the reader
-    copies as well as the other site; for the reader it is written ``[d, e, c]`` by a
-    broadcast product (no copy), which the reader views as a matrix, copying the other
-    site only. (The product with its factors swapped, writing ``[e, d, c]``, copies as
-    few, but as one product of a short inner extent, which threaded BLAS runs slowly.)"""
+    copies as well as the other site; for the reader it is written ``[e, d, c]`` by
+    the product with its factors swapped (no copy), which the reader views as a
+    matrix, copying the other site only. (A broadcast product writing ``[d, e, c]``
+    copies as few, but runs a stack of small matrix products: the later option.)"""
     d, c = 40, 12
     site = np.ones((d, c, c))
     env = np.ones((c, c))
@@ -210,8 +210,8 @@ def test_a_result_is_laid_out_as_its_reader_wants() -> None:
     assert reader_copies(alone.result_strides()) == 2 * site.size
     assert chosen.copies == 0
     assert reader_copies(chosen.result_strides()) == site.size
-    assert isinstance(chosen, dot_plans.Broadcast)
-    assert np.argsort(chosen.result_strides())[::-1].tolist() == [0, 2, 1]  # [d, e, c]
+    assert isinstance(chosen, dot_plans.Product)
+    assert np.argsort(chosen.result_strides())[::-1].tolist() == [2, 0, 1]  # [e, d, c]
     np.testing.assert_array_equal(chosen(site, env), alone(site, env))
 
 

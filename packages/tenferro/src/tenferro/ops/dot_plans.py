@@ -339,10 +339,16 @@ def for_reader(problem: Problem, consumer: Reader, alone: Any = None) -> Planned
         return None  # its reader copies nothing
     total = alone.copies + reader
     better = None
+    known = {alone.result_strides(): reader}  # options often share a result layout
     for option in _options(_layout_of(problem, False), problem):
-        cost = option.copies + consumer(option.result_strides())
-        if cost < total:
-            better, total = option, cost
+        if option.copies >= total:
+            continue
+        strides = option.result_strides()
+        found = known.get(strides)
+        if found is None:
+            found = known[strides] = consumer(strides)
+        if option.copies + found < total:
+            better, total = option, option.copies + found
     return better
 
 
@@ -577,20 +583,21 @@ def _instantiate(layout: _Layout, problem: Problem) -> Planned:
 
 
 def _options(layout: _Layout, problem: Problem) -> list[Planned]:
-    """Every plan ``layout`` allows at ``problem``'s extents: each broadcast product,
-    also transposed, then each product, also with its factors swapped (the result laid
-    out rhs free axes first). Broadcast products come first: where both copy as few
-    elements, a stack of small matrix products beats one product with a short inner
-    extent, which a threaded BLAS splits and runs many times slower on a busy machine."""
+    """Every plan ``layout`` allows at ``problem``'s extents: each product, also with
+    its factors swapped (the result laid out rhs free axes first), then each broadcast
+    product, also transposed. Products come first: where both copy as few elements,
+    one matrix product runs faster than a stack of small ones (single-threaded BLAS;
+    a threaded BLAS on oversubscribed cores can run a product of a short inner extent
+    several times slower, as it does the plans chosen alone)."""
     found: list[Planned] = []
+    for candidate in layout.candidates:
+        found.append(_product(problem, candidate, False))
+        found.append(_product(problem, candidate, True))
     for side in layout.sides:
         for transposed in (False, True):
             option = _broadcast(problem, side, transposed)
             if option is not None:
                 found.append(option)
-    for candidate in layout.candidates:
-        found.append(_product(problem, candidate, False))
-        found.append(_product(problem, candidate, True))
     return found
 
 
