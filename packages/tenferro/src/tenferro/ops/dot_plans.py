@@ -31,6 +31,12 @@ then a transposed view, which a following product of matrices reads as it reads 
 (a tensor's product keeps its C-ordered result: a transposed view of a tensor could
 cost the next contraction a copy).
 
+When the operation reading the result is known (a program's next contraction),
+:func:`for_reader` weighs every plan the layout allows -- each product also with its
+factors swapped (the result laid out rhs free axes first), each broadcast product
+also transposed (``[P, Q, M]``) or of an operand whose contracted axes come last in
+memory (``[P, Q, C]``) -- and takes the one whose result the two copy least in all.
+
 Plans change neither the value nor the output axis order, only the memory layout of
 the result and the order in which contracted terms are summed (rounding).
 """
