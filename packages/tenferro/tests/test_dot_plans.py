@@ -131,6 +131,90 @@ def test_every_layout_evaluates_to_numpys_value(
     _close(np.asarray(lax.dot_general(tf.asarray(x), tf.asarray(y), *numbers)), expected, dtype)
 
 
+LAYOUT_DTYPES = [np.float64, np.complex128, np.float32]
+
+
+@fuzz_settings(100)
+@given(
+    dot_generals(),
+    st.sampled_from(LAYOUT_DTYPES),
+    st.sampled_from(["c", "f", "reversed", "dense"]),
+    st.sampled_from(["c", "f", "reversed", "dense"]),
+    st.permutations(range(6)),
+    st.booleans(),
+)
+def test_every_plan_a_reader_may_choose_is_numpys_value_in_its_stated_layout(
+    case: Any, dtype: Any, lhs_layout: str, rhs_layout: str, order: Any, small: bool
+) -> None:
+    """Every plan :func:`dot_plans.plan` weighs for a result's reader (each product,
+    also with its factors swapped; each broadcast product, also transposed, of the
+    ``[P, C, Q]`` and ``[P, Q, C]`` kinds) evaluates to numpy's value, and its result
+    has the strides ``result_strides`` states: what a program following layouts
+    relies on. ``small``: the broadcast thresholds lowered to reach small extents."""
+    (lhs_shape, rhs_shape), numbers, lhs_order, rhs_order = case
+    rng = np.random.default_rng(2)
+    a, b = data(lhs_shape, dtype, rng), data(rhs_shape, dtype, rng)
+
+    def dense(x: Any, layout: str) -> Any:  # a C-ordered array of another axis order
+        if layout != "dense" or x.ndim < 2:
+            return _laid_out(x, layout, 0)
+        axes = [i for i in order if i < x.ndim]
+        return np.array(x.transpose(axes), order="C").transpose(np.argsort(axes))
+
+    x, y = dense(a, lhs_layout), dense(b, rhs_layout)
+    expected = np.einsum(_spec(lhs_order, rhs_order, numbers), x, y)
+    problem = dot_plans.Problem(numbers, x.shape, x.strides, y.shape, y.strides, x.itemsize, True)
+    with pytest.MonkeyPatch.context() as patch:
+        if small:
+            patch.setattr(dot_plans, "_MIN_COLUMNS", 1)
+            patch.setattr(dot_plans, "_MIN_MATRIX", 1)
+        alone = dot_plans.plan(problem)
+        if not isinstance(alone, dot_plans.Planned):
+            return  # two matrices or stacks of them: one plan, whatever reads it
+        options = dot_plans._options(dot_plans._layout(problem), problem)
+        # a reader copying nothing of the result leaves the plan chosen alone
+        assert type(dot_plans.plan(problem, consumer=lambda strides: 0)) is type(alone)
+    for option in [alone, *options]:
+        got = option(x, y)
+        _close(got, expected, dtype)
+        stated = option.result_strides()
+        for extent, actual, want in zip(got.shape, got.strides, stated, strict=True):
+            assert extent <= 1 or actual == want, (option, got.strides, stated)
+        assert option.copies >= 0
+
+
+def test_a_result_is_laid_out_as_its_reader_wants() -> None:
+    """An environment multiplied into a site tensor ``[d, c, f]`` along ``f``, read by
+    a contraction with another site ``[d, b, e]`` over ``d`` and the environment's
+    free axis ``e``: alone, the product is written ``[d, c, e]``, which the reader
+    copies as well as the other site; for the reader it is written ``[e, d, c]`` by
+    the product with its factors swapped (no copy), which the reader views as a
+    matrix, copying the other site only. (A broadcast product writing ``[d, e, c]``
+    copies as few, but runs a stack of small matrix products: the later option.)"""
+    d, c = 40, 12
+    site = np.ones((d, c, c))
+    env = np.ones((c, c))
+    problem = dot_plans.Problem(
+        ((2,), (0,), (), ()), site.shape, site.strides, env.shape, env.strides, 8, True
+    )
+    reader_numbers = ((0, 2), (0, 2), (), ())
+
+    def reader_copies(strides: Any) -> int:
+        return dot_plans.copies(
+            dot_plans.Problem(reader_numbers, (d, c, c), strides, site.shape, site.strides, 8, True)
+        )
+
+    alone = dot_plans.plan(problem)
+    chosen = dot_plans.plan(problem, consumer=reader_copies)
+    assert alone.copies == 0
+    assert reader_copies(alone.result_strides()) == 2 * site.size
+    assert chosen.copies == 0
+    assert reader_copies(chosen.result_strides()) == site.size
+    assert isinstance(chosen, dot_plans.Product)
+    assert np.argsort(chosen.result_strides())[::-1].tolist() == [2, 0, 1]  # [e, d, c]
+    np.testing.assert_array_equal(chosen(site, env), alone(site, env))
+
+
 def _plan_of(lhs: Any, rhs: Any, numbers: Any) -> Any:
     op = tf.ops.DotGeneral.make(
         (tf.asarray(lhs).meta, tf.asarray(rhs).meta),

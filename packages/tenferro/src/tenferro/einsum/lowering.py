@@ -21,6 +21,7 @@ from tenferro.concrete import borrowed_roots, owned_array
 from tenferro.core import kinds
 from tenferro.core.bind import bind1
 from tenferro.core.primitive import TensorPrimitive
+from tenferro.einsum import layouts
 from tenferro.einsum.parse import Equation
 from tenferro.einsum.planners.network import Pair
 from tenferro.errors import AllocationError
@@ -78,21 +79,24 @@ class Program:
         """The result array for operand arrays (each instruction's kernel in turn,
         intermediates freed after their last use)."""
         kernels = self._kernels
-        if kernels is None:
-            kernels = self._kernels = tuple(
-                (op.impl if op.direct_impl else _evaluation(op), args, free)
-                for op, args, free in self.instructions
-            )
         values = list(arrays)
         try:
-            for kernel, args, free in kernels:
-                values.append(kernel(*[values[a] for a in args]))
-                for slot in free:
-                    values[slot] = None
+            if kernels is None:  # each result laid out for the step reading it
+                self._kernels = layouts.run(self.instructions, values, _kernel)
+            else:
+                for kernel, args, free in kernels:
+                    values.append(kernel(*[values[a] for a in args]))
+                    for slot in free:
+                        values[slot] = None
         except MemoryError as error:
             op = self.instructions[len(values) - len(arrays)][0]
             raise AllocationError(op.name, str(error)) from None
         return values[self.result]
+
+
+def _kernel(op: TensorPrimitive) -> Any:
+    """``op``'s evaluation as a function of its input arrays."""
+    return op.impl if op.direct_impl else _evaluation(op)
 
 
 def _evaluation(op: TensorPrimitive) -> Any:

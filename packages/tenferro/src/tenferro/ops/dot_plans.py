@@ -31,6 +31,12 @@ then a transposed view, which a following product of matrices reads as it reads 
 (a tensor's product keeps its C-ordered result: a transposed view of a tensor could
 cost the next contraction a copy).
 
+When the operation reading the result is known (a program's next contraction),
+:func:`for_reader` weighs every plan the layout allows -- each product also with its
+factors swapped (the result laid out rhs free axes first), each broadcast product
+also transposed (``[P, Q, M]``) or of an operand whose contracted axes come last in
+memory (``[P, Q, C]``) -- and takes the one whose result the two copy least in all.
+
 Plans change neither the value nor the output axis order, only the memory layout of
 the result and the order in which contracted terms are summed (rounding).
 """
@@ -38,7 +44,7 @@ the result and the order in which contracted terms are summed (rounding).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -55,7 +61,9 @@ __all__ = [
     "Product",
     "any_extent",
     "c_strides",
+    "copies",
     "for_operands",
+    "for_reader",
     "free_axes",
     "general",
     "plan",
@@ -76,6 +84,9 @@ _MIN_MATRIX = 16
 
 Numbers = tuple[tuple[int, ...], ...]
 """``dot_general``'s dimension numbers: lhs and rhs contracting, lhs and rhs batch axes."""
+
+Reader = Callable[[tuple[int, ...]], int]
+"""The :func:`copies` of the operation reading a result, given the result's strides."""
 
 Tag = tuple[str, int]
 """An axis of a product: ``("b", pair)``, ``("l", lhs axis)`` or ``("r", rhs axis)``."""
@@ -99,13 +110,37 @@ class Planned:
     Calling it evaluates the product of two arrays of its problem's shapes (of any
     layout: plans differ in speed only)."""
 
-    __slots__ = ("last", "layouts", "lhs_strides", "problem", "rhs_strides")
+    __slots__ = (
+        "copies",
+        "last",
+        "layouts",
+        "lhs_strides",
+        "out",
+        "problem",
+        "rhs_strides",
+        "split",
+    )
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(
+        self,
+        problem: Problem,
+        split: tuple[int, ...],
+        out: tuple[int, ...] | None,
+        copies: int,
+    ) -> None:
         self.problem = problem
         self.lhs_strides, self.rhs_strides = problem.lhs_strides, problem.rhs_strides
+        self.split, self.out = split, out
+        self.copies = copies
+        """Elements copied to view the operands as matrices."""
         self.layouts: dict[tuple[Any, Any], Any] | None = None
         self.last: tuple[Any, Any, Any] | None = None  # strides and plan of for_layout's last
+
+    def result_strides(self) -> tuple[int, ...]:
+        """The strides of the result for operands of the problem's layout: the product
+        is written in C order as ``split`` and handed on transposed by ``out``."""
+        strides = c_strides(self.split, self.problem.itemsize)
+        return strides if self.out is None else tuple([strides[a] for a in self.out])
 
     def for_layout(self, lhs_strides: tuple[int, ...], rhs_strides: tuple[int, ...]) -> Any:
         """The plan for operands of these strides (kept per layout)."""
@@ -129,16 +164,11 @@ class Planned:
 class Product(Planned):
     """``[B, M, K] @ [B, K, N]`` of views (numpy copies only where the layout forces
     it), its result split into the separate axes and transposed to ``dot_general``'s
-    order."""
+    order. ``swap``: the rhs is the product's first factor (``[B, N, K] @ [B, K, M]``,
+    a result laid out with the rhs free axes first); perms and matrices are then those
+    of the factors, rhs first."""
 
-    __slots__ = (
-        "lhs_matrix",
-        "lhs_perm",
-        "out",
-        "rhs_matrix",
-        "rhs_perm",
-        "split",
-    )
+    __slots__ = ("lhs_matrix", "lhs_perm", "rhs_matrix", "rhs_perm", "swap")
 
     def __init__(
         self,
@@ -147,13 +177,17 @@ class Product(Planned):
         matrices: tuple[tuple[int, ...], tuple[int, ...]],
         split: tuple[int, ...],
         out: tuple[int, ...] | None,
+        copies: int = 0,
+        swap: bool = False,
     ) -> None:
-        super().__init__(problem)
+        super().__init__(problem, split, out, copies)
         self.lhs_perm, self.rhs_perm = perms
         self.lhs_matrix, self.rhs_matrix = matrices
-        self.split, self.out = split, out
+        self.swap = swap
 
     def __call__(self, lhs: Any, rhs: Any) -> Any:
+        if self.swap:
+            lhs, rhs = rhs, lhs
         if self.lhs_perm is not None:
             lhs = lhs.transpose(self.lhs_perm)
         if self.rhs_perm is not None:
@@ -164,18 +198,11 @@ class Product(Planned):
 
 
 class Broadcast(Planned):
-    """``small[M, K] @ big[P, K, Q]`` broadcast over ``P``: a ``[P, M, Q]`` result,
-    split into the separate axes and transposed to ``dot_general``'s order."""
+    """``small[M, K] @ big[P, K, Q]`` broadcast over ``P``: a ``[P, M, Q]`` result, or
+    ``big[P, Q, K] @ small[K, M]``, a ``[P, Q, M]`` one (``transposed``), split into the
+    separate axes and transposed to ``dot_general``'s order."""
 
-    __slots__ = (
-        "big_is_lhs",
-        "big_perm",
-        "big_shape",
-        "out",
-        "small_perm",
-        "small_shape",
-        "split",
-    )
+    __slots__ = ("big_is_lhs", "big_perm", "big_shape", "small_perm", "small_shape", "transposed")
 
     def __init__(
         self,
@@ -184,13 +211,15 @@ class Broadcast(Planned):
         big: tuple[tuple[int, ...] | None, tuple[int, int, int]],
         small: tuple[tuple[int, ...] | None, tuple[int, int]],
         split: tuple[int, ...],
-        out: tuple[int, ...],
+        out: tuple[int, ...] | None,
+        copies: int = 0,
+        transposed: bool = False,
     ) -> None:
-        super().__init__(problem)
+        super().__init__(problem, split, out, copies)
         self.big_is_lhs = big_is_lhs
         self.big_perm, self.big_shape = big
         self.small_perm, self.small_shape = small
-        self.split, self.out = split, out
+        self.transposed = transposed
 
     def __call__(self, lhs: Any, rhs: Any) -> Any:
         big, small = (lhs, rhs) if self.big_is_lhs else (rhs, lhs)
@@ -198,8 +227,13 @@ class Broadcast(Planned):
             big = big.transpose(self.big_perm)
         if self.small_perm is not None:
             small = small.transpose(self.small_perm)
-        product = np.matmul(small.reshape(self.small_shape), big.reshape(self.big_shape))
-        return product.reshape(self.split).transpose(self.out)
+        big, small = big.reshape(self.big_shape), small.reshape(self.small_shape)
+        if self.transposed:
+            product = np.matmul(big.swapaxes(1, 2), small.T)
+        else:
+            product = np.matmul(small, big)
+        product = product.reshape(self.split)
+        return product if self.out is None else product.transpose(self.out)
 
 
 def _nn(lhs: Any, rhs: Any) -> Any:
@@ -269,11 +303,14 @@ def c_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def plan(problem: Problem, c_order: bool = False) -> Any:
+def plan(problem: Problem, c_order: bool = False, consumer: Reader | None = None) -> Any:
     """The plan for ``problem`` (see the module docstring): a :data:`Function` for two
     matrices or stacks of matrices, else a :class:`Product` or :class:`Broadcast`.
     ``c_order``: the problem's strides are those of C order (its layout's choices are
-    then kept per dimension numbers and which extents are 0 or 1)."""
+    then kept per dimension numbers and which extents are 0 or 1). ``consumer``: the
+    elements the operation reading the result copies (:func:`copies`), as a function
+    of the result's strides; the plan then minimizes the elements both copy (the result
+    laid out as its reader wants), keeping the plan it would choose alone on ties."""
     lc, rc, lb, rb = problem.numbers
     lhs_shape, rhs_shape = problem.lhs_shape, problem.rhs_shape
     nb = len(lb)
@@ -286,14 +323,83 @@ def plan(problem: Problem, c_order: bool = False) -> Any:
         and rc == (nb,)
     ):
         return _stacked  # matmul layout: numpy's matmul reads any layout
-    if not c_order:
-        return _instantiate(_layout(problem), problem)
-    key = (problem.numbers, _pattern(lhs_shape), _pattern(rhs_shape), problem.floating)
+    chosen = _instantiate(_layout_of(problem, c_order), problem)
+    if consumer is None:
+        return chosen
+    better = for_reader(problem, consumer, chosen)
+    return chosen if better is None else better
+
+
+def for_reader(problem: Problem, consumer: Reader, alone: Any = None) -> Planned | None:
+    """A plan for ``problem`` whose result its reader takes with fewer copies: fewer
+    elements copied by both (``consumer`` gives the reader's :func:`copies` for the
+    result's strides) than with the plan chosen alone (``alone``, when known); the
+    first such plan of :func:`_options` on ties. ``None`` when the plan chosen alone
+    serves as well or ``problem`` has no other plan (matrices)."""
+    if alone is None:
+        alone = plan(problem)
+    if not isinstance(alone, Planned):
+        return None
+    reader = consumer(alone.result_strides())
+    if not reader:
+        return None  # its reader copies nothing
+    total = alone.copies + reader
+    better = None
+    known = {alone.result_strides(): reader}  # options often share a result layout
+    for option in _options(_layout_of(problem, False), problem):
+        if option.copies >= total:
+            continue
+        strides = option.result_strides()
+        found = known.get(strides)
+        if found is None:
+            found = known[strides] = consumer(strides)
+        if option.copies + found < total:
+            better, total = option, option.copies + found
+    return better
+
+
+def _layout_of(problem: Problem, c_order: bool) -> _Layout:
+    """``problem``'s layout choices, kept per dimension numbers, extent pattern and
+    memory order when its operands are dense (``c_order``: known to be in C order)."""
+    if c_order:
+        orders: Any = None
+    else:
+        orders = (
+            _dense_order(problem.lhs_shape, problem.lhs_strides, problem.itemsize),
+            _dense_order(problem.rhs_shape, problem.rhs_strides, problem.itemsize),
+        )
+        if None in orders:
+            return _layout(problem)  # strided or overlapping operands: planned each time
+    key = (
+        problem.numbers,
+        _pattern(problem.lhs_shape),
+        _pattern(problem.rhs_shape),
+        problem.floating,
+        orders,
+    )
     layout = _LAYOUTS.get(key)
     if layout is None:
         layout = _layout(problem)
         _LAYOUTS.put(key, layout)
-    return _instantiate(layout, problem)
+    return layout
+
+
+def copies(problem: Problem) -> int:
+    """How many elements the plan for ``problem`` copies to view its operands as
+    matrices: a layout's cost to the operation reading it."""
+    found = plan(problem)
+    if isinstance(found, Planned):
+        return found.copies
+    # two matrices or stacks of them: numpy copies an operand whose matrices BLAS can't read
+    total = 0
+    for shape, strides in (
+        (problem.lhs_shape, problem.lhs_strides),
+        (problem.rhs_shape, problem.rhs_strides),
+    ):
+        rows, columns = (shape[-2], strides[-2]), (shape[-1], strides[-1])
+        if _order(rows, columns, problem.itemsize) is None:
+            total += math.prod(shape)
+    return total
 
 
 def _matrices(problem: Problem) -> Any:
@@ -310,6 +416,18 @@ def _matrices(problem: Problem) -> Any:
     m, n = lhs_shape[0], rhs_shape[1]
     flip = _flipped(lhs_rows is not False, rhs_rows is not False, m, n, floating)
     return _MATRICES[lhs_t, rhs_t, flip]
+
+
+def _dense_order(
+    shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int
+) -> tuple[int, ...] | None:
+    """The axes of a dense array (a C-ordered array, transposed) from the largest stride
+    to the smallest; ``None`` for strided, overlapping or reversed views."""
+    order = tuple(_by_memory(range(len(shape)), strides))
+    dense = c_strides([shape[a] for a in order], itemsize)
+    if any(strides[a] != step for a, step in zip(order, dense, strict=True)):
+        return None
+    return order
 
 
 def _pattern(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -333,6 +451,7 @@ class _Side(NamedTuple):
     groups, the other operand's as ``[M, C]``, whether that copies, the result's axes."""
 
     big_is_lhs: bool
+    extra: bool  # contracted axes last in memory (``[P, Q, C]``): offered to readers only
     big_perm: tuple[int, ...] | None
     outer: tuple[int, ...]
     inner: tuple[int, ...]
@@ -341,7 +460,7 @@ class _Side(NamedTuple):
     small_free: tuple[int, ...]
     small_copies: bool
     split: tuple[tuple[int, int], ...]
-    out: tuple[int, ...]
+    out: tuple[int, ...] | None
 
 
 class _Layout(NamedTuple):
@@ -350,8 +469,9 @@ class _Layout(NamedTuple):
 
 
 _LAYOUTS: DictCache[Any, _Layout] = DictCache(4096, "dot_general layouts")
-"""(dimension numbers, which extents are 0 or 1, BLAS dtype) -> the choices of a product
-of operands in C order: what a never-seen shape only completes with its extents."""
+"""(dimension numbers, which extents are 0 or 1, BLAS dtype, each operand's axes in
+memory order or ``None`` for C order) -> the choices of a product of dense operands:
+what a never-seen shape only completes with its extents."""
 
 
 def _layout(problem: Problem) -> _Layout:
@@ -388,8 +508,9 @@ def _layout(problem: Problem) -> _Layout:
 
 def _sides(problem: Problem, lf: list[int], rf: list[int]) -> tuple[_Side, ...]:
     """The broadcast products ``problem``'s layout allows: an operand whose contracted
-    axes form one block between free axes in memory, each group of it viewed as one
-    axis without a copy."""
+    axes form one block between free axes in memory (``[P, C, Q]``), or after them
+    (``[P, Q, C]``, each split of the free axes into ``P`` and ``Q``), each group of it
+    viewed as one axis without a copy."""
     (lc, rc, _, _), lhs_shape, lhs_strides, rhs_shape, rhs_strides, itemsize, _ = problem
     found = []
     for big_is_lhs, big, small in (
@@ -405,11 +526,13 @@ def _sides(problem: Problem, lf: list[int], rf: list[int]) -> tuple[_Side, ...]:
         start = memory.index(inner[0])
         if memory[start : start + len(inner)] != inner:
             continue  # the contracted axes are not one block in memory
-        outer, rest = memory[:start], memory[start + len(inner) :]
-        if not outer or not rest:
+        before, after = memory[:start], memory[start + len(inner) :]
+        if before and after:  # [P, C, Q]
+            splits = [(False, before, after)]
+        elif before:  # [P, Q, C]
+            splits = [(True, before[:j], before[j:]) for j in range(1, len(before))]
+        else:
             continue  # one product views this operand without a copy
-        if any(_group(g, shape, strides) is None for g in (outer, inner, rest)):
-            continue
         # pairs in this operand's memory order (contracted axes of extent 1 first)
         pairs = sorted(
             range(len(mine)), key=lambda i: inner.index(mine[i]) if mine[i] in inner else -1
@@ -417,32 +540,34 @@ def _sides(problem: Problem, lf: list[int], rf: list[int]) -> tuple[_Side, ...]:
         contracted, other = [mine[i] for i in pairs], [theirs[i] for i in pairs]
         other_order = _by_memory(other_free, other_strides)
         ones = [a for a in free if shape[a] == 1]
-        tags: list[Tag] = [(tag, a) for a in ones + outer]
-        tags += [(other_tag, a) for a in other_order] + [(tag, a) for a in rest]
-        out = _to_output(problem, tags)
-        found.append(
-            _Side(
-                big_is_lhs,
-                _perm(ones + outer + contracted + rest),
-                tuple(outer),
-                tuple(inner),
-                tuple(rest),
-                _perm(other_order + other),
-                tuple(other_order),
-                _copies(other_shape, other_strides, (other_order, other), itemsize),
-                _split(problem, tags),
-                out if out is not None else tuple(range(len(tags))),
+        small_copies = _copies(other_shape, other_strides, (other_order, other), itemsize)
+        for extra, outer, rest in splits:
+            if any(_group(g, shape, strides) is None for g in (outer, inner, rest)):
+                continue
+            tags: list[Tag] = [(tag, a) for a in ones + outer]
+            tags += [(other_tag, a) for a in other_order] + [(tag, a) for a in rest]
+            found.append(
+                _Side(
+                    big_is_lhs,
+                    extra,
+                    _perm(ones + outer + contracted + rest),
+                    tuple(outer),
+                    tuple(inner),
+                    tuple(rest),
+                    _perm(other_order + other),
+                    tuple(other_order),
+                    small_copies,
+                    _split(problem, tags),
+                    _to_output(problem, tags),
+                )
             )
-        )
     return tuple(found)
 
 
 def _instantiate(layout: _Layout, problem: Problem) -> Planned:
     """The plan ``layout`` gives at ``problem``'s extents: the product that copies fewest
     elements, or a broadcast product that copies fewer still."""
-    (_, _, lb, _), lhs_shape, _, rhs_shape, _, _, _ = problem
-    shapes = (lhs_shape, rhs_shape)
-    sizes = (math.prod(lhs_shape), math.prod(rhs_shape))
+    sizes = (math.prod(problem.lhs_shape), math.prod(problem.rhs_shape))
     best, cost = layout.candidates[0], -1
     for candidate in layout.candidates:
         copies = candidate.copies
@@ -452,33 +577,111 @@ def _instantiate(layout: _Layout, problem: Problem) -> Planned:
     if cost:
         sides = layout.sides if sizes[0] >= sizes[1] else layout.sides[::-1]
         for side in sides:
-            big, small = (0, 1) if side.big_is_lhs else (1, 0)
-            big_shape = shapes[big]
-            p = math.prod([big_shape[a] for a in side.outer])
-            k = math.prod([big_shape[a] for a in side.inner])
-            q = math.prod([big_shape[a] for a in side.rest])
-            m = math.prod([shapes[small][a] for a in side.small_free])
-            if q < _MIN_COLUMNS or m * k < _MIN_MATRIX or sizes[small] * side.small_copies >= cost:
+            if side.extra:
                 continue
-            return Broadcast(
-                problem,
-                side.big_is_lhs,
-                (side.big_perm, (p, k, q)),
-                (side.small_perm, (m, k)),
-                tuple([shapes[i][a] for i, a in side.split]),
-                side.out,
-            )
-    lhs_batch, lhs_free, contracted, rhs_free = best.groups
+            small = 1 if side.big_is_lhs else 0
+            if sizes[small] * side.small_copies >= cost:
+                continue
+            found = _broadcast(problem, side, False)
+            if found is not None:
+                return found
+    return _product(problem, best, False)
+
+
+def _options(layout: _Layout, problem: Problem) -> list[Planned]:
+    """Every plan ``layout`` allows at ``problem``'s extents: each product, also with
+    its factors swapped (the result laid out rhs free axes first), then each broadcast
+    product, also transposed. Products come first: where both copy as few elements,
+    one matrix product runs faster than a stack of small ones (single-threaded BLAS;
+    a threaded BLAS on oversubscribed cores can run a product of a short inner extent
+    several times slower, as it does the plans chosen alone)."""
+    found: list[Planned] = []
+    for candidate in layout.candidates:
+        found.append(_product(problem, candidate, False))
+        found.append(_product(problem, candidate, True))
+    for side in layout.sides:
+        for transposed in (False, True):
+            option = _broadcast(problem, side, transposed)
+            if option is not None:
+                found.append(option)
+    return found
+
+
+def _product(problem: Problem, candidate: _Candidate, swap: bool) -> Product:
+    """``candidate``'s product at ``problem``'s extents; ``swap``: the rhs first."""
+    (_, _, lb, _), lhs_shape, _, rhs_shape, _, _, _ = problem
+    shapes = (lhs_shape, rhs_shape)
+    lhs_batch, lhs_free, contracted, rhs_free = candidate.groups
+    nb, nc = len(lhs_batch), len(contracted)
     b = math.prod([lhs_shape[a] for a in lhs_batch])
     m = math.prod([lhs_shape[a] for a in lhs_free])
     k = math.prod([lhs_shape[a] for a in contracted])
     n = math.prod([rhs_shape[a] for a in rhs_free])
+    elements = math.prod(lhs_shape) * candidate.copies[0]
+    elements += math.prod(rhs_shape) * candidate.copies[1]
+    if not swap:
+        return Product(
+            problem,
+            (candidate.lhs_perm, candidate.rhs_perm),
+            ((b, m, k), (b, k, n)) if lb else ((m, k), (k, n)),
+            tuple([shapes[i][a] for i, a in candidate.split]),
+            candidate.out,
+            elements,
+        )
+    # [B, N, K] @ [B, K, M]: the same groups, each operand's two matrix axes exchanged
+    lhs_order = candidate.lhs_perm or tuple(range(len(lhs_shape)))
+    rhs_order = candidate.rhs_perm or tuple(range(len(rhs_shape)))
+    rhs_batch = rhs_order[:nb]
+    rhs_contracted = rhs_order[nb : nb + nc]
+    tags: list[Tag] = [("b", lb.index(a)) for a in lhs_batch]  # pairs in the product's order
+    tags += [("r", a) for a in rhs_free] + [("l", a) for a in lhs_free]
+    split = _split(problem, tags)
     return Product(
         problem,
-        (best.lhs_perm, best.rhs_perm),
-        ((b, m, k), (b, k, n)) if lb else ((m, k), (k, n)),
-        tuple([shapes[i][a] for i, a in best.split]),
-        best.out,
+        (
+            _perm([*rhs_batch, *rhs_free, *rhs_contracted]),
+            _perm([*lhs_batch, *lhs_order[nb + len(lhs_free) :], *lhs_free]),
+        ),
+        ((b, n, k), (b, k, m)) if lb else ((n, k), (k, m)),
+        tuple([shapes[i][a] for i, a in split]),
+        _to_output(problem, tags),
+        elements,
+        swap=True,
+    )
+
+
+def _broadcast(problem: Problem, side: _Side, transposed: bool) -> Broadcast | None:
+    """``side``'s broadcast product at ``problem``'s extents (``transposed``: writing
+    ``[P, Q, M]``), or ``None`` where its rows or matrices are too small to pay."""
+    shapes = (problem.lhs_shape, problem.rhs_shape)
+    big, small = (0, 1) if side.big_is_lhs else (1, 0)
+    big_shape = shapes[big]
+    p = math.prod([big_shape[a] for a in side.outer])
+    k = math.prod([big_shape[a] for a in side.inner])
+    q = math.prod([big_shape[a] for a in side.rest])
+    m = math.prod([shapes[small][a] for a in side.small_free])
+    rows, columns = (q, m) if transposed else (m, q)
+    if columns < _MIN_COLUMNS or rows * k < _MIN_MATRIX:
+        return None
+    split = [shapes[i][a] for i, a in side.split]
+    out = side.out
+    if transposed:  # [P, Q, M]: the small operand's free axes last
+        ones_outer = len(split) - len(side.small_free) - len(side.rest)
+        order = list(range(ones_outer))
+        order += list(range(len(split) - len(side.rest), len(split)))
+        order += list(range(ones_outer, len(split) - len(side.rest)))
+        split = [split[a] for a in order]
+        ordered = [order.index(a) for a in (range(len(order)) if out is None else out)]
+        out = None if ordered == sorted(ordered) else tuple(ordered)
+    return Broadcast(
+        problem,
+        side.big_is_lhs,
+        (side.big_perm, (p, k, q)),
+        (side.small_perm, (m, k)),
+        tuple(split),
+        out,
+        math.prod(shapes[small]) * side.small_copies,
+        transposed,
     )
 
 
