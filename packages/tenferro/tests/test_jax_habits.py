@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from tenferro_support import stable_id
 
 import tenferro as tf
+from tenferro.core.pytree import flatten, rebuilder, unflatten
 from tenferro.errors import ArgumentTypeError, ShapeError, TenferroError
 
 Pair = collections.namedtuple("Pair", "a b")
@@ -184,6 +185,23 @@ trees = st.recursive(
     ),
     max_leaves=8,
 )
+
+
+@fuzz_settings(40)
+@given(trees)
+def test_a_prepared_rebuild_equals_unflatten(tree):
+    """``rebuilder`` (the hot paths' prepared ``unflatten``) rebuilds every structure
+    from a tuple or a list of leaves."""
+    leaves, treedef = flatten(tree)
+    rebuild = rebuilder(treedef)
+    assert same(rebuild(tuple(leaves)), tree)
+    assert same(rebuild(list(leaves)), unflatten(treedef, leaves))
+
+
+@pytest.mark.parametrize("tree", TREES, ids=stable_id)
+def test_a_prepared_rebuild_rebuilds_every_node_kind(tree):
+    leaves, treedef = flatten(tree)
+    assert same(rebuilder(treedef)(tuple(leaves)), tree)
 
 
 @fuzz_settings(40)

@@ -370,6 +370,61 @@ def test_the_steady_state_lane_serves_device_arrays_and_steps_aside_for_the_rest
     assert calls.count((3,)) >= 2  # traced anew after the caches were emptied
 
 
+def test_a_lane_of_one_signature_still_refuses_every_other_call():
+    """While a function has been called with one signature, its lane hands calls to
+    that executable without a lookup: JAX's own argument checks must send every other
+    shape, dtype and arity to the full path, and a function whose program leaves an
+    argument unread (its extent only shaped the trace) is looked up by every extent."""
+    traces = []
+
+    def f(x: Any, y: Any) -> Any:
+        traces.append((x.shape, x.dtype, y.shape))
+        return tf.sum(x * x) * y.shape[0], x * 1j
+
+    g = tf.jit(f, backend="xla")
+    with jax.enable_x64(True):
+        x = jnp.asarray(RNG.standard_normal(3))
+        wide = jnp.asarray(RNG.standard_normal(5))
+        single = x.astype(jnp.float32)
+        y2, y4 = jnp.ones(2), jnp.ones(4)
+    xn = np.asarray(x)
+    for _ in range(3):  # outside any 64-bit context: the lane's outputs stay 64-bit
+        total, rotated = g(x, y2)
+        assert total.dtype == jnp.float64
+        assert rotated.dtype == jnp.complex128
+        np.testing.assert_allclose(np.asarray(total), 2 * np.sum(xn * xn), rtol=1e-15)
+        np.testing.assert_allclose(np.asarray(rotated), xn * 1j, rtol=1e-15)
+    assert len(traces) == 1
+    np.testing.assert_allclose(np.asarray(g(x, y4)[0]), 4 * np.sum(xn * xn), rtol=1e-15)
+    wn = np.asarray(wide)
+    np.testing.assert_allclose(np.asarray(g(wide, y2)[0]), 2 * np.sum(wn * wn), rtol=1e-15)
+    assert g(single, y2)[0].dtype == jnp.float32
+    with pytest.raises(TypeError):
+        g(x)
+    with pytest.raises(TypeError):
+        g(x, y2, y2)
+    for _ in range(2):  # every signature again, now through the lookup
+        np.testing.assert_allclose(np.asarray(g(x, y2)[0]), 2 * np.sum(xn * xn), rtol=1e-15)
+        np.testing.assert_allclose(np.asarray(g(x, y4)[0]), 4 * np.sum(xn * xn), rtol=1e-15)
+    assert len(traces) == 4  # (3, 2), (3, 4), (5, 2), float32 (3, 2)
+
+    def h(x: Any, y: Any) -> Any:  # reads both arguments: the lane of one signature
+        return tf.sum(x * y)
+
+    k = tf.jit(h, backend="xla")
+    for _ in range(3):
+        np.testing.assert_allclose(np.asarray(k(x, x)), np.sum(xn * xn), rtol=1e-15)
+    with pytest.raises(TypeError):
+        k(x, x, x)
+    np.testing.assert_allclose(np.asarray(k(wide, wide)), np.sum(wn * wn), rtol=1e-15)
+    assert k(single, single).dtype == jnp.float32
+    np.testing.assert_allclose(np.asarray(k(x, x)), np.sum(xn * xn), rtol=1e-15)
+    tf.clear_caches()  # empties the lane too: the next call compiles again
+    before = tf.cache_stats()["xla executables"].size
+    k(x, x)
+    assert tf.cache_stats()["xla executables"].size == before + 1
+
+
 # ---------------------------------------------------------------------- caching and export
 
 
@@ -438,11 +493,12 @@ def test_operations_a_platform_lacks_are_refused_naming_them():
     # eig lowers on CPU only: lowering its program for a GPU target names it
     plan_function = tf.jit(tf.linalg.eigvals, backend="xla").lower(a)  # CPU: fine
     assert "geev" in plan_function.as_stablehlo()  # LAPACK's non-Hermitian eigensolver
+    from tenferro.core.pytree import flatten
     from tenferro.transforms.arguments import _arg_leaves
     from tenferro.transforms.xla import XlaPlan
 
     (traced,) = _arg_leaves([tf.Meta((3, 3), np.dtype(np.float64))])
-    plan = XlaPlan([tf.linalg.eigvals(traced)], tf.tree_util.tree_structure(0))
+    plan = XlaPlan([tf.linalg.eigvals(traced)], flatten(0)[1])  # a plan's (internal) treedef
     with pytest.raises(tf.LoweringError, match=r"linalg\.eig.*CPU only, not on gpu"):
         jax.jit(plan.function("gpu", None)).lower(a)
 

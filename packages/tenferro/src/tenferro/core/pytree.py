@@ -13,7 +13,7 @@ differ), ``("odict", keys, children)`` (keys in order) and ``("custom", children
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from tenferro.errors import ArgumentTypeError, TenferroError
@@ -24,6 +24,7 @@ __all__ = [
     "count_leaves",
     "describe",
     "flatten",
+    "rebuilder",
     "register_node",
     "unflatten",
 ]
@@ -178,6 +179,45 @@ def _build(node: Any, iterator: Iterator[Any]) -> Any:
     values = [_build(child, iterator) for child in node[2]]
     made = dict(zip(node[1], values, strict=True))
     return made if kind == "dict" else OrderedDict(made)
+
+
+Rebuild = Callable[[Sequence[Any]], Any]
+"""A function from a sequence of leaves to the tree a :func:`rebuilder` was made for."""
+
+
+def rebuilder(treedef: TreeDef) -> Rebuild:
+    """A function from a sequence of leaves to the tree of structure ``treedef``,
+    equal to ``lambda leaves: unflatten(treedef, leaves)`` but prepared once, for a
+    structure rebuilt on every call of a hot path: leaves are picked by position, and
+    a tuple or list of leaves is one slice."""
+    return _rebuilder(treedef, 0)[0]
+
+
+def _rebuilder(node: Any, start: int) -> tuple[Rebuild, int]:
+    """The rebuild of ``node`` from leaves ``start``, ``start + 1``, ... and how many
+    leaves it takes."""
+    kind = node[0]
+    if kind == "*":
+        return (lambda leaves: leaves[start]), 1
+    if kind in ("tuple", "list"):
+        children = node[1]
+        stop = start + len(children)
+        if all(child == _LEAF for child in children):
+            if kind == "tuple":
+                return (lambda leaves: tuple(leaves[start:stop])), len(children)
+            return (lambda leaves: list(leaves[start:stop])), len(children)
+        parts: list[Rebuild] = []
+        offset = start
+        for child in children:
+            part, taken = _rebuilder(child, offset)
+            parts.append(part)
+            offset += taken
+        if kind == "tuple":
+            return (lambda leaves: tuple([part(leaves) for part in parts])), offset - start
+        return (lambda leaves: [part(leaves) for part in parts]), offset - start
+    count = count_leaves(node)
+    stop = start + count
+    return (lambda leaves: _build(node, iter(leaves[start:stop]))), count
 
 
 def count_leaves(treedef: TreeDef) -> int:

@@ -113,15 +113,11 @@ def jit(
     def compiled(*args: Any, **kwargs: Any) -> Any:
         chosen = backend or current_backend()
         if chosen == "xla" and not kwargs and not numbers:
-            # the steady state of a call of JAX arrays: one lookup (see FastLane)
-            lane_key = lane.key(args)
-            if lane_key is not None:
-                result = lane.call(lane_key, args)
-                if result is not MISS:
-                    return result
-            else:
-                lane_key = lane.learn(args)
-            return run(args, kwargs, chosen, False, lane_key)
+            # the steady state of a call of JAX arrays (see FastLane)
+            result = lane.call(args)
+            if result is not MISS:
+                return result
+            return run(args, kwargs, chosen, False, lane.key(args))
         return run(args, kwargs, chosen, False)
 
     def lower(*args: Any, **kwargs: Any) -> Lowered:

@@ -34,7 +34,7 @@ import numpy as np
 from computegraph import BoundedCache, DictCache
 from tenferro.concrete import Tensor
 from tenferro.core.kinds import asarray
-from tenferro.core.pytree import TreeDef, flatten, unflatten
+from tenferro.core.pytree import TreeDef, rebuilder, unflatten
 from tenferro.dtypes import dtype as as_dtype
 from tenferro.errors import BindingError, LoweringError, ParameterError, one_warning_per_call
 from tenferro.meta import Meta
@@ -151,12 +151,12 @@ class XlaPlan:
     __slots__ = (
         "arg_positions",
         "data",
-        "flat_tuple",
         "jax",
         "layout",
         "metas",
         "out_treedef",
         "program",
+        "rebuild",
     )
 
     def __init__(self, outputs: list[TracedTensor], out_treedef: TreeDef) -> None:
@@ -191,8 +191,8 @@ class XlaPlan:
         self.data = tuple(data)
         self.metas = [o.meta for o in outputs]
         self.out_treedef = out_treedef
-        self.flat_tuple = out_treedef == flatten(tuple(range(len(outputs))))[1]
-        """Whether the result is a flat tuple of the outputs (rebuilt without a walk)."""
+        self.rebuild = rebuilder(out_treedef)
+        """The result's structure from the outputs, prepared once."""
 
     # ------------------------------------------------------------------ tracing
 
@@ -234,6 +234,11 @@ class XlaPlan:
     def inputs(self, arrays: Sequence[Any]) -> list[Any]:
         return [arrays[p] for p in self.arg_positions]
 
+    def reads_all(self, count: int) -> bool:
+        """Whether the program reads each of ``count`` flattened arguments (so the
+        executable's own argument checks cover the whole call signature)."""
+        return sorted(self.arg_positions) == list(range(count))
+
     def __call__(self, arrays: Sequence[Any], lane: FastLane | None = None, key: Any = None) -> Any:
         """Run on ``arrays`` (the flattened call arguments); with a ``lane`` and its
         ``key`` for this call (every argument a JAX array), the executable used is
@@ -270,9 +275,7 @@ class XlaPlan:
                         if on:
                             callback(*values)
         if on_device:
-            if self.flat_tuple:
-                return tuple(outputs)
-            return unflatten(self.out_treedef, list(outputs))
+            return self.rebuild(outputs)
         return unflatten(
             self.out_treedef,
             [Tensor._wrap(np.asarray(v), m.weak) for v, m in zip(outputs, self.metas, strict=True)],
@@ -321,22 +324,31 @@ def _placed(jax: Any, data: Any, inputs: Sequence[Any]) -> Any:
 MISS = object()
 """What :meth:`FastLane.call` returns when the call must take the full path."""
 
+_SOLE = object()
+"""The key under which a :class:`FastLane` keeps its only executable (see there)."""
+
 
 class FastLane:
     """The steady-state path of one jitted function on XLA: calls whose positional
-    arguments are all JAX arrays (not tracers), found by one dictionary lookup on the
-    arguments' abstract values (shapes, dtypes, weak types) and handed to the executable
-    their last such call used. Nothing is flattened, converted or validated again: JAX's
-    executable checks the arguments' shardings and devices itself, and a call it refuses
-    for them takes the full path (which compiles for them and is remembered instead).
+    arguments are all JAX arrays (not tracers), handed straight to the executable their
+    last such call used. Nothing is flattened, converted or validated again: JAX's
+    executable checks the arguments' shapes, dtypes, shardings and devices itself, and
+    a call it refuses (raising before it runs anything) takes the full path, which
+    compiles for those arguments and is remembered instead.
+
+    While the function has been called with one signature only and its program reads
+    every argument, that executable is called without a lookup (the common steady
+    state: a training loop, a sweep); otherwise the executable is found by one
+    dictionary lookup on the arguments' abstract values (shapes, dtypes, weak types).
+    Inputs are JAX arrays of fixed dtypes here, so the call needs no 64-bit context.
     Bounded; emptied by ``tf.clear_caches()``."""
 
     __slots__ = ("array_type", "entries")
 
     def __init__(self, name: str) -> None:
-        self.entries: DictCache[Any, tuple[XlaPlan, _Executable]] = DictCache(
-            64, f"{name} on XLA (by argument avals)"
-        )
+        self.entries: DictCache[Any, Any] = DictCache(64, f"{name} on XLA (by argument avals)")
+        """(plan, executable) by the arguments' avals; under ``_SOLE``, (plan,
+        executable, argument count) while there is one signature."""
         self.array_type: type | None = None
         """The concrete JAX array class (learned from the first call that used it)."""
 
@@ -344,7 +356,15 @@ class FastLane:
         """The lane's key for ``args``, or ``None`` when the call is not for the lane
         (an argument that is no concrete JAX array, no arguments, inside a trace)."""
         array_type = self.array_type
-        if array_type is None or not args or TRACE_DEPTH.get():
+        if array_type is None:
+            jax = sys.modules.get("jax")  # a JAX array exists only once jax is imported
+            if not args or jax is None:
+                return None
+            first = args[0]
+            if not isinstance(first, jax.Array) or isinstance(first, jax.core.Tracer):
+                return None
+            array_type = self.array_type = type(first)
+        if not args or TRACE_DEPTH.get():
             return None
         for arg in args:
             if type(arg) is not array_type:
@@ -354,31 +374,41 @@ class FastLane:
     def remember(
         self, key: Any, plan: XlaPlan, executable: _Executable, arrays: Sequence[Any]
     ) -> None:
-        if all(type(a) is type(arrays[0]) for a in arrays):
-            self.entries.put(key, (plan, executable))
+        if not all(type(a) is type(arrays[0]) for a in arrays):
+            return
+        entries = self.entries
+        entries.put(key, (plan, executable))
+        signatures = len(entries) - (_SOLE in entries)
+        if signatures == 1 and plan.reads_all(len(arrays)):
+            entries.put(_SOLE, (plan, executable, len(arrays)))
+        else:
+            entries.pop(_SOLE, None)
 
-    def learn(self, args: tuple[Any, ...]) -> Any:
-        """The key of a call of concrete JAX arrays that :meth:`key` did not know yet."""
-        jax = sys.modules.get("jax")  # a JAX array exists only once jax is imported
-        if self.array_type is None and args and jax is not None:
-            first = args[0]
-            if isinstance(first, jax.Array) and not isinstance(first, jax.core.Tracer):
-                self.array_type = type(first)
-        return self.key(args)
-
-    def call(self, key: Any, args: tuple[Any, ...]) -> Any:
+    def call(self, args: tuple[Any, ...]) -> Any:
         """The call's result, or :data:`MISS`."""
-        entry = self.entries.get(key)
-        if entry is None:
+        array_type = self.array_type
+        if array_type is None or not args or TRACE_DEPTH.get():
             return MISS
-        plan, executable = entry
-        inputs = [args[p] for p in plan.arg_positions]
+        for arg in args:
+            if type(arg) is not array_type:
+                return MISS
+        entries = self.entries
+        sole = entries.get(_SOLE)
+        if sole is not None and len(args) == sole[2]:
+            plan, executable = sole[0], sole[1]
+        else:
+            entry = entries.get(tuple([arg.aval for arg in args]))
+            if entry is None:
+                return MISS
+            plan, executable = entry
         try:
-            with _x64(plan.jax):
-                outputs = executable.compiled(*inputs, *executable.data)
-        except ValueError:  # compiled for other shardings or devices: JAX ran nothing
+            outputs = executable.compiled(*[args[p] for p in plan.arg_positions], *executable.data)
+        except (TypeError, ValueError):
+            # compiled for other shapes, dtypes, shardings or devices: JAX ran nothing
             return MISS
-        return plan.finish(executable, outputs, True)
+        if executable.checks:
+            return plan.finish(executable, outputs, True)
+        return plan.rebuild(outputs)
 
 
 class Lowered:
