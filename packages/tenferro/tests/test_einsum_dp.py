@@ -32,10 +32,12 @@ MINIMIZE = ["flops", "size", "write", "combo", "combo-16", "limit", "limit-4"]
 @st.composite
 def connected_networks(draw: Any) -> Network:
     """3 to 8 operands over bonds of a random graph (some labels held by three operands,
-    some by one, some kept in the output)."""
+    some by one, some kept in the output; now and then an empty extent)."""
     count = draw(st.integers(3, 8))
     pool = "abcdefghijklmn"
     sizes = {c: draw(st.sampled_from([1, 2, 3, 4, 5, 7])) for c in pool}
+    if draw(st.integers(0, 9)) == 0:  # an empty extent somewhere
+        sizes[draw(st.sampled_from(pool))] = 0
     terms: list[set[str]] = [set() for _ in range(count)]
     for label in pool:
         holders = draw(st.lists(st.integers(0, count - 1), min_size=1, max_size=3, unique=True))

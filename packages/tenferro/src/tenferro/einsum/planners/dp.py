@@ -218,8 +218,10 @@ class _Search:
         summed = 0
         for labels in inputs:
             summed |= labels & ~output
+        # the array filter prices in logarithms: empty extents (size 0) stay in the loops
+        arrays = score is None and min(size.extents.values(), default=1) > 0
         self.filter = (
-            PairFilter(size.extents, summed, search_outer=search_outer) if score is None else None
+            PairFilter(size.extents, summed, search_outer=search_outer) if arrays else None
         )
 
     def best_tree(self, group: list[int], cap: float, increment: int) -> tuple[int, Any]:
@@ -341,7 +343,8 @@ class _Search:
         if not shared and not self.search_outer:
             return False
         size = self.size
-        joined = size1 * size2 // size(common)
+        overlap = size(common)
+        joined = size1 * size2 // overlap if overlap else size(i1 | i2)  # 0: an empty extent
         s = s1 | s2
         memory_limit = self.memory_limit
         if self.score is None:
