@@ -7,11 +7,12 @@ eager, side by side in one process, interleaved round by round:
 * W7: the value and gradient of the energy Re<psi|H|psi>/<psi|psi> of a complex MPS
   with an MPO (``tenferro.models.mps``'s Ising chain), L = 12, chi in {16, 64}.
 
-Steady state: medians of per-round medians (device arrays in, so neither JAX path copies
-inputs; every call waits for its result). First call: a freshly made function after
-``tf.clear_caches()`` and ``jax.clear_caches()`` (so neither side reuses a compiled
-executable), trace + compile + run. Ratios are ours over the hand-written ``jax.jit``.
-Reports, never asserts. ``xla_gpu_rows.py`` beside this file prints the GPU rows.
+Steady state: medians of per-round medians over 11 rounds (3 at chi = 256); device
+arrays in, so neither JAX path copies inputs; every call waits for its result. First
+call: a freshly made function after ``tf.clear_caches()`` and ``jax.clear_caches()``
+(so neither side reuses a compiled executable), trace + compile + run. Ratios are ours
+over the hand-written ``jax.jit``. Reports, never asserts. ``xla_gpu_rows.py`` beside
+this file prints the GPU rows.
 """
 
 # ruff: noqa: B023 (closures run within the loop iteration that defines them)
@@ -119,6 +120,11 @@ def torch_w1(torch: Any, ts: list[Any]) -> Callable[[], Any]:
 
 JITS = ("tf xla", "jax.jit")
 
+ROUNDS = 11
+"""Rounds of the rows of milliseconds (the largest extent keeps 3): on a shared 2-core
+machine a burst of other work slows whole rounds of one peer, so a median over 3 rounds
+swings by 2-3x either way at these sizes, and 11 keep the ratio within a few percent."""
+
 
 def fresh(maker: Callable[[], Any], inputs: list[Any]) -> Callable[[], Callable[[], Any]]:
     """A maker of a new function calling a freshly made ``maker()`` on ``inputs``."""
@@ -180,7 +186,9 @@ def bench(report: Report) -> None:
             for run in runs.values():
                 run()  # compiled, warm
             big = chi >= 256
-            samples = interleaved(runs, rounds=3, repeat=1 if big else (3 if chi == 64 else 7))
+            samples = interleaved(
+                runs, rounds=3 if big else ROUNDS, repeat=1 if big else (3 if chi == 64 else 7)
+            )
             row: dict[str, Any] = {
                 "workload": "W1 MPS norm grad, XLA backend",
                 "dtype": np.dtype(dtype).name,
@@ -219,7 +227,7 @@ def bench(report: Report) -> None:
             runs["torch"] = torch_run
         for run in runs.values():
             run()
-        samples = interleaved(runs, rounds=3, repeat=3 if chi >= 64 else 7)
+        samples = interleaved(runs, rounds=ROUNDS, repeat=3 if chi >= 64 else 7)
         finish(report, row, samples, makers, cj, jax)
 
 

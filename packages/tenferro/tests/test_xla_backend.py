@@ -451,6 +451,28 @@ def test_one_executable_per_structure_shapes_and_dtypes_cleared_by_clear_caches(
     assert traces[-1] == (3,)  # traced again after clear_caches
 
 
+def test_small_captured_arrays_are_constants_and_large_ones_are_passed():
+    from tenferro.transforms import xla
+
+    small = RNG.standard_normal((3, 3)) + 1j * RNG.standard_normal((3, 3))
+    large = RNG.standard_normal(xla.EMBED_BYTES // 8 + 1)
+
+    def f(x: Any) -> Any:
+        return tf.real(tf.sum(tf.conj(small) @ x)) + tf.sum(large * tf.sum(x))
+
+    tf.clear_caches()
+    x = _x64(RNG.standard_normal((3, 2)))
+    got = tf.jit(f, backend="xla")(x)
+    xs = np.asarray(x)
+    expected = np.real(np.sum(np.conj(small) @ xs)) + np.sum(large) * np.sum(xs)
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-13)
+    (executable,) = [e for e in xla._EXECUTABLES._entries.values()]
+    assert [d.shape for d in executable.data] == [large.shape]  # the small one is embedded
+    # the exported program embeds both
+    text = tf.jit(f, backend="xla").lower(x).as_stablehlo()
+    assert text.count("%arg") >= 1 and "tensor<3x3xcomplex<f64>>" in text
+
+
 def test_stablehlo_text_and_export():
     captured = RNG.standard_normal(3)
 

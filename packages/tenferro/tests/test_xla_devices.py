@@ -6,7 +6,8 @@ reads the flag once per process).
   four devices (``NamedSharding``) gives the one-device values, its result keeps the
   batch sharding, and every device holds a quarter of it.
 * Residency: an array committed to device 2 gives results on device 2, and the
-  captured data of a ``jit`` follows it there; one jitted function called with arrays
+  captured data of a ``jit`` follows it there (embedded when small, placed there
+  when large); one jitted function called with arrays
   on changing devices and shardings gives each result where its input is.
 """
 
@@ -62,6 +63,14 @@ SCRIPT = textwrap.dedent(
         on_two = jax.device_put(jnp.asarray(rng.standard_normal(4)), devices[2])
     moved = tf.jit(lambda x: tf.sin(x) * captured, backend="xla")(on_two)
     report["residency"] = [d.id for d in moved.devices()]
+    big = rng.standard_normal(20_000)  # past the size embedded as a constant: passed
+    moved_big = tf.jit(lambda x: tf.sin(x) * tf.sum(big * tf.sum(x)), backend="xla")(on_two)
+    report["big_residency"] = [d.id for d in moved_big.devices()]
+    host = np.asarray(on_two)
+    report["big_value"] = float(
+        np.max(np.abs(np.asarray(moved_big) - np.sin(host) * np.sum(big * np.sum(host))))
+        / np.max(np.abs(np.asarray(moved_big)))
+    )
     report["residency_value"] = float(
         np.max(np.abs(np.asarray(moved) - np.sin(np.asarray(on_two)) * captured))
     )
@@ -102,6 +111,8 @@ def test_sharded_vmapped_gradient_matches_one_device_and_stays_where_it_is():
     assert report["shard_shapes"] == [[2, 6, 3]]  # a quarter of the batch on each device
     assert report["shard_devices"] == [0, 1, 2, 3]
     assert report["residency"] == [2]
+    assert report["big_residency"] == [2]
+    assert report["big_value"] <= 1e-12
     assert report["residency_value"] <= 1e-15
     assert report["lane_homes"] == [[2], [0], [2], [1], [1], [0, 1, 2, 3]]
     assert report["lane_error"] <= 1e-15

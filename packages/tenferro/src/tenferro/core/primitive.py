@@ -314,6 +314,11 @@ class TensorPrimitive:
     no_lowering: ClassVar[str] = ""
     """Why this primitive has no lowering to XLA, when it has none on purpose (a program
     meeting it raises :class:`~tenferro.errors.LoweringError` with this reason)."""
+    conj_commutes: ClassVar[bool] = False
+    """Whether ``op(conj(x), conj(y), ...) == conj(op(x, y, ...))`` exactly, up to the
+    sign of a zero (structural moves, sums, products, the real part): the XLA lowering
+    then runs it on its operands' conjugates when they are at hand, deferring
+    conjugation (:mod:`tenferro.ops.lowering`)."""
 
     def lower(self, lo: Any, *values: Any) -> Any:
         """The XLA backend's rule: the output (a tuple for several) as JAX values, from
@@ -527,6 +532,7 @@ class AddAny(TensorPrimitive):
         return np.add
 
     lax_name = "add"
+    conj_commutes = True
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangents, ctx):  # type: ignore[no-untyped-def]
         first, second = tangents

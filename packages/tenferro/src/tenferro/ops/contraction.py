@@ -46,6 +46,7 @@ def _ranges_like(*groups: Sequence[int]) -> list[tuple[int, ...]]:
 
 @primitive
 class DotGeneral(TensorPrimitive):
+    conj_commutes = True
     name = "dot_general"
     extent_generic = True  # the rules read ranks and dimension numbers only
 

@@ -67,6 +67,7 @@ class Elementwise(TensorPrimitive):
 
 @primitive
 class Add(Elementwise):
+    conj_commutes = True
     name = "add"
     linear = True
 
@@ -82,6 +83,7 @@ class Add(Elementwise):
 
 @primitive
 class Sub(Elementwise):
+    conj_commutes = True
     name = "sub"
     linear = True
 
@@ -102,6 +104,7 @@ class Sub(Elementwise):
 
 @primitive
 class Mul(Elementwise):
+    conj_commutes = True
     name = "mul"
 
     ufunc = np.multiply
@@ -125,6 +128,7 @@ class Mul(Elementwise):
 
 @primitive
 class Neg(Elementwise):
+    conj_commutes = True
     name = "neg"
     linear = True
 
@@ -390,6 +394,8 @@ class Compare(Elementwise):
 class Select(TensorPrimitive):
     """``where(pred, on_true, on_false)``; the predicate is never differentiated."""
 
+    conj_commutes = True
+
     name = "select"
     extent_generic = True  # elementwise, without a ufunc
     lax_name = "select"
@@ -485,6 +491,8 @@ class Clamp(TensorPrimitive):
 @primitive
 class Real(Elementwise):
     """The real part of a complex value (real-linear)."""
+
+    conj_commutes = True
 
     name = "real"
     kinds = "c"

@@ -19,9 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from computegraph import CompiledProgram
 from tenferro.core.primitive import TensorPrimitive
 from tenferro.errors import BackendUnavailableError, LoweringError
+from tenferro.ops.elementwise import Conj
 
 __all__ = [
     "Lowering",
@@ -149,12 +152,16 @@ class Lowering:
 
     def run(self, program: CompiledProgram, inputs: Sequence[Any]) -> list[Any]:
         """The outputs of ``program`` on the (JAX) ``inputs``, in ``program.input_keys``
-        order: each instruction through its operation's lowering rule."""
-        slots: list[Any] = [None] * program.n_slots
+        order: each instruction through its operation's lowering rule, complex
+        conjugates deferred (see :class:`_Forms`)."""
+        forms = _Forms(self.lax, program)
         for slot, value in zip(program.input_slots, inputs, strict=True):
-            slots[slot] = value
-        for slot, value in program.constants.items():
-            slots[slot] = self.jnp.asarray(value)  # folded when the program was compiled
+            if isinstance(value, np.ndarray):  # captured data embedded as a constant
+                forms.store_constant(slot, value, self.jnp)
+            else:
+                forms.store(slot, value)
+        for slot, value in program.constants.items():  # folded when the program was compiled
+            forms.store_constant(slot, np.asarray(value), self.jnp)
         count = len(program.instructions)
         for position, (operation, operands, outputs) in enumerate(program.instructions):
             rule = getattr(operation, "lower", None)
@@ -163,22 +170,180 @@ class Lowering:
                     getattr(operation, "name", type(operation).__name__),
                     "is not a tenferro primitive and has no lowering to XLA",
                 )
+            if type(operation) is Conj:
+                forms.conjugate(operands[0], outputs[0])
+                continue
+            real = False
+            if getattr(operation, "conj_commutes", False):
+                real = forms.all_real(operands)
+                conjugated = not real and forms.route(operands, outputs[0])
+            else:
+                conjugated = False
+            values = forms.conjugates(operands) if conjugated else forms.values(operands)
             try:
-                result = rule(self, *[slots[i] for i in operands])
+                result = rule(self, *values)
             except LoweringError:
                 raise
             except Exception as error:
                 error.add_note(f"while lowering instruction {position} of {count}: {operation!r}")
                 raise
             if len(outputs) == 1:
-                slots[outputs[0]] = result
+                forms.store(outputs[0], result, conjugated, real)
             else:
-                values = tuple(result)
-                if len(values) != len(outputs):
+                results = tuple(result)
+                if len(results) != len(outputs):
                     raise LoweringError(
                         operation.name,  # type: ignore[attr-defined]
-                        f"its lowering gave {len(values)} value(s) for {len(outputs)} outputs",
+                        f"its lowering gave {len(results)} value(s) for {len(outputs)} outputs",
                     )
-                for slot, value in zip(outputs, values, strict=True):
-                    slots[slot] = value
-        return [slots[slot] for slot in program.output_slots]
+                for slot, value in zip(outputs, results, strict=True):
+                    forms.store(slot, value)
+        return forms.values(program.output_slots)
+
+
+class _Forms:
+    """Each value's two forms -- itself and its complex conjugate -- as far as known.
+
+    The lowering defers conjugation. ``conj`` computes nothing: its result is its
+    operand with the forms swapped (slots are kept as a root slot and a parity). An
+    operation that commutes with conjugation (``conj_commutes``: structural moves,
+    sums, products, the real part) runs on its operands' conjugates when that needs
+    fewer conjugated elements than running on their values, its result then being the
+    conjugate of its output; on a tie it takes the form its result is preferred in
+    (:func:`_preferences`). A missing form is computed when first asked for, once per
+    root. In the adjoint convention each transposed product conjugates its fixed
+    operand (``ct @ conj(b)``): carried as conjugates, cotangents meet primal values
+    unconjugated, and most of those conjugations are never emitted. Values are
+    unchanged -- conjugation commutes with these operations exactly -- except for the
+    sign of an imaginary part that is exactly zero: ``conj(x + 0j)`` is ``x - 0j`` but
+    a complex value computed from real ones alone stands for its own conjugate here,
+    and ``+0.0 + -0.0`` is ``+0.0`` whichever way round. XLA's own simplifier takes the
+    same freedom (it folds ``x + 0.0`` to ``x``, so ``-0.0 + 0.0`` gives ``-0.0``).
+    """
+
+    __slots__ = ("conj", "lax", "parity", "plain", "preferred", "root")
+
+    def __init__(self, lax: Any, program: CompiledProgram) -> None:
+        count = program.n_slots
+        self.lax = lax
+        self.plain: list[Any] = [None] * count
+        self.conj: list[Any] = [None] * count
+        self.root = list(range(count))
+        self.parity = bytearray(count)
+        self.preferred = _preferences(program)
+
+    def store(self, slot: int, value: Any, conjugated: bool = False, real: bool = False) -> None:
+        """Record ``value`` as the slot's value, or as its conjugate (``conjugated``);
+        a value of a real dtype, or known to be ``real``, is its own conjugate."""
+        if real or not _is_complex(value):
+            self.plain[slot] = self.conj[slot] = value
+        elif conjugated:
+            self.conj[slot] = value
+        else:
+            self.plain[slot] = value
+
+    def store_constant(self, slot: int, array: np.ndarray[Any, Any], jnp: Any) -> None:
+        """Record a constant of the program: both forms, the conjugate computed here."""
+        value = jnp.asarray(array)
+        self.store(slot, value)
+        if _is_complex(value):
+            self.conj[slot] = jnp.asarray(np.conj(array))
+
+    def conjugate(self, source: int, target: int) -> None:
+        """``target = conj(source)``: the same root, the other parity."""
+        self.root[target] = self.root[source]
+        self.parity[target] = self.parity[source] ^ 1
+
+    def _form(self, slot: int, conjugated: int) -> Any:
+        root = self.root[slot]
+        flipped = conjugated ^ self.parity[slot]
+        want, other = (self.conj, self.plain) if flipped else (self.plain, self.conj)
+        value = want[root]
+        if value is None:
+            value = want[root] = self.lax.conj(other[root])
+        return value
+
+    def _known(self, slot: int, conjugated: int) -> bool:
+        root = self.root[slot]
+        forms = self.conj if conjugated ^ self.parity[slot] else self.plain
+        return forms[root] is not None
+
+    def all_real(self, slots: Sequence[int]) -> bool:
+        """Whether each of ``slots`` is its own conjugate (real-valued): an operation
+        commuting with conjugation then gives a real-valued result too."""
+        for slot in slots:
+            root = self.root[slot]
+            if self.plain[root] is None or self.plain[root] is not self.conj[root]:
+                return False
+        return True
+
+    def values(self, slots: Sequence[int]) -> list[Any]:
+        return [self._form(slot, 0) for slot in slots]
+
+    def conjugates(self, slots: Sequence[int]) -> list[Any]:
+        return [self._form(slot, 1) for slot in slots]
+
+    def route(self, slots: Sequence[int], result: int) -> bool:
+        """Whether to run on the operands' conjugates: fewer conjugated elements, or as
+        many and the result is preferred conjugated."""
+        for_values = for_conjugates = 0
+        for slot in slots:
+            if not self._known(slot, 0):
+                for_values += _size(self._form_known(slot))
+            elif not self._known(slot, 1):
+                for_conjugates += _size(self._form_known(slot))
+        if for_values != for_conjugates:
+            return for_conjugates < for_values
+        return bool(self.preferred[result])
+
+    def _form_known(self, slot: int) -> Any:
+        root = self.root[slot]
+        value = self.plain[root]
+        return self.conj[root] if value is None else value
+
+
+def _preferences(program: CompiledProgram) -> bytearray:
+    """Per slot, the form (1: the conjugate) its producer should compute on a tie.
+
+    Values read as they are -- program outputs, operands of operations that do not
+    commute with conjugation -- are preferred in the form read (through the parity
+    of ``conj`` chains). Other values are preferred conjugated when they derive from a
+    real-valued constant (the seed of a gradient: a cotangent), as values otherwise."""
+    count = program.n_slots
+    root = list(range(count))
+    parity = bytearray(count)
+    seeded = bytearray(count)
+    for slot, value in program.constants.items():
+        seeded[slot] = not np.iscomplexobj(value) or not np.any(np.imag(value))
+    for operation, operands, outputs in program.instructions:
+        if type(operation) is Conj:
+            root[outputs[0]] = root[operands[0]]
+            parity[outputs[0]] = parity[operands[0]] ^ 1
+        if any(seeded[slot] for slot in operands):
+            for slot in outputs:
+                seeded[slot] = 1
+    votes = [0] * count  # > 0: read conjugated, < 0: read as values
+    for operation, operands, _ in program.instructions:
+        if type(operation) is Conj or getattr(operation, "conj_commutes", False):
+            continue
+        for slot in operands:
+            votes[root[slot]] += 1 if parity[slot] else -1
+    for slot in program.output_slots:
+        votes[root[slot]] += 1 if parity[slot] else -1
+    preferred = bytearray(count)
+    for slot in range(count):
+        vote = votes[slot]
+        preferred[slot] = vote > 0 if vote else seeded[slot]
+    return preferred
+
+
+def _is_complex(value: Any) -> bool:
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and dtype.kind == "c"
+
+
+def _size(value: Any) -> int:
+    size = 1
+    for extent in value.shape:
+        size *= extent
+    return size

@@ -63,6 +63,7 @@ class Reduction(TensorPrimitive):
 
 @primitive
 class ReduceSum(Reduction):
+    conj_commutes = True
     name = "reduce_sum"
     linear = True
     extent_generic = True  # its transpose broadcasts back to its operand's metas

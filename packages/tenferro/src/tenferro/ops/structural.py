@@ -50,6 +50,8 @@ def _inverse(perm: Sequence[int]) -> tuple[int, ...]:
 class Transpose(TensorPrimitive):
     """Output axis ``i`` is input axis ``permutation[i]``."""
 
+    conj_commutes = True
+
     moves_data = True
     name = "transpose"
 
@@ -88,6 +90,8 @@ class Transpose(TensorPrimitive):
 @primitive
 class Reshape(TensorPrimitive):
     """Same elements, new shape, row-major (C) order."""
+
+    conj_commutes = True
 
     moves_data = True
     name = "reshape"
@@ -147,6 +151,8 @@ class Reshape(TensorPrimitive):
 class BroadcastInDim(TensorPrimitive):
     """Operand axis ``j`` becomes output axis ``dims[j]`` (extent equal, or 1 to expand);
     the other output axes repeat the operand."""
+
+    conj_commutes = True
 
     moves_data = True
     name = "broadcast_in_dim"
@@ -293,6 +299,8 @@ class Convert(TensorPrimitive):
     Linear between floating/complex dtypes; casts from or to integers and bool carry
     no derivative.
     """
+
+    conj_commutes = True
 
     name = "convert"
 
@@ -547,6 +555,8 @@ class Triu(_Triangle):
 @primitive
 class Reverse(TensorPrimitive):
     """Flip the listed axes."""
+
+    conj_commutes = True
 
     moves_data = True
     name = "reverse"

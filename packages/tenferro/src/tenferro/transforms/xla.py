@@ -137,6 +137,11 @@ class _Executable:
         self.checks = checks
 
 
+EMBED_BYTES = 1 << 16
+"""Captured arrays up to this size are constants of the XLA program (folded with what
+reads them, as ``jax.jit`` does with numpy constants); larger ones are passed to the
+executable on every call, placed once where its inputs are."""
+
 _EXECUTABLES: BoundedCache[Any, _Executable] = BoundedCache(256, "xla executables")
 """XLA executables by (plan, input shardings): a plan is one traced program structure at
 one set of shapes and dtypes, so a key is (structure, shapes, dtypes, shardings and
@@ -150,11 +155,13 @@ class XlaPlan:
 
     __slots__ = (
         "arg_positions",
+        "bind",
         "data",
         "jax",
-        "layout",
+        "jax_tree",
         "metas",
         "out_treedef",
+        "passed",
         "program",
         "rebuild",
     )
@@ -185,38 +192,56 @@ class XlaPlan:
                     "bound by its arguments; pass it as an argument",
                     "bind",
                 )
-        self.arg_positions = tuple(arg_positions)
-        self.layout = tuple(kind == "arg" for kind, _ in traced.sources)
-        """Per program input: an argument (true) or captured data (false)."""
+        self.arg_positions = tuple(sorted(arg_positions))
+        """The call arguments the program reads, in call order: the executable's leading
+        parameters."""
+        parameter = {position: index for index, position in enumerate(self.arg_positions)}
+        self.passed = tuple(d for d in data if d.nbytes > EMBED_BYTES)
+        """Captured data too large to embed: the executable's trailing parameters."""
+        self.bind = _binder(traced.sources, parameter, data)
+        """Per program input: ("arg", parameter index), ("const", array) or ("data",
+        index among the passed data)."""
         self.data = tuple(data)
         self.metas = [o.meta for o in outputs]
         self.out_treedef = out_treedef
+        self.jax_tree = _jax_tree(out_treedef)
+        """Whether the result's structure is a JAX pytree too: then the executable
+        returns the result itself (JAX rebuilds it, in C++), otherwise its outputs."""
         self.rebuild = rebuilder(out_treedef)
         """The result's structure from the outputs, prepared once."""
 
     # ------------------------------------------------------------------ tracing
 
     def function(
-        self, platform: str, checks: list[Any] | None, data: Sequence[Any] | None = None
+        self, platform: str, checks: list[Any] | None, embed_all: bool = False, flat: bool = False
     ) -> Callable[..., Any]:
-        """The function ``jax.jit`` traces: program inputs (the used arguments, then the
-        captured data unless ``data`` embeds it) to the outputs and, when ``checks``
-        collects them, the values of the host-side checks."""
-        program, positions, layout = self.program, self.arg_positions, self.layout
-        jax = self.jax
+        """The function ``jax.jit`` traces: the arguments the program reads (in call
+        order), then the passed data unless ``embed_all`` embeds every captured array,
+        to the result (``jax_tree``; a tuple of the outputs otherwise, or with ``flat``)
+        and, when ``checks`` collects them, the values of the host-side checks."""
+        program, bind, jax = self.program, self.bind, self.jax
+        treedef = self.out_treedef if self.jax_tree and not flat else None
+        count = len(self.arg_positions)
+        everything = self.data
 
         def run(*flat: Any) -> Any:
-            args = flat[: len(positions)]
-            captured = flat[len(positions) :] if data is None else data
-            inputs = _bind(layout, args, captured)
+            inputs = []
+            for kind, what in bind:
+                if kind == "arg":
+                    inputs.append(flat[what])
+                elif kind == "const" or embed_all:
+                    inputs.append(what if kind == "const" else everything[what[1]])
+                else:
+                    inputs.append(flat[count + what[0]])
             lowering = Lowering(jax, platform)
             outputs = lowering.run(program, inputs)
+            result = tuple(outputs) if treedef is None else unflatten(treedef, outputs)
             if checks is None or not lowering.checks:
-                return tuple(outputs)
+                return result
             jnp = jax.numpy
             checks.extend(callback for callback, _, _ in lowering.checks)
             flags = jnp.stack([jnp.asarray(when, bool) for _, _, when in lowering.checks])
-            return tuple(outputs), flags, tuple(values for _, values, _ in lowering.checks)
+            return result, flags, tuple(values for _, values, _ in lowering.checks)
 
         return run
 
@@ -225,7 +250,7 @@ class XlaPlan:
         platform = _platform(jax, inputs)
         checks: list[Any] = []
         with _x64(jax):
-            data = tuple(_placed(jax, d, inputs) for d in self.data)
+            data = tuple(_placed(jax, d, inputs) for d in self.passed)
             lowered = jax.jit(self.function(platform, checks)).lower(*inputs, *data)
             return _Executable(lowered.compile(), data, checks)
 
@@ -236,8 +261,9 @@ class XlaPlan:
 
     def reads_all(self, count: int) -> bool:
         """Whether the program reads each of ``count`` flattened arguments (so the
-        executable's own argument checks cover the whole call signature)."""
-        return sorted(self.arg_positions) == list(range(count))
+        executable's own argument checks cover the whole call signature, and its
+        parameters are the arguments as they are passed)."""
+        return self.arg_positions == tuple(range(count))
 
     def __call__(self, arrays: Sequence[Any], lane: FastLane | None = None, key: Any = None) -> Any:
         """Run on ``arrays`` (the flattened call arguments); with a ``lane`` and its
@@ -248,8 +274,8 @@ class XlaPlan:
         on_device = any(isinstance(a, jax.Array) for a in inputs)
         if on_device and any(isinstance(a, jax.core.Tracer) for a in inputs):
             # called inside the user's own jax transformation: inline the program there
-            outputs = self.function(_platform(jax, inputs), None)(*inputs, *self.data)
-            return unflatten(self.out_treedef, list(outputs))
+            outputs = self.function(_platform(jax, inputs), None)(*inputs, *self.passed)
+            return outputs if self.jax_tree else self.rebuild(outputs)
         sharding_key = (self, *[getattr(a, "sharding", None) for a in inputs])
         executable = _EXECUTABLES.get(sharding_key)
         if executable is None:
@@ -274,7 +300,11 @@ class XlaPlan:
                     ):
                         if on:
                             callback(*values)
-        if on_device:
+        if self.jax_tree:
+            if on_device:
+                return outputs
+            outputs = self.jax.tree_util.tree_leaves(outputs)
+        elif on_device:
             return self.rebuild(outputs)
         return unflatten(
             self.out_treedef,
@@ -286,16 +316,60 @@ class XlaPlan:
         inputs = self.inputs(arrays)
         jax = self.jax
         with _x64(jax):
-            data = [jax.numpy.asarray(d) for d in self.data]
-            function = jax.jit(self.function(_platform(jax, inputs), None, data))
+            function = jax.jit(
+                self.function(_platform(jax, inputs), None, embed_all=True, flat=True)
+            )
             return Lowered(jax, function, inputs, function.lower(*inputs))
 
 
-def _bind(layout: Sequence[bool], args: Sequence[Any], data: Sequence[Any]) -> list[Any]:
-    """The program inputs: arguments where ``layout`` says so, captured data elsewhere,
-    each in order."""
-    args_iter, data_iter = iter(args), iter(data)
-    return [next(args_iter) if is_arg else next(data_iter) for is_arg in layout]
+def _binder(
+    sources: Sequence[tuple[str, Any]], parameter: dict[int, int], data: Sequence[Any]
+) -> tuple[tuple[str, Any], ...]:
+    """How each program input is found in a run (see ``XlaPlan.bind``): an argument by
+    its parameter index; captured data embedded as a constant when small (XLA folds
+    what it can into it), else by its index among the passed data, with its index among
+    all data (for a lowering that embeds everything)."""
+    bind: list[tuple[str, Any]] = []
+    arrays = iter(enumerate(data))
+    passed = 0
+    for kind, what in sources:
+        if kind == "arg":
+            bind.append(("arg", parameter[what]))
+            continue
+        position, array = next(arrays)
+        if array.nbytes > EMBED_BYTES:
+            bind.append(("data", (passed, position)))
+            passed += 1
+        else:
+            bind.append(("const", array))
+    return tuple(bind)
+
+
+_JAX_NODES = frozenset(("*", "none", "tuple", "list", "namedtuple", "odict"))
+
+
+def _jax_tree(treedef: TreeDef) -> bool:
+    """Whether trees of structure ``treedef`` are JAX pytrees of the same leaves in the
+    same order: no registered custom nodes (JAX does not know them), dict keys that
+    sort among themselves (JAX's order; ours groups keys of mixed types)."""
+    stack: list[Any] = [treedef]
+    while stack:
+        node = stack.pop()
+        kind = node[0]
+        if kind == "dict":
+            try:
+                if tuple(sorted(node[1])) != node[1]:
+                    return False
+            except TypeError:
+                return False
+            stack.extend(node[2])
+        elif kind not in _JAX_NODES:
+            return False
+        elif kind == "odict":
+            stack.extend(node[2])
+        elif kind in ("tuple", "list", "namedtuple"):
+            stack.extend(node[1])
+    return True
 
 
 def _platform(jax: Any, inputs: Sequence[Any]) -> str:
@@ -394,21 +468,26 @@ class FastLane:
                 return MISS
         entries = self.entries
         sole = entries.get(_SOLE)
-        if sole is not None and len(args) == sole[2]:
-            plan, executable = sole[0], sole[1]
-        else:
-            entry = entries.get(tuple([arg.aval for arg in args]))
-            if entry is None:
-                return MISS
-            plan, executable = entry
         try:
-            outputs = executable.compiled(*[args[p] for p in plan.arg_positions], *executable.data)
+            if sole is not None and len(args) == sole[2]:
+                # the executable's parameters are the arguments as passed (reads_all)
+                plan, executable = sole[0], sole[1]
+                data = executable.data
+                outputs = executable.compiled(*args, *data) if data else executable.compiled(*args)
+            else:
+                entry = entries.get(tuple([arg.aval for arg in args]))
+                if entry is None:
+                    return MISS
+                plan, executable = entry
+                outputs = executable.compiled(
+                    *[args[p] for p in plan.arg_positions], *executable.data
+                )
         except (TypeError, ValueError):
             # compiled for other shapes, dtypes, shardings or devices: JAX ran nothing
             return MISS
         if executable.checks:
             return plan.finish(executable, outputs, True)
-        return plan.rebuild(outputs)
+        return outputs if plan.jax_tree else plan.rebuild(outputs)
 
 
 class Lowered:
