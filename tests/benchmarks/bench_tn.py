@@ -70,11 +70,15 @@ def interleaved(
     runs: dict[str, Callable[[], Any]], rounds: int, repeat: int
 ) -> dict[str, list[float]]:
     """Per-round medians of every run, the runs alternating within each round (this
-    machine's speed drifts over seconds; ratios of the same round are comparable)."""
+    machine's speed drifts over seconds; ratios of the same round are comparable). The
+    order rotates from round to round, so that no run always follows the same one (a
+    run after one that sweeps large arrays starts with cold caches)."""
     samples: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(rounds):
-        for name, run in runs.items():
-            samples[name].append(median(timings(run, repeat)))
+    names = list(runs)
+    for index in range(rounds):
+        start = index % len(names)
+        for name in names[start:] + names[:start]:
+            samples[name].append(median(timings(runs[name], repeat)))
     return samples
 
 
