@@ -16,6 +16,7 @@ asked for, and says what to install when it is missing.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -176,7 +177,9 @@ class Lowering:
             real = False
             if getattr(operation, "conj_commutes", False):
                 real = forms.all_real(operands)
-                conjugated = not real and forms.route(operands, outputs[0])
+                conjugated = not real and forms.route(
+                    operands, outputs[0], _result_size(operation, forms, operands)
+                )
             else:
                 conjugated = False
             values = forms.conjugates(operands) if conjugated else forms.values(operands)
@@ -209,8 +212,9 @@ class _Forms:
     operation that commutes with conjugation (``conj_commutes``: structural moves,
     sums, products, the real part) runs on its operands' conjugates when that needs
     fewer conjugated elements than running on their values, its result then being the
-    conjugate of its output; on a tie it takes the form its result is preferred in
-    (:func:`_preferences`). A missing form is computed when first asked for, once per
+    conjugate of its output. Its price counts the result too, when the route gives it
+    in the form it is not preferred in (:func:`_preferences`): it will be conjugated
+    where it is read. A missing form is computed when first asked for, once per
     root. In the adjoint convention each transposed product conjugates its fixed
     operand (``ct @ conj(b)``): carried as conjugates, cotangents meet primal values
     unconjugated, and most of those conjugations are never emitted. Values are
@@ -283,18 +287,22 @@ class _Forms:
     def conjugates(self, slots: Sequence[int]) -> list[Any]:
         return [self._form(slot, 1) for slot in slots]
 
-    def route(self, slots: Sequence[int], result: int) -> bool:
-        """Whether to run on the operands' conjugates: fewer conjugated elements, or as
-        many and the result is preferred conjugated."""
+    def route(self, slots: Sequence[int], result: int, size: int) -> bool:
+        """Whether to run on the operands' conjugates: the route conjugating fewer
+        elements, counting those of the operands it lacks in that form and, when the
+        route gives the result in the form it is not preferred in, the result's
+        ``size`` (it will be conjugated when read)."""
         for_values = for_conjugates = 0
         for slot in slots:
             if not self._known(slot, 0):
                 for_values += _size(self._form_known(slot))
             elif not self._known(slot, 1):
                 for_conjugates += _size(self._form_known(slot))
-        if for_values != for_conjugates:
-            return for_conjugates < for_values
-        return bool(self.preferred[result])
+        if self.preferred[result]:
+            for_values += size
+        else:
+            for_conjugates += size
+        return for_conjugates < for_values
 
     def _form_known(self, slot: int) -> Any:
         root = self.root[slot]
@@ -303,12 +311,15 @@ class _Forms:
 
 
 def _preferences(program: CompiledProgram) -> bytearray:
-    """Per slot, the form (1: the conjugate) its producer should compute on a tie.
+    """Per slot, the form (1: the conjugate) it is preferred in.
 
-    Values read as they are -- program outputs, operands of operations that do not
-    commute with conjugation -- are preferred in the form read (through the parity
-    of ``conj`` chains). Other values are preferred conjugated when they derive from a
-    real-valued constant (the seed of a gradient: a cotangent), as values otherwise."""
+    A value read as it is -- a program output, an operand of an operation that does
+    not commute with conjugation -- is preferred in the form read (through the
+    parity of ``conj`` chains); an operand of one that commutes, in the form that
+    operation's result is preferred in (decided first: the program is walked
+    backwards). Reads vote, the majority decides; a value nothing votes for is
+    preferred conjugated when it derives from a real-valued constant (the seed of a
+    gradient: a cotangent), as a value otherwise."""
     count = program.n_slots
     root = list(range(count))
     parity = bytearray(count)
@@ -323,18 +334,28 @@ def _preferences(program: CompiledProgram) -> bytearray:
             for slot in outputs:
                 seeded[slot] = 1
     votes = [0] * count  # > 0: read conjugated, < 0: read as values
-    for operation, operands, _ in program.instructions:
-        if type(operation) is Conj or getattr(operation, "conj_commutes", False):
-            continue
-        for slot in operands:
-            votes[root[slot]] += 1 if parity[slot] else -1
     for slot in program.output_slots:
         votes[root[slot]] += 1 if parity[slot] else -1
     preferred = bytearray(count)
-    for slot in range(count):
-        vote = votes[slot]
-        preferred[slot] = vote > 0 if vote else seeded[slot]
+    for operation, operands, outputs in reversed(program.instructions):
+        if type(operation) is Conj:
+            continue
+        for slot in outputs:
+            vote = votes[slot]
+            preferred[slot] = vote > 0 if vote else seeded[slot]
+        form = preferred[outputs[0]] if getattr(operation, "conj_commutes", False) else 0
+        for slot in operands:
+            votes[root[slot]] += 1 if form ^ parity[slot] else -1
     return preferred
+
+
+def _result_size(operation: Any, forms: _Forms, operands: Sequence[int]) -> int:
+    """The number of elements of the (first) result: from the operation's metas, else
+    (cotangent sums carry none) its largest operand's."""
+    metas = getattr(operation, "outputs", ())
+    if metas:
+        return math.prod(metas[0].shape)
+    return max((_size(forms._form_known(slot)) for slot in operands), default=1)
 
 
 def _is_complex(value: Any) -> bool:
