@@ -7,7 +7,7 @@ eager, side by side in one process, interleaved round by round:
 * W7: the value and gradient of the energy Re<psi|H|psi>/<psi|psi> of a complex MPS
   with an MPO (``tenferro.models.mps``'s Ising chain), L = 12, chi in {16, 64}.
 
-Steady state: medians of per-round medians over 11 rounds (3 at chi = 256); device
+Steady state: medians of per-round medians over 11 rounds (5 at chi = 256); device
 arrays in, so neither JAX path copies inputs; every call waits for its result. First
 call: a freshly made function after ``tf.clear_caches()`` and ``jax.clear_caches()``
 (so neither side reuses a compiled executable), trace + compile + run. Ratios are ours
@@ -121,7 +121,7 @@ def torch_w1(torch: Any, ts: list[Any]) -> Callable[[], Any]:
 JITS = ("tf xla", "jax.jit")
 
 ROUNDS = 11
-"""Rounds of the rows of milliseconds (the largest extent keeps 3): on a shared 2-core
+"""Rounds of the rows of milliseconds (the largest extent, of seconds, takes 5): on a shared 2-core
 machine a burst of other work slows whole rounds of one peer, so a median over 3 rounds
 swings by 2-3x either way at these sizes, and 11 keep the ratio within a few percent."""
 
@@ -187,7 +187,7 @@ def bench(report: Report) -> None:
                 run()  # compiled, warm
             big = chi >= 256
             samples = interleaved(
-                runs, rounds=3 if big else ROUNDS, repeat=1 if big else (3 if chi == 64 else 7)
+                runs, rounds=5 if big else ROUNDS, repeat=1 if big else (3 if chi == 64 else 7)
             )
             row: dict[str, Any] = {
                 "workload": "W1 MPS norm grad, XLA backend",
