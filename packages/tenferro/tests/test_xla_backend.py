@@ -24,7 +24,10 @@ from test_primitive_rules import _exported_primitives  # noqa: E402
 from xla_support import assert_same, both  # noqa: E402
 
 import tenferro as tf  # noqa: E402
+from tenferro.core.pytree import flatten  # noqa: E402
 from tenferro.ops.lowering import has_lowering, lowering_gaps  # noqa: E402
+from tenferro.transforms import xla  # noqa: E402
+from tenferro.transforms.arguments import _arg_leaves  # noqa: E402
 
 RNG = np.random.default_rng(26)
 
@@ -452,8 +455,6 @@ def test_one_executable_per_structure_shapes_and_dtypes_cleared_by_clear_caches(
 
 
 def test_small_captured_arrays_are_constants_and_large_ones_are_passed():
-    from tenferro.transforms import xla
-
     small = RNG.standard_normal((3, 3)) + 1j * RNG.standard_normal((3, 3))
     large = RNG.standard_normal(xla.EMBED_BYTES // 8 + 1)
 
@@ -515,12 +516,8 @@ def test_operations_a_platform_lacks_are_refused_naming_them():
     # eig lowers on CPU only: lowering its program for a GPU target names it
     plan_function = tf.jit(tf.linalg.eigvals, backend="xla").lower(a)  # CPU: fine
     assert "geev" in plan_function.as_stablehlo()  # LAPACK's non-Hermitian eigensolver
-    from tenferro.core.pytree import flatten
-    from tenferro.transforms.arguments import _arg_leaves
-    from tenferro.transforms.xla import XlaPlan
-
     (traced,) = _arg_leaves([tf.Meta((3, 3), np.dtype(np.float64))])
-    plan = XlaPlan([tf.linalg.eigvals(traced)], flatten(0)[1])  # a plan's (internal) treedef
+    plan = xla.XlaPlan([tf.linalg.eigvals(traced)], flatten(0)[1])  # a plan's (internal) treedef
     with pytest.raises(tf.LoweringError, match=r"linalg\.eig.*CPU only, not on gpu"):
         jax.jit(plan.function("gpu", None)).lower(a)
 

@@ -35,6 +35,7 @@ from xla_support import assert_same  # noqa: E402
 
 import tenferro as tf  # noqa: E402
 from tenferro.core.primitive import AddAny, TensorPrimitive  # noqa: E402
+from tenferro.models import mps  # noqa: E402
 from tenferro.ops.lowering import Lowering  # noqa: E402
 
 RNG = np.random.default_rng(7)
@@ -250,8 +251,6 @@ def test_an_mps_norm_gradient_conjugates_no_more_than_jax_grad():
 
 
 def test_an_mps_energy_gradient_conjugates_no_more_than_jax_grad():
-    from tenferro.models import mps
-
     length = 6
     mpo = mps.ising_mpo(length)
     cores = mps.random_mps(length, 3, dtype=np.complex128, seed=3)

@@ -177,9 +177,7 @@ class Lowering:
             real = False
             if getattr(operation, "conj_commutes", False):
                 real = forms.all_real(operands)
-                conjugated = not real and forms.route(
-                    operands, outputs[0], _result_size(operation, forms, operands)
-                )
+                conjugated = not real and forms.route(operation, operands, outputs[0])
             else:
                 conjugated = False
             values = forms.conjugates(operands) if conjugated else forms.values(operands)
@@ -287,17 +285,21 @@ class _Forms:
     def conjugates(self, slots: Sequence[int]) -> list[Any]:
         return [self._form(slot, 1) for slot in slots]
 
-    def route(self, slots: Sequence[int], result: int, size: int) -> bool:
-        """Whether to run on the operands' conjugates: the route conjugating fewer
-        elements, counting those of the operands it lacks in that form and, when the
-        route gives the result in the form it is not preferred in, the result's
-        ``size`` (it will be conjugated when read)."""
-        for_values = for_conjugates = 0
+    def route(self, operation: Any, slots: Sequence[int], result: int) -> bool:
+        """Whether to run ``operation`` on the operands' conjugates: the route
+        conjugating fewer elements, counting those of the operands it lacks in that
+        form and, when the route gives the result in the form it is not preferred in,
+        the result's (it will be conjugated when read)."""
+        for_values = for_conjugates = largest = 0
         for slot in slots:
+            size = math.prod(self._form_known(slot).shape)
+            largest = max(largest, size)
             if not self._known(slot, 0):
-                for_values += _size(self._form_known(slot))
+                for_values += size
             elif not self._known(slot, 1):
-                for_conjugates += _size(self._form_known(slot))
+                for_conjugates += size
+        metas = getattr(operation, "outputs", ())  # cotangent sums carry none
+        size = math.prod(metas[0].shape) if metas else largest
         if self.preferred[result]:
             for_values += size
         else:
@@ -349,22 +351,6 @@ def _preferences(program: CompiledProgram) -> bytearray:
     return preferred
 
 
-def _result_size(operation: Any, forms: _Forms, operands: Sequence[int]) -> int:
-    """The number of elements of the (first) result: from the operation's metas, else
-    (cotangent sums carry none) its largest operand's."""
-    metas = getattr(operation, "outputs", ())
-    if metas:
-        return math.prod(metas[0].shape)
-    return max((_size(forms._form_known(slot)) for slot in operands), default=1)
-
-
 def _is_complex(value: Any) -> bool:
     dtype = getattr(value, "dtype", None)
     return dtype is not None and dtype.kind == "c"
-
-
-def _size(value: Any) -> int:
-    size = 1
-    for extent in value.shape:
-        size *= extent
-    return size

@@ -200,7 +200,7 @@ class XlaPlan:
         """Captured data too large to embed: the executable's trailing parameters."""
         self.bind = _binder(traced.sources, parameter, data)
         """Per program input: ("arg", parameter index), ("const", array) or ("data",
-        index among the passed data)."""
+        (index among the passed data, index among all data))."""
         self.data = tuple(data)
         self.metas = [o.meta for o in outputs]
         self.out_treedef = out_treedef
@@ -229,8 +229,10 @@ class XlaPlan:
             for kind, what in bind:
                 if kind == "arg":
                     inputs.append(flat[what])
-                elif kind == "const" or embed_all:
-                    inputs.append(what if kind == "const" else everything[what[1]])
+                elif kind == "const":
+                    inputs.append(what)
+                elif embed_all:
+                    inputs.append(everything[what[1]])
                 else:
                     inputs.append(flat[count + what[0]])
             lowering = Lowering(jax, platform)
